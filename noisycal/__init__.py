@@ -1,0 +1,50 @@
+"""noisycal: calibration under noisy and ambiguous labels.
+
+Every calibration metric compares predictions with a *target* matrix (see
+:mod:`noisycal.targets`); every metric returns an :class:`Estimate` with an interval.
+"""
+
+from . import intervals, metrics, simulate, targets
+from ._warnings import (
+    ConvergenceWarning,
+    IdentifiabilityWarning,
+    NoisycalWarning,
+    NumericalWarning,
+)
+from .data import Annotations
+from .intervals import Estimate, bootstrap
+from .metrics import (
+    brier,
+    calibration_intercept,
+    calibration_slope,
+    ece,
+    mce,
+    nll,
+    true_label_ece,
+)
+from .targets import Target
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "Annotations",
+    "Target",
+    "Estimate",
+    "targets",
+    "metrics",
+    "intervals",
+    "simulate",
+    "ece",
+    "mce",
+    "true_label_ece",
+    "brier",
+    "nll",
+    "calibration_slope",
+    "calibration_intercept",
+    "bootstrap",
+    "NoisycalWarning",
+    "ConvergenceWarning",
+    "IdentifiabilityWarning",
+    "NumericalWarning",
+    "__version__",
+]

@@ -1,0 +1,3 @@
+"""Placeholder package: filled by later issues."""
+
+__all__: list[str] = []

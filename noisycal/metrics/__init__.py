@@ -1,0 +1,17 @@
+"""Calibration metrics against any target."""
+
+from .ece import INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
+from .scores import brier, nll
+from .slope import calibration_intercept, calibration_slope
+
+__all__ = [
+    "ece",
+    "mce",
+    "true_label_ece",
+    "brier",
+    "nll",
+    "calibration_slope",
+    "calibration_intercept",
+    "PAPER_N_BINS",
+    "INTERVALS",
+]

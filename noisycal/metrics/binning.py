@@ -1,0 +1,231 @@
+"""Bins and per-bin sufficient statistics: the core every binned metric reduces to.
+
+For each group g (the top label, the positive class, or each class in classwise
+mode) and bin b the statistics are, summed over the items i in the bin with
+weights w_i (1 for the sample, bootstrap counts for a replicate):
+
+    count = sum w_i,   sum_conf = sum w_i c_ig,
+    sum_target[d] = sum w_i T_igd,   sum_target_sq[d] = sum w_i T_igd^2,
+
+where d indexes target draws (one draw unless the target is sampled, as in the
+Monte-Carlo true-label ECE of paper 000). A metric is a function of these sums
+only, so a bootstrap replicate is one weighted pass over the items.
+
+Bins are ``[lo, hi)`` with the last bin closed: a confidence of exactly 1.0 is in
+the last bin and exactly 0.0 in the first.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "BIN_STRATEGIES",
+    "KINDS",
+    "Binned",
+    "uniform_edges",
+    "quantile_inner_edges",
+    "assign_bins",
+    "group_scores",
+    "make_binned",
+    "segment_stats",
+    "gather_stats",
+    "metric_from_stats",
+]
+
+BIN_STRATEGIES = ("uniform", "quantile")
+KINDS = ("top_label", "classwise", "positive_class")
+
+
+class Binned(NamedTuple):
+    """Items prepared for binned metrics.
+
+    Attributes
+    ----------
+    data : ndarray of shape (n_groups, n_items, 2 + 2 * n_draws)
+        Columns: 1, confidence, target per draw, squared target per draw.
+    bins : ndarray of shape (n_groups, n_items)
+        Bin index of each item in each group.
+    edges : ndarray of shape (n_groups, n_bins + 1)
+        Bin edges (first 0, last 1).
+    n_bins : int
+    n_draws : int
+    """
+
+    data: np.ndarray
+    bins: np.ndarray
+    edges: np.ndarray
+    n_bins: int
+    n_draws: int
+
+
+def uniform_edges(n_bins: int) -> np.ndarray:
+    """Equal-width edges on [0, 1]: ``linspace(0, 1, n_bins + 1)``."""
+    return np.linspace(0.0, 1.0, n_bins + 1)
+
+
+def quantile_inner_edges(conf_sorted: jax.Array, w_sorted: jax.Array, n_bins: int) -> jax.Array:
+    """Equal-mass inner edges from sorted confidences and their (integer) weights.
+
+    Edge j (j = 1..n_bins-1) is the midpoint between the k-th and (k+1)-th weighted
+    order statistics, k = floor(j * W / n_bins) with W the total weight, so with
+    distinct confidences and n divisible by n_bins every bin holds n / n_bins items.
+    The same rule serves the sample (unit weights) and bootstrap replicates.
+    """
+    cw = jnp.cumsum(w_sorted)
+    total = cw[-1]
+    j = jnp.arange(1, n_bins, dtype=conf_sorted.dtype)
+    k = jnp.floor(j * total / n_bins)
+    last = conf_sorted.shape[0] - 1
+    p1 = jnp.clip(jnp.searchsorted(cw, k, side="left"), 0, last)
+    p2 = jnp.clip(jnp.searchsorted(cw, k + 1, side="left"), 0, last)
+    return 0.5 * (conf_sorted[p1] + conf_sorted[p2])
+
+
+def assign_bins(conf: jax.Array, inner_edges: jax.Array) -> jax.Array:
+    """Bin index of each confidence: ``[lo, hi)`` bins, last closed (searchsorted right)."""
+    return jnp.searchsorted(inner_edges, conf, side="right").astype(jnp.int32)
+
+
+def group_scores(P: np.ndarray, T: np.ndarray, kind: str,
+                 draws: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+    """Confidences (n, G) and targets (n, D, G) for a metric kind.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+        Probabilities.
+    T : ndarray of shape (n, K)
+        Target matrix (ignored when ``draws`` is given).
+    kind : {'top_label', 'classwise', 'positive_class'}
+        Top-label: c = max_k P_ik, target T[i, argmax_k P_ik] (lowest index on ties).
+        Positive class (K = 2): c = P_i1, target T_i1. Classwise: every column.
+    draws : ndarray of shape (D, n), optional
+        Sampled labels; the target of draw d is the one-hot of ``draws[d]``.
+
+    Returns
+    -------
+    conf, target, group_names
+    """
+    n, K = P.shape
+    if kind == "top_label":
+        pred = np.argmax(P, axis=1)
+        conf = P[np.arange(n), pred][:, None]
+        if draws is None:
+            tgt = T[np.arange(n), pred][:, None, None]
+        else:
+            tgt = (draws == pred[None, :]).T.astype(np.float64)[:, :, None]
+        return conf, tgt, ["top_label"]
+    if kind == "positive_class":
+        conf = P[:, 1:2]
+        if draws is None:
+            tgt = T[:, 1][:, None, None]
+        else:
+            tgt = (draws == 1).T.astype(np.float64)[:, :, None]
+        return conf, tgt, ["positive_class"]
+    conf = P
+    if draws is None:
+        tgt = T[:, None, :]
+    else:
+        tgt = (draws.T[:, :, None] == np.arange(K)[None, None, :]).astype(np.float64)
+    return conf, tgt, [f"class_{k}" for k in range(K)]
+
+
+def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str) -> Binned:
+    """Bin the confidences and lay out the per-item statistics."""
+    n, G = conf.shape
+    D = tgt.shape[1]
+    if strategy == "uniform":
+        edges = np.tile(uniform_edges(n_bins), (G, 1))
+    else:
+        edges = np.empty((G, n_bins + 1))
+        with jax.enable_x64(True):
+            for g in range(G):
+                s = np.sort(conf[:, g])
+                inner = quantile_inner_edges(jnp.asarray(s), jnp.ones(n), n_bins)
+                edges[g] = np.concatenate([[0.0], np.asarray(inner), [1.0]])
+    bins = np.stack([np.searchsorted(edges[g, 1:-1], conf[:, g], side="right")
+                     for g in range(G)]).astype(np.int32)
+    t = np.transpose(tgt, (2, 0, 1))  # (G, n, D)
+    data = np.concatenate([np.ones((G, n, 1)), conf.T[:, :, None], t, t**2], axis=2)
+    return Binned(data, bins, edges, n_bins, D)
+
+
+def segment_stats(data: jax.Array, bins: jax.Array, weights: jax.Array | None,
+                  n_bins: int) -> jax.Array:
+    """Weighted per-bin sums, shape (G, n_bins, C)."""
+
+    def one(d: jax.Array, b: jax.Array) -> jax.Array:
+        x = d if weights is None else d * weights[:, None]
+        return jax.ops.segment_sum(x, b, num_segments=n_bins)
+
+    return jax.vmap(one)(data, bins)
+
+
+def gather_stats(data: jax.Array, bins: jax.Array, idx: jax.Array, n_bins: int) -> jax.Array:
+    """Per-bin sums of the resampled items ``idx`` (one gather, no weights), (G, n_bins, C)."""
+
+    def one(d: jax.Array, b: jax.Array) -> jax.Array:
+        return jax.ops.segment_sum(d[idx], b[idx], num_segments=n_bins)
+
+    return jax.vmap(one)(data, bins)
+
+
+def metric_from_stats(stats: jax.Array, n_draws: int, reduce: str, norm: str,
+                      debias: bool) -> tuple[jax.Array, jax.Array]:
+    """Calibration error from per-bin sums.
+
+    Parameters
+    ----------
+    stats : array of shape (G, B, 2 + 2D)
+    n_draws : int
+        D.
+    reduce : {'ece', 'mce'}
+        Weighted average of bin gaps, or the largest gap over non-empty bins.
+    norm : {'l1', 'l2'}
+        |gap| or gap^2 (then the square root of the weighted mean).
+    debias : bool
+        L2 only: subtract each bin's estimated sampling variance of the mean target,
+        var_b / (n_b - 1), with var_b the within-bin (plug-in) variance of the target;
+        bins with fewer than 2 items contribute 0 (Kumar, Liang & Ma 2019).
+
+    Returns
+    -------
+    value : scalar
+        Aggregated over groups (p-th power mean for ECE, max for MCE), then
+        averaged over draws.
+    per_group : array of shape (G,)
+        The per-group value averaged over draws.
+    """
+    D = n_draws
+    cnt = stats[:, :, 0]
+    sconf = stats[:, :, 1]
+    st = stats[:, :, 2:2 + D]
+    st2 = stats[:, :, 2 + D:2 + 2 * D]
+    nonempty = cnt > 0
+    safe = jnp.where(nonempty, cnt, 1.0)
+    mc = sconf / safe
+    mt = st / safe[:, :, None]
+    gap = jnp.where(nonempty[:, :, None], mt - mc[:, :, None], 0.0)  # (G, B, D)
+    if reduce == "mce":
+        per = jnp.max(jnp.abs(gap), axis=1)  # (G, D)
+        return jnp.mean(jnp.max(per, axis=0)), jnp.mean(per, axis=1)
+    total = jnp.sum(cnt, axis=1)  # (G,)
+    frac = cnt / jnp.where(total > 0, total, 1.0)[:, None]
+    if norm == "l1":
+        per = jnp.sum(frac[:, :, None] * jnp.abs(gap), axis=1)  # (G, D)
+        return jnp.mean(jnp.mean(per, axis=0)), jnp.mean(per, axis=1)
+    sq = gap**2
+    if debias:
+        var = jnp.maximum(st2 / safe[:, :, None] - mt**2, 0.0)
+        big = cnt >= 2
+        corr = var / jnp.where(big, cnt - 1.0, 1.0)[:, :, None]
+        sq = jnp.where(big[:, :, None], sq - corr, 0.0)
+    per_sq = jnp.sum(frac[:, :, None] * sq, axis=1)  # (G, D)
+    value = jnp.mean(jnp.sqrt(jnp.maximum(jnp.mean(per_sq, axis=0), 0.0)))
+    return value, jnp.mean(jnp.sqrt(jnp.maximum(per_sq, 0.0)), axis=1)

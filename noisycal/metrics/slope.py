@@ -1,0 +1,197 @@
+"""Calibration slope and intercept (Cox 1958) with statsmodels GLM intervals."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from .._typing import ArrayLike, Seed
+from .._validation import check_choice, check_int, check_level, predictions
+from .._warnings import ConvergenceWarning
+from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
+from ..intervals.estimate import Estimate
+from ..targets import as_target_matrix
+
+__all__ = ["calibration_slope", "calibration_intercept"]
+
+_NEWTON_STEPS = 50
+
+
+def _logit_and_target(probs: ArrayLike | None, target: object, logits: ArrayLike | None,
+                      kind: str | None) -> tuple[np.ndarray, np.ndarray, str]:
+    P, logP, binary = predictions(probs, logits)
+    if kind is None:
+        kind = "positive_class" if binary else "top_label"
+    check_choice(kind, "kind", ("top_label", "positive_class"))
+    if kind == "positive_class" and P.shape[1] != 2:
+        raise ValueError(f"kind='positive_class' needs 2 classes, got {P.shape[1]}")
+    T = as_target_matrix(target, P.shape[0], P.shape[1])
+    n = P.shape[0]
+    col = np.full(n, 1) if kind == "positive_class" else np.argmax(P, axis=1)
+    lp = logP[np.arange(n), col]
+    with np.errstate(divide="ignore"):
+        # log(p / (1 - p)) from the log-probabilities: log p - log(sum of the others)
+        others = np.log(np.clip(1.0 - P[np.arange(n), col], 0.0, None))
+        if logits is not None:
+            L = logP.copy()
+            L[np.arange(n), col] = -np.inf
+            m = L.max(axis=1, keepdims=True)
+            others = (m[:, 0] + np.log(np.sum(np.exp(L - m), axis=1)))
+    x = lp - others
+    if not np.all(np.isfinite(x)):
+        raise ValueError("calibration slope needs confidences strictly inside (0, 1); "
+                         f"{int(np.sum(~np.isfinite(x)))} item(s) have probability 0 or 1 "
+                         "(pass logits= to keep them finite)")
+    y = T[np.arange(n), col]
+    if np.any(y < 0) or np.any(y > 1):
+        raise ValueError("target values for the calibration slope must lie in [0, 1]; "
+                         "noise-corrected targets are not supported here yet")
+    return x, y, kind
+
+
+def _newton_logistic(weights: jax.Array, X: jax.Array, y: jax.Array,
+                     offset: jax.Array) -> jax.Array:
+    """Weighted logistic regression by Newton's method (fixed number of steps)."""
+
+    def step(beta: jax.Array, _: None) -> tuple[jax.Array, None]:
+        eta = X @ beta + offset
+        mu = jax.nn.sigmoid(eta)
+        grad = X.T @ (weights * (y - mu))
+        H = (X * (weights * mu * (1 - mu))[:, None]).T @ X
+        return beta + jnp.linalg.solve(H + 1e-12 * jnp.eye(X.shape[1]), grad), None
+
+    beta, _ = jax.lax.scan(step, jnp.zeros(X.shape[1]), None, length=_NEWTON_STEPS)
+    return beta
+
+
+def _slope_stat(weights: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+    X = jnp.stack([jnp.ones_like(x), x], axis=1)
+    return _newton_logistic(weights, X, y, jnp.zeros_like(x))[1]
+
+
+def _intercept_stat(weights: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array:
+    return _newton_logistic(weights, jnp.ones((x.shape[0], 1)), y, x)[0]
+
+
+def _fit(x: np.ndarray, y: np.ndarray, which: str, cov_type: str) -> tuple:
+    import statsmodels.api as sm
+
+    if which == "slope":
+        model = sm.GLM(y, sm.add_constant(x, has_constant="add"),
+                       family=sm.families.Binomial())
+    else:
+        model = sm.GLM(y, np.ones((x.shape[0], 1)), family=sm.families.Binomial(), offset=x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels warns on non-integer binomial counts
+        res = model.fit(cov_type=cov_type)
+    return res
+
+
+def _estimate(which: str, probs: ArrayLike | None, target: object, logits: ArrayLike | None,
+              kind: str | None, interval: str | None, level: float, cov_type: str,
+              n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None) -> Estimate:
+    check_choice(interval, "interval", (None, "wald", "bootstrap"))
+    level = check_level(level)
+    n_boot = check_int(n_boot, "n_boot", minimum=2)
+    check_choice(method, "method", BOOTSTRAP_METHODS)
+    check_choice(cov_type, "cov_type", ("auto", "nonrobust", "HC0"))
+    x, y, kind = _logit_and_target(probs, target, logits, kind)
+    hard = bool(np.all((y == 0) | (y == 1)))
+    ct = ("nonrobust" if hard else "HC0") if cov_type == "auto" else cov_type
+    res = _fit(x, y, which, ct)
+    idx = 1 if which == "slope" else 0
+    value = float(res.params[idx])
+    converged = bool(getattr(res, "converged", True))
+    status, message = "ok", ""
+    if not converged or not np.isfinite(value):
+        status, message = "not_converged", "the GLM fit (IRLS) did not converge"
+        warnings.warn(f"calibration {which}: {message}", ConvergenceWarning, stacklevel=3)
+    name = f"calibration {which}"
+    details = {"kind": kind, "cov_type": ct, "params": np.asarray(res.params),
+               "bse": np.asarray(res.bse)}
+    if interval is None or status != "ok":
+        return Estimate(name, value, n=x.shape[0], status=status, message=message,
+                        details=details)
+    if interval == "wald":
+        if cluster is not None:
+            raise ValueError("interval='wald' treats items as independent; use "
+                             "interval='bootstrap' with cluster=")
+        lo, hi = np.asarray(res.conf_int(alpha=1.0 - level))[idx]
+        return Estimate(name, value, (lo, hi), level, "wald", "wald", n=x.shape[0],
+                        details=details)
+    stat = _slope_stat if which == "slope" else _intercept_stat
+    est = bootstrap(stat, x, y, cluster=cluster, n_boot=n_boot, level=level, method=method,
+                    seed=seed, name=name)
+    return Estimate(name, value, est.interval, level, "bootstrap", method, n=x.shape[0],
+                    n_boot=n_boot, status=est.status, message=est.message, details=details,
+                    replicates=est.replicates)
+
+
+def calibration_slope(
+    probs: ArrayLike | None = None,
+    target: object = None,
+    *,
+    logits: ArrayLike | None = None,
+    kind: str | None = None,
+    interval: str | None = "wald",
+    level: float = 0.9,
+    cov_type: str = "auto",
+    n_boot: int = 1000,
+    method: str = "percentile",
+    seed: Seed = 0,
+    cluster: ArrayLike | None = None,
+) -> Estimate:
+    r"""Calibration slope: b in logit P(Y = 1) = a + b * logit(p) (Cox 1958).
+
+    A slope of 1 means the log-odds are neither too extreme (b < 1, overconfident) nor too
+    timid (b > 1). Fitted by a binomial GLM (statsmodels) of the target on the logit of the
+    confidence: the positive-class probability for binary input, the top-label confidence
+    (target: the target's value at the predicted class) otherwise.
+
+    Parameters
+    ----------
+    probs, logits, target : see :func:`noisycal.ece`
+        Targets must lie in [0, 1]; soft targets give a quasi-likelihood fit.
+    kind : {'positive_class', 'top_label'}, optional
+    interval : {'wald', 'bootstrap', None}, default='wald'
+        'wald': the GLM's Wald interval; 'bootstrap': refits by weighted Newton steps in
+        JAX for every replicate.
+    cov_type : {'auto', 'nonrobust', 'HC0'}, default='auto'
+        Covariance of the Wald interval: model-based for 0/1 targets, sandwich (HC0) for
+        soft targets (whose binomial variance is not the model's).
+
+    Returns
+    -------
+    Estimate
+        ``details['params']`` holds (intercept a, slope b).
+    """
+    return _estimate("slope", probs, target, logits, kind, interval, level, cov_type, n_boot,
+                     method, seed, cluster)
+
+
+def calibration_intercept(
+    probs: ArrayLike | None = None,
+    target: object = None,
+    *,
+    logits: ArrayLike | None = None,
+    kind: str | None = None,
+    interval: str | None = "wald",
+    level: float = 0.9,
+    cov_type: str = "auto",
+    n_boot: int = 1000,
+    method: str = "percentile",
+    seed: Seed = 0,
+    cluster: ArrayLike | None = None,
+) -> Estimate:
+    r"""Calibration intercept ("calibration in the large"): a in logit P(Y=1) = a + logit(p).
+
+    The slope is fixed at 1 (``logit(p)`` enters as an offset), so a = 0 when the average
+    predicted log-odds match the outcomes; a > 0 means the predictions are too low. Same
+    arguments as :func:`calibration_slope`.
+    """
+    return _estimate("intercept", probs, target, logits, kind, interval, level, cov_type,
+                     n_boot, method, seed, cluster)
