@@ -65,8 +65,8 @@ class Binned(NamedTuple):
 
 
 def uniform_edges(n_bins: int) -> np.ndarray:
-    """Equal-width edges on [0, 1]: ``linspace(0, 1, n_bins + 1)``."""
-    return np.linspace(0.0, 1.0, n_bins + 1)
+    """Equal-width edges on [0, 1], computed as k / n_bins so that e.g. 0.7 is exactly an edge."""
+    return np.arange(n_bins + 1) / n_bins
 
 
 def quantile_inner_edges(conf_sorted: jax.Array, w_sorted: jax.Array, n_bins: int) -> jax.Array:

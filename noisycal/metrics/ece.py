@@ -326,8 +326,9 @@ def ece(
     -----
     With bins :math:`B_b`, confidences :math:`c_i` and target values :math:`t_i`,
 
-    .. math:: \mathrm{ECE}_1 = \sum_b \frac{|B_b|}{n}\,\Big|\bar t_b - \bar c_b\Big|,
-              \qquad \mathrm{ECE}_2 = \Big(\sum_b \frac{|B_b|}{n}(\bar t_b - \bar c_b)^2\Big)^{1/2}.
+    .. math:: \mathrm{ECE}_1 = \sum_b \frac{|B_b|}{n}\,|\bar t_b - \bar c_b|,
+              \qquad
+              \mathrm{ECE}_2 = \Big(\sum_b \frac{|B_b|}{n}(\bar t_b - \bar c_b)^2\Big)^{1/2}.
 
     Classwise values combine the K per-class errors as :math:`(\frac1K\sum_k
     \mathrm{CE}_k^p)^{1/p}` (Kull et al. 2019 for p = 1; Kumar et al. 2019 for p = 2).

@@ -1,0 +1,266 @@
+"""Plots of calibration estimates: reliability diagrams with per-bin interval bars.
+
+matplotlib is imported inside the plotting functions, so ``import noisycal`` does not
+import it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_choice, check_level
+from .intervals.estimate import Estimate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.axes import Axes
+
+__all__ = ["reliability_diagram"]
+
+#: Interval kinds for the per-bin bars (None picks one, see :func:`reliability_diagram`).
+BAR_INTERVALS = (None, "bootstrap", "wilson")
+
+_HARD_ATOL = 1e-6
+
+
+def _select_group(table: pd.DataFrame, group: str | int | None) -> tuple[str, pd.DataFrame]:
+    names = [str(g) for g in pd.unique(table["group"])]
+    if group is None:
+        name = names[0]
+    elif isinstance(group, int | np.integer) and not isinstance(group, bool):
+        if not 0 <= int(group) < len(names):
+            raise ValueError(f"group must be one of {names} (or an index below {len(names)}), "
+                             f"got {group!r}")
+        name = names[int(group)]
+    elif isinstance(group, str) and group in names:
+        name = group
+    else:
+        raise ValueError(f"group must be one of {names}, got {group!r}")
+    rows = table[table["group"].astype(str) == name].reset_index(drop=True)
+    return name, rows
+
+
+def _looks_hard(est: Estimate, rows: pd.DataFrame) -> bool:
+    """Whether the bins are consistent with 0/1 targets (integer successes in every bin)."""
+    if est.details.get("form") is not None:  # true-label ECE: soft labels by construction
+        return False
+    cnt = rows["count"].to_numpy(dtype=np.float64)
+    mt = rows["mean_target"].to_numpy(dtype=np.float64)
+    ok = cnt > 0
+    if np.any((mt[ok] < -_HARD_ATOL) | (mt[ok] > 1 + _HARD_ATOL)):
+        return False
+    succ = mt[ok] * cnt[ok]
+    return bool(np.all(np.abs(succ - np.round(succ)) <= _HARD_ATOL * np.maximum(cnt[ok], 1)))
+
+
+def _has_bootstrap(rows: pd.DataFrame) -> bool:
+    return ("low" in rows.columns and "high" in rows.columns
+            and bool(np.any(np.isfinite(rows["low"].to_numpy(dtype=np.float64)))))
+
+
+def _wilson(count: np.ndarray, mean_target: np.ndarray,
+            level: float) -> tuple[np.ndarray, np.ndarray]:
+    from statsmodels.stats.proportion import proportion_confint
+
+    successes = np.round(mean_target * count)
+    low, high = proportion_confint(successes, count, alpha=1.0 - level, method="wilson")
+    return np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+
+
+def _default_title(est: Estimate, group: str, n_groups: int) -> str:
+    text = f"{est.name} {est.value:.4f}"
+    if est.interval is not None and est.level is not None:
+        how = est.kind or "interval"
+        if est.method and est.method not in (est.kind, "percentile"):
+            how += f", {est.method}"
+        text += f" [{est.low:.4f}, {est.high:.4f}] ({est.level * 100:g}% {how})"
+    per_group = est.details.get("per_group")
+    if n_groups > 1 or (per_group and group in per_group):
+        value = per_group.get(group) if per_group else None
+        text += f"\n{group}" + (f": {value:.4f}" if value is not None else "")
+    return text
+
+
+def reliability_diagram(
+    est: Estimate,
+    *,
+    ax: Axes | None = None,
+    group: str | int | None = None,
+    show_counts: bool = True,
+    interval: str | None = None,
+    level: float | None = None,
+    hard: bool | None = None,
+    title: str | None = None,
+) -> Axes:
+    r"""Reliability diagram of a binned calibration estimate, with per-bin interval bars.
+
+    For every non-empty bin, a point at (mean confidence, mean target) with a vertical
+    interval bar; the identity line (perfect calibration); and, below the diagram, a
+    histogram of the bin counts sharing the x-axis.
+
+    Parameters
+    ----------
+    est : Estimate
+        Result of a binned metric (:func:`noisycal.ece`, :func:`noisycal.mce`,
+        :func:`noisycal.true_label_ece`), whose ``bins`` holds the per-bin table.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw in; default a new figure. The count histogram is an inset placed
+        just below ``ax`` (``ax.inset_axes``), so leave room under it in a grid.
+    group : str or int, optional
+        Which group of a classwise estimate to draw, by name (``'class_3'``) or position;
+        default the first. Single-group estimates have one group (``'top_label'`` or
+        ``'positive_class'``).
+    show_counts : bool, default=True
+        Draw the histogram of bin counts.
+    interval : {'bootstrap', 'wilson', None}, default=None
+        The per-bin bars. 'bootstrap': the percentile intervals of the bin's mean target
+        stored in ``est.bins`` (``low``/``high``; present when the estimate was made with
+        ``interval='bootstrap'``). 'wilson': Wilson score intervals for a binomial
+        proportion, from the bin's count and its number of positive targets (0/1 targets
+        only). None: 'bootstrap' when the table has those columns, else 'wilson' when the
+        targets are 0/1 (see ``hard``), else no bars.
+    level : float, optional
+        Coverage of the Wilson bars, a fraction in (0, 1); default ``est.level``, else
+        0.9. The bootstrap bars have the estimate's level; another ``level`` is an error.
+    hard : bool, optional
+        Whether the target values are 0/1 (hard or voted labels), which Wilson intervals
+        need. None: inferred from the table: true when every non-empty bin's
+        ``count * mean_target`` is a whole number within [0, count] and the estimate is
+        not a true-label ECE.
+    title : str, optional
+        Axes title; default the estimate with its interval, e.g.
+        ``'ECE 0.0412 [0.0351, 0.0488] (90% bootstrap)'`` (plus the group and its value
+        for classwise estimates). ``''`` for none.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The diagram's axes; the count histogram, when drawn, is in ``ax.child_axes``.
+
+    Raises
+    ------
+    TypeError
+        If ``est`` is not an Estimate.
+    ValueError
+        If ``est`` has no per-bin table, ``group`` is unknown (the message lists the
+        names), or the requested ``interval`` is unavailable (no bootstrap columns; Wilson
+        bars for targets that are not 0/1) or ``level`` does not match the bootstrap bars.
+
+    Notes
+    -----
+    Target values are drawn as they are: noise-corrected targets may give bin means
+    outside [0, 1], and the y-limits then extend beyond the unit square. The Wilson
+    interval of a bin with :math:`n` items and :math:`s` positive targets is
+    :math:`\big(\hat p + \frac{z^2}{2n} \pm z\sqrt{\frac{\hat p(1-\hat p)}{n}
+    + \frac{z^2}{4n^2}}\big) / (1 + \frac{z^2}{n})` with :math:`\hat p = s/n`
+    (statsmodels ``proportion_confint(method='wilson')``).
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> from noisycal.plots import reliability_diagram
+    >>> sim = nc.simulate.classifier(500, 3, seed=0)
+    >>> est = nc.ece(sim.probs, sim.labels, n_bins=10, interval=None)
+    >>> ax = reliability_diagram(est)   # Wilson bars: hard labels, no bootstrap columns
+    >>> ax.get_ylabel()
+    'mean target'
+    """
+    if not isinstance(est, Estimate):
+        raise TypeError(f"est must be an Estimate from a binned metric, got "
+                        f"{type(est).__name__}")
+    if est.bins is None:
+        raise ValueError(f"est must come from a binned metric (nc.ece, nc.mce, "
+                         f"nc.true_label_ece) with a per-bin table; {est.name!r} has none")
+    check_choice(interval, "interval", BAR_INTERVALS)
+    if hard is not None and not isinstance(hard, bool | np.bool_):
+        raise ValueError(f"hard must be True, False or None, got {hard!r}")
+    if level is not None:
+        level = check_level(level)
+
+    table = est.bins
+    name, rows = _select_group(table, group)
+    n_groups = int(pd.unique(table["group"]).shape[0])
+    is_hard = _looks_hard(est, rows) if hard is None else bool(hard)
+    boot_level = table.attrs.get("level") or est.level
+
+    kind = interval
+    if kind is None:
+        kind = "bootstrap" if _has_bootstrap(rows) else ("wilson" if is_hard else None)
+    if kind == "bootstrap":
+        if not _has_bootstrap(rows):
+            raise ValueError("interval='bootstrap' needs the per-bin low/high columns; "
+                             "compute the estimate with interval='bootstrap', or use "
+                             "interval='wilson' for 0/1 targets")
+        if level is not None and boot_level is not None and abs(level - boot_level) > 1e-12:
+            raise ValueError(f"level={level:g} differs from the level of the bootstrap bars "
+                             f"({boot_level:g}); recompute the estimate with that level")
+        bar_level = boot_level
+    elif kind == "wilson":
+        if not is_hard:
+            raise ValueError("interval='wilson' needs 0/1 targets (hard or voted labels); "
+                             "these bins hold non-binary target means (pass hard=True to "
+                             "override, or use interval='bootstrap')")
+        bar_level = level if level is not None else (est.level or 0.9)
+    else:
+        bar_level = None
+
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
+        ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
+
+    ok = rows["count"].to_numpy() > 0
+    sel = rows[ok]
+    x = sel["mean_conf"].to_numpy(dtype=np.float64)
+    y = sel["mean_target"].to_numpy(dtype=np.float64)
+
+    ax.plot([0.0, 1.0], [0.0, 1.0], ls="--", color="0.55", lw=1.0,
+            label="perfect calibration", zorder=1)
+    lows = highs = None
+    if kind == "bootstrap":
+        lows = sel["low"].to_numpy(dtype=np.float64)
+        highs = sel["high"].to_numpy(dtype=np.float64)
+        bar_label = f"{bar_level * 100:g}% bootstrap interval"
+    elif kind == "wilson":
+        lows, highs = _wilson(sel["count"].to_numpy(dtype=np.float64), y, bar_level)
+        bar_label = f"{bar_level * 100:g}% Wilson interval"
+    if lows is not None:
+        ax.vlines(x, lows, highs, colors="C0", lw=1.6, alpha=0.8, label=bar_label, zorder=2)
+    ax.plot(x, y, "o", color="C0", ms=5, label="bin: mean target", zorder=3)
+
+    finite = [v[np.isfinite(v)] for v in (y, lows, highs) if v is not None]
+    values = np.concatenate(finite) if finite else np.zeros(0)
+    y_lo = min(0.0, float(values.min())) if values.size else 0.0
+    y_hi = max(1.0, float(values.max())) if values.size else 1.0
+    pad = 0.03 * (y_hi - y_lo)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(y_lo - pad, y_hi + pad)
+    ax.set_ylabel("mean target")
+    ax.grid(True, color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.legend(loc="upper left", fontsize="small", frameon=False)
+    if title is None:
+        title = _default_title(est, name, n_groups)
+    if title:
+        ax.set_title(title, fontsize="medium")
+
+    if show_counts:
+        hist = ax.inset_axes((0.0, -0.42, 1.0, 0.3), sharex=ax)
+        lo = rows["lo"].to_numpy(dtype=np.float64)
+        hi = rows["hi"].to_numpy(dtype=np.float64)
+        cnt = rows["count"].to_numpy(dtype=np.float64)
+        hist.bar(lo, cnt, width=hi - lo, align="edge", color="C0", alpha=0.45,
+                 edgecolor="C0", lw=0.6)
+        positive = cnt[cnt > 0]
+        if positive.size and positive.max() > 100 * positive.min():
+            hist.set_yscale("log")
+        hist.set_ylabel("count", fontsize="small")
+        hist.set_xlabel("mean confidence")
+        hist.tick_params(labelsize="small")
+        ax.tick_params(labelbottom=False)
+    else:
+        ax.set_xlabel("mean confidence")
+    return ax

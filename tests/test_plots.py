@@ -1,0 +1,219 @@
+"""Tests for noisycal.plots.reliability_diagram: what is drawn, which bars, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection
+from numpy.testing import assert_allclose
+from statsmodels.stats.proportion import proportion_confint
+
+import noisycal as nc
+from noisycal.plots import reliability_diagram
+
+# ----------------------------------------------------------------------------------------
+# hand-built binary case, positive-class ECE with 5 equal-width bins
+#
+#   bin [0.0, 0.2): p = 0.10, 0.15, 0.12  y = 0, 0, 1   -> conf 0.123333, target 1/3
+#   bin [0.2, 0.4): empty
+#   bin [0.4, 0.6): empty
+#   bin [0.6, 0.8): p = 0.70, 0.75, 0.72, 0.78  y = 1, 1, 0, 1  -> conf 0.7375, target 3/4
+#   bin [0.8, 1.0]: p = 0.90  y = 1  -> conf 0.9, target 1
+# ----------------------------------------------------------------------------------------
+
+P = np.array([0.10, 0.15, 0.12, 0.70, 0.75, 0.72, 0.78, 0.90])
+Y = np.array([0, 0, 1, 1, 1, 0, 1, 1])
+CONF = np.array([0.37 / 3, 0.7375, 0.9])
+TARGET = np.array([1 / 3, 0.75, 1.0])
+COUNT = np.array([3, 4, 1])
+
+
+def _points(ax: Axes) -> tuple[np.ndarray, np.ndarray]:
+    (line,) = [ln for ln in ax.get_lines() if ln.get_label() == "bin: mean target"]
+    return np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+
+
+def _bars(ax: Axes) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
+    cols = [c for c in ax.collections if isinstance(c, LineCollection)
+            and "interval" in str(c.get_label())]
+    if not cols:
+        return None
+    (col,) = cols
+    seg = np.array([np.asarray(s) for s in col.get_segments()])
+    return str(col.get_label()), seg[:, 0, 0], seg[:, 0, 1], seg[:, 1, 1]
+
+
+@pytest.fixture(scope="module")
+def sim():
+    return nc.simulate.classifier(600, 3, temperature=0.6, n_annotators=7, seed=1)
+
+
+def test_returns_axes_and_uses_given_axes():
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    ax = reliability_diagram(est)
+    assert isinstance(ax, Axes)
+    fig, given = plt.subplots()
+    assert reliability_diagram(est, ax=given) is given
+
+
+def test_points_are_the_nonempty_bins():
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    table = est.bins
+    assert table["count"].tolist() == [3, 0, 0, 4, 1]
+    x, y = _points(reliability_diagram(est))
+    assert_allclose(x, CONF, rtol=1e-12)
+    assert_allclose(y, TARGET, rtol=1e-12)
+    nonempty = table[table["count"] > 0]
+    assert_allclose(x, nonempty["mean_conf"], rtol=1e-12)
+    assert_allclose(y, nonempty["mean_target"], rtol=1e-12)
+
+
+def test_wilson_bars_match_statsmodels():
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    label, bx, lo, hi = _bars(reliability_diagram(est))  # auto: 0/1 targets -> Wilson
+    assert label == "90% Wilson interval"
+    ref_lo, ref_hi = proportion_confint(COUNT * TARGET, COUNT, alpha=0.1, method="wilson")
+    assert_allclose(bx, CONF, rtol=1e-12)
+    assert_allclose(lo, ref_lo, rtol=1e-12)
+    assert_allclose(hi, ref_hi, rtol=1e-12)
+    label, _, lo, hi = _bars(reliability_diagram(est, interval="wilson", level=0.95))
+    assert label == "95% Wilson interval"
+    ref_lo, ref_hi = proportion_confint(COUNT * TARGET, COUNT, alpha=0.05, method="wilson")
+    assert_allclose(lo, ref_lo, rtol=1e-12)
+    assert_allclose(hi, ref_hi, rtol=1e-12)
+
+
+def test_wilson_level_defaults_to_the_estimate_level():
+    est = nc.ece(P, Y, n_bins=5, level=0.8, n_boot=50)
+    label, _, lo, _ = _bars(reliability_diagram(est, interval="wilson"))
+    assert label == "80% Wilson interval"
+    ref_lo, _ = proportion_confint(COUNT * TARGET, COUNT, alpha=0.2, method="wilson")
+    assert_allclose(lo, ref_lo, rtol=1e-12)
+
+
+def test_bootstrap_bars_are_the_bins_low_high(sim):
+    est = nc.ece(sim.probs, sim.labels, n_bins=10, n_boot=200, seed=3)
+    label, bx, lo, hi = _bars(reliability_diagram(est))  # auto: bootstrap columns present
+    assert label == "90% bootstrap interval"
+    nonempty = est.bins[est.bins["count"] > 0]
+    assert_allclose(bx, nonempty["mean_conf"], rtol=1e-12)
+    assert_allclose(lo, nonempty["low"], rtol=1e-12)
+    assert_allclose(hi, nonempty["high"], rtol=1e-12)
+    # an explicit 'wilson' still works for hard labels
+    label, *_ = _bars(reliability_diagram(est, interval="wilson"))
+    assert label == "90% Wilson interval"
+
+
+def test_bootstrap_unavailable_or_level_mismatch_raises():
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    with pytest.raises(ValueError, match="interval='bootstrap'"):
+        reliability_diagram(est, interval="bootstrap")
+    est = nc.ece(P, Y, n_bins=5, n_boot=50)
+    with pytest.raises(ValueError, match="level"):
+        reliability_diagram(est, interval="bootstrap", level=0.95)
+    with pytest.raises(ValueError, match="interval must be one of"):
+        reliability_diagram(est, interval="bca")
+
+
+def test_classwise_group_selection(sim):
+    est = nc.ece(sim.probs, sim.labels, n_bins=10, kind="classwise", interval=None)
+    for group in ("class_1", 1):
+        ax = reliability_diagram(est, group=group)
+        rows = est.bins[(est.bins["group"] == "class_1") & (est.bins["count"] > 0)]
+        x, y = _points(ax)
+        assert_allclose(x, rows["mean_conf"], rtol=1e-12)
+        assert_allclose(y, rows["mean_target"], rtol=1e-12)
+        assert "class_1" in ax.get_title()
+    x, _ = _points(reliability_diagram(est))  # default: the first group
+    rows = est.bins[(est.bins["group"] == "class_0") & (est.bins["count"] > 0)]
+    assert_allclose(x, rows["mean_conf"], rtol=1e-12)
+
+
+def test_unknown_group_raises_with_the_names(sim):
+    est = nc.ece(sim.probs, sim.labels, n_bins=10, kind="classwise", interval=None)
+    with pytest.raises(ValueError, match=r"group must be one of .*class_0.*class_2.*'cat'"):
+        reliability_diagram(est, group="cat")
+    with pytest.raises(ValueError, match="group"):
+        reliability_diagram(est, group=3)
+
+
+def test_soft_target_estimates(sim):
+    soft = nc.targets.soft(counts=sim.counts)
+    est = nc.true_label_ece(sim.probs, soft, form="expected", n_bins=10, interval=None)
+    ax = reliability_diagram(est)  # soft labels, no bootstrap: no bars
+    assert _bars(ax) is None
+    x, y = _points(ax)
+    assert_allclose(y, est.bins.loc[est.bins["count"] > 0, "mean_target"], rtol=1e-12)
+    with pytest.raises(ValueError, match="interval='wilson'"):
+        reliability_diagram(est, interval="wilson")
+    # the same soft target through ece(): non-integer successes, so not hard either
+    with pytest.raises(ValueError, match="interval='wilson'"):
+        reliability_diagram(nc.ece(sim.probs, soft, n_bins=10, interval=None),
+                            interval="wilson")
+    est = nc.true_label_ece(sim.probs, soft, form="mc", n_draws=20, n_bins=10, n_boot=50)
+    label, *_ = _bars(reliability_diagram(est))
+    assert label == "90% bootstrap interval"
+    assert "true-label ECE" in reliability_diagram(est).get_title()
+
+
+def test_hard_override(sim):
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    assert _bars(reliability_diagram(est, hard=False)) is None
+    with pytest.raises(ValueError, match="interval='wilson'"):
+        reliability_diagram(est, interval="wilson", hard=False)
+
+
+def test_targets_outside_unit_interval_are_not_clipped(sim):
+    T = np.eye(3)[sim.labels] * 1.8 - 0.4  # a corrected-looking target in [-0.4, 1.4]
+    est = nc.ece(sim.probs, T, n_bins=10, n_boot=50)
+    ax = reliability_diagram(est)
+    _, y = _points(ax)
+    assert_allclose(y, est.bins.loc[est.bins["count"] > 0, "mean_target"], rtol=1e-12)
+    lo, hi = ax.get_ylim()
+    assert lo <= np.nanmin(est.bins["low"]) and hi >= np.nanmax(est.bins["high"])
+    assert lo < 0.0 or hi > 1.0
+
+
+def test_count_histogram(sim):
+    est = nc.ece(sim.probs, sim.labels, n_bins=10, interval=None)
+    ax = reliability_diagram(est)
+    (hist,) = ax.child_axes
+    heights = [patch.get_height() for patch in hist.patches]
+    assert_allclose(heights, est.bins["count"], rtol=0)
+    assert hist.get_xlabel() == "mean confidence"
+    assert not reliability_diagram(est, show_counts=False).child_axes
+
+
+def test_titles():
+    est = nc.ece(P, Y, n_bins=5, n_boot=50)
+    title = reliability_diagram(est).get_title()
+    assert title == f"positive-class ECE {est.value:.4f} [{est.low:.4f}, {est.high:.4f}] (90% bootstrap)"
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    assert reliability_diagram(est).get_title() == f"positive-class ECE {est.value:.4f}"
+    assert reliability_diagram(est, title="").get_title() == ""
+    assert reliability_diagram(est, title="mine").get_title() == "mine"
+
+
+def test_misuse():
+    with pytest.raises(ValueError, match="binned metric"):
+        reliability_diagram(nc.brier(P, Y, interval=None))
+    with pytest.raises(TypeError, match="Estimate"):
+        reliability_diagram(P)
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    with pytest.raises(ValueError, match="level"):
+        reliability_diagram(est, level=90)
+    with pytest.raises(ValueError, match="hard"):
+        reliability_diagram(est, hard="yes")
+
+
+def test_import_noisycal_does_not_import_matplotlib():
+    code = ("import noisycal, noisycal.plots, noisycal.datasets, sys; "
+            "assert 'matplotlib' not in sys.modules, 'matplotlib imported'")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
