@@ -27,14 +27,14 @@ def test_import_has_no_global_side_effects():
     code = (
         # third-party dependencies install their own filters; import them first
         "import warnings, jax, scipy.special, scipy.stats, pandas, numpy;"
-        "before = list(warnings.filters);"
+        "before = list(warnings.filters); x64 = jax.config.jax_enable_x64;"
         "import noisycal as nc, numpy as np;"
-        "assert not jax.config.jax_enable_x64;"
+        "assert jax.config.jax_enable_x64 == x64;"
         "assert list(warnings.filters) == before;"
         "import sys; assert 'matplotlib' not in sys.modules;"
         "nc.ece(np.array([[0.6, 0.4]]), [0], n_boot=10);"
-        "assert not jax.config.jax_enable_x64;"
-        "import jax.numpy as jnp; assert jnp.ones(1).dtype == jnp.float32"
+        "assert jax.config.jax_enable_x64 == x64;"
+        "import jax.numpy as jnp; assert (jnp.ones(1).dtype == jnp.float64) == x64"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
