@@ -4,7 +4,7 @@ Every calibration metric compares predictions with a *target* matrix (see
 :mod:`noisycal.targets`); every metric returns an :class:`Estimate` with an interval.
 """
 
-from . import intervals, metrics, simulate, targets
+from . import datasets, intervals, metrics, plots, simulate, targets
 from ._warnings import (
     ConvergenceWarning,
     IdentifiabilityWarning,
@@ -34,6 +34,8 @@ __all__ = [
     "metrics",
     "intervals",
     "simulate",
+    "plots",
+    "datasets",
     "ece",
     "mce",
     "true_label_ece",

@@ -228,7 +228,11 @@ def reliability_diagram(
         lows, highs = _wilson(sel["count"].to_numpy(dtype=np.float64), y, bar_level)
         bar_label = f"{bar_level * 100:g}% Wilson interval"
     if lows is not None:
-        ax.vlines(x, lows, highs, colors="C0", lw=1.6, alpha=0.8, label=bar_label, zorder=2)
+        # one Line2D with NaN breaks (not vlines), so that legend(loc='best') avoids the bars
+        nan = np.full_like(x, np.nan)
+        ax.plot(np.column_stack([x, x, nan]).ravel(),
+                np.column_stack([lows, highs, nan]).ravel(),
+                color="C0", lw=1.6, alpha=0.8, label=bar_label, zorder=2)
     ax.plot(x, y, "o", color="C0", ms=5, label="bin: mean target", zorder=3)
 
     finite = [v[np.isfinite(v)] for v in (y, lows, highs) if v is not None]
@@ -236,12 +240,12 @@ def reliability_diagram(
     y_lo = min(0.0, float(values.min())) if values.size else 0.0
     y_hi = max(1.0, float(values.max())) if values.size else 1.0
     pad = 0.03 * (y_hi - y_lo)
-    ax.set_xlim(0.0, 1.0)
+    ax.set_xlim(-0.02, 1.02)  # room for points at confidence 0 or 1
     ax.set_ylim(y_lo - pad, y_hi + pad)
     ax.set_ylabel("mean target")
     ax.grid(True, color="0.9", lw=0.6)
     ax.set_axisbelow(True)
-    ax.legend(loc="upper left", fontsize="small", frameon=False)
+    ax.legend(loc="best", fontsize="small", framealpha=0.85, edgecolor="none")
     if title is None:
         title = _default_title(est, name, n_groups)
     if title:

@@ -9,7 +9,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
-from matplotlib.collections import LineCollection
 from numpy.testing import assert_allclose
 from statsmodels.stats.proportion import proportion_confint
 
@@ -39,13 +38,14 @@ def _points(ax: Axes) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _bars(ax: Axes) -> tuple[str, np.ndarray, np.ndarray, np.ndarray] | None:
-    cols = [c for c in ax.collections if isinstance(c, LineCollection)
-            and "interval" in str(c.get_label())]
-    if not cols:
+    lines = [ln for ln in ax.get_lines() if "interval" in str(ln.get_label())]
+    if not lines:
         return None
-    (col,) = cols
-    seg = np.array([np.asarray(s) for s in col.get_segments()])
-    return str(col.get_label()), seg[:, 0, 0], seg[:, 0, 1], seg[:, 1, 1]
+    (line,) = lines
+    # vertical bars as one line broken by NaN: (x, low), (x, high), (nan, nan) per bin
+    xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float).reshape(-1, 3, 2)
+    assert np.all(np.isnan(xy[:, 2])) and np.array_equal(xy[:, 0, 0], xy[:, 1, 0])
+    return str(line.get_label()), xy[:, 0, 0], xy[:, 0, 1], xy[:, 1, 1]
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +192,8 @@ def test_count_histogram(sim):
 def test_titles():
     est = nc.ece(P, Y, n_bins=5, n_boot=50)
     title = reliability_diagram(est).get_title()
-    assert title == f"positive-class ECE {est.value:.4f} [{est.low:.4f}, {est.high:.4f}] (90% bootstrap)"
+    assert title == (f"positive-class ECE {est.value:.4f} [{est.low:.4f}, {est.high:.4f}] "
+                     "(90% bootstrap)")
     est = nc.ece(P, Y, n_bins=5, interval=None)
     assert reliability_diagram(est).get_title() == f"positive-class ECE {est.value:.4f}"
     assert reliability_diagram(est, title="").get_title() == ""

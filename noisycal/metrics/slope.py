@@ -5,13 +5,14 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import stats as sps
 
 import jax
 import jax.numpy as jnp
 
 from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int, check_level, predictions
-from .._warnings import ConvergenceWarning
+from .._warnings import ConvergenceWarning, NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
 from ..targets import as_target_matrix
@@ -78,17 +79,33 @@ def _intercept_stat(weights: jax.Array, x: jax.Array, y: jax.Array) -> jax.Array
 
 
 def _fit(x: np.ndarray, y: np.ndarray, which: str, cov_type: str) -> tuple:
+    """Fit the GLM (statsmodels IRLS); return (results, params, covariance)."""
     import statsmodels.api as sm
+    from scipy.special import expit
 
     if which == "slope":
-        model = sm.GLM(y, sm.add_constant(x, has_constant="add"),
-                       family=sm.families.Binomial())
+        X = np.column_stack([np.ones_like(x), x])
+        offset = np.zeros_like(x)
+        model = sm.GLM(y, X, family=sm.families.Binomial())
     else:
-        model = sm.GLM(y, np.ones((x.shape[0], 1)), family=sm.families.Binomial(), offset=x)
+        X = np.ones((x.shape[0], 1))
+        offset = x
+        model = sm.GLM(y, X, family=sm.families.Binomial(), offset=x)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # statsmodels warns on non-integer binomial counts
-        res = model.fit(cov_type=cov_type)
-    return res
+        res = model.fit()
+    params = np.asarray(res.params)
+    if cov_type == "nonrobust":
+        return res, params, np.asarray(res.cov_params())
+    # HC0 sandwich, written without dividing by mu (1 - mu), so items whose fitted
+    # probability rounds to 0 or 1 contribute 0 to the bread instead of NaN.
+    mu = expit(X @ params + offset)
+    try:
+        bread = np.linalg.inv((X * (mu * (1.0 - mu))[:, None]).T @ X)
+    except np.linalg.LinAlgError:
+        return res, params, np.full((X.shape[1], X.shape[1]), np.nan)
+    score = X * (y - mu)[:, None]
+    return res, params, bread @ (score.T @ score) @ bread
 
 
 def _estimate(which: str, probs: ArrayLike | None, target: object, logits: ArrayLike | None,
@@ -102,17 +119,22 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     x, y, kind = _logit_and_target(probs, target, logits, kind)
     hard = bool(np.all((y == 0) | (y == 1)))
     ct = ("nonrobust" if hard else "HC0") if cov_type == "auto" else cov_type
-    res = _fit(x, y, which, ct)
+    res, params, cov = _fit(x, y, which, ct)
     idx = 1 if which == "slope" else 0
-    value = float(res.params[idx])
+    value = float(params[idx])
+    with np.errstate(invalid="ignore"):
+        bse = np.sqrt(np.diag(cov))
     converged = bool(getattr(res, "converged", True))
     status, message = "ok", ""
     if not converged or not np.isfinite(value):
         status, message = "not_converged", "the GLM fit (IRLS) did not converge"
         warnings.warn(f"calibration {which}: {message}", ConvergenceWarning, stacklevel=3)
+    elif interval == "wald" and not np.isfinite(bse[idx]):
+        status = "nonfinite_se"
+        message = "the standard error is not finite; try interval='bootstrap'"
+        warnings.warn(f"calibration {which}: {message}", NumericalWarning, stacklevel=3)
     name = f"calibration {which}"
-    details = {"kind": kind, "cov_type": ct, "params": np.asarray(res.params),
-               "bse": np.asarray(res.bse)}
+    details = {"kind": kind, "cov_type": ct, "params": params, "bse": bse}
     if interval is None or status != "ok":
         return Estimate(name, value, n=x.shape[0], status=status, message=message,
                         details=details)
@@ -120,7 +142,8 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
         if cluster is not None:
             raise ValueError("interval='wald' treats items as independent; use "
                              "interval='bootstrap' with cluster=")
-        lo, hi = np.asarray(res.conf_int(alpha=1.0 - level))[idx]
+        z = sps.norm.ppf(0.5 + level / 2.0)
+        lo, hi = value - z * bse[idx], value + z * bse[idx]
         return Estimate(name, value, (lo, hi), level, "wald", "wald", n=x.shape[0],
                         details=details)
     stat = _slope_stat if which == "slope" else _intercept_stat
