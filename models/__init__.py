@@ -1,8 +1,10 @@
 """NumPyro annotator models (importable as ``noisycal.models``).
 
-The registry is filled by the annotator-model issue.
+Each module writes its likelihood once; :data:`MODELS` lists the models by name.
 """
 
-MODELS: dict = {}
+from .dawid_skene import MODELS as _DS_MODELS
+
+MODELS: dict = {**_DS_MODELS}
 
 __all__ = ["MODELS"]

@@ -11,7 +11,9 @@ from ._warnings import (
     NoisycalWarning,
     NumericalWarning,
 )
+from .annotators import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene
 from .data import Annotations
+from .engines.results import AnnotatorFit
 from .intervals import Estimate, bootstrap
 from .metrics import (
     brier,
@@ -28,6 +30,10 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "Annotations",
+    "DawidSkene",
+    "OneCoinDawidSkene",
+    "GroupedDawidSkene",
+    "AnnotatorFit",
     "Target",
     "Estimate",
     "targets",

@@ -16,8 +16,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validation import check_choice
+from ..data import Annotations
 
 __all__ = [
+    "load_dawid_skene_1979",
+    "load_cifar10n",
+    "CIFAR10N",
     "CIFAR10H",
     "CIFAR10Logits",
     "data_dir",
@@ -196,3 +200,48 @@ def load_cifar10_logits(model: str = "densenet40",
             y_val=np.asarray(f["y_val"], dtype=np.int64).ravel(),
             val_train_idx=np.asarray(f["val_train_idx"], dtype=np.int64).ravel(),
         )
+
+
+def load_dawid_skene_1979() -> Annotations:
+    """The Dawid & Skene (1979) anaesthetist data, shipped with noisycal.
+
+    45 patients (items 1..45), 5 observers (annotators 1..5), ratings 1..4; observer 1
+    rated every patient three times (repeated ratings), so there are 315 ratings.
+
+    Returns
+    -------
+    Annotations
+    """
+    from ._dawid_skene_1979 import POSITIONS_OBSERVER, RATINGS
+
+    ratings = np.asarray(RATINGS)
+    n, p = ratings.shape
+    item = np.repeat(np.arange(1, n + 1), p)
+    annotator = np.tile(np.asarray(POSITIONS_OBSERVER), n)
+    return Annotations.from_arrays(item, annotator, ratings.ravel(), classes=[1, 2, 3, 4])
+
+
+class CIFAR10N(NamedTuple):
+    """CIFAR-10N: three human labels per CIFAR-10 training image, and the clean labels.
+
+    Attributes
+    ----------
+    labels : ndarray of shape (50000, 3)
+        ``random_label1..3``.
+    clean : ndarray of shape (50000,)
+    aggregate : ndarray of shape (50000,)
+        The source's majority vote (``aggre_label``).
+    """
+
+    labels: np.ndarray
+    clean: np.ndarray
+    aggregate: np.ndarray
+
+
+def load_cifar10n(data: str | os.PathLike[str] | None = None) -> CIFAR10N:
+    """Load CIFAR-10N (``cifar10n/cifar10n.npz``; CC BY-NC 4.0, see its README)."""
+    path = _resolve(data, "cifar10n", "cifar10n.npz", "CIFAR-10N")
+    with np.load(path, allow_pickle=False) as f:
+        labels = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1).astype(np.int64)
+        return CIFAR10N(labels, f["clean_label"].astype(np.int64),
+                        f["aggre_label"].astype(np.int64))

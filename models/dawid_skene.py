@@ -1,0 +1,172 @@
+"""Dawid–Skene annotator models: full confusion, one-coin, and score-group prevalences.
+
+One likelihood, written once: :func:`class_log_likelihood` gives, for every item i and
+true class k, ``sum over item i's ratings r of log confusion[annotator_r, k, label_r]``.
+The NumPyro model marginalises the latent class with ``logsumexp`` (no enumeration,
+no funsor) and the EM engine (:mod:`noisycal.engines.em`) uses the same function in
+its E-step, so both optimise the same objective.
+
+Parameters (probability scale)
+------------------------------
+prevalence : (n_groups, K)
+    Class proportions of each group of items (one group: the marginal model).
+confusion : (n_annotators, K, K)
+    ``confusion[j, true, observed]``; rows sum to 1.
+accuracy : (n_annotators,)
+    One-coin model only: ``confusion[j] = accuracy_j`` on the diagonal and
+    ``(1 - accuracy_j) / (K - 1)`` elsewhere.
+
+References
+----------
+Dawid, A. P. and Skene, A. M. (1979). Maximum likelihood estimation of observer
+error-rates using the EM algorithm. Applied Statistics 28(1), 20-28 (Eq. 2.4).
+Paper 003, Eq. 15 and its grouped version (spec section 3.5). Priors: Stan User's Guide,
+"Data coding and diagnostic accuracy models" (alpha = 3, beta_kk = 2.5 K, beta_kk' = 1).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "DSData",
+    "make_data",
+    "class_log_likelihood",
+    "log_likelihood",
+    "one_coin_confusion",
+    "default_priors",
+    "dawid_skene",
+    "MODELS",
+]
+
+#: Probabilities are floored at this value inside logarithms (spec-003 section 3.6 gap).
+LOG_FLOOR = 1e-300
+
+
+class DSData(NamedTuple):
+    """Ratings in the form the likelihood needs (JAX arrays plus static sizes).
+
+    Attributes
+    ----------
+    item, annotator, label : int32 arrays of shape (n_ratings,)
+    group : int32 array of shape (n_items,)
+        Group of each item (all zeros for the marginal model).
+    n_items, n_annotators, n_classes, n_groups : int
+    """
+
+    item: jax.Array
+    annotator: jax.Array
+    label: jax.Array
+    group: jax.Array
+    n_items: int
+    n_annotators: int
+    n_classes: int
+    n_groups: int
+
+
+def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_items: int,
+              n_annotators: int, n_classes: int, group: np.ndarray | None = None,
+              n_groups: int = 1) -> DSData:
+    """Pack index arrays (ratings sorted by item for fast segment sums)."""
+    item = np.asarray(item, dtype=np.int32)
+    order = np.argsort(item, kind="stable")
+    g = np.zeros(n_items, dtype=np.int32) if group is None else np.asarray(group, np.int32)
+    return DSData(jnp.asarray(item[order]), jnp.asarray(np.asarray(annotator, np.int32)[order]),
+                  jnp.asarray(np.asarray(label, np.int32)[order]), jnp.asarray(g),
+                  int(n_items), int(n_annotators), int(n_classes), int(n_groups))
+
+
+def one_coin_confusion(accuracy: jax.Array, n_classes: int) -> jax.Array:
+    """Confusion matrices (J, K, K) of one-coin annotators with the given accuracies."""
+    K = n_classes
+    off = (1.0 - accuracy) / (K - 1)
+    eye = jnp.eye(K)
+    return accuracy[:, None, None] * eye + off[:, None, None] * (1.0 - eye)
+
+
+def class_log_likelihood(params: dict, data: DSData) -> jax.Array:
+    """Log-likelihood of each item's ratings under each true class, shape (n_items, K).
+
+    ``ll[i, k] = sum_{r: item_r = i} log confusion[annotator_r, k, label_r]``.
+    Repeated ratings of one item by one annotator enter as independent ratings.
+    """
+    conf = params["confusion"]
+    log_conf = jnp.log(jnp.maximum(conf, LOG_FLOOR))
+    per_rating = log_conf[data.annotator, :, data.label]  # (R, K)
+    return jax.ops.segment_sum(per_rating, data.item, num_segments=data.n_items,
+                               indices_are_sorted=True)
+
+
+def log_likelihood(params: dict, data: DSData) -> jax.Array:
+    """Marginal log-likelihood ``sum_i log sum_k prevalence[g_i, k] exp(ll[i, k])``."""
+    log_prev = jnp.log(jnp.maximum(params["prevalence"], LOG_FLOOR))[data.group]
+    return jnp.sum(jax.nn.logsumexp(class_log_likelihood(params, data) + log_prev, axis=1))
+
+
+def default_priors(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stan User's Guide weakly informative Dirichlet priors (alpha, beta).
+
+    alpha = 3 for every class; beta[k, k] = 2.5 K and beta[k, k'] = 1.
+    """
+    K = n_classes
+    alpha = np.full(K, 3.0)
+    beta = np.ones((K, K)) + (2.5 * K - 1.0) * np.eye(K)
+    return alpha, beta
+
+
+def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None = None, *,
+                n_items: int, n_annotators: int, n_classes: int, group: jax.Array | None = None,
+                n_groups: int = 1, alpha: jax.Array | None = None,
+                beta: jax.Array | None = None, one_coin: bool = False) -> None:
+    """NumPyro Dawid–Skene model with the true class marginalised by logsumexp.
+
+    Parameters
+    ----------
+    item, annotator : int arrays of shape (n_ratings,)
+        Which item and which annotator each rating belongs to (ratings sorted by item).
+    label : int array of shape (n_ratings,), optional
+        Observed class index of each rating; ``None`` simulates labels (and the true
+        classes, site ``"y"``) from the priors.
+    group : int array of shape (n_items,), optional
+        Score group of each item; each group has its own prevalence, channels are shared.
+    alpha : array of shape (K,), optional
+        Dirichlet prior on each group's prevalence (default 3).
+    beta : array of shape (K, K), optional
+        Dirichlet prior on each confusion row (default 2.5 K on the diagonal, 1 off it).
+        With ``one_coin=True`` the accuracy prior is Beta(beta[0, 0], (K - 1) beta[0, 1]),
+        the marginal law of a diagonal entry under that Dirichlet.
+    """
+    import numpyro  # imported here so that `import noisycal` stays light
+    import numpyro.distributions as dist
+
+    K, J = n_classes, n_annotators
+    a0, b0 = default_priors(K)
+    alpha = jnp.asarray(a0 if alpha is None else alpha)
+    beta = jnp.asarray(b0 if beta is None else beta)
+    g = jnp.zeros(n_items, dtype=jnp.int32) if group is None else group
+    with numpyro.plate("group", n_groups, dim=-1):
+        prevalence = numpyro.sample("prevalence", dist.Dirichlet(alpha))
+    if one_coin:
+        with numpyro.plate("annotator", J, dim=-1):
+            accuracy = numpyro.sample("accuracy", dist.Beta(beta[0, 0], (K - 1) * beta[0, 1]))
+        confusion = numpyro.deterministic("confusion", one_coin_confusion(accuracy, K))
+    else:
+        with numpyro.plate("annotator", J, dim=-2), numpyro.plate("class", K, dim=-1):
+            confusion = numpyro.sample("confusion", dist.Dirichlet(beta))
+    if label is None:
+        with numpyro.plate("item", n_items, dim=-1):
+            y = numpyro.sample("y", dist.Categorical(prevalence[g]))
+        with numpyro.plate("rating", item.shape[0], dim=-1):
+            numpyro.sample("label", dist.Categorical(confusion[annotator, y[item]]))
+        return
+    data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
+    numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
+                                             "confusion": confusion}, data))
+
+
+MODELS = {"dawid_skene": dawid_skene}

@@ -1,0 +1,406 @@
+"""Annotator models: Dawid–Skene, one-coin Dawid–Skene and grouped Dawid–Skene.
+
+Model object -> ``fit(annotations, method=...)`` -> :class:`~noisycal.engines.results.AnnotatorFit`
+(STYLE rule 8). Methods: ``'em'`` (EM, or MAP-EM when Dirichlet priors are given),
+``'mle'`` (gradient MLE/MAP on the NumPyro log density, a cross-check of EM) and
+``'nuts'`` (NumPyro NUTS, Stan User's Guide priors by default).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+import jax
+import jax.numpy as jnp
+
+from ._jax import as_key, as_numpy_rng, x64
+from ._typing import ArrayLike, Seed
+from ._validation import check_array, check_choice, check_int
+from ._warnings import ConvergenceWarning, IdentifiabilityWarning
+from .data import Annotations
+from .engines.em import bootstrap_em, e_step, fit_em
+from .engines.results import AnnotatorFit
+
+__all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene"]
+
+#: Gap threshold of the binary acceptance rule (spec-003 section 3.6): delta_j > 1e-4.
+GAP_THRESHOLD = 1e-4
+#: A marginal prevalence below this is reported as a boundary estimate.
+BOUNDARY = 1e-6
+
+
+def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
+    from noisycal.models.dawid_skene import make_data
+
+    arr = ann.engine_arrays()
+    return make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
+                     n_annotators=arr.n_annotators, n_classes=arr.n_classes, group=group,
+                     n_groups=n_groups)
+
+
+def _orient_to_vote(post: np.ndarray, vote: np.ndarray) -> np.ndarray:
+    """Permutation ``perm`` with latent class perm[c] relabelled as class c (Hungarian)."""
+    K = post.shape[1]
+    agree = post.T @ np.eye(K)[vote]  # agree[latent, vote class]
+    rows, cols = linear_sum_assignment(-agree)
+    perm = np.empty(K, dtype=int)
+    perm[cols] = rows
+    return perm
+
+
+class DawidSkene:
+    """Dawid–Skene model: K classes, one confusion matrix per annotator.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        Number of classes K; checked against the annotations' class set when given.
+    alpha : array-like of shape (K,), optional
+        Dirichlet prior on the prevalence. With EM, giving ``alpha`` or ``beta`` turns
+        the fit into MAP-EM (pseudo-counts ``alpha - 1``); with NUTS the default is the
+        Stan User's Guide prior (alpha = 3).
+    beta : array-like of shape (K, K) or (n_annotators, K, K), optional
+        Dirichlet prior on each confusion row (per annotator when 3-D: prior confusion
+        counts); NUTS default 2.5 K on the diagonal and 1 elsewhere.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> ann = nc.datasets.load_dawid_skene_1979()
+    >>> fit = nc.DawidSkene(n_classes=4).fit(ann, init="soft_vote", n_starts=1)
+    >>> fit.prevalence.round(2)
+    array([0.4 , 0.42, 0.11, 0.07])
+    """
+
+    _model = "dawid_skene"
+    _one_coin = False
+
+    def __init__(self, n_classes: int | None = None, *, alpha: ArrayLike | None = None,
+                 beta: ArrayLike | None = None) -> None:
+        self.n_classes = n_classes
+        self.alpha = alpha
+        self.beta = beta
+
+    # ------------------------------------------------------------------ validation
+    def _check(self, ann: object, groups: ArrayLike | None
+               ) -> tuple[Annotations, np.ndarray | None, int]:
+        if not isinstance(ann, Annotations):
+            raise ValueError("annotations must be a noisycal.Annotations "
+                             f"(got {type(ann).__name__}); build one with "
+                             "Annotations.from_long / from_wide / from_arrays")
+        K = ann.n_classes
+        if self.n_classes is not None:
+            k = check_int(self.n_classes, "n_classes", minimum=2)
+            if k != K:
+                raise ValueError(f"n_classes={k} but the annotations have {K} classes "
+                                 f"{list(ann.classes)}; pass classes= to the Annotations")
+        if ann.n_items < 2:
+            raise ValueError(f"annotations must cover at least 2 items, got {ann.n_items}")
+        if groups is None:
+            return ann, None, 1
+        g = np.asarray(groups)
+        if g.ndim != 1 or g.shape[0] != ann.n_items:
+            raise ValueError(f"groups must have one entry per item ({ann.n_items}), got "
+                             f"shape {g.shape}")
+        levels, codes = np.unique(g, return_inverse=True)
+        if levels.size < 2:
+            raise ValueError("groups must contain at least two distinct groups")
+        return ann, codes.astype(np.int32), int(levels.size)
+
+    def _priors(self, K: int, J: int, method: str) -> tuple[np.ndarray | None, ...]:
+        from noisycal.models.dawid_skene import default_priors
+
+        alpha, beta = self.alpha, self.beta
+        if method == "nuts":
+            a0, b0 = default_priors(K)
+            alpha = a0 if alpha is None else alpha
+            beta = b0 if beta is None else beta
+        if alpha is not None:
+            alpha = check_array(alpha, "alpha", ndim=1)
+            if alpha.shape != (K,) or np.any(alpha <= 0):
+                raise ValueError(f"alpha must be positive with shape ({K},), got "
+                                 f"{alpha.shape} with min {alpha.min():g}")
+        if beta is not None:
+            beta = check_array(beta, "beta", ndim=(2, 3))
+            ok = beta.shape == (K, K) or (beta.shape == (J, K, K) and not self._one_coin)
+            if not ok or np.any(beta <= 0):
+                want = f"({K}, {K})" + ("" if self._one_coin else f" or ({J}, {K}, {K})")
+                raise ValueError(f"beta must be positive with shape {want}, got {beta.shape}")
+            if self._one_coin and method != "nuts" and not np.allclose(
+                    beta - np.diag(np.diag(beta)), beta[0, 1] * (1 - np.eye(K))):
+                raise ValueError("beta for the one-coin model must have one diagonal and one "
+                                 "off-diagonal value")
+        return alpha, beta
+
+    def _gold(self, ann: Annotations, gold: object) -> np.ndarray | None:
+        if gold is None:
+            return None
+        if not isinstance(gold, dict):
+            raise ValueError("gold must be a dict {item id: class label}")
+        out = np.full(ann.n_items, -1, dtype=np.int32)
+        pos = {v: i for i, v in enumerate(ann.items.tolist())}
+        cls = {v: i for i, v in enumerate(ann.classes.tolist())}
+        for item, label in gold.items():
+            if item not in pos:
+                raise ValueError(f"gold names item {item!r}, which has no ratings")
+            if label not in cls:
+                raise ValueError(f"gold label {label!r} of item {item!r} is not a class "
+                                 f"{list(ann.classes)}")
+            out[pos[item]] = cls[label]
+        return out
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, annotations: Annotations, *, method: str = "em",
+            groups: ArrayLike | None = None, gold: dict | None = None,
+            init: str = "mixed", n_starts: int = 10, max_iter: int = 1000, tol: float = 1e-8,
+            seed: Seed = 0, n_boot: int = 0, orientation: str = "vote", anchor: int = 0,
+            num_chains: int = 4, num_warmup: int = 1000, num_samples: int = 1000,
+            progress_bar: bool = True) -> AnnotatorFit:
+        """Fit the model.
+
+        Parameters
+        ----------
+        annotations : Annotations
+        method : {'em', 'mle', 'nuts'}, default='em'
+        groups : array-like of shape (n_items,), optional
+            Group of each item (:class:`GroupedDawidSkene` only).
+        gold : dict, optional
+            Known true classes ``{item id: class label}``; their posteriors are clamped.
+        init : {'mixed', 'soft_vote'}, default='mixed'
+            EM starts: 'soft_vote' is Dawid & Skene's own start (each item's share of
+            ratings as its posterior); 'mixed' uses it for the first start and random
+            diagonal-dominant channels (rows ~ Dirichlet(1 + 4 e_k)) for the others.
+        n_starts : int, default=10
+            EM starts, run vmapped in one jitted call; the best log-likelihood wins.
+        max_iter : int, default=1000
+        tol : float, default=1e-8
+            EM stops when the mean log-likelihood per item changes by less than ``tol``.
+        seed : int or jax key, default=0
+        n_boot : int, default=0
+            EM only: bootstrap refits over items (started from the fit) stored as
+            ``draws`` for :meth:`AnnotatorFit.conf_int`.
+        orientation : {'vote', 'anchor'}, default='vote'
+            How latent classes are named: matched to the majority vote (Hungarian), or,
+            for two classes, so that annotator ``anchor`` has a positive gap
+            (spec-003 section 3.6).
+        num_chains, num_warmup, num_samples, progress_bar
+            NUTS settings.
+
+        Returns
+        -------
+        AnnotatorFit
+        """
+        check_choice(method, "method", ("em", "mle", "nuts"))
+        check_choice(init, "init", ("mixed", "soft_vote"))
+        check_choice(orientation, "orientation", ("vote", "anchor"))
+        if groups is not None and self._model != "grouped":
+            raise ValueError("groups= is for GroupedDawidSkene")
+        if self._model == "grouped" and groups is None:
+            raise ValueError("GroupedDawidSkene needs groups= (one group per item)")
+        ann, group, L = self._check(annotations, groups)
+        K, J = ann.n_classes, ann.n_annotators
+        if orientation == "anchor":
+            if K != 2:
+                raise ValueError("orientation='anchor' is defined for two classes")
+            check_int(anchor, "anchor", minimum=0)
+            if anchor >= J:
+                raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
+        alpha, beta = self._priors(K, J, method)
+        gold_idx = self._gold(ann, gold)
+        if J == 1 and L == 1:
+            return self._not_identified(ann, method, "one annotator and no groups: the "
+                                        "channel and the prevalence are not identified")
+        if method == "nuts":
+            return self._fit_nuts(ann, group, L, alpha, beta, num_chains=num_chains,
+                                  num_warmup=num_warmup, num_samples=num_samples,
+                                  seed=seed, progress_bar=progress_bar,
+                                  orientation=orientation, anchor=anchor)
+        if method == "mle":
+            return self._fit_mle(ann, group, L, alpha, beta, seed=seed,
+                                 orientation=orientation, anchor=anchor)
+        n_starts = check_int(n_starts, "n_starts", minimum=1)
+        max_iter = check_int(max_iter, "max_iter", minimum=1)
+        n_boot = check_int(n_boot, "n_boot", minimum=0)
+        if not tol > 0:
+            raise ValueError(f"tol must be positive, got {tol}")
+        return self._fit_em(ann, group, L, alpha, beta, gold_idx, init=init,
+                            n_starts=n_starts, max_iter=max_iter, tol=float(tol), seed=seed,
+                            n_boot=n_boot, orientation=orientation, anchor=anchor)
+
+    # ------------------------------------------------------------------ helpers
+    def _n_params(self, K: int, J: int, L: int) -> int:
+        return L * (K - 1) + (J if self._one_coin else J * K * (K - 1))
+
+    def _not_identified(self, ann: Annotations, method: str, message: str) -> AnnotatorFit:
+        warnings.warn(message, IdentifiabilityWarning, stacklevel=3)
+        K, J = ann.n_classes, ann.n_annotators
+        return AnnotatorFit(self._model, method, ann.classes, ann.annotators, ann.items,
+                            np.full((1, K), np.nan), np.full((J, K, K), np.nan),
+                            np.full((ann.n_items, K), np.nan), float("nan"),
+                            self._n_params(K, J, 1), "not_identified", message, False, 0)
+
+    def _orient(self, ann: Annotations, post: np.ndarray, conf: np.ndarray, orientation: str,
+                anchor: int) -> np.ndarray:
+        K = post.shape[1]
+        if orientation == "anchor":
+            gap = conf[anchor, 1, 1] - conf[anchor, 0, 1]
+            return np.array([1, 0]) if gap < 0 else np.arange(2)
+        return _orient_to_vote(post, np.asarray(ann.majority_vote(tie="lowest")))[:K]
+
+    def _status(self, prev: np.ndarray, conf: np.ndarray, converged: bool, L: int
+                ) -> tuple[str, str]:
+        if not (np.all(np.isfinite(prev)) and np.all(np.isfinite(conf))):
+            return "nonfinite", "the estimates are not finite"
+        if not converged:
+            return "not_converged", "the iteration limit was reached before the tolerance"
+        if conf.shape[1] == 2:
+            gaps = conf[:, 1, 1] - conf[:, 0, 1]
+            small = np.flatnonzero(np.abs(gaps) <= GAP_THRESHOLD)
+            if small.size:
+                return "small_gap", (f"annotator(s) {small.tolist()} have |gap| <= "
+                                     f"{GAP_THRESHOLD:g}: their channel carries no "
+                                     "information about the class")
+        if L == 1 and np.min(prev) < BOUNDARY:
+            return "boundary", (f"a class prevalence is below {BOUNDARY:g}: the estimate "
+                                "is on the boundary of the parameter space")
+        return "ok", ""
+
+    def _random_starts(self, rng: np.random.Generator, n: int, K: int, J: int, L: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        prev = rng.dirichlet(np.ones(K), size=(n, L))
+        conc = np.ones((K, K)) + 4.0 * np.eye(K)
+        conf = np.stack([[[rng.dirichlet(conc[k]) for k in range(K)] for _ in range(J)]
+                         for _ in range(n)])
+        if self._one_coin:
+            acc = rng.uniform(0.5, 0.95, size=(n, J))
+            off = (1 - acc) / (K - 1)
+            conf = acc[:, :, None, None] * np.eye(K) + off[:, :, None, None] * (1 - np.eye(K))
+        return prev, conf
+
+    def _fit_em(self, ann: Annotations, group: np.ndarray | None, L: int,
+                alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
+                init: str, n_starts: int, max_iter: int, tol: float, seed: Seed, n_boot: int,
+                orientation: str, anchor: int) -> AnnotatorFit:
+        K, J = ann.n_classes, ann.n_annotators
+        key = as_key(seed)
+        k_init, k_boot = jax.random.split(key)
+        rng = as_numpy_rng(k_init)
+        with x64():
+            data = _ds_data(ann, group, L)
+            jgold = None if gold is None else jnp.asarray(gold)
+            ja = None if alpha is None else jnp.asarray(alpha)
+            jb = None if beta is None else jnp.asarray(beta)
+            starts = [ann.soft_labels()]
+            n_rand = n_starts - 1 if init == "mixed" else 0
+            if n_rand:
+                prevs, confs = self._random_starts(rng, n_rand, K, J, L)
+                for p, c in zip(prevs, confs, strict=True):
+                    starts.append(np.asarray(e_step(jnp.asarray(p), jnp.asarray(c), data,
+                                                    None)[0]))
+            post0 = jnp.asarray(np.stack(starts))
+            st = fit_em(post0, data, jgold, ja, jb, one_coin=self._one_coin,
+                        max_iter=max_iter, tol=tol)
+            objective = np.asarray(st.objective)
+            finite = np.isfinite(objective)
+            best = int(np.argmax(np.where(finite, objective, -np.inf))) if finite.any() else 0
+            post = np.asarray(st.post[best])
+            prev = np.asarray(st.prevalence[best])
+            conf = np.asarray(st.confusion[best])
+            converged = bool(st.converged[best])
+            n_iter = int(st.n_iter[best])
+            loglik = float(st.loglik[best])
+            perm = self._orient(ann, post, conf, orientation, anchor)
+            post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
+            draws = None
+            boot_info: dict[str, Any] = {}
+            if n_boot:
+                bs = bootstrap_em(k_boot, jnp.asarray(post), data, jgold, ja, jb,
+                                  one_coin=self._one_coin, max_iter=max_iter, tol=tol,
+                                  n_boot=n_boot)
+                draws = {"prevalence": np.asarray(bs.prevalence),
+                         "confusion": np.asarray(bs.confusion)}
+                boot_info = {"n_boot": n_boot,
+                             "boot_converged": float(np.mean(np.asarray(bs.converged)))}
+        status, message = self._status(prev, conf, converged, L)
+        if status == "not_converged":
+            warnings.warn(f"{self._model} EM: {message}", ConvergenceWarning, stacklevel=3)
+        elif status in ("small_gap", "nonfinite"):
+            warnings.warn(f"{self._model} EM: {message}", IdentifiabilityWarning, stacklevel=3)
+        return AnnotatorFit(self._model, "em", ann.classes, ann.annotators, ann.items, prev,
+                            conf, post, loglik, self._n_params(K, J, L), status, message,
+                            converged, n_iter, draws,
+                            {"start_objectives": objective, "best_start": best,
+                             "map": alpha is not None or beta is not None,
+                             "orientation": orientation, "groups": L, **boot_info})
+
+    def _fit_mle(self, *args: Any, **kwargs: Any) -> AnnotatorFit:
+        raise NotImplementedError("method='mle' arrives with the gradient engine")
+
+    def _fit_nuts(self, *args: Any, **kwargs: Any) -> AnnotatorFit:
+        raise NotImplementedError("method='nuts' arrives with the NUTS engine")
+
+    def predict(self, fit: AnnotatorFit, annotations: Annotations,
+                groups: ArrayLike | None = None) -> np.ndarray:
+        """Item posteriors (n_new_items, K) for new items under a fitted model."""
+        return predict(fit, annotations, groups)
+
+
+def predict(fit: AnnotatorFit, annotations: Annotations,
+            groups: ArrayLike | None = None) -> np.ndarray:
+    """P(true class | ratings) for new items, using a fit's point estimates.
+
+    The new annotations must use the fit's classes and a subset of its annotators.
+    ``groups`` (grouped fits) gives each new item's group as an index into the fitted
+    groups (default group 0).
+    """
+    from noisycal.models.dawid_skene import make_data
+
+    if not isinstance(annotations, Annotations):
+        raise ValueError("annotations must be a noisycal.Annotations")
+    if not np.array_equal(np.asarray(annotations.classes), np.asarray(fit.classes)):
+        raise ValueError(f"annotations have classes {list(annotations.classes)} but the fit "
+                         f"has {list(fit.classes)}")
+    pos = {v: i for i, v in enumerate(np.asarray(fit.annotators).tolist())}
+    unknown = [a for a in annotations.annotators.tolist() if a not in pos]
+    if unknown:
+        raise ValueError(f"annotations name annotator(s) the fit has not seen: {unknown[:5]}")
+    amap = np.array([pos[a] for a in annotations.annotators.tolist()], dtype=np.int32)
+    arr = annotations.engine_arrays()
+    L = fit.group_prevalence.shape[0]
+    g = np.zeros(annotations.n_items, np.int32) if groups is None else np.asarray(groups)
+    if g.shape != (annotations.n_items,) or g.min() < 0 or g.max() >= L:
+        raise ValueError(f"groups must give each new item a group index in 0..{L - 1}")
+    with x64():
+        data = make_data(arr.item, amap[arr.annotator], arr.label, n_items=arr.n_items,
+                         n_annotators=len(fit.annotators), n_classes=len(fit.classes),
+                         group=g, n_groups=L)
+        post, _ = e_step(jnp.asarray(fit.group_prevalence), jnp.asarray(fit.confusion),
+                         data, None)
+        return np.asarray(post)
+
+
+class OneCoinDawidSkene(DawidSkene):
+    """One-coin Dawid–Skene: one accuracy per annotator, errors uniform over other classes.
+
+    ``confusion[j]`` has ``accuracy_j`` on the diagonal and ``(1 - accuracy_j) / (K - 1)``
+    elsewhere. Priors: ``beta`` (K, K) with one diagonal and one off-diagonal value gives
+    the accuracy a Beta(beta_kk, (K - 1) beta_kk') prior.
+    """
+
+    _model = "one_coin"
+    _one_coin = True
+
+
+class GroupedDawidSkene(DawidSkene):
+    """Dawid–Skene with observed item groups: a prevalence per group, shared channels.
+
+    Groups are, for example, bins of a classifier's score (the joint score-bin model of
+    paper 003, section 3.7). With two annotators, two groups and two classes this is the
+    Hui–Walter model.
+    """
+
+    _model = "grouped"

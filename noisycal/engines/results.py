@@ -1,0 +1,182 @@
+"""One result type for every annotator-model fit (EM, MLE, NUTS)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_level
+
+__all__ = ["AnnotatorFit"]
+
+
+@dataclass(frozen=True, eq=False)
+class AnnotatorFit:
+    """A fitted annotator model.
+
+    Attributes
+    ----------
+    model : str
+        ``'dawid_skene'``, ``'one_coin'`` or ``'grouped'``.
+    method : str
+        ``'em'`` (MLE or MAP-EM), ``'mle'`` (gradient) or ``'nuts'``.
+    classes, annotators, items : ndarray
+        Labels of the classes (sorted), annotators and items.
+    group_prevalence : ndarray of shape (n_groups, K)
+        Class proportions per group (one row for the marginal model).
+    confusion : ndarray of shape (n_annotators, K, K)
+        ``confusion[j, true, observed]``.
+    item_posterior : ndarray of shape (n_items, K)
+        P(true class | ratings); for NUTS averaged over draws (Rao-Blackwellised).
+    loglik : float
+        Log-likelihood at the point estimate.
+    n_params : int
+        Free parameters.
+    status : str
+        ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
+        ``'not_identified'``.
+    message : str
+    converged : bool
+    n_iter : int
+    draws : mapping or None
+        ``{'prevalence': (n_draws, n_groups, K), 'confusion': (n_draws, J, K, K)}``:
+        bootstrap refits (EM) or posterior draws (NUTS, chains concatenated).
+    details : mapping
+        Engine-specific extras (start objectives, diagnostics, settings).
+    """
+
+    model: str
+    method: str
+    classes: np.ndarray
+    annotators: np.ndarray
+    items: np.ndarray
+    group_prevalence: np.ndarray
+    confusion: np.ndarray
+    item_posterior: np.ndarray
+    loglik: float
+    n_params: int
+    status: str
+    message: str
+    converged: bool
+    n_iter: int
+    draws: Mapping[str, np.ndarray] | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        if self.draws is not None:
+            object.__setattr__(self, "draws", MappingProxyType(dict(self.draws)))
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def prevalence(self) -> np.ndarray:
+        """Class proportions: (K,) for a marginal model, (n_groups, K) for a grouped one."""
+        gp = self.group_prevalence
+        return gp[0] if gp.shape[0] == 1 else gp
+
+    @property
+    def n_items(self) -> int:
+        """Number of items fitted."""
+        return int(self.item_posterior.shape[0])
+
+    @property
+    def aic(self) -> float:
+        """Akaike information criterion, 2 p - 2 loglik."""
+        return 2.0 * self.n_params - 2.0 * self.loglik
+
+    @property
+    def bic(self) -> float:
+        """Bayesian information criterion, p log(n_items) - 2 loglik."""
+        return self.n_params * np.log(self.n_items) - 2.0 * self.loglik
+
+    @property
+    def params(self) -> dict[str, np.ndarray]:
+        """The point estimates by name (the same names for every method)."""
+        return {"prevalence": self.group_prevalence, "confusion": self.confusion}
+
+    # ------------------------------------------------------------------ tables
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table of every parameter entry.
+
+        Columns: parameter, group, annotator, true, observed, value.
+        """
+        rows = []
+        for g, row in enumerate(self.group_prevalence):
+            for k, v in enumerate(row):
+                rows.append(("prevalence", g, None, self.classes[k], None, float(v)))
+        for j, mat in enumerate(self.confusion):
+            for k in range(mat.shape[0]):
+                for m in range(mat.shape[1]):
+                    rows.append(("confusion", None, self.annotators[j], self.classes[k],
+                                 self.classes[m], float(mat[k, m])))
+        return pd.DataFrame(rows, columns=["parameter", "group", "annotator", "true",
+                                           "observed", "value"])
+
+    def conf_int(self, level: float = 0.9) -> pd.DataFrame:
+        """Equal-tailed intervals of every parameter from ``draws``.
+
+        For EM fits, ``draws`` are bootstrap refits (see ``fit(..., n_boot=...)``); for NUTS,
+        posterior draws (credible intervals). Columns: the ``to_frame`` columns plus
+        ``low`` and ``high``.
+        """
+        level = check_level(level)
+        if self.draws is None:
+            raise ValueError("this fit has no draws: refit with n_boot > 0 (EM) or "
+                             "method='nuts' to get intervals")
+        a = (1.0 - level) / 2.0
+        frame = self.to_frame()
+        prev = np.asarray(self.draws["prevalence"]).reshape(
+            len(self.draws["prevalence"]), -1)
+        conf = np.asarray(self.draws["confusion"]).reshape(len(self.draws["confusion"]), -1)
+        allv = np.concatenate([prev, conf], axis=1)
+        lo, hi = np.quantile(allv, [a, 1.0 - a], axis=0)
+        frame["low"], frame["high"] = lo, hi
+        frame.attrs["level"] = level
+        frame.attrs["kind"] = "credible-eti" if self.method == "nuts" else "bootstrap-percentile"
+        return frame
+
+    def summary(self) -> pd.DataFrame:
+        """Print and return a statsmodels-like summary (header and parameter table)."""
+        table = self.conf_int() if self.draws is not None else self.to_frame()
+        head = (f"{self.model} fit by {self.method}: {self.n_items} items, "
+                f"{len(self.annotators)} annotators, {len(self.classes)} classes\n"
+                f"loglik {self.loglik:.4f}  AIC {self.aic:.2f}  BIC {self.bic:.2f}  "
+                f"n_params {self.n_params}  iterations {self.n_iter}  status {self.status}")
+        if self.message:
+            head += f"\n{self.message}"
+        print(head)
+        print(table.to_string(index=False))
+        return table
+
+    def to_arviz(self) -> Any:
+        """ArviZ InferenceData with the same parameter names as every other method.
+
+        NUTS fits keep (chain, draw); EM fits give one chain of the bootstrap refits
+        (or a single draw of the point estimate when there are none).
+        """
+        import arviz as az
+
+        if self.method == "nuts" and "chains" in self.details:
+            c = int(self.details["chains"])
+            post = {k: np.asarray(v).reshape(c, -1, *np.shape(v)[1:])
+                    for k, v in self.draws.items()}
+        elif self.draws is not None:
+            post = {k: np.asarray(v)[None] for k, v in self.draws.items()}
+        else:
+            post = {"prevalence": self.group_prevalence[None, None],
+                    "confusion": self.confusion[None, None]}
+        dims = {"prevalence": ["group", "class"],
+                "confusion": ["annotator", "true", "observed"]}
+        coords = {"group": np.arange(self.group_prevalence.shape[0]), "class": self.classes,
+                  "annotator": self.annotators, "true": self.classes,
+                  "observed": self.classes}
+        return az.from_dict(posterior=post, dims=dims, coords=coords)
+
+    def __repr__(self) -> str:
+        return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
+                f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
