@@ -22,6 +22,8 @@ __all__ = [
     "population_binned_ece",
     "SimulatedClassifier",
     "classifier",
+    "SimulatedAnnotations",
+    "dawid_skene",
 ]
 
 
@@ -138,3 +140,65 @@ def classifier(n_items: int, n_classes: int = 4, *, temperature: float = 0.6,
     counts = np.zeros((n, K), dtype=np.int64)
     np.add.at(counts, (np.repeat(np.arange(n), m), votes.ravel()), 1)
     return SimulatedClassifier(logits, p, q, labels.astype(np.int64), counts)
+
+
+class SimulatedAnnotations(NamedTuple):
+    """Annotations simulated from a Dawid–Skene model with known truth.
+
+    Attributes
+    ----------
+    annotations : Annotations
+    true_class : ndarray of shape (n_items,)
+        Class index of each item.
+    group : ndarray of shape (n_items,)
+        Group index of each item (all zero without groups).
+    """
+
+    annotations: object
+    true_class: np.ndarray
+    group: np.ndarray
+
+
+def dawid_skene(n_items: int, prevalence: np.ndarray, confusion: np.ndarray, *,
+                group_probs: np.ndarray | None = None, p_rate: float = 1.0,
+                seed: Seed = 0) -> SimulatedAnnotations:
+    """Simulate ratings from a (grouped) Dawid–Skene model.
+
+    Parameters
+    ----------
+    n_items : int
+    prevalence : array of shape (K,) or (n_groups, K)
+        Class proportions (per group).
+    confusion : array of shape (n_annotators, K, K)
+        ``confusion[j, true, observed]``; rows sum to 1 (a label-flip channel).
+    group_probs : array of shape (n_groups,), optional
+        Probability of each group (required when ``prevalence`` is 2-D).
+    p_rate : float, default=1.0
+        Each annotator rates each item with this probability (independently of the
+        truth); every item keeps at least one rating.
+    seed : int or jax key
+    """
+    from .data import Annotations
+
+    n = check_int(n_items, "n_items", minimum=1)
+    rng = as_numpy_rng(seed)
+    prev = np.atleast_2d(np.asarray(prevalence, dtype=np.float64))
+    conf = np.asarray(confusion, dtype=np.float64)
+    J, K, _ = conf.shape
+    if prev.shape[1] != K:
+        raise ValueError(f"prevalence has {prev.shape[1]} classes, confusion has {K}")
+    if prev.shape[0] > 1:
+        if group_probs is None:
+            raise ValueError("group_probs is required with one prevalence row per group")
+        group = rng.choice(prev.shape[0], size=n, p=np.asarray(group_probs))
+    else:
+        group = np.zeros(n, dtype=np.int64)
+    cum = np.cumsum(prev[group], axis=1)
+    y = np.minimum((rng.random(n)[:, None] >= cum).sum(axis=1), K - 1)
+    rates = rng.random((n, J)) < p_rate
+    rates[np.arange(n), rng.integers(0, J, n)] |= ~rates.any(axis=1)
+    item, ann = np.nonzero(rates)
+    ccum = np.cumsum(conf[ann, y[item]], axis=1)
+    label = np.minimum((rng.random(item.size)[:, None] >= ccum).sum(axis=1), K - 1)
+    annotations = Annotations.from_arrays(item, ann, label, classes=np.arange(K))
+    return SimulatedAnnotations(annotations, y, group)

@@ -1,0 +1,275 @@
+"""Dawid–Skene family fitted by EM: reference values, likelihood identity, recovery."""
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+import noisycal as nc
+from noisycal.models import dawid_skene as dsm
+
+CONF3 = np.array([
+    [[0.85, 0.10, 0.05], [0.10, 0.80, 0.10], [0.05, 0.15, 0.80]],
+    [[0.70, 0.20, 0.10], [0.15, 0.75, 0.10], [0.10, 0.10, 0.80]],
+    [[0.90, 0.05, 0.05], [0.05, 0.90, 0.05], [0.20, 0.10, 0.70]],
+    [[0.60, 0.30, 0.10], [0.20, 0.60, 0.20], [0.10, 0.20, 0.70]],
+])
+PREV3 = np.array([0.5, 0.3, 0.2])
+
+
+@pytest.fixture(scope="module")
+def ds1979():
+    return nc.datasets.load_dawid_skene_1979()
+
+
+# ------------------------------------------------------------------ reference: DS (1979)
+def test_ds1979_reproduces_the_paper(ds1979):
+    """Dawid & Skene's own start (per-patient response proportions) reproduces Table 2/3."""
+    fit = nc.DawidSkene(n_classes=4).fit(ds1979, init="soft_vote", n_starts=1)
+    np.testing.assert_array_equal(fit.prevalence.round(2), [0.40, 0.42, 0.11, 0.07])
+    expected_obs1 = [[0.89, 0.11, 0.00, 0.00], [0.07, 0.88, 0.05, 0.00],
+                     [0.00, 0.34, 0.66, 0.00], [0.00, 0.00, 0.56, 0.44]]
+    np.testing.assert_allclose(fit.confusion[0].round(2), expected_obs1, atol=1e-12)
+    np.testing.assert_array_equal(fit.item_posterior.argmax(1)[:6] + 1, [1, 4, 2, 2, 2, 2])
+    assert fit.status == "ok" and fit.converged
+    np.testing.assert_allclose(fit.confusion.sum(2), 1.0, atol=1e-12)
+    assert fit.n_params == 3 + 5 * 4 * 3
+    assert fit.aic == pytest.approx(2 * fit.n_params - 2 * fit.loglik)
+
+
+def test_multistart_finds_at_least_the_papers_likelihood(ds1979):
+    single = nc.DawidSkene().fit(ds1979, init="soft_vote", n_starts=1)
+    multi = nc.DawidSkene().fit(ds1979, n_starts=10, seed=0)
+    assert multi.loglik >= single.loglik - 1e-9
+    assert len(multi.details["start_objectives"]) == 10
+
+
+def test_em_loglik_equals_numpyro_log_density(ds1979):
+    from numpyro.infer.util import log_density
+
+    fit = nc.DawidSkene().fit(ds1979, init="soft_vote", n_starts=1)
+    arr = ds1979.engine_arrays()
+    with jax.enable_x64(True):
+        data = dsm.make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
+                             n_annotators=arr.n_annotators, n_classes=arr.n_classes)
+        params = {"prevalence": jnp.asarray(fit.group_prevalence),
+                  "confusion": jnp.clip(jnp.asarray(fit.confusion), 1e-12, None)}
+        params["confusion"] = params["confusion"] / params["confusion"].sum(-1, keepdims=True)
+        kw = dict(n_items=arr.n_items, n_annotators=arr.n_annotators, n_classes=4)
+        lj, trace = log_density(dsm.dawid_skene, (data.item, data.annotator, data.label), kw,
+                                params)
+        prior = sum(float(jnp.sum(site["fn"].log_prob(site["value"])))
+                    for site in trace.values()
+                    if site["type"] == "sample" and not site["is_observed"])
+        em_ll = float(dsm.log_likelihood(params, data))
+    assert float(lj) - prior == pytest.approx(em_ll, abs=1e-8)
+
+
+# ------------------------------------------------------------------ simulation recovery
+def _rmse(n, seed):
+    sim = nc.simulate.dawid_skene(n, PREV3, CONF3, seed=seed)
+    fit = nc.DawidSkene(n_classes=3).fit(sim.annotations, n_starts=3, seed=seed)
+    assert fit.status == "ok"
+    return np.sqrt(np.mean((fit.confusion - CONF3) ** 2))
+
+
+def test_confusion_rmse_shrinks_like_root_n():
+    small = np.mean([_rmse(500, s) for s in range(6)])
+    large = np.mean([_rmse(2000, s) for s in range(6)])
+    assert 0.4 <= large / small <= 0.6
+
+
+def test_prevalence_and_posterior_recovered():
+    sim = nc.simulate.dawid_skene(4000, PREV3, CONF3, seed=11)
+    fit = nc.DawidSkene().fit(sim.annotations, seed=1)
+    np.testing.assert_allclose(fit.prevalence, PREV3, atol=0.03)
+    acc = np.mean(fit.item_posterior.argmax(1) == sim.true_class)
+    vote = np.mean(sim.annotations.majority_vote() == sim.true_class)
+    assert acc >= vote
+
+
+def test_gold_labels_are_clamped():
+    sim = nc.simulate.dawid_skene(300, PREV3, CONF3, seed=2)
+    ann = sim.annotations
+    gold = {int(ann.items[i]): int(sim.true_class[i]) for i in range(0, 300, 10)}
+    fit = nc.DawidSkene().fit(ann, gold=gold, n_starts=2)
+    idx = np.arange(0, 300, 10)
+    np.testing.assert_array_equal(fit.item_posterior[idx], np.eye(3)[sim.true_class[idx]])
+    with pytest.raises(ValueError, match="gold"):
+        nc.DawidSkene().fit(ann, gold={10_000: 0})
+    with pytest.raises(ValueError, match="gold label"):
+        nc.DawidSkene().fit(ann, gold={0: 7})
+
+
+def test_map_em_is_a_fixed_point_and_flat_prior_is_mle(ds1979):
+    mle = nc.DawidSkene().fit(ds1979, init="soft_vote", n_starts=1)
+    flat = nc.DawidSkene(alpha=np.ones(4), beta=np.ones((4, 4))).fit(
+        ds1979, init="soft_vote", n_starts=1)
+    np.testing.assert_allclose(flat.confusion, mle.confusion, atol=1e-10)
+    alpha, beta = dsm.default_priors(4)
+    m = nc.DawidSkene(alpha=alpha, beta=beta).fit(ds1979, init="soft_vote", n_starts=1,
+                                                  tol=1e-12, max_iter=5000)
+    assert m.details["map"] and m.status == "ok"
+    # the diagonal pseudo-counts (2.5 K - 1 = 9) pull the diagonal up on average
+    assert np.mean(np.diagonal(m.confusion, axis1=1, axis2=2)) > np.mean(
+        np.diagonal(mle.confusion, axis1=1, axis2=2))
+    # MAP fixed point: the M-step of its own E-step returns it
+    from noisycal.engines.em import e_step, m_step
+
+    arr = ds1979.engine_arrays()
+    with jax.enable_x64(True):
+        data = dsm.make_data(arr.item, arr.annotator, arr.label, n_items=45, n_annotators=5,
+                             n_classes=4)
+        post, _ = e_step(jnp.asarray(m.group_prevalence), jnp.asarray(m.confusion), data, None)
+        prev2, conf2 = m_step(post, data, jnp.asarray(alpha), jnp.asarray(beta), False)
+    np.testing.assert_allclose(np.asarray(conf2), m.confusion, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(prev2), m.group_prevalence, atol=1e-6)
+
+
+def test_one_coin_recovery():
+    acc = np.array([0.9, 0.75, 0.6, 0.8])
+    K = 4
+    conf = np.stack([a * np.eye(K) + (1 - a) / (K - 1) * (1 - np.eye(K)) for a in acc])
+    sim = nc.simulate.dawid_skene(3000, np.full(K, 0.25), conf, seed=3)
+    fit = nc.OneCoinDawidSkene().fit(sim.annotations, n_starts=3)
+    np.testing.assert_allclose(np.diagonal(fit.confusion, axis1=1, axis2=2)[:, 0], acc,
+                               atol=0.025)
+    assert fit.n_params == 3 + 4
+    off = fit.confusion[0][~np.eye(K, dtype=bool)]
+    np.testing.assert_allclose(off, off[0], atol=1e-12)
+
+
+def test_grouped_hui_walter_case_recovers_group_prevalences():
+    conf = np.array([[[0.92, 0.08], [0.16, 0.84]], [[0.87, 0.13], [0.11, 0.89]]])
+    prev = np.array([[0.8, 0.2], [0.3, 0.7]])
+    sim = nc.simulate.dawid_skene(6000, prev, conf, group_probs=[0.5, 0.5], seed=4)
+    fit = nc.GroupedDawidSkene(n_classes=2).fit(sim.annotations, groups=sim.group, n_starts=4)
+    assert fit.status == "ok"
+    np.testing.assert_allclose(fit.prevalence, prev, atol=0.05)
+    np.testing.assert_allclose(fit.confusion, conf, atol=0.05)
+    with pytest.raises(ValueError, match="groups"):
+        nc.GroupedDawidSkene().fit(sim.annotations)
+    with pytest.raises(ValueError, match="groups"):
+        nc.DawidSkene().fit(sim.annotations, groups=sim.group)
+
+
+def test_relabelling_classes_permutes_confusion():
+    sim = nc.simulate.dawid_skene(2000, PREV3, CONF3, seed=5)
+    ann = sim.annotations
+    perm = np.array([2, 0, 1])  # old class k is called perm[k]
+    relab = nc.Annotations.from_arrays(ann.item_index, ann.annotator_index,
+                                       perm[ann.label_index], classes=np.arange(3))
+    # the soft-vote start is equivariant under relabelling, so both runs follow the
+    # same path up to the permutation
+    kw = dict(init="soft_vote", n_starts=1, tol=1e-13, max_iter=5000)
+    a = nc.DawidSkene().fit(ann, **kw)
+    b = nc.DawidSkene().fit(relab, **kw)
+    np.testing.assert_allclose(b.confusion[:, perm][:, :, perm], a.confusion, atol=1e-9)
+    np.testing.assert_allclose(b.prevalence[perm], a.prevalence, atol=1e-9)
+
+
+def test_predict_matches_fitted_posteriors(ds1979):
+    fit = nc.DawidSkene().fit(ds1979, init="soft_vote", n_starts=1)
+    from noisycal.annotators import predict
+
+    np.testing.assert_allclose(predict(fit, ds1979), fit.item_posterior, atol=1e-10)
+
+
+def test_results_tables_and_arviz(ds1979):
+    fit = nc.DawidSkene().fit(ds1979, init="soft_vote", n_starts=1, n_boot=50, seed=1)
+    frame = fit.to_frame()
+    assert len(frame) == 4 + 5 * 16
+    ci = fit.conf_int(level=0.8)
+    assert ((ci["low"] <= ci["value"] + 1e-9) | (ci["high"] >= ci["value"] - 1e-9)).all()
+    assert ci.attrs["level"] == 0.8
+    idata = fit.to_arviz()
+    assert idata.posterior["confusion"].shape == (1, 50, 5, 4, 4)
+    assert list(idata.posterior["confusion"].dims[-3:]) == ["annotator", "true", "observed"]
+    with pytest.raises(ValueError, match="draws"):
+        nc.DawidSkene().fit(ds1979, n_starts=1).conf_int()
+
+
+# ------------------------------------------------------------------ honest failures
+def test_one_annotator_is_not_identified():
+    ann = nc.Annotations.from_arrays(np.arange(10), np.zeros(10), np.arange(10) % 2)
+    with pytest.warns(nc.IdentifiabilityWarning):
+        fit = nc.DawidSkene().fit(ann)
+    assert fit.status == "not_identified" and np.isnan(fit.confusion).all()
+
+
+def test_zero_gap_binary_channel_is_reported():
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.85, 0.15], [0.1, 0.9]],
+                     [[0.5, 0.5], [0.5, 0.5]], [[0.8, 0.2], [0.2, 0.8]]])
+    sim = nc.simulate.dawid_skene(400, [0.5, 0.5], conf, seed=6)
+    ann = sim.annotations
+    # make annotator 2's labels exactly independent of everything: all ones
+    lab = np.where(ann.annotator_index == 2, 1, ann.label_index)
+    ann2 = nc.Annotations.from_arrays(ann.item_index, ann.annotator_index, lab)
+    with pytest.warns(nc.IdentifiabilityWarning, match="gap"):
+        fit = nc.DawidSkene().fit(ann2, n_starts=2)
+    assert fit.status == "small_gap"
+
+
+def test_not_converged_is_reported(ds1979):
+    with pytest.warns(nc.ConvergenceWarning):
+        fit = nc.DawidSkene().fit(ds1979, max_iter=3, n_starts=1)
+    assert fit.status == "not_converged" and not fit.converged and fit.n_iter == 3
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(method="gibbs"), "method"),
+    (dict(init="random"), "init"),
+    (dict(n_starts=0), "n_starts"),
+    (dict(max_iter=0), "max_iter"),
+    (dict(tol=0.0), "tol"),
+    (dict(orientation="anchor"), "two classes"),
+])
+def test_bad_fit_options(ds1979, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        nc.DawidSkene().fit(ds1979, **kwargs)
+
+
+def test_bad_model_input(ds1979):
+    with pytest.raises(ValueError, match="n_classes"):
+        nc.DawidSkene(n_classes=3).fit(ds1979)
+    with pytest.raises(ValueError, match="alpha"):
+        nc.DawidSkene(alpha=np.ones(3)).fit(ds1979)
+    with pytest.raises(ValueError, match="alpha"):
+        nc.DawidSkene(alpha=np.array([1, 1, 0, 1.0])).fit(ds1979)
+    with pytest.raises(ValueError, match="beta"):
+        nc.DawidSkene(beta=np.ones((4, 3))).fit(ds1979)
+    with pytest.raises(ValueError, match="beta"):
+        nc.DawidSkene(beta=-np.ones((4, 4))).fit(ds1979)
+    with pytest.raises(ValueError, match="annotations"):
+        nc.DawidSkene().fit(np.zeros((3, 3)))
+    one = nc.Annotations.from_arrays([0, 0], [0, 1], [0, 1])
+    with pytest.raises(ValueError, match="at least 2 items"):
+        nc.DawidSkene().fit(one)
+
+
+def test_anchor_orientation_binary():
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.85, 0.15], [0.1, 0.9]],
+                     [[0.8, 0.2], [0.3, 0.7]]])
+    sim = nc.simulate.dawid_skene(1000, [0.4, 0.6], conf, seed=7)
+    fit = nc.DawidSkene().fit(sim.annotations, orientation="anchor", anchor=1)
+    assert fit.confusion[1, 1, 1] - fit.confusion[1, 0, 1] > 0
+    np.testing.assert_allclose(fit.prevalence, [0.4, 0.6], atol=0.05)
+
+
+@pytest.mark.slow
+def test_bootstrap_interval_coverage_of_channel_entries():
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.15, 0.85]],
+                     [[0.85, 0.15], [0.25, 0.75]]])
+    hits, total = 0, 0
+    for r in range(100):
+        sim = nc.simulate.dawid_skene(400, [0.4, 0.6], conf, seed=500 + r)
+        fit = nc.DawidSkene().fit(sim.annotations, n_starts=2, n_boot=200, seed=r)
+        ci = fit.conf_int(level=0.9)
+        c = ci[ci["parameter"] == "confusion"]
+        truth = conf.reshape(-1)
+        hits += int(np.sum((c["low"].to_numpy() <= truth) & (truth <= c["high"].to_numpy())))
+        total += truth.size
+    coverage = hits / total
+    print(f"bootstrap 90% coverage of confusion entries: {coverage:.3f} ({total} checks)")
+    assert 0.85 <= coverage <= 0.95
