@@ -337,11 +337,156 @@ class DawidSkene:
                              "map": alpha is not None or beta is not None,
                              "orientation": orientation, "groups": L, **boot_info})
 
-    def _fit_mle(self, *args: Any, **kwargs: Any) -> AnnotatorFit:
-        raise NotImplementedError("method='mle' arrives with the gradient engine")
+    def _model_kwargs(self, data: Any, L: int, alpha: np.ndarray | None,
+                      beta: np.ndarray | None) -> dict:
+        return dict(n_items=data.n_items, n_annotators=data.n_annotators,
+                    n_classes=data.n_classes, group=data.group if L > 1 else None,
+                    n_groups=L, alpha=None if alpha is None else jnp.asarray(alpha),
+                    beta=None if beta is None else jnp.asarray(beta),
+                    one_coin=self._one_coin)
 
-    def _fit_nuts(self, *args: Any, **kwargs: Any) -> AnnotatorFit:
-        raise NotImplementedError("method='nuts' arrives with the NUTS engine")
+    def _fit_mle(self, ann: Annotations, group: np.ndarray | None, L: int,
+                 alpha: np.ndarray | None, beta: np.ndarray | None, *, seed: Seed,
+                 orientation: str, anchor: int) -> AnnotatorFit:
+        from noisycal.models.dawid_skene import dawid_skene, one_coin_confusion
+
+        from .engines.mle import fit_map
+
+        K, J = ann.n_classes, ann.n_annotators
+        use_prior = alpha is not None or beta is not None
+        with x64():
+            data = _ds_data(ann, group, L)
+            res = fit_map(dawid_skene, model_args=(data.item, data.annotator, data.label),
+                          model_kwargs=self._model_kwargs(data, L, alpha, beta), seed=seed,
+                          prior=use_prior)
+            prev = np.asarray(res.params["prevalence"]).reshape(L, K)
+            conf = (np.asarray(one_coin_confusion(jnp.asarray(res.params["accuracy"]), K))
+                    if self._one_coin else np.asarray(res.params["confusion"]))
+            post = np.asarray(e_step(jnp.asarray(prev), jnp.asarray(conf), data, None)[0])
+        perm = self._orient(ann, post, conf, orientation, anchor)
+        post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
+        status, message = self._status(prev, conf, res.converged, L)
+        if res.status != "ok" and status == "ok":
+            status, message = res.status, res.message
+        return AnnotatorFit(self._model, "mle", ann.classes, ann.annotators, ann.items, prev,
+                            conf, post, float(res.loglik), self._n_params(K, J, L), status,
+                            message, bool(res.converged), int(res.n_iter), None,
+                            {"map": use_prior, "orientation": orientation, "groups": L})
+
+    def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
+                  alpha: np.ndarray | None, beta: np.ndarray | None, *, num_chains: int,
+                  num_warmup: int, num_samples: int, seed: Seed, progress_bar: bool,
+                  orientation: str, anchor: int) -> AnnotatorFit:
+        import arviz as az
+
+        from noisycal.models.dawid_skene import dawid_skene, log_likelihood
+
+        from .engines.nuts import run_nuts
+
+        K, J = ann.n_classes, ann.n_annotators
+        num_chains = check_int(num_chains, "num_chains", minimum=1)
+        num_warmup = check_int(num_warmup, "num_warmup", minimum=1)
+        num_samples = check_int(num_samples, "num_samples", minimum=1)
+        # start every chain at the MAP-EM estimate under the same priors, so that all
+        # chains begin in the vote-aligned mode (the mirrored modes are relabelled below
+        # if a chain still wanders into one)
+        em = self._fit_em(ann, group, L, alpha, beta, None, init="mixed", n_starts=4,
+                          max_iter=1000, tol=1e-8, seed=seed, n_boot=0,
+                          orientation=orientation, anchor=anchor)
+        init_conf = np.clip(em.confusion, 1e-4, None)
+        init_conf /= init_conf.sum(-1, keepdims=True)
+        init_prev = np.clip(em.group_prevalence, 1e-4, None)
+        init_prev /= init_prev.sum(-1, keepdims=True)
+        init_params = {"prevalence": init_prev}
+        if self._one_coin:
+            init_params["accuracy"] = np.clip(init_conf[:, 0, 0], 1e-4, 1 - 1e-4)
+        else:
+            init_params["confusion"] = init_conf
+        with x64():
+            data = _ds_data(ann, group, L)
+            # diagnostics are recomputed below after relabelling the chains, so the
+            # engine's own (pre-relabelling) convergence warning is not raised here
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                res = run_nuts(dawid_skene,
+                               model_args=(data.item, data.annotator, data.label),
+                               model_kwargs=self._model_kwargs(data, L, alpha, beta),
+                               num_chains=num_chains, num_warmup=num_warmup,
+                               num_samples=num_samples, seed=seed, progress_bar=progress_bar,
+                               rhat_threshold=float("inf"), init_params=init_params)
+            prev_s = np.array(res.samples["prevalence"]).reshape(num_chains, num_samples, L, K)
+            conf_s = np.array(res.samples["confusion"]).reshape(num_chains, num_samples, J, K,
+                                                                  K)
+            # label-switching guard (STYLE pitfall 8): orient every draw to the majority
+            # vote (Hungarian on posterior-vote agreement), or by the anchor's gap
+            prev_f = prev_s.reshape(-1, L, K)
+            conf_f = conf_s.reshape(-1, J, K, K)
+            if orientation == "anchor":
+                gaps = conf_f[:, anchor, 1, 1] - conf_f[:, anchor, 0, 1]
+                perm_f = np.where((gaps < 0)[:, None], np.array([1, 0]), np.arange(2))
+            else:
+                vote1h = jnp.asarray(np.eye(K)[np.asarray(ann.majority_vote(tie="lowest"))])
+
+                def agreement(pc: tuple) -> jax.Array:
+                    return e_step(pc[0], pc[1], data, None)[0].T @ vote1h
+
+                agree = np.asarray(jax.lax.map(agreement, (jnp.asarray(prev_f),
+                                                           jnp.asarray(conf_f)),
+                                               batch_size=64))
+                perm_f = np.empty((agree.shape[0], K), dtype=int)
+                for d in range(agree.shape[0]):
+                    rows, cols = linear_sum_assignment(-agree[d])
+                    perm_f[d, cols] = rows
+            ref = np.unique(perm_f, axis=0, return_counts=True)
+            ref = ref[0][np.argmax(ref[1])]
+            moved = np.any(perm_f != ref, axis=1).reshape(num_chains, num_samples)
+            switched = [c for c in range(num_chains) if moved[c].any()]
+            idx = np.arange(prev_f.shape[0])[:, None]
+            prev_s = prev_f[idx[:, :, None], np.arange(L)[None, :, None],
+                            perm_f[:, None, :]].reshape(num_chains, num_samples, L, K)
+            conf_s = conf_f[idx[:, :, None, None], np.arange(J)[None, :, None, None],
+                            perm_f[:, None, :, None],
+                            np.arange(K)[None, None, None, :]].reshape(
+                                num_chains, num_samples, J, K, K)
+            prev_d = prev_s.reshape(-1, L, K)
+            conf_d = conf_s.reshape(-1, J, K, K)
+
+            def rb(pc: tuple) -> jax.Array:
+                return e_step(pc[0], pc[1], data, None)[0]
+
+            post = np.asarray(jax.lax.map(rb, (jnp.asarray(prev_d), jnp.asarray(conf_d)),
+                                          batch_size=64).mean(0))
+            prev, conf = prev_d.mean(0), conf_d.mean(0)
+            loglik = float(log_likelihood({"prevalence": jnp.asarray(prev),
+                                           "confusion": jnp.asarray(conf)}, data))
+        idata = az.from_dict(posterior={"prevalence": prev_s, "confusion": conf_s})
+        rhat = az.rhat(idata)
+        max_rhat = float(max(np.nanmax(rhat[v].values) for v in ("prevalence", "confusion")))
+        ess = az.ess(idata)
+        min_ess = float(min(np.nanmin(ess[v].values) for v in ("prevalence", "confusion")))
+        n_div = int(getattr(res, "num_divergences", 0))
+        status, message = "ok", ""
+        if switched:
+            message = (f"chain(s) {switched} visited a different class order; "
+                       f"{int(moved.sum())} draw(s) were relabelled to the "
+                       f"{'anchor' if orientation == 'anchor' else 'majority-vote'} "
+                       "orientation")
+            warnings.warn(message, IdentifiabilityWarning, stacklevel=3)
+        if num_chains > 1 and not max_rhat < 1.01:
+            status = "not_converged"
+            message = (message + "; " if message else "") + f"max R-hat {max_rhat:.3f} >= 1.01"
+        if n_div:
+            status = "not_converged"
+            message = (message + "; " if message else "") + f"{n_div} divergent transitions"
+        if status != "ok":
+            warnings.warn(f"{self._model} NUTS: {message}", ConvergenceWarning, stacklevel=3)
+        return AnnotatorFit(self._model, "nuts", ann.classes, ann.annotators, ann.items, prev,
+                            conf, post, loglik, self._n_params(K, J, L), status, message,
+                            status == "ok", num_warmup + num_samples,
+                            {"prevalence": prev_d, "confusion": conf_d},
+                            {"chains": num_chains, "max_rhat": max_rhat,
+                             "min_ess_bulk": min_ess, "num_divergences": n_div,
+                             "relabelled_chains": switched, "groups": L})
 
     def predict(self, fit: AnnotatorFit, annotations: Annotations,
                 groups: ArrayLike | None = None) -> np.ndarray:
