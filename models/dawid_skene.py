@@ -96,8 +96,10 @@ def class_log_likelihood(params: dict, data: DSData) -> jax.Array:
     Repeated ratings of one item by one annotator enter as independent ratings.
     """
     conf = params["confusion"]
-    log_conf = jnp.log(jnp.maximum(conf, LOG_FLOOR))
-    per_rating = log_conf[data.annotator, :, data.label]  # (R, K)
+    J, K = conf.shape[0], conf.shape[-1]
+    # rows of a (J * K_observed, K_true) table, looked up by one code per rating
+    table = jnp.log(jnp.maximum(conf, LOG_FLOOR)).transpose(0, 2, 1).reshape(J * K, K)
+    per_rating = table[data.annotator * K + data.label]  # (R, K)
     return jax.ops.segment_sum(per_rating, data.item, num_segments=data.n_items,
                                indices_are_sorted=True)
 

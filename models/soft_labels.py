@@ -33,10 +33,19 @@ depends on nothing else; so this model gives the same posterior over calibration
 the over-parameterised one, and a maximum likelihood estimate with a regular Hessian.
 Use :func:`identified_map` to bring any ``(W, b)`` to this representative.
 
+Log-probabilities, not logits
+-----------------------------
+The map acts on log-probabilities, as in Kull et al. (2019). Paper 000's Dirichlet-Soft
+applies ``W`` to logits instead (spec-000 section 2.5); for a full ``W`` the two differ,
+and a map on logits is not even defined by the probabilities alone (logits are
+determined only up to a per-item constant, which a full ``W`` does not ignore), so
+noisycal uses the canonical representative ``log p``.
+
 References
 ----------
-.. [000] Paper 000 (Dirichlet-Soft): calibration against soft labels, annotator
-   distributions as targets (``papers/``).
+.. [000] L. Tao, H. Luo, M. Dong, C. Xu. "Confidence Calibration under Ambiguous Ground
+   Truth", arXiv:2603.22879, 2026 (paper 000): Dirichlet-Soft, calibration against the
+   annotator distribution.
 .. [Kull2019] M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song,
    P. Flach. "Beyond temperature scaling: Obtaining well-calibrated multiclass
    probabilities with Dirichlet calibration." NeurIPS 2019.
@@ -68,7 +77,7 @@ KAPPA_SCALE = 1.5
 
 def identity_map(n_classes):
     """The centred identity ``C = I - 11'/K``: the identity calibration map's representative."""
-    return jnp.eye(n_classes) - 1.0 / n_classes
+    return np.eye(n_classes) - 1.0 / n_classes
 
 
 def identified_map(W, b):
@@ -130,19 +139,10 @@ def dirichlet_soft_labels(log_probs, counts=None, *, n_totals=None, prior_scale=
         and ``b ~ Normal(0, prior_scale)`` (of which the model keeps the identified,
         zero-sum part; see the module docstring).
 
-    Sites
-    -----
-    W_dev : (n_classes, n_classes), latent
-        ``W_dev[j]`` is column j of ``W - C``; each row sums to zero.
-    b : (n_classes,), latent
-        Intercept, sums to zero.
-    kappa : scalar, latent
-        Concentration, ``LogNormal(log 10, 1.5)``.
-    W : (n_classes, n_classes), deterministic
-        The calibration matrix ``C + W_dev.T`` (columns sum to zero).
-    counts : (n_items, n_classes), observed
-        ``DirichletMultinomial(kappa * p_i, n_i)`` in the plate ``"item"`` (dim=-1),
-        ``p_i = softmax(W log_probs_i + b)``.
+    Returns
+    -------
+    array of shape (n_items, n_classes)
+        The observed (or simulated) counts.
 
     Notes
     -----
@@ -153,9 +153,17 @@ def dirichlet_soft_labels(log_probs, counts=None, *, n_totals=None, prior_scale=
     adds the annotators' overdispersion, and NUTS gives a posterior over calibration
     maps.
 
+    Sites: ``W_dev`` (n_classes, n_classes), latent, ``ZeroSumNormal(prior_scale)`` per
+    row, ``W_dev[j]`` being column j of ``W - C``; ``b`` (n_classes,), latent,
+    ``ZeroSumNormal(prior_scale)``; ``kappa``, latent, ``LogNormal(log 10, 1.5)``;
+    ``W`` (n_classes, n_classes), deterministic, ``C + W_dev.T`` (columns sum to zero);
+    ``counts`` (n_items, n_classes), observed, ``DirichletMultinomial(kappa * p_i, n_i)``
+    in the plate ``"item"`` (dim=-1), with ``p_i = softmax(W log_probs_i + b)``.
+
     References
     ----------
-    .. [000] Paper 000 (Dirichlet-Soft).
+    .. [000] Tao, Luo, Dong, Xu, "Confidence Calibration under Ambiguous Ground Truth",
+       arXiv:2603.22879 (2026), Dirichlet-Soft.
     .. [Kull2019] Kull et al., "Beyond temperature scaling", NeurIPS 2019.
     """
     log_probs = jnp.asarray(log_probs)

@@ -22,7 +22,7 @@ from ._typing import ArrayLike, Seed
 from ._validation import check_array, check_choice, check_int
 from ._warnings import ConvergenceWarning, IdentifiabilityWarning
 from .data import Annotations
-from .engines.em import bootstrap_em, e_step, fit_em
+from .engines.em import bootstrap_em, collapse_patterns, e_step, fit_em
 from .engines.results import AnnotatorFit
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene"]
@@ -289,12 +289,28 @@ class DawidSkene:
         key = as_key(seed)
         k_init, k_boot = jax.random.split(key)
         rng = as_numpy_rng(k_init)
+        from noisycal.models.dawid_skene import make_data
+
+        arr = ann.engine_arrays()
+        g_items = np.zeros(ann.n_items, np.int32) if group is None else group
+        gold_items = np.full(ann.n_items, -1, np.int32) if gold is None else gold
+        # EM on distinct rating patterns, weighted by their counts (exactly the same fit)
+        pattern, rep, counts = collapse_patterns(
+            arr.item.astype(np.int64), arr.annotator.astype(np.int64) * K + arr.label,
+            ann.n_items, extra=(g_items, gold_items))
+        P = rep.size
+        keep = np.isin(arr.item, rep)
+        pos = np.full(ann.n_items, -1, np.int64)
+        pos[rep] = np.arange(P)
         with x64():
-            data = _ds_data(ann, group, L)
-            jgold = None if gold is None else jnp.asarray(gold)
+            data = make_data(pos[arr.item[keep]], arr.annotator[keep], arr.label[keep],
+                             n_items=P, n_annotators=J, n_classes=K, group=g_items[rep],
+                             n_groups=L)
+            weights = jnp.asarray(counts, dtype=jnp.float64)
+            jgold = None if gold is None else jnp.asarray(gold_items[rep])
             ja = None if alpha is None else jnp.asarray(alpha)
             jb = None if beta is None else jnp.asarray(beta)
-            starts = [ann.soft_labels()]
+            starts = [ann.soft_labels()[rep]]
             n_rand = n_starts - 1 if init == "mixed" else 0
             if n_rand:
                 prevs, confs = self._random_starts(rng, n_rand, K, J, L)
@@ -303,11 +319,12 @@ class DawidSkene:
                                                     None)[0]))
             post0 = jnp.asarray(np.stack(starts))
             st = fit_em(post0, data, jgold, ja, jb, one_coin=self._one_coin,
-                        max_iter=max_iter, tol=tol)
+                        max_iter=max_iter, tol=tol, weights=weights)
             objective = np.asarray(st.objective)
             finite = np.isfinite(objective)
             best = int(np.argmax(np.where(finite, objective, -np.inf))) if finite.any() else 0
-            post = np.asarray(st.post[best])
+            post_pat = np.asarray(st.post[best])
+            post = post_pat[pattern]
             prev = np.asarray(st.prevalence[best])
             conf = np.asarray(st.confusion[best])
             converged = bool(st.converged[best])
@@ -318,9 +335,9 @@ class DawidSkene:
             draws = None
             boot_info: dict[str, Any] = {}
             if n_boot:
-                bs = bootstrap_em(k_boot, jnp.asarray(post), data, jgold, ja, jb,
-                                  one_coin=self._one_coin, max_iter=max_iter, tol=tol,
-                                  n_boot=n_boot)
+                bs = bootstrap_em(k_boot, jnp.asarray(post_pat[:, perm]), data, jgold, ja, jb,
+                                  jnp.asarray(pattern), one_coin=self._one_coin,
+                                  max_iter=max_iter, tol=tol, n_boot=n_boot)
                 draws = {"prevalence": np.asarray(bs.prevalence),
                          "confusion": np.asarray(bs.confusion)}
                 boot_info = {"n_boot": n_boot,
@@ -334,6 +351,7 @@ class DawidSkene:
                             conf, post, loglik, self._n_params(K, J, L), status, message,
                             converged, n_iter, draws,
                             {"start_objectives": objective, "best_start": best,
+                             "n_patterns": P,
                              "map": alpha is not None or beta is not None,
                              "orientation": orientation, "groups": L, **boot_info})
 

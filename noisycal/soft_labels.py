@@ -205,16 +205,28 @@ class DirichletSoftLabels:
     Examples
     --------
     >>> import numpy as np
-    >>> import noisycal as nc
+    >>> from noisycal.soft_labels import DirichletSoftLabels
     >>> probs = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]] * 20)
     >>> counts = np.array([[6, 3, 1], [2, 6, 2], [1, 1, 8]] * 20)
-    >>> fit = nc.DirichletSoftLabels().fit(probs=probs, counts=counts, method="map")
+    >>> fit = DirichletSoftLabels().fit(probs=probs, counts=counts, method="map")
     >>> fit.predict_proba(probs=probs).shape
     (60, 3)
 
+    Notes
+    -----
+    With ``kappa -> infinity`` the likelihood becomes the multinomial one, and the
+    maximum likelihood ``(W, b)`` is soft-label Dirichlet calibration (minimum soft-label
+    cross-entropy) of paper 000. Two differences from that paper's Dirichlet-Soft: the
+    map acts on log-probabilities, as in Kull et al. (paper 000 uses logits, which a full
+    ``W`` does not treat the same), and the regulariser is the Normal prior of
+    ``method='map'``/``'nuts'`` (shrinking ``W`` towards the identity map) instead of
+    ODIR. ``W`` and ``b`` are reported in their identified form (columns of ``W`` and
+    ``b`` sum to zero; see ``noisycal.models.soft_labels``).
+
     References
     ----------
-    .. [000] Paper 000 (Dirichlet-Soft).
+    .. [000] Tao, Luo, Dong, Xu, "Confidence Calibration under Ambiguous Ground Truth",
+       arXiv:2603.22879 (2026).
     .. [1] Kull et al., "Beyond temperature scaling: Obtaining well-calibrated
        multiclass probabilities with Dirichlet calibration", NeurIPS 2019.
     """

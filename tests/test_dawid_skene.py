@@ -273,3 +273,29 @@ def test_bootstrap_interval_coverage_of_channel_entries():
     coverage = hits / total
     print(f"bootstrap 90% coverage of confusion entries: {coverage:.3f} ({total} checks)")
     assert 0.85 <= coverage <= 0.95
+
+
+def test_pattern_collapsing_gives_the_same_fit_as_full_em():
+    from noisycal.engines.em import collapse_patterns, fit_em
+
+    sim = nc.simulate.dawid_skene(3000, PREV3, CONF3, p_rate=0.7, seed=12)
+    ann = sim.annotations
+    arr = ann.engine_arrays()
+    pattern, rep, counts = collapse_patterns(arr.item.astype(np.int64),
+                                             arr.annotator.astype(np.int64) * 3 + arr.label,
+                                             ann.n_items)
+    assert counts.sum() == ann.n_items and rep.size < ann.n_items
+    # items in one pattern have identical rating multisets
+    cnt = np.zeros((ann.n_items, 4 * 3), int)
+    np.add.at(cnt, (arr.item, arr.annotator * 3 + arr.label), 1)
+    np.testing.assert_array_equal(cnt, cnt[rep][pattern])
+    fit = nc.DawidSkene().fit(ann, init="soft_vote", n_starts=1, tol=1e-12, max_iter=3000)
+    assert fit.details["n_patterns"] == rep.size
+    with jax.enable_x64(True):
+        data = dsm.make_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                             n_annotators=4, n_classes=3)
+        st = fit_em(jnp.asarray(ann.soft_labels())[None], data, None, None, None,
+                    one_coin=False, max_iter=3000, tol=1e-12)
+    np.testing.assert_allclose(np.asarray(st.confusion[0]), fit.confusion, atol=1e-9)
+    np.testing.assert_allclose(np.asarray(st.post[0]), fit.item_posterior, atol=1e-9)
+    assert float(st.loglik[0]) == pytest.approx(fit.loglik, abs=1e-7)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 
@@ -20,7 +22,16 @@ from noisycal.models.dawid_skene import (
     one_coin_confusion,
 )
 
-__all__ = ["EMState", "e_step", "m_step", "run_em", "fit_em", "bootstrap_em", "log_prior"]
+__all__ = [
+    "EMState",
+    "e_step",
+    "m_step",
+    "run_em",
+    "fit_em",
+    "bootstrap_em",
+    "collapse_patterns",
+    "log_prior",
+]
 
 #: Sub-slots per (annotator, label) accumulator in the M-step scatter-add (power of two).
 _SPLIT = 16
@@ -164,33 +175,36 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol"))
 def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.Array | None,
-            beta: jax.Array | None, *, sizes: tuple, one_coin: bool, max_iter: int,
-            tol: float) -> EMState:
+            beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
+            one_coin: bool, max_iter: int, tol: float) -> EMState:
     data = DSData(*arrays, *sizes)
     return jax.vmap(lambda p: run_em(p, data, gold, alpha, beta, one_coin=one_coin,
-                                     max_iter=max_iter, tol=tol))(post0)
+                                     max_iter=max_iter, tol=tol, weights=weights))(post0)
 
 
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
-           beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float) -> EMState:
+           beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
+           weights: jax.Array | None = None) -> EMState:
     """Run EM from a stack of starts ``post0`` of shape (n_starts, n_items, K), vmapped
-    and jitted (the sizes in ``data`` are static)."""
+    and jitted (the sizes in ``data`` are static). ``weights`` count each row's items
+    (rating patterns: see :func:`collapse_patterns`)."""
     arrays = (data.item, data.annotator, data.label, data.group)
     sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
-    return _fit_em(post0, arrays, gold, alpha, beta, sizes=sizes, one_coin=one_coin,
+    return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                    max_iter=max_iter, tol=tol)
 
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "n_boot"))
 def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax.Array | None,
-                  alpha: jax.Array | None, beta: jax.Array | None, *, sizes: tuple,
-                  one_coin: bool, max_iter: int, tol: float, n_boot: int) -> EMState:
+                  alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
+                  sizes: tuple, one_coin: bool, max_iter: int, tol: float,
+                  n_boot: int) -> EMState:
     data = DSData(*arrays, *sizes)
-    n = data.n_items
+    n = pattern.shape[0]
 
     def one(key: jax.Array) -> EMState:
         idx = jax.random.randint(key, (n,), 0, n, dtype=jnp.int32)
-        w = jnp.zeros(n).at[idx].add(1.0)
+        w = jnp.zeros(data.n_items).at[pattern[idx]].add(1.0)
         st = run_em(post0, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
                     tol=tol, weights=w)
         return st._replace(post=jnp.zeros((0,)))  # do not keep n_boot posteriors
@@ -199,11 +213,60 @@ def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax
 
 
 def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.Array | None,
-                 alpha: jax.Array | None, beta: jax.Array | None, *, one_coin: bool,
-                 max_iter: int, tol: float, n_boot: int) -> EMState:
-    """EM refits on ``n_boot`` bootstrap resamples of the items (as item weights), each
-    started from ``post0`` (the fitted posteriors), so labels keep their orientation."""
+                 alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
+                 one_coin: bool, max_iter: int, tol: float, n_boot: int) -> EMState:
+    """EM refits on ``n_boot`` bootstrap resamples of the items, each started from
+    ``post0`` (the fitted posteriors), so labels keep their orientation.
+
+    ``data`` holds one row per rating pattern and ``pattern`` (n_items,) maps every
+    original item to its pattern; a resample of items becomes pattern weights.
+    """
     arrays = (data.item, data.annotator, data.label, data.group)
     sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
-    return _bootstrap_em(rng_key, post0, arrays, gold, alpha, beta, sizes=sizes,
+    return _bootstrap_em(rng_key, post0, arrays, gold, alpha, beta, pattern, sizes=sizes,
                          one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=n_boot)
+
+
+def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
+                      extra: tuple[np.ndarray, ...] = ()) -> tuple[np.ndarray, np.ndarray,
+                                                                     np.ndarray]:
+    """Group items with identical rating patterns (exact sufficient statistics of EM).
+
+    Items whose multisets of (annotator, label) codes are equal (and whose ``extra``
+    keys, e.g. group and gold label, are equal) have identical posteriors under every
+    Dawid–Skene model, so EM can run on one representative per pattern weighted by its
+    multiplicity. A pattern is identified by two independent 64-bit multiset hashes
+    (sums of fixed pseudo-random keys of its codes), so two different patterns collide
+    with probability about 2**-128 per pair.
+
+    Returns
+    -------
+    pattern : (n_items,) pattern index of each item
+    representative : (n_patterns,) one item of each pattern
+    counts : (n_patterns,) items per pattern
+    """
+    keys = np.random.default_rng(20261130).integers(0, 2**63, size=(2, int(code.max()) + 1),
+                                                     dtype=np.uint64)
+    h = np.zeros((n_items, 2 + len(extra)), dtype=np.uint64)
+    order = np.argsort(item, kind="stable")
+    starts = np.searchsorted(item[order], np.arange(n_items))
+    sorted_code = code[order]
+    with np.errstate(over="ignore"):  # uint64 sums wrap around: a hash, not a count
+        h[:, 0] = np.add.reduceat(keys[0][sorted_code], starts)
+        h[:, 1] = np.add.reduceat(keys[1][sorted_code], starts)
+    for c, e in enumerate(extra):
+        h[:, 2 + c] = np.asarray(e).astype(np.int64).astype(np.uint64)
+    # one fast 1-D unique on a 64-bit digest of the whole row, then a check that every
+    # item agrees with its representative on all columns (else the exact 2-D unique)
+    mix = np.random.default_rng(7).integers(1, 2**63, size=h.shape[1], dtype=np.uint64) | 1
+    with np.errstate(over="ignore"):
+        digest = (h * mix).sum(axis=1)
+    _, rep, pattern, counts = np.unique(digest, return_index=True, return_inverse=True,
+                                        return_counts=True)
+    pattern = pattern.ravel()
+    if not np.array_equal(h, h[rep][pattern]):  # a digest collision (probability ~1e-7)
+        _, rep, pattern, counts = np.unique(h, axis=0, return_index=True,
+                                            return_inverse=True, return_counts=True)
+        pattern = pattern.ravel()
+    return pattern.astype(np.int32), rep, counts
+

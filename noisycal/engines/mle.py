@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import Seed
-from .._validation import check_int
+from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 
 __all__ = ["MLEResult", "Objective", "make_objective", "fit_map"]
@@ -56,7 +56,10 @@ def _user_stacklevel() -> int:
 
 
 class Objective(NamedTuple):
-    """The pure functions :func:`fit_map` optimises.
+    """A model's log density on a flat unconstrained vector, as pure functions.
+
+    Built by :func:`make_objective`; :func:`fit_map` optimises ``objective`` and
+    :func:`noisycal.engines.nuts.run_nuts` samples from ``potential``.
 
     Attributes
     ----------
@@ -74,6 +77,11 @@ class Objective(NamedTuple):
     objective : callable
         Flat vector -> the scalar that is maximised: ``loglik`` (+ ``log_prior`` when
         ``prior``) (+ ``log_jacobian`` when ``jacobian``).
+    potential : callable
+        Flat vector -> NumPyro's potential energy, ``-(loglik + log_prior +
+        log_jacobian)`` (what NUTS samples from).
+    init : callable
+        PRNG key -> a flat initial vector drawn by the initialisation strategy (jitted).
     names : list of str
         A label for each entry of the flat vector, e.g. ``'kappa'``, ``'b[1]'``.
     """
@@ -83,7 +91,44 @@ class Objective(NamedTuple):
     constrain: Callable[[jax.Array], dict[str, jax.Array]]
     log_parts: Callable[[jax.Array], tuple[jax.Array, jax.Array, jax.Array]]
     objective: Callable[[jax.Array], jax.Array]
+    potential: Callable[[jax.Array], jax.Array]
+    init: Callable[[jax.Array], jax.Array]
     names: list[str]
+
+
+def _init_to_prior_center(site: dict | None = None) -> Any:
+    """Init strategy: the prior mean where it is finite, else the prior median.
+
+    Deterministic for the usual priors (no sampling enters where the mean exists).
+    """
+    from numpyro.infer import init_to_median
+
+    if site is None:
+        return _init_to_prior_center
+    if site["type"] != "sample" or site["is_observed"] or site["fn"].support.is_discrete:
+        return None
+    median = init_to_median(site)
+    try:
+        mean = 1.0 * site["fn"].mean
+    except (NotImplementedError, ValueError):
+        return median
+    mean = jnp.broadcast_to(mean, jnp.shape(median))
+    return jnp.where(jnp.isfinite(mean), mean, median)
+
+
+def _init_to_values(values: Mapping[str, Any], fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """Init strategy: given constrained ``values`` by site name, ``fallback`` elsewhere."""
+
+    def strategy(site: dict | None = None) -> Any:
+        if site is None:
+            return strategy
+        if site["type"] == "sample" and not site["is_observed"]:
+            if site["name"] in values:
+                return values[site["name"]]
+            return fallback(site)
+        return None
+
+    return strategy
 
 
 def _entry_names(name: str, shape: tuple[int, ...]) -> list[str]:
@@ -101,11 +146,15 @@ def make_objective(
     prior: bool = True,
     jacobian: bool = False,
     rng_key: jax.Array | None = None,
+    init_strategy: str = "center",
 ) -> Objective:
     """Build the log density of ``model`` on a flat unconstrained parameter vector.
 
     Call inside ``noisycal._jax.x64()`` for float64. See :func:`fit_map` for the
     arguments; ``rng_key`` seeds the initialisation (default key 0).
+    ``init_strategy`` places the sites not in ``init_params``: ``'center'`` at the prior
+    mean (median where the mean is not finite), ``'uniform'`` uniformly in (-2, 2) on the
+    unconstrained scale (NumPyro's MCMC default).
 
     Returns
     -------
@@ -113,50 +162,76 @@ def make_objective(
         The initial point and the pure functions of the flat vector.
     """
     from jax.flatten_util import ravel_pytree
-    from numpyro.handlers import seed, substitute
-    from numpyro.infer import init_to_mean, init_to_value
-    from numpyro.infer.util import compute_log_probs, initialize_model
+    from numpyro.handlers import seed, substitute, trace
+    from numpyro.infer import init_to_uniform
+    from numpyro.infer.util import (
+        compute_log_probs,
+        constrain_fn,
+        potential_energy,
+        unconstrain_fn,
+    )
 
+    model_args = tuple(model_args)
     model_kwargs = dict(model_kwargs or {})
     rng_key = jax.random.key(0) if rng_key is None else rng_key
+    check_choice(init_strategy, "init_strategy", ("center", "uniform"))
+    fallback = {"center": _init_to_prior_center, "uniform": init_to_uniform}[init_strategy]
     if init_params is not None:
         values = {k: jnp.asarray(v) for k, v in init_params.items()}
-        strategy = init_to_value(values=values)
+        strategy = _init_to_values(values, fallback)
     else:
-        strategy = init_to_mean
-    info = initialize_model(
-        rng_key, model, init_strategy=strategy, model_args=tuple(model_args),
-        model_kwargs=model_kwargs,
-    )
-    trace = info.model_trace
-    latent = [
-        name for name, site in trace.items()
-        if site["type"] == "sample" and not site["is_observed"]
-    ]
-    discrete = [name for name in latent if trace[name]["fn"].support.is_discrete]
-    if discrete:
-        raise ValueError(
-            f"model has discrete latent site(s) {discrete}; fit_map needs a model whose "
-            "discrete latent variables are marginalised (logsumexp) in the model"
+        strategy = fallback
+
+    # One jitted pass finds the initial point (eager tracing would compile every
+    # primitive separately); the sites' Python-level metadata is recorded on the way.
+    sites: dict[str, tuple[str, bool, bool]] = {}
+
+    def initial(key: jax.Array) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+        tr = trace(substitute(seed(model, key), substitute_fn=strategy)).get_trace(
+            *model_args, **model_kwargs
         )
+        for name, site in tr.items():
+            if site["type"] == "sample":
+                sites[name] = ("sample", bool(site["is_observed"]),
+                               bool(site["fn"].support.is_discrete))
+            elif site["type"] in ("param", "mutable", "deterministic"):
+                sites[name] = (site["type"], False, False)
+        discrete = [k for k, (kind, obs, disc) in sites.items()
+                    if kind == "sample" and not obs and disc]
+        if discrete:
+            raise ValueError(
+                f"model has discrete latent site(s) {discrete}; noisycal's gradient and "
+                "NUTS engines need a model whose discrete latent variables are "
+                "marginalised (logsumexp) in the model"
+            )
+        fixed = {k: s["value"] for k, s in tr.items() if s["type"] in ("param", "mutable")}
+        latent = {k: s["value"] for k, s in tr.items()
+                  if s["type"] == "sample" and not s["is_observed"]}
+        z = unconstrain_fn(substitute(model, data=fixed), model_args, model_kwargs, latent)
+        return z, fixed
+
+    z0, fixed = jax.jit(initial)(rng_key)
+    latent = [k for k, (kind, obs, _) in sites.items() if kind == "sample" and not obs]
     if init_params is not None:
         unknown = sorted(set(init_params) - set(latent))
         if unknown:
             raise ValueError(
                 f"init_params has unknown site name(s) {unknown}; latent sites are {latent}"
             )
-    fixed = {k: s["value"] for k, s in trace.items() if s["type"] in ("param", "mutable")}
     base_model = seed(substitute(model, data=fixed), rng_seed=0)
 
-    z0 = info.param_info.z
     x0, unravel = ravel_pytree(z0)
     x0 = jnp.asarray(x0, dtype=jnp.result_type(float))
     names = []
     for name in sorted(z0):
         names.extend(_entry_names(name, tuple(np.shape(z0[name]))))
-    postprocess = info.postprocess_fn
-    potential = info.potential_fn
     latent_set = set(latent)
+
+    def postprocess(z: dict[str, jax.Array]) -> dict[str, jax.Array]:
+        return constrain_fn(base_model, model_args, model_kwargs, z, return_deterministic=True)
+
+    def potential(z: dict[str, jax.Array]) -> jax.Array:
+        return potential_energy(base_model, model_args, model_kwargs, z)
 
     def constrain(x: jax.Array) -> dict[str, jax.Array]:
         return postprocess(unravel(x))
@@ -185,7 +260,14 @@ def make_objective(
             out = out + log_jac
         return out
 
-    return Objective(x0, unravel, constrain, log_parts, objective, names)
+    def flat_potential(x: jax.Array) -> jax.Array:
+        return potential(unravel(x))
+
+    @jax.jit
+    def init(key: jax.Array) -> jax.Array:
+        return jnp.asarray(ravel_pytree(initial(key)[0])[0], dtype=x0.dtype)
+
+    return Objective(x0, unravel, constrain, log_parts, objective, flat_potential, init, names)
 
 
 @dataclass(frozen=True, eq=False)
@@ -447,7 +529,7 @@ def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobia
                            f"(max_iter={max_iter}): {opt_msg}")
 
     xj = jnp.asarray(x)
-    params_j = obj.constrain(xj)
+    params_j = jax.jit(obj.constrain)(xj)
     params = {k: np.asarray(v) for k, v in params_j.items()}
     loglik, log_prior, _ = (float(v) for v in jax.jit(obj.log_parts)(xj))
     if cov_ok:
@@ -458,7 +540,7 @@ def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobia
         def flat_constrain(x: jax.Array) -> jax.Array:
             return ravel_pytree(obj.constrain(x))[0]
 
-        J = np.asarray(jax.jacfwd(flat_constrain)(xj), dtype=np.float64)
+        J = np.asarray(jax.jit(jax.jacfwd(flat_constrain))(xj), dtype=np.float64)
         var = np.einsum("ij,jk,ik->i", J, cov, J)
         se_flat = np.sqrt(np.clip(var, 0.0, None))
         std_errors = {k: np.asarray(v) for k, v in unravel_c(jnp.asarray(se_flat)).items()}

@@ -1,8 +1,14 @@
 """A generic NUTS runner for NumPyro models, with ArviZ convergence diagnostics.
 
-:func:`run_nuts` runs ``numpyro.infer.MCMC(NUTS(model))`` in float64 (scoped, never
-process-wide) and returns a :class:`NUTSResult` whose ``status`` says whether the chains
-mixed (R-hat) and whether the sampler diverged.
+:func:`run_nuts` runs NumPyro's ``MCMC`` with a ``NUTS`` kernel on the model's potential
+energy in float64 (scoped, never process-wide) and returns a :class:`NUTSResult` whose
+``status`` says whether the chains mixed (R-hat) and whether the sampler diverged.
+
+The potential is the one :func:`noisycal.engines.mle.make_objective` builds (the same
+log density that :func:`~noisycal.engines.mle.fit_map` maximises, plus the Jacobian of
+the unconstraining transforms); it and the chains' starting points are jitted, which
+avoids NumPyro's op-by-op model initialisation. Draws are mapped back to the constrained
+scale, deterministic sites included.
 """
 
 from __future__ import annotations
@@ -60,31 +66,43 @@ def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
         One row per scalar entry (``'W[0, 1]'``), with columns ``mean``, ``sd``,
         ``mcse_mean``, ``ess_bulk``, ``ess_tail`` and ``r_hat`` (rank-normalised split
         R-hat and ESS of Vehtari et al. 2021, computed by ArviZ). Entries that do not
-        vary have NaN diagnostics.
+        vary have NaN diagnostics; ``r_hat`` is NaN with a single chain, and every
+        diagnostic is NaN with fewer than 4 draws.
     """
     az = _arviz()
     samples = {k: np.asarray(v, dtype=np.float64) for k, v in samples.items()}
+    columns = ["mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
     if not samples:
-        return pd.DataFrame(columns=["mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"])
+        return pd.DataFrame(columns=columns)
+    n_chains, n_draws = next(iter(samples.values())).shape[:2]
     idata = az.from_dict(posterior=samples)
+    stats = {}
+    enough = n_draws >= 4
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         # constant entries (e.g. a fixed deterministic) give NaN diagnostics, not warnings
         warnings.filterwarnings("ignore", category=RuntimeWarning)
-        diag = az.summary(idata, kind="diagnostics", round_to="none")
+        if enough:
+            stats["mcse_mean"] = az.mcse(idata, method="mean")
+            stats["ess_bulk"] = az.ess(idata, method="bulk")
+            stats["ess_tail"] = az.ess(idata, method="tail")
+        if enough and n_chains >= 2:
+            stats["r_hat"] = az.rhat(idata)
     rows = []
     for name, draws in samples.items():
-        flat = draws.reshape(draws.shape[0] * draws.shape[1], -1)
         shape = draws.shape[2:]
+        flat = draws.reshape(n_chains * n_draws, -1)
         labels = [name] if not shape else [
             f"{name}[{', '.join(map(str, idx))}]" for idx in np.ndindex(*shape)
         ]
+        per = {col: np.ravel(np.asarray(ds[name].values, dtype=np.float64))
+               for col, ds in stats.items()}
         for j, label in enumerate(labels):
-            rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
-                         "sd": float(flat[:, j].std(ddof=1)) if flat.shape[0] > 1 else math.nan})
-    table = pd.DataFrame(rows).set_index("parameter")
-    cols = ["mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
-    table = table.join(diag[cols].astype(np.float64), how="left")
-    return table
+            row = {"parameter": label, "mean": float(flat[:, j].mean()),
+                   "sd": float(flat[:, j].std(ddof=1)) if flat.shape[0] > 1 else math.nan}
+            for col in columns[2:]:
+                row[col] = float(per[col][j]) if col in per else math.nan
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["parameter", *columns]).set_index("parameter")
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,8 +207,9 @@ def run_nuts(
     progress_bar : bool, default=True
         Show NumPyro's progress bar.
     init_params : dict or None, default=None
-        Initial *constrained* values by site name (the same for every chain); None draws
-        each chain's start uniformly in (-2, 2) on the unconstrained scale.
+        Initial *constrained* values by site name (the same for every chain); sites left
+        out (all of them when None) start uniformly in (-2, 2) on the unconstrained
+        scale, independently for each chain.
     chain_method : {'sequential', 'vectorized', 'parallel'}, default='sequential'
         How chains run. ``'parallel'`` needs as many JAX devices as chains (noisycal
         never changes the device count; set it in your own script if you want it).
@@ -201,7 +220,8 @@ def run_nuts(
     dense_mass : bool, default=False
         Adapt a dense mass matrix instead of a diagonal one.
     rhat_threshold : float, default=1.01
-        ``status`` is ``'not_converged'`` when the largest R-hat exceeds it.
+        ``status`` is ``'not_converged'`` when the largest R-hat exceeds it (R-hat needs
+        at least 2 chains; with one chain it is NaN and not checked).
 
     Returns
     -------
@@ -243,21 +263,45 @@ def run_nuts(
         raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
     key = as_key(seed)
 
-    from numpyro.infer import MCMC, NUTS, init_to_uniform, init_to_value
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer import MCMC, NUTS
 
-    model_kwargs = dict(model_kwargs or {})
-    if init_params is not None:
-        strategy = init_to_value(values=dict(init_params))
-    else:
-        strategy = init_to_uniform
+    from .mle import make_objective
+
     with x64():
-        kernel = NUTS(model, init_strategy=strategy, target_accept_prob=float(target_accept_prob),
+        key_run, key_init = jax.random.split(key)
+        # the model's log density on a flat unconstrained vector, built and initialised
+        # with jitted functions (NumPyro's own initialisation runs op by op)
+        obj = make_objective(model, model_args=model_args, model_kwargs=model_kwargs,
+                             init_params=init_params, prior=True, jacobian=True,
+                             rng_key=key_init, init_strategy="uniform")
+        check = jax.jit(jax.value_and_grad(obj.potential))
+        starts = []
+        for chain_key in jax.random.split(key_init, num_chains):
+            for attempt_key in jax.random.split(chain_key, 100):
+                x = obj.init(attempt_key)
+                pe, grad = check(x)
+                if bool(jnp.isfinite(pe)) and bool(jnp.all(jnp.isfinite(grad))):
+                    break
+            else:
+                raise ValueError(
+                    "could not find initial parameters with a finite log density and "
+                    "gradient in 100 attempts; check the model and its data, or pass "
+                    "init_params"
+                )
+            starts.append(x)
+        x_init = jnp.stack(starts) if num_chains > 1 else starts[0]
+        kernel = NUTS(potential_fn=jax.jit(obj.potential),
+                      target_accept_prob=float(target_accept_prob),
                       max_tree_depth=max_tree_depth, dense_mass=bool(dense_mass))
         mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples,
                     num_chains=num_chains, chain_method=chain_method,
                     progress_bar=bool(progress_bar))
-        mcmc.run(key, *model_args, **model_kwargs)
-        samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+        mcmc.run(key_run, init_params=x_init)
+        flat = mcmc.get_samples(group_by_chain=True)
+        constrained = jax.jit(jax.vmap(jax.vmap(obj.constrain)))(flat)
+        samples = {k: np.asarray(v) for k, v in constrained.items()}
         extra = mcmc.get_extra_fields(group_by_chain=True)
         diverging = np.asarray(extra["diverging"], dtype=bool) if "diverging" in extra else None
 
@@ -280,7 +324,7 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
     if n_div > 0:
         problems.append(f"{n_div} divergent transition(s) after warmup")
     status = "not_converged" if problems else "ok"
-    message = ""
+    message = "" if num_chains > 1 else "R-hat needs at least 2 chains; it was not checked"
     if problems:
         message = ("NUTS: " + "; ".join(problems)
                    + "; run longer chains, raise target_accept_prob or reparameterise")

@@ -1,0 +1,363 @@
+"""Benchmark: Dawid–Skene EM, noisycal against crowd-kit's ``DawidSkene``.
+
+What is compared
+----------------
+Both libraries fit the full Dawid–Skene model (one K x K confusion matrix per
+annotator, one class prevalence) by EM on the same simulated ratings: n items, each
+rated once by every one of J annotators (default n = 1,000,000, J = 5, K = 5, so
+5,000,000 ratings), for exactly ``--iters`` (20) EM iterations from one start, the
+soft majority vote (each item's share of ratings in each class):
+
+* noisycal: ``nc.DawidSkene(n_classes=K).fit(ann, init="soft_vote", n_starts=1,
+  max_iter=20, tol=1e-300, seed=seed)``. ``tol=1e-300`` makes it run all 20 iterations
+  (``fit.n_iter`` is checked); the ``not_converged`` ConvergenceWarning this gives is
+  expected and silenced. The timed call is the whole public ``fit``: soft-vote start,
+  packing the index arrays, the jitted EM loop, orientation of the classes and the
+  result object. It returns NumPy arrays, so the JAX work has finished when the clock
+  stops. It is run once first on the same data to compile (reported separately).
+* crowd-kit: ``DawidSkene(n_iter=20, tol=-inf).fit(df)`` on a DataFrame with columns
+  ``task``, ``worker``, ``label``. crowd-kit stops when ``new_loss - loss < tol``, so
+  ``tol=-inf`` never stops early (``len(loss_history_)`` is checked). Its fit starts
+  from ``MajorityVote().fit_predict_proba`` (the same soft vote), does one M-step and
+  then 20 (E-step, M-step) pairs, computing its ELBO every iteration.
+
+Building the inputs is not part of either fit time: ``nc.Annotations.from_arrays`` and
+``pd.DataFrame`` are timed and reported on their own.
+
+Agreement
+---------
+After 20 iterations noisycal's ``item_posterior`` is the 20th E-step, as is crowd-kit's
+``probas_``; noisycal's ``prevalence``/``confusion`` come from the M-step before that
+E-step, while crowd-kit's ``priors_``/``errors_`` come from one more M-step after it.
+The script reports the maximum absolute difference of the posteriors, of the
+parameters as each library reports them, and of the parameters after applying that
+one extra M-step (in NumPy) to noisycal's posteriors (like for like). Latent classes
+are matched by the Hungarian method on the posteriors (crowd-kit's ``errors_`` is
+indexed ``[(worker, observed), true]`` and is transposed to ``[worker, true, observed]``).
+
+The target is a speed-up (crowd-kit fit time / noisycal fit time) of at least 30x at
+n = 1,000,000. Several sizes can be run at once (``--n 100000 200000``); per-item
+per-iteration times and the ratio are reported at each measured size, nothing is
+extrapolated. Results are printed and written to ``benchmarks/output/bench_em.json``.
+
+Usage::
+
+    python benchmarks/bench_em.py                    # n = 1e6, J = 5, K = 5, 20 iterations
+    python benchmarks/bench_em.py --quick            # n = 1e5
+    python benchmarks/bench_em.py --n 100000 200000  # several sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+import warnings
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import linear_sum_assignment
+
+import jax
+
+import noisycal as nc
+
+TARGET_SPEEDUP = 30.0
+TARGET_N = 1_000_000
+OUTPUT = Path(__file__).resolve().parent / "output" / "bench_em.json"
+
+
+def true_parameters(n_classes: int, n_annotators: int, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Prevalence (K,) and confusion (J, K, K) ``[annotator, true, observed]``.
+
+    Unequal prevalences; accuracies from 0.55 to 0.85 across annotators, errors spread
+    unevenly over the other classes (a full, not one-coin, confusion matrix).
+    """
+    K, J = n_classes, n_annotators
+    rng = np.random.default_rng(seed + 1000)
+    prevalence = np.linspace(2.0, 1.0, K)
+    prevalence /= prevalence.sum()
+    accuracy = np.linspace(0.55, 0.85, J)
+    confusion = np.empty((J, K, K))
+    for j in range(J):
+        for k in range(K):
+            off = rng.dirichlet(np.full(K - 1, 2.0)) * (1.0 - accuracy[j])
+            confusion[j, k] = np.insert(off, k, accuracy[j])
+    return prevalence, confusion
+
+
+def simulate(n: int, prevalence: np.ndarray, confusion: np.ndarray, seed: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Long item/annotator/label arrays: every annotator rates every item once."""
+    rng = np.random.default_rng(seed)
+    J, K, _ = confusion.shape
+    y = rng.choice(K, size=n, p=prevalence)
+    cum = np.cumsum(confusion, axis=2)  # (J, K, K)
+    u = rng.random((n, J))
+    rows = cum[np.arange(J)[None, :], y[:, None]]  # (n, J, K)
+    label = np.minimum((u[:, :, None] >= rows).sum(axis=2), K - 1)
+    item = np.repeat(np.arange(n, dtype=np.int64), J)
+    annotator = np.tile(np.arange(J, dtype=np.int64), n)
+    return item, annotator, label.reshape(-1).astype(np.int64)
+
+
+def fit_noisycal(ann: nc.Annotations, n_classes: int, iters: int, seed: int
+                 ) -> tuple[float, object]:
+    """(seconds, fit) of one public ``DawidSkene.fit`` call with exactly ``iters`` steps."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nc.ConvergenceWarning)
+        t0 = time.perf_counter()
+        fit = nc.DawidSkene(n_classes=n_classes).fit(
+            ann, init="soft_vote", n_starts=1, max_iter=iters, tol=1e-300, seed=seed)
+        t = time.perf_counter() - t0
+    if fit.n_iter != iters:
+        raise RuntimeError(f"noisycal ran {fit.n_iter} iterations, not {iters}")
+    return t, fit
+
+
+def engine_breakdown(ann: nc.Annotations, fit: object, iters: int, reps: int = 3) -> dict:
+    """Where noisycal's fit time goes: the jitted EM loop alone, and one jitted E-step
+    and M-step on the same data (float64, as the fit runs them). Uses engine internals,
+    so it reports an error instead of failing if they change."""
+    try:
+        import jax.numpy as jnp
+
+        from noisycal.engines.em import e_step, fit_em, m_step
+        from noisycal.models.dawid_skene import make_data
+
+        def best_of(f: object, *args: object) -> float:
+            jax.block_until_ready(f(*args))  # compile
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(*args))
+                ts.append(time.perf_counter() - t0)
+            return min(ts)
+
+        with jax.enable_x64(True):
+            arr = ann.engine_arrays()
+            t0 = time.perf_counter()
+            data = make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
+                             n_annotators=arr.n_annotators, n_classes=arr.n_classes)
+            t_pack = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            post0 = jnp.asarray(ann.soft_labels()[None])
+            t_start = time.perf_counter() - t0
+
+            def loop(p: jax.Array) -> object:
+                return fit_em(p, data, None, None, None, one_coin=False, max_iter=iters,
+                              tol=1e-300).post
+
+            t_loop = best_of(loop, post0)
+            prev = jnp.asarray(fit.group_prevalence)
+            conf = jnp.asarray(fit.confusion)
+            post = jnp.asarray(fit.item_posterior)
+            t_e = best_of(jax.jit(lambda p, c: e_step(p, c, data, None)), prev, conf)
+            t_m = best_of(jax.jit(lambda q: m_step(q, data, None, None, False)), post)
+        return {"pack_s": t_pack, "soft_vote_start_s": t_start, "em_loop_s": t_loop,
+                "em_loop_per_iter_s": t_loop / iters, "e_step_s": t_e, "m_step_s": t_m}
+    except Exception as exc:  # noqa: BLE001 - a diagnostic, never the benchmark itself
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def crowdkit_version() -> str | None:
+    try:
+        import crowdkit.aggregation  # noqa: F401
+    except ImportError:
+        return None
+    try:
+        return version("crowd-kit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def fit_crowdkit(df: pd.DataFrame, iters: int) -> tuple[float, object]:
+    from crowdkit.aggregation import DawidSkene
+
+    t0 = time.perf_counter()
+    ds = DawidSkene(n_iter=iters, tol=float("-inf")).fit(df)
+    t = time.perf_counter() - t0
+    if len(ds.loss_history_) != iters:
+        raise RuntimeError(f"crowd-kit ran {len(ds.loss_history_)} iterations, not {iters}")
+    return t, ds
+
+
+def one_m_step(post: np.ndarray, item_pos: np.ndarray, annotator_pos: np.ndarray,
+               label_pos: np.ndarray, n_annotators: int) -> tuple[np.ndarray, np.ndarray]:
+    """Plain NumPy M-step (maximum likelihood) from item posteriors."""
+    K = post.shape[1]
+    code = annotator_pos * K + label_pos
+    counts = np.stack([np.bincount(code, weights=post[item_pos, k],
+                                   minlength=n_annotators * K) for k in range(K)])
+    counts = counts.reshape(K, n_annotators, K).transpose(1, 0, 2)  # [j, true, observed]
+    conf = counts / counts.sum(axis=2, keepdims=True)
+    return post.mean(axis=0), conf
+
+
+def compare(fit: object, ds: object, item: np.ndarray, annotator: np.ndarray,
+            label: np.ndarray) -> dict:
+    """Max |difference| between the two fits after matching latent classes."""
+    classes = np.asarray(fit.classes)
+    annotators = np.asarray(fit.annotators)
+    K, J = classes.size, annotators.size
+    post_nc = np.asarray(fit.item_posterior)
+    post_ck = ds.probas_.reindex(index=fit.items, columns=classes).to_numpy(dtype=float)
+    # perm[c] = crowd-kit class matched to noisycal class c
+    rows, cols = linear_sum_assignment(-(post_nc.T @ post_ck))
+    perm = cols[np.argsort(rows)]
+    post_ck = post_ck[:, perm]
+    prev_ck = ds.priors_.reindex(classes).to_numpy(dtype=float)[perm]
+    idx = pd.MultiIndex.from_product([annotators, classes])
+    err = ds.errors_.reindex(index=idx, columns=classes).to_numpy(dtype=float)
+    conf_ck = err.reshape(J, K, K).transpose(0, 2, 1)  # [j, true, observed]
+    conf_ck = conf_ck[:, perm][:, :, perm]
+    item_pos = np.searchsorted(fit.items, item)
+    prev_next, conf_next = one_m_step(post_nc, item_pos, np.searchsorted(annotators, annotator),
+                                      np.searchsorted(classes, label), J)
+    return {
+        "class_match": perm.tolist(),
+        "posterior": float(np.abs(post_nc - post_ck).max()),
+        "prevalence_as_reported": float(np.abs(fit.prevalence - prev_ck).max()),
+        "confusion_as_reported": float(np.abs(fit.confusion - conf_ck).max()),
+        "prevalence_after_extra_m_step": float(np.abs(prev_next - prev_ck).max()),
+        "confusion_after_extra_m_step": float(np.abs(conf_next - conf_ck).max()),
+    }
+
+
+def run_size(n: int, args: argparse.Namespace, ck_version: str | None) -> dict:
+    K, J, iters, seed = args.k, args.j, args.iters, args.seed
+    prevalence, confusion = true_parameters(K, J, seed)
+    item, annotator, label = simulate(n, prevalence, confusion, seed)
+    R = item.size
+    print(f"\n== n = {n:,} items x {J} ratings = {R:,} ratings, K = {K}, {iters} iterations")
+
+    t0 = time.perf_counter()
+    ann = nc.Annotations.from_arrays(item, annotator, label, classes=np.arange(K))
+    t_build = time.perf_counter() - t0
+    t_first, _ = fit_noisycal(ann, K, iters, seed)
+    t_nc, fit = fit_noisycal(ann, K, iters, seed)
+    per_nc = t_nc / (n * iters)
+    print(f"noisycal: Annotations.from_arrays {t_build:.2f} s (not timed in the fit); "
+          f"compile + first fit {t_first:.2f} s; timed fit {t_nc:.2f} s "
+          f"({1e9 * per_nc:.1f} ns per item-iteration); n_iter = {fit.n_iter}")
+    err_truth = {"prevalence": float(np.abs(fit.prevalence - prevalence).max()),
+                 "confusion": float(np.abs(fit.confusion - confusion).max())}
+    print(f"  noisycal vs the simulation truth: max |d prevalence| "
+          f"{err_truth['prevalence']:.1e}, max |d confusion| {err_truth['confusion']:.1e}")
+
+    out: dict = {
+        "n": n, "n_ratings": R,
+        "noisycal": {"build_annotations_s": t_build, "compile_first_fit_s": t_first,
+                     "fit_s": t_nc, "per_item_iteration_s": per_nc, "n_iter": fit.n_iter,
+                     "max_abs_error_vs_truth": err_truth},
+    }
+    if args.breakdown:
+        bd = engine_breakdown(ann, fit, iters)
+        out["noisycal"]["breakdown"] = bd
+        if "error" in bd:
+            print(f"  breakdown unavailable: {bd['error']}")
+        else:
+            print(f"  breakdown: jitted EM loop alone {bd['em_loop_s']:.2f} s "
+                  f"({1e3 * bd['em_loop_per_iter_s']:.0f} ms per iteration; one jitted "
+                  f"E-step {1e3 * bd['e_step_s']:.0f} ms, M-step {1e3 * bd['m_step_s']:.0f} "
+                  f"ms); make_data {1e3 * bd['pack_s']:.0f} ms; soft-vote start "
+                  f"{1e3 * bd['soft_vote_start_s']:.0f} ms (best of 3 each, so not "
+                  "additive with the single timed fit)")
+
+    if ck_version is None:
+        out["crowdkit"] = None
+        return out
+    t0 = time.perf_counter()
+    df = pd.DataFrame({"task": item, "worker": annotator, "label": label})
+    t_df = time.perf_counter() - t0
+    t_ck, ds = fit_crowdkit(df, iters)
+    per_ck = t_ck / (n * iters)
+    ratio = t_ck / t_nc
+    print(f"crowd-kit: DataFrame {t_df:.2f} s (not timed in the fit); fit {t_ck:.2f} s "
+          f"({1e9 * per_ck:.1f} ns per item-iteration); iterations = "
+          f"{len(ds.loss_history_)}")
+    met = ratio >= TARGET_SPEEDUP
+    at_target = n == TARGET_N
+    verdict = (("meets" if met else "MISSES") + f" the {TARGET_SPEEDUP:.0f}x target"
+               + ("" if at_target else f" (the target is set at n = {TARGET_N:,}; "
+                                       "this size is a different measurement)"))
+    print(f"speed-up (crowd-kit / noisycal fit): {ratio:.1f}x -> {verdict}; "
+          f"counting the input build on both sides: {(t_ck + t_df) / (t_nc + t_build):.1f}x")
+    diff = compare(fit, ds, item, annotator, label)
+    print(f"agreement (classes matched {diff['class_match']}): max |d posterior| "
+          f"{diff['posterior']:.1e}; as reported: prevalence {diff['prevalence_as_reported']:.1e}"
+          f", confusion {diff['confusion_as_reported']:.1e}; after one extra M-step on "
+          f"noisycal's posteriors: prevalence {diff['prevalence_after_extra_m_step']:.1e}, "
+          f"confusion {diff['confusion_after_extra_m_step']:.1e}")
+    out["crowdkit"] = {"build_dataframe_s": t_df, "fit_s": t_ck, "per_item_iteration_s": per_ck,
+                       "n_iter": len(ds.loss_history_)}
+    out["speedup"] = ratio
+    out["speedup_including_build"] = (t_ck + t_df) / (t_nc + t_build)
+    out["meets_target"] = bool(met) if at_target else None
+    out["max_abs_difference"] = diff
+    return out
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[TARGET_N],
+                    help="items; several sizes run one after another (default 1,000,000)")
+    ap.add_argument("--k", type=int, default=5, help="classes K (default 5)")
+    ap.add_argument("--j", type=int, default=5,
+                    help="annotators, each rating every item (default 5)")
+    ap.add_argument("--iters", type=int, default=20, help="EM iterations (default 20)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="smoke run: n = 100,000")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time noisycal's jitted EM loop, E-step and M-step alone")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n = [100_000]
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    ck_version = crowdkit_version()
+    load = os.getloadavg()
+    print("noisycal Dawid-Skene EM benchmark (vs crowd-kit)")
+    print(f"  noisycal {nc.__version__}, jax {jax.__version__}, numpy {np.__version__}, "
+          f"pandas {pd.__version__}, crowd-kit {ck_version or 'not installed'}, "
+          f"device {jax.devices()[0].platform}, {os.cpu_count()} CPUs, "
+          f"load avg {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"  sizes n = {', '.join(f'{n:,}' for n in args.n)}; J = {args.j} annotators "
+          f"rating every item; K = {args.k}; {args.iters} iterations, one soft-vote start; "
+          f"seed = {args.seed}")
+    if ck_version is None:
+        print("crowd-kit: not installed (pip install crowd-kit, or the 'bench' extra); "
+              "only noisycal is timed")
+    results = [run_size(n, args, ck_version) for n in args.n]
+    if TARGET_N not in args.n:
+        print(f"\nnote: n = {TARGET_N:,} was not measured in this run; the "
+              f"{TARGET_SPEEDUP:.0f}x target is not assessed (ratios above are at the "
+              "sizes measured only)")
+
+    result = {
+        "k": args.k, "j": args.j, "iters": args.iters, "seed": args.seed,
+        "quick": args.quick, "target_speedup": TARGET_SPEEDUP, "target_n": TARGET_N,
+        "environment": {
+            "noisycal": nc.__version__, "jax": jax.__version__, "numpy": np.__version__,
+            "pandas": pd.__version__, "crowd-kit": ck_version,
+            "python": platform.python_version(), "device": str(jax.devices()[0]),
+            "cpu_count": os.cpu_count(), "load_avg_at_start": list(load),
+        },
+        "sizes": results,
+    }
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    OUTPUT.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {OUTPUT}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
