@@ -159,7 +159,7 @@ class DawidSkene:
             init: str = "mixed", n_starts: int = 10, max_iter: int = 1000, tol: float = 1e-8,
             seed: Seed = 0, n_boot: int = 0, orientation: str = "vote", anchor: int = 0,
             num_chains: int = 4, num_warmup: int = 1000, num_samples: int = 1000,
-            progress_bar: bool = True) -> AnnotatorFit:
+            progress_bar: bool = True, rhat_threshold: float = 1.01) -> AnnotatorFit:
         """Fit the model.
 
         Parameters
@@ -189,6 +189,9 @@ class DawidSkene:
             (spec-003 section 3.6).
         num_chains, num_warmup, num_samples, progress_bar
             NUTS settings.
+        rhat_threshold : float, default=1.01
+            NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
+            after relabelling) reaches it, or when any transition diverged.
 
         Returns
         -------
@@ -218,7 +221,8 @@ class DawidSkene:
             return self._fit_nuts(ann, group, L, alpha, beta, num_chains=num_chains,
                                   num_warmup=num_warmup, num_samples=num_samples,
                                   seed=seed, progress_bar=progress_bar,
-                                  orientation=orientation, anchor=anchor)
+                                  orientation=orientation, anchor=anchor,
+                                  rhat_threshold=rhat_threshold)
         if method == "mle":
             return self._fit_mle(ann, group, L, alpha, beta, seed=seed,
                                  orientation=orientation, anchor=anchor)
@@ -394,7 +398,7 @@ class DawidSkene:
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray | None, beta: np.ndarray | None, *, num_chains: int,
                   num_warmup: int, num_samples: int, seed: Seed, progress_bar: bool,
-                  orientation: str, anchor: int) -> AnnotatorFit:
+                  orientation: str, anchor: int, rhat_threshold: float) -> AnnotatorFit:
         import arviz as az
 
         from noisycal.models.dawid_skene import dawid_skene, log_likelihood
@@ -490,9 +494,10 @@ class DawidSkene:
                        f"{'anchor' if orientation == 'anchor' else 'majority-vote'} "
                        "orientation")
             warnings.warn(message, IdentifiabilityWarning, stacklevel=3)
-        if num_chains > 1 and not max_rhat < 1.01:
+        if num_chains > 1 and not max_rhat < rhat_threshold:
             status = "not_converged"
-            message = (message + "; " if message else "") + f"max R-hat {max_rhat:.3f} >= 1.01"
+            message = ((message + "; " if message else "")
+                       + f"max R-hat {max_rhat:.3f} >= {rhat_threshold:g}")
         if n_div:
             status = "not_converged"
             message = (message + "; " if message else "") + f"{n_div} divergent transitions"
