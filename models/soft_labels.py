@@ -57,8 +57,6 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-import numpyro
-import numpyro.distributions as dist
 
 __all__ = [
     "MODELS",
@@ -117,6 +115,8 @@ def log_likelihood(W, b, kappa, log_probs, counts):
     counts : array of shape (n_items, n_classes)
         Annotator vote counts per item.
     """
+    import numpyro.distributions as dist  # lazy: `import noisycal` stays light
+
     p = jnp.exp(calibration_map(W, b, log_probs))
     counts = jnp.asarray(counts)
     return dist.DirichletMultinomial(kappa * p, total_count=counts.sum(-1)).log_prob(counts)
@@ -166,6 +166,9 @@ def dirichlet_soft_labels(log_probs, counts=None, *, n_totals=None, prior_scale=
        arXiv:2603.22879 (2026), Dirichlet-Soft.
     .. [Kull2019] Kull et al., "Beyond temperature scaling", NeurIPS 2019.
     """
+    import numpyro
+    import numpyro.distributions as dist
+
     log_probs = jnp.asarray(log_probs)
     n_items, n_classes = log_probs.shape
     if counts is None:

@@ -24,6 +24,7 @@ from .metrics import (
     nll,
     true_label_ece,
 )
+from .soft_labels import DirichletSoftLabels, SoftLabelFit
 from .targets import Target
 
 __version__ = "0.1.0.dev0"
@@ -34,6 +35,8 @@ __all__ = [
     "OneCoinDawidSkene",
     "GroupedDawidSkene",
     "AnnotatorFit",
+    "DirichletSoftLabels",
+    "SoftLabelFit",
     "Target",
     "Estimate",
     "targets",

@@ -399,11 +399,11 @@ class DawidSkene:
                   alpha: np.ndarray | None, beta: np.ndarray | None, *, num_chains: int,
                   num_warmup: int, num_samples: int, seed: Seed, progress_bar: bool,
                   orientation: str, anchor: int, rhat_threshold: float) -> AnnotatorFit:
-        import arviz as az
-
         from noisycal.models.dawid_skene import dawid_skene, log_likelihood
 
-        from .engines.nuts import run_nuts
+        from .engines.nuts import _arviz, run_nuts
+
+        az = _arviz()
 
         K, J = ann.n_classes, ann.n_annotators
         num_chains = check_int(num_chains, "num_chains", minimum=1)
