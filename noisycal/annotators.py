@@ -564,11 +564,42 @@ class OneCoinDawidSkene(DawidSkene):
 
 
 class GroupedDawidSkene(DawidSkene):
-    """Dawid–Skene with observed item groups: a prevalence per group, shared channels.
+    """Dawid–Skene with observed item groups: a prevalence per group.
 
     Groups are, for example, bins of a classifier's score (the joint score-bin model of
-    paper 003, section 3.7). With two annotators, two groups and two classes this is the
-    Hui–Walter model.
+    paper 003, section 3.7). With two annotators, two groups and two classes and shared
+    channels this is the Hui–Walter model.
+
+    Parameters
+    ----------
+    n_classes, alpha, beta : see :class:`DawidSkene`
+    channels : {'shared', 'group'}, default='shared'
+        'shared': one confusion matrix per annotator, pooled over groups. 'group': one
+        per annotator and group (marginal Dawid–Skene within each group, with one common
+        orientation); the fit's annotators are then ``"<annotator>|<group>"`` labels
+        and ``confusion`` has one matrix per (annotator, group) pair that has ratings.
     """
 
     _model = "grouped"
+
+    def __init__(self, n_classes: int | None = None, *, alpha: ArrayLike | None = None,
+                 beta: ArrayLike | None = None, channels: str = "shared") -> None:
+        super().__init__(n_classes, alpha=alpha, beta=beta)
+        self.channels = channels
+
+    def fit(self, annotations: Annotations, **kwargs: Any) -> AnnotatorFit:  # noqa: D102
+        check_choice(self.channels, "channels", ("shared", "group"))
+        if self.channels == "group" and isinstance(annotations, Annotations):
+            groups = kwargs.get("groups")
+            ann, codes, _ = self._check(annotations, groups)
+            if codes is not None:
+                levels = np.unique(np.asarray(groups))
+                arr = ann.engine_arrays()
+                who = np.array([f"{ann.annotators[a]}|{levels[g]}" for a, g in
+                                zip(arr.annotator, codes[arr.item], strict=True)])
+                annotations = Annotations.from_arrays(ann.items[arr.item], who,
+                                                      ann.classes[arr.label],
+                                                      classes=ann.classes)
+        return super().fit(annotations, **kwargs)
+
+    fit.__doc__ = DawidSkene.fit.__doc__

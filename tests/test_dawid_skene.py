@@ -299,3 +299,30 @@ def test_pattern_collapsing_gives_the_same_fit_as_full_em():
     np.testing.assert_allclose(np.asarray(st.confusion[0]), fit.confusion, atol=1e-9)
     np.testing.assert_allclose(np.asarray(st.post[0]), fit.item_posterior, atol=1e-9)
     assert float(st.loglik[0]) == pytest.approx(fit.loglik, abs=1e-7)
+
+
+def test_group_specific_channels():
+    conf_a = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.85, 0.15], [0.1, 0.9]],
+                       [[0.8, 0.2], [0.2, 0.8]]])
+    conf_b = np.array([[[0.7, 0.3], [0.1, 0.9]], [[0.95, 0.05], [0.3, 0.7]],
+                       [[0.8, 0.2], [0.25, 0.75]]])
+    sa = nc.simulate.dawid_skene(3000, [0.3, 0.7], conf_a, seed=20)
+    sb = nc.simulate.dawid_skene(3000, [0.6, 0.4], conf_b, seed=21)
+    la, lb = sa.annotations.to_long(), sb.annotations.to_long()
+    lb["item"] = lb["item"] + 3000
+    import pandas as pd
+
+    ann = nc.Annotations.from_long(pd.concat([la, lb]))
+    groups = np.repeat([0, 1], 3000)
+    fit = nc.GroupedDawidSkene(channels="group").fit(ann, groups=groups, n_starts=4)
+    assert list(fit.annotators) == ["0|0", "0|1", "1|0", "1|1", "2|0", "2|1"]
+    np.testing.assert_allclose(fit.confusion[0::2], conf_a, atol=0.05)
+    np.testing.assert_allclose(fit.confusion[1::2], conf_b, atol=0.05)
+    np.testing.assert_allclose(fit.prevalence, [[0.3, 0.7], [0.6, 0.4]], atol=0.04)
+    shared = nc.GroupedDawidSkene().fit(ann, groups=groups, n_starts=4)
+    assert fit.loglik > shared.loglik and fit.n_params > shared.n_params
+    with pytest.raises(ValueError, match="channels"):
+        nc.GroupedDawidSkene(channels="per").fit(ann, groups=groups)
+    # predict on the result object
+    np.testing.assert_allclose(shared.predict(ann, groups=groups), shared.item_posterior,
+                               atol=1e-10)

@@ -178,6 +178,15 @@ class AnnotatorFit:
                   "observed": self.classes}
         return az.from_dict(posterior=post, dims=dims, coords=coords)
 
+    def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
+        """P(true class | ratings) for new items under the point estimates.
+
+        See :func:`noisycal.annotators.predict`.
+        """
+        from ..annotators import predict
+
+        return predict(self, annotations, groups)
+
     def __repr__(self) -> str:
         return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
                 f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
