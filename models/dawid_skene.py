@@ -146,20 +146,23 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
     import numpyro  # imported here so that `import noisycal` stays light
     import numpyro.distributions as dist
 
+    # priors are validated at the Python boundary (DawidSkene.fit); numpyro's own
+    # argument validation would compile small kernels on every trace
     K, J = n_classes, n_annotators
     a0, b0 = default_priors(K)
     alpha = jnp.asarray(a0 if alpha is None else alpha)
     beta = jnp.asarray(b0 if beta is None else beta)
     g = jnp.zeros(n_items, dtype=jnp.int32) if group is None else group
     with numpyro.plate("group", n_groups, dim=-1):
-        prevalence = numpyro.sample("prevalence", dist.Dirichlet(alpha))
+        prevalence = numpyro.sample("prevalence", dist.Dirichlet(alpha, validate_args=False))
     if one_coin:
         with numpyro.plate("annotator", J, dim=-1):
-            accuracy = numpyro.sample("accuracy", dist.Beta(beta[0, 0], (K - 1) * beta[0, 1]))
+            accuracy = numpyro.sample("accuracy", dist.Beta(beta[0, 0], (K - 1) * beta[0, 1],
+                                                            validate_args=False))
         confusion = numpyro.deterministic("confusion", one_coin_confusion(accuracy, K))
     else:
         with numpyro.plate("annotator", J, dim=-2), numpyro.plate("class", K, dim=-1):
-            confusion = numpyro.sample("confusion", dist.Dirichlet(beta))
+            confusion = numpyro.sample("confusion", dist.Dirichlet(beta, validate_args=False))
     if label is None:
         with numpyro.plate("item", n_items, dim=-1):
             y = numpyro.sample("y", dist.Categorical(prevalence[g]))
