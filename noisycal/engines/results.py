@@ -114,8 +114,10 @@ class AnnotatorFit:
                 for m in range(mat.shape[1]):
                     rows.append(("confusion", None, self.annotators[j], self.classes[k],
                                  self.classes[m], float(mat[k, m])))
-        return pd.DataFrame(rows, columns=["parameter", "group", "annotator", "true",
-                                           "observed", "value"])
+        frame = pd.DataFrame(rows, columns=["parameter", "group", "annotator", "true",
+                                            "observed", "value"], dtype=object)
+        frame["value"] = frame["value"].astype(np.float64)
+        return frame
 
     def conf_int(self, level: float = 0.9) -> pd.DataFrame:
         """Equal-tailed intervals of every parameter from ``draws``.
