@@ -347,6 +347,19 @@ class MLEResult:
         return pd.DataFrame(rows).set_index("parameter")
 
 
+def check_model_inputs(model: object, model_args: object, model_kwargs: object,
+                       init_params: object) -> None:
+    """Validate the model and its arguments (shared by :func:`fit_map` and ``run_nuts``)."""
+    if not callable(model):
+        raise ValueError(f"model must be a callable NumPyro model, got {model!r}")
+    if not isinstance(model_args, tuple):
+        raise ValueError(f"model_args must be a tuple, got {type(model_args).__name__}")
+    if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
+        raise ValueError(f"model_kwargs must be a dict or None, got {type(model_kwargs).__name__}")
+    if init_params is not None and not isinstance(init_params, Mapping):
+        raise ValueError(f"init_params must be a dict or None, got {type(init_params).__name__}")
+
+
 def fit_map(
     model: Callable[..., Any],
     *,
@@ -422,14 +435,7 @@ def fit_map(
     (observed information for ``prior=False``); ``std_errors`` push it through the
     Jacobian of the constraining map (delta method).
     """
-    if not callable(model):
-        raise ValueError(f"model must be a callable NumPyro model, got {model!r}")
-    if not isinstance(model_args, tuple):
-        raise ValueError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
-        raise ValueError(f"model_kwargs must be a dict or None, got {type(model_kwargs).__name__}")
-    if init_params is not None and not isinstance(init_params, Mapping):
-        raise ValueError(f"init_params must be a dict or None, got {type(init_params).__name__}")
+    check_model_inputs(model, model_args, model_kwargs, init_params)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol > 0:
         raise ValueError(f"tol must be a positive number, got {tol!r}")

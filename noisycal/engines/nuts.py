@@ -26,7 +26,7 @@ from .._jax import as_key, x64
 from .._typing import Seed
 from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning
-from .mle import _user_stacklevel
+from .mle import _user_stacklevel, check_model_inputs
 
 __all__ = ["NUTSResult", "run_nuts", "diagnostics_table"]
 
@@ -238,14 +238,7 @@ def run_nuts(
     ConvergenceWarning
         When R-hat exceeds ``rhat_threshold`` or there were divergent transitions.
     """
-    if not callable(model):
-        raise ValueError(f"model must be a callable NumPyro model, got {model!r}")
-    if not isinstance(model_args, tuple):
-        raise ValueError(f"model_args must be a tuple, got {type(model_args).__name__}")
-    if model_kwargs is not None and not isinstance(model_kwargs, Mapping):
-        raise ValueError(f"model_kwargs must be a dict or None, got {type(model_kwargs).__name__}")
-    if init_params is not None and not isinstance(init_params, Mapping):
-        raise ValueError(f"init_params must be a dict or None, got {type(init_params).__name__}")
+    check_model_inputs(model, model_args, model_kwargs, init_params)
     num_chains = check_int(num_chains, "num_chains", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
     num_samples = check_int(num_samples, "num_samples", minimum=1)
