@@ -518,11 +518,6 @@ class DawidSkene:
                              "min_ess_bulk": min_ess, "num_divergences": n_div,
                              "relabelled_chains": switched, "groups": L})
 
-    def predict(self, fit: AnnotatorFit, annotations: Annotations,
-                groups: ArrayLike | None = None) -> np.ndarray:
-        """Item posteriors (n_new_items, K) for new items under a fitted model."""
-        return predict(fit, annotations, groups)
-
 
 def predict(fit: AnnotatorFit, annotations: Annotations,
             groups: ArrayLike | None = None) -> np.ndarray:
