@@ -24,6 +24,11 @@ __all__ = [
     "classifier",
     "SimulatedAnnotations",
     "dawid_skene",
+    "GAUSSIAN_TOY_A",
+    "GAUSSIAN_TOY_B",
+    "GaussianToy",
+    "gaussian_toy",
+    "gaussian_toy_truth",
 ]
 
 
@@ -202,3 +207,60 @@ def dawid_skene(n_items: int, prevalence: np.ndarray, confusion: np.ndarray, *,
     label = np.minimum((rng.random(item.size)[:, None] >= ccum).sum(axis=1), K - 1)
     annotations = Annotations.from_arrays(item, ann, label, classes=np.arange(K))
     return SimulatedAnnotations(annotations, y, group)
+
+
+#: Annotator channels of paper 003's Gaussian toy: false-positive rates a_j and
+#: true-positive rates b_j = 1 - false-negative rates (0.16, 0.11, 0.06).
+GAUSSIAN_TOY_A = np.array([0.08, 0.13, 0.18])
+GAUSSIAN_TOY_B = np.array([0.84, 0.89, 0.94])
+
+
+def gaussian_toy_truth(z: np.ndarray, truth: str) -> np.ndarray:
+    """m(z) = P(Y = 1 | Z = z) of the toy: 'calibrated', 'shifted' or 'nonlinear'."""
+    z = np.asarray(z, dtype=np.float64)
+    if truth == "calibrated":
+        return z.copy()
+    if truth == "shifted":
+        return expit(0.65 * logit(z) - 0.3)
+    if truth == "nonlinear":
+        return np.clip(z + 0.12 * np.sin(2 * np.pi * z), 0.02, 0.98)
+    raise ValueError(f"truth must be one of ('calibrated', 'shifted', 'nonlinear'), "
+                     f"got {truth!r}")
+
+
+class GaussianToy(NamedTuple):
+    """A draw of paper 003's Gaussian toy.
+
+    Attributes
+    ----------
+    z : (n,) scores sigmoid(0.3 - X), X ~ 1/2 N(-1, 1) + 1/2 N(1, 1)
+    y : (n,) true labels ~ Bernoulli(m(z))
+    annotations : (n, K) 0/1 labels of the K annotators, independent given y
+    m : (n,) the true calibration curve m(z)
+    """
+
+    z: np.ndarray
+    y: np.ndarray
+    annotations: np.ndarray
+    m: np.ndarray
+
+
+def gaussian_toy(n_items: int, *, truth: str = "calibrated", a: np.ndarray | None = None,
+                 b: np.ndarray | None = None, seed: Seed = 0) -> GaussianToy:
+    """Simulate paper 003's Gaussian toy (spec section 6.2).
+
+    ``X ~ 1/2 N(-1, 1) + 1/2 N(1, 1)``, ``Z = sigmoid(0.3 - X)``, ``Y | Z ~ Bernoulli(m(Z))``,
+    and annotators with false-positive rates ``a`` and true-positive rates ``b`` (default
+    the paper's (0.08, 0.13, 0.18) and (0.84, 0.89, 0.94)) label every item.
+    """
+    n = check_int(n_items, "n_items", minimum=1)
+    a = GAUSSIAN_TOY_A if a is None else np.asarray(a, dtype=np.float64)
+    b = GAUSSIAN_TOY_B if b is None else np.asarray(b, dtype=np.float64)
+    rng = as_numpy_rng(seed)
+    x = rng.normal(np.where(rng.random(n) < 0.5, -1.0, 1.0), 1.0)
+    z = expit(0.3 - x)
+    m = gaussian_toy_truth(z, truth)
+    y = (rng.random(n) < m).astype(np.int64)
+    p = np.where(y[:, None] == 1, b[None, :], a[None, :])
+    A = (rng.random((n, a.size)) < p).astype(np.int64)
+    return GaussianToy(z, y, A, m)

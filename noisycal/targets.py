@@ -31,7 +31,7 @@ from ._validation import PROB_ATOL, check_array, check_choice, check_int, check_
 if TYPE_CHECKING:  # pragma: no cover
     from .data import Annotations
 
-__all__ = ["Target", "hard", "soft", "voted", "from_matrix", "as_target_matrix"]
+__all__ = ["Target", "hard", "soft", "voted", "corrected", "from_matrix", "as_target_matrix"]
 
 _KINDS = ("hard", "soft", "voted", "corrected", "posterior", "matrix")
 
@@ -219,6 +219,22 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
     return Target(_one_hot(np.asarray(y), annotations.n_classes), "voted",
                   classes=np.asarray(annotations.classes),
                   details={"tie": tie, "n_ties": n_ties})
+
+
+def corrected(annotations: Annotations | ArrayLike, fit: Any = None, **kwargs: Any) -> Target:
+    """Noise-corrected target (paper 003): see :func:`noisycal.correction.corrected_target`.
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> A = np.array([[1, 1, 0], [0, 0, 0]])
+    >>> t = nc.targets.corrected(A, a=[0.1, 0.1, 0.1], b=[0.9, 0.9, 0.9], weights="equal")
+    >>> t.values[:, 1].round(4)   # (A - a) / (b - a) averaged: (2*.9/.8 - .1/.8) / 3
+    array([ 0.7083, -0.125 ])
+    """
+    from .correction import corrected_target
+
+    return corrected_target(annotations, fit, **kwargs)
 
 
 def from_matrix(values: ArrayLike, *, kind: str = "matrix") -> Target:

@@ -1,0 +1,135 @@
+"""Noise-corrected targets (paper 003) and NC-ECE as the ECE with a corrected target."""
+
+import numpy as np
+import pytest
+
+import noisycal as nc
+from noisycal.correction import iv_weights
+
+A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
+
+
+def binary(t):
+    return np.column_stack([1 - t, t])
+
+
+@pytest.mark.parametrize("mu, expected", [
+    # spec-003 section 9 (population values by quadrature)
+    (0.553226, [0.31967, 0.32745, 0.35288]),  # calibrated
+    (0.477939, [0.33818, 0.32803, 0.33378]),  # shifted
+    (0.542015, [0.32242, 0.32762, 0.34996]),  # nonlinear
+])
+def test_iv_weights_match_the_spec(mu, expected):
+    np.testing.assert_allclose(iv_weights(A_TOY, B_TOY, mu), expected, atol=5e-6)
+
+
+def test_hand_computed_corrected_labels_and_missing_ratings():
+    A = np.array([[1, 1, 0], [0, 0, 0], [1, np.nan, np.nan]])
+    t = nc.targets.corrected(A, a=[0.1, 0.1, 0.1], b=[0.9, 0.9, 0.9], weights="equal")
+    # (A - .1)/.8 averaged over the rating annotators; item 3 has one rating: .9/.8
+    np.testing.assert_allclose(t.values[:, 1], [(0.9 + 0.9 - 0.1) / 2.4, -0.125, 1.125])
+    np.testing.assert_allclose(t.values.sum(1), 1.0)
+    assert t.kind == "corrected" and not t.is_probability
+    w = nc.targets.corrected(A[:2], a=[0.1, 0.2, 0.1], b=[0.9, 0.9, 0.5], weights="gap")
+    np.testing.assert_allclose(w.details["weights"], np.array([0.8, 0.7, 0.4]) / 1.9)
+
+
+def test_toy_reproduction_calibrated_case():
+    """Soft vote -> 0.055587 and majority vote -> 0.017670 (M = 10), NC-ECE -> 0."""
+    soft, maj, ncv, small_nc = [], [], [], []
+    for r in range(6):
+        t = nc.simulate.gaussian_toy(200_000, seed=r)
+        sv = t.annotations.mean(1)
+        mv = (t.annotations.sum(1) >= 2).astype(float)
+        soft.append(float(nc.ece(t.z, binary(sv), n_bins=10, interval=None)))
+        maj.append(float(nc.ece(t.z, binary(mv), n_bins=10, interval=None)))
+        U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY)
+        ncv.append(float(nc.ece(t.z, U, n_bins=10, interval=None)))
+        s = nc.simulate.gaussian_toy(12_500, seed=100 + r)
+        Us = nc.targets.corrected(s.annotations, a=A_TOY, b=B_TOY)
+        small_nc.append(float(nc.ece(s.z, Us, n_bins=10, interval=None)))
+    se = lambda x: np.std(x, ddof=1) / np.sqrt(len(x))  # noqa: E731
+    assert abs(np.mean(soft) - 0.055587) < 3 * se(soft) + 2e-4
+    assert abs(np.mean(maj) - 0.017670) < 3 * se(maj) + 2e-4
+    # NC-ECE targets the population ECE (0): small, and shrinking like n^-1/2
+    assert np.mean(ncv) < 0.004
+    assert np.mean(small_nc) / np.mean(ncv) > 2.5
+    # the naive estimators do not shrink with n
+    s = nc.simulate.gaussian_toy(12_500, seed=7)
+    small_soft = float(nc.ece(s.z, binary(s.annotations.mean(1)), n_bins=10, interval=None))
+    assert small_soft == pytest.approx(0.0556, abs=0.012)
+
+
+def test_shifted_case_nc_ece_tracks_clean_ece():
+    t = nc.simulate.gaussian_toy(100_000, truth="shifted", seed=3)
+    clean = float(nc.ece(t.z, t.y, n_bins=10, interval=None))
+    U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY)
+    ncv = float(nc.ece(t.z, U, n_bins=10, interval=None))
+    soft = float(nc.ece(t.z, binary(t.annotations.mean(1)), n_bins=10, interval=None))
+    assert ncv == pytest.approx(0.089625, abs=0.006)   # population ECE_B, M = 10
+    assert clean == pytest.approx(0.089625, abs=0.006)
+    assert soft == pytest.approx(0.116529, abs=0.006)  # biased naive target
+
+
+def test_corrected_target_from_a_dawid_skene_fit():
+    t = nc.simulate.gaussian_toy(20_000, truth="shifted", seed=4)
+    ann = nc.Annotations.from_wide(t.annotations)
+    fit = nc.DawidSkene().fit(ann, n_starts=3)
+    np.testing.assert_allclose(fit.confusion[:, 0, 1], A_TOY, atol=0.02)
+    np.testing.assert_allclose(fit.confusion[:, 1, 1], B_TOY, atol=0.02)
+    est = nc.targets.corrected(ann, fit)
+    oracle = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY)
+    assert est.details["prevalence"] == pytest.approx(0.4779, abs=0.02)
+    e1 = float(nc.ece(t.z, est, n_bins=10, interval=None))
+    e2 = float(nc.ece(t.z, oracle, n_bins=10, interval=None))
+    assert e1 == pytest.approx(e2, abs=0.01)
+
+
+def test_multiclass_correction_is_unbiased():
+    conf = np.array([
+        [[0.8, 0.1, 0.1], [0.15, 0.7, 0.15], [0.05, 0.15, 0.8]],
+        [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.1, 0.7]],
+        [[0.9, 0.05, 0.05], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]],
+    ])
+    sim = nc.simulate.dawid_skene(60_000, [0.5, 0.3, 0.2], conf, seed=5)
+    T = nc.targets.corrected(sim.annotations, confusion=conf)
+    for y in range(3):
+        rows = T.values[sim.true_class == y]
+        se = rows.std(0, ddof=1) / np.sqrt(len(rows))
+        assert np.all(np.abs(rows.mean(0) - np.eye(3)[y]) < 4 * se)
+    # two classes: the K-class formula reduces to (A - a) / (b - a)
+    A = (np.random.default_rng(0).random((50, 3)) < 0.5).astype(float)
+    c2 = np.stack([np.stack([1 - A_TOY, A_TOY], 1), np.stack([1 - B_TOY, B_TOY], 1)], 1)
+    t1 = nc.targets.corrected(A, confusion=c2, weights="equal")
+    t2 = nc.targets.corrected(A, a=A_TOY, b=B_TOY, weights="equal")
+    np.testing.assert_allclose(t1.values, t2.values, atol=1e-12)
+
+
+def test_non_identification_example_of_the_spec():
+    """(a, b, m) = (.2, .8, .25 + .5z) and (.1, .9, .3125 + .375z) give the same
+    P(A = 1 | z) = .35 + .3z, but ECE 1/8 versus 5/32 (Z uniform)."""
+    z = np.linspace(0, 1, 2_000_001)
+    m1, m2 = 0.25 + 0.5 * z, 0.3125 + 0.375 * z
+    np.testing.assert_allclose(0.2 + 0.6 * m1, 0.1 + 0.8 * m2, atol=1e-12)
+    assert np.mean(np.abs(m1 - z)) == pytest.approx(1 / 8, abs=1e-6)
+    assert np.mean(np.abs(m2 - z)) == pytest.approx(5 / 32, abs=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(a=[0.5, 0.1, 0.1], b=[0.4, 0.9, 0.9]), "b - a"),
+    (dict(a=[0.5, 0.1, 0.1], b=[0.50005, 0.9, 0.9]), "b - a"),
+    (dict(a=[0.1, 0.1, 0.1], b=[0.9, 0.9, 0.9], weights=[0.5, 0.6, -0.1]), "simplex"),
+    (dict(a=[0.1, 0.1, 0.1], b=[0.9, 0.9, 0.9], weights="inverse"), "weights"),
+    (dict(a=[0.1, 0.1], b=[0.9, 0.9]), "shape"),
+    (dict(confusion=np.full((3, 2, 2), 0.6)), "probability"),
+    (dict(), "exactly one"),
+])
+def test_bad_input(kwargs, match):
+    A = np.array([[1, 0, 1], [0, 0, 1]])
+    with pytest.raises(ValueError, match=match):
+        nc.targets.corrected(A, **kwargs)
+
+
+def test_labels_outside_binary_rejected():
+    with pytest.raises(ValueError, match="labels"):
+        nc.targets.corrected(np.array([[1, 2, 0]]), a=[0.1] * 3, b=[0.9] * 3)
