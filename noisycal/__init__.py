@@ -14,6 +14,7 @@ from ._warnings import (
 from .annotators import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene
 from .data import Annotations
 from .engines.results import AnnotatorFit
+from .hui_walter import HuiWalter
 from .intervals import Estimate, bootstrap
 from .metrics import (
     brier,
@@ -34,6 +35,7 @@ __all__ = [
     "DawidSkene",
     "OneCoinDawidSkene",
     "GroupedDawidSkene",
+    "HuiWalter",
     "AnnotatorFit",
     "DirichletSoftLabels",
     "SoftLabelFit",
