@@ -133,3 +133,56 @@ def test_bad_input(kwargs, match):
 def test_labels_outside_binary_rejected():
     with pytest.raises(ValueError, match="labels"):
         nc.targets.corrected(np.array([[1, 2, 0]]), a=[0.1] * 3, b=[0.9] * 3)
+
+
+def test_bound_components_by_hand():
+    t = nc.simulate.gaussian_toy(5000, truth="shifted", seed=1)
+    U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
+    est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95)
+    B = 1 / 0.76  # equal gaps: B-hat = sum alpha_j / delta_j = 1 / 0.76
+    rad = B * np.sqrt(2 * (10 * np.log(2) + np.log(2 / 0.05)) / 5000)
+    assert est.details["B_hat"] == pytest.approx(B, rel=1e-12)
+    assert est.details["sampling_radius"] == pytest.approx(rad, rel=1e-12)
+    assert rad == pytest.approx(0.0858, abs=5e-4)  # spec-003 section 9 sanity value
+    assert est.interval == (pytest.approx(max(0, float(est) - rad)),
+                            pytest.approx(float(est) + rad))
+    assert est.kind == "bound" and "exact channels" in est.message
+    same = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, same_sample=True)
+    rad6 = B * np.sqrt(2 * (10 * np.log(2) + np.log(6 * 3 / 0.05)) / 5000)
+    assert same.details["sampling_radius"] == pytest.approx(rad6, rel=1e-12)
+    r = nc.ece(t.z, U, n_bins=10, interval="bound", bound_mode="radius", channel_radius=0.01)
+    assert r.details["channel_term"] == pytest.approx(B * 0.01)
+    with pytest.raises(ValueError, match="corrected"):
+        nc.ece(t.z, t.y, n_bins=10, interval="bound")
+    with pytest.raises(ValueError, match="true_channels"):
+        nc.ece(t.z, U, interval="bound", bound_mode="oracle")
+    with pytest.raises(ValueError, match="interval"):
+        nc.true_label_ece(binary(t.z), binary(t.z), interval="bound")
+
+
+def test_theorem1_interval_covers_binned_ece():
+    """Oracle channels, shifted truth, n = 5000, M = 10: coverage >= 1 - eta over 200 runs."""
+    pop = 0.089625  # ECE_B, M = 10 (spec-003 section 9)
+    hits = 0
+    for r in range(200):
+        t = nc.simulate.gaussian_toy(5000, truth="shifted", seed=2000 + r)
+        U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
+        est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, bound_mode="oracle",
+                     true_channels=(A_TOY, B_TOY))
+        hits += est.low <= pop <= est.high
+    print(f"Theorem 1 interval (eta = 0.05) covered ECE_B in {hits}/200 runs")
+    assert hits / 200 >= 0.95
+
+
+def test_bound_with_estimated_channels_and_oracle_channel_term():
+    t = nc.simulate.gaussian_toy(20_000, truth="shifted", seed=5)
+    ann = nc.Annotations.from_wide(t.annotations)
+    fit = nc.DawidSkene().fit(ann, n_starts=3)
+    U = nc.targets.corrected(ann, fit)
+    est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.9, bound_mode="oracle",
+                 true_channels=(A_TOY, B_TOY), same_sample=True)
+    e = np.maximum(np.abs(fit.confusion[:, 0, 1] - A_TOY), np.abs(fit.confusion[:, 1, 1] - B_TOY))
+    alpha = U.details["weights"]
+    delta = fit.confusion[:, 1, 1] - fit.confusion[:, 0, 1]
+    assert est.details["channel_term"] == pytest.approx(np.sum(alpha * e / delta), rel=1e-12)
+    assert est.low <= 0.089625 <= est.high

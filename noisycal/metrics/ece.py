@@ -48,7 +48,7 @@ __all__ = ["ece", "mce", "true_label_ece", "PAPER_N_BINS", "INTERVALS"]
 PAPER_N_BINS = {"000": 15, "001": 25, "002": 15, "003": 10}
 
 #: Interval kinds the binned metrics offer in this version.
-INTERVALS = (None, "bootstrap")
+INTERVALS = (None, "bootstrap", "bound")
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -250,7 +250,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                    name: str, reduce: str, kind: str | None, n_bins: int, strategy: str,
                    norm: str, debias: bool, interval: str | None, level: float, n_boot: int,
                    method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
-                   batch_size: int | None) -> Estimate:
+                   batch_size: int | None, bound: dict | None = None) -> Estimate:
     n_bins, level, n_boot = _check_common(n_bins, strategy, norm, debias, interval, level,
                                           n_boot, method, rebin)
     P, _, binary = predictions(probs, logits)
@@ -263,12 +263,29 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
              "classwise": f"classwise {name}"}[kind]
     if norm == "l2":
         label = ("debiased " if debias else "") + "L2 " + label
+    details = {"kind": kind, "strategy": strategy, "norm": norm, "debias": debias,
+               "target_kind": target_kind}
+    if interval == "bound":
+        if reduce != "ece" or norm != "l1" or debias or kind != "positive_class" \
+                or strategy != "uniform":
+            raise ValueError("interval='bound' is the NC-ECE bound of paper 003: it needs the "
+                             "L1 positive-class ECE with equal-width bins (kind="
+                             "'positive_class', norm='l1', strategy='uniform')")
+        from ..intervals.bounds import nc_ece_bound
+
+        est = _binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm,
+                               debias=debias, interval=None, level=level, n_boot=n_boot,
+                               method=method, seed=seed, cluster=cluster, rebin=rebin,
+                               batch_size=batch_size, details=details)
+        ci, extra = nc_ece_bound(float(est), target, est.bins["count"].to_numpy(), level,
+                                 **(bound or {}))
+        return Estimate(est.name, est.value, ci, level, "bound", "hoeffding-union", n=est.n,
+                        bins=est.bins, status=est.status,
+                        message=extra["bound_note"], details={**est.details, **extra})
     return _binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm,
                             debias=debias, interval=interval, level=level, n_boot=n_boot,
                             method=method, seed=seed, cluster=cluster, rebin=rebin,
-                            batch_size=batch_size,
-                            details={"kind": kind, "strategy": strategy, "norm": norm,
-                                     "debias": debias, "target_kind": target_kind})
+                            batch_size=batch_size, details=details)
 
 
 # ----------------------------------------------------------------------------- public
@@ -292,6 +309,10 @@ def ece(
     cluster: ArrayLike | None = None,
     rebin: bool = False,
     batch_size: int | None = None,
+    bound_mode: str = "binned_only",
+    channel_radius: float | None = None,
+    true_channels: tuple | None = None,
+    same_sample: bool = False,
 ) -> Estimate:
     r"""Binned expected calibration error against any target.
 
@@ -315,7 +336,11 @@ def ece(
     norm : {'l1', 'l2'}, default='l1'
     debias : bool, default=False
         With ``norm='l2'``: the debiased estimator of Kumar, Liang & Ma (2019).
-    interval : {'bootstrap', None}, default='bootstrap'
+    interval : {'bootstrap', 'bound', None}, default='bootstrap'
+        'bound': the finite-sample NC-ECE interval of paper 003 (Theorem 1 / Eq. C.11,
+        or Proposition 1 with ``same_sample=True``) for a two-class corrected target; see
+        :mod:`noisycal.intervals.bounds`. Its components (B-hat, sampling radius,
+        channel term) are in ``details``.
     level : float, default=0.9
         Interval coverage, a fraction in (0, 1).
     n_boot : int, default=1000
@@ -326,6 +351,11 @@ def ece(
     rebin : bool, default=False
         With ``strategy='quantile'``: re-estimate the equal-mass edges in every
         replicate (True) or keep the sample's edges fixed (False).
+    bound_mode : {'binned_only', 'oracle', 'radius'}, default='binned_only'
+        With ``interval='bound'``: how the channel term enters (left out, exact from
+        ``true_channels=(a, b)``, or ``B * channel_radius``).
+    channel_radius, true_channels, same_sample
+        See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`.
     batch_size : int, optional
         Replicates per vectorised chunk; default 1 on CPU (a sequential ``lax.map``
         measured fastest there) and as many as fit ~2**25 numbers on accelerators.
@@ -360,7 +390,9 @@ def ece(
     return _binned_metric(probs, target, logits, name="ECE", reduce="ece", kind=kind,
                           n_bins=n_bins, strategy=strategy, norm=norm, debias=debias,
                           interval=interval, level=level, n_boot=n_boot, method=method,
-                          seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size)
+                          seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
+                          bound={"mode": bound_mode, "channel_radius": channel_radius,
+                                 "true_channels": true_channels, "same_sample": same_sample})
 
 
 def mce(
@@ -441,6 +473,7 @@ def true_label_ece(
         reflects sampling of items, not the Monte-Carlo error of the draws.
     """
     check_choice(form, "form", ("mc", "expected"))
+    check_choice(interval, "interval", (None, "bootstrap"))
     n_draws = check_int(n_draws, "n_draws", minimum=1)
     n_bins, level, n_boot = _check_common(n_bins, strategy, "l1", False, interval, level,
                                           n_boot, method, False)
