@@ -4,7 +4,7 @@ Every calibration metric compares predictions with a *target* matrix (see
 :mod:`noisycal.targets`); every metric returns an :class:`Estimate` with an interval.
 """
 
-from . import datasets, intervals, metrics, plots, simulate, targets
+from . import calibrators, datasets, intervals, metrics, plots, simulate, targets
 from ._warnings import (
     ConvergenceWarning,
     IdentifiabilityWarning,
@@ -42,6 +42,7 @@ __all__ = [
     "Target",
     "Estimate",
     "targets",
+    "calibrators",
     "metrics",
     "intervals",
     "simulate",

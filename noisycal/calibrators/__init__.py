@@ -1,3 +1,5 @@
-"""Placeholder package: filled by later issues."""
+"""Recalibration maps fitted to any target (naive, soft or noise-corrected)."""
 
-__all__: list[str] = []
+from .scaling import HistogramBinning, PlattScaling, TemperatureScaling
+
+__all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning"]
