@@ -27,7 +27,8 @@ from ._validation import check_array, check_choice
 from .data import Annotations
 from .targets import Target
 
-__all__ = ["iv_weights", "channel_weights", "corrected_target", "WEIGHT_RULES",
+__all__ = ["iv_weights", "channel_weights", "corrected_target", "corrected_from_channels",
+           "WEIGHT_RULES",
            "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
 
 WEIGHT_RULES = ("iv", "equal", "gap", "squared_gap")
@@ -223,6 +224,24 @@ def corrected_target(annotations: Annotations | ArrayLike, fit: Any = None, *,
         raise ValueError(f"{int(np.sum(tot <= 0))} item(s) have no rating from an "
                          "informative annotator with positive weight")
     T = np.einsum("nj,njk->nk", w / tot, per)
+    draws = None
+    if fit is not None and getattr(fit, "method", None) == "nuts" and fit.draws is not None:
+        draws = np.asarray(fit.draws["confusion"])
     return Target(T, "corrected", classes=np.asarray(classes),
                   details={"weights": alpha, "rule": rule, "confusion": C,
-                           "prevalence": prevalence, "informative": mask})
+                           "prevalence": prevalence, "informative": mask,
+                           "ratings": onehot, "observed": seen, "channel_draws": draws})
+
+
+def corrected_from_channels(ratings: np.ndarray, observed: np.ndarray, mask: np.ndarray,
+                            alpha: np.ndarray, confusion: np.ndarray) -> np.ndarray:
+    """Corrected target (n, K) for given one-hot ratings, weights and channels.
+
+    The same formula as :func:`corrected_target`, without validation: used to recompute
+    the target for every posterior draw of the channels.
+    """
+    inv = np.zeros_like(confusion)
+    inv[mask] = np.linalg.inv(confusion[mask])
+    per = np.einsum("njk,jkl->njl", ratings, inv)
+    w = np.where(observed & mask, alpha[None, :], 0.0)
+    return np.einsum("nj,njk->nk", w / w.sum(axis=1, keepdims=True), per)

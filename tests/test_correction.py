@@ -186,3 +186,20 @@ def test_bound_with_estimated_channels_and_oracle_channel_term():
     delta = fit.confusion[:, 1, 1] - fit.confusion[:, 0, 1]
     assert est.details["channel_term"] == pytest.approx(np.sum(alpha * e / delta), rel=1e-12)
     assert est.low <= 0.089625 <= est.high
+
+
+def test_credible_interval_from_nuts_channels():
+    t = nc.simulate.gaussian_toy(2000, truth="shifted", seed=9)
+    ann = nc.Annotations.from_wide(t.annotations)
+    fit = nc.DawidSkene().fit(ann, method="nuts", num_chains=2, num_warmup=200,
+                              num_samples=200, progress_bar=False, rhat_threshold=1.1)
+    U = nc.targets.corrected(ann, fit)
+    cred = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
+    assert cred.kind == "credible" and cred.method == "credible-eti"
+    assert cred.details["n_channel_draws"] == 400 and cred.replicates.shape == (400,)
+    assert cred.low < float(cred) < cred.high
+    again = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
+    assert again.interval == cred.interval
+    em = nc.targets.corrected(ann, nc.DawidSkene().fit(ann))
+    with pytest.raises(ValueError, match="NUTS"):
+        nc.ece(t.z, em, n_bins=10, interval="credible")

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._validation import check_choice
 
-__all__ = ["BOUND_MODES", "nc_ece_bound"]
+__all__ = ["BOUND_MODES", "nc_ece_bound", "nc_ece_credible"]
 
 BOUND_MODES = ("binned_only", "oracle", "radius")
 
@@ -96,3 +96,40 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
                "expectation_bias_bound": bias, "bound_mode": mode, "same_sample": same_sample,
                "n_bins": M, "eta": eta, "bound_note": note}
     return (max(0.0, value - rad), value + rad), details
+
+
+def nc_ece_credible(conf: np.ndarray, target: Any, n_bins: int, level: float, *,
+                    seed: Any = 0, max_draws: int = 1000) -> tuple[tuple[float, float], dict,
+                                                                   np.ndarray]:
+    """Credible interval of the binned (positive-class) NC-ECE.
+
+    For each posterior draw of the channels (a NUTS fit) the corrected target is rebuilt
+    with those channels (weights held at the point estimate's), and the ECE is computed
+    with Bayesian-bootstrap item weights (Dirichlet(1, ..., 1)), so both the annotator
+    channel uncertainty and the sampling of items enter. Returns the equal-tailed
+    interval, details and the per-draw values.
+    """
+    from .._jax import as_numpy_rng
+    from ..correction import corrected_from_channels
+
+    det = getattr(target, "details", {})
+    if getattr(target, "kind", None) != "corrected" or det.get("channel_draws") is None:
+        raise ValueError("interval='credible' needs a corrected target built from a NUTS fit "
+                         "(nc.targets.corrected(annotations, fit) with method='nuts')")
+    draws = np.asarray(det["channel_draws"])
+    rng = as_numpy_rng(seed)
+    if draws.shape[0] > max_draws:
+        draws = draws[rng.choice(draws.shape[0], max_draws, replace=False)]
+    J = n_bins
+    b = np.searchsorted(np.arange(1, J) / J, conf, side="right")
+    vals = np.empty(draws.shape[0])
+    for d, C in enumerate(draws):
+        u = corrected_from_channels(det["ratings"], det["observed"], det["informative"],
+                                    det["weights"], C)[:, 1]
+        w = rng.exponential(size=conf.size)
+        w /= w.sum()
+        r = np.bincount(b, weights=w * (u - conf), minlength=J)
+        vals[d] = np.abs(r).sum()
+    a = (1.0 - level) / 2.0
+    lo, hi = np.quantile(vals, [a, 1.0 - a])
+    return (float(lo), float(hi)), {"n_channel_draws": int(draws.shape[0])}, vals

@@ -48,7 +48,7 @@ __all__ = ["ece", "mce", "true_label_ece", "PAPER_N_BINS", "INTERVALS"]
 PAPER_N_BINS = {"000": 15, "001": 25, "002": 15, "003": 10}
 
 #: Interval kinds the binned metrics offer in this version.
-INTERVALS = (None, "bootstrap", "bound")
+INTERVALS = (None, "bootstrap", "bound", "credible")
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -265,18 +265,23 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         label = ("debiased " if debias else "") + "L2 " + label
     details = {"kind": kind, "strategy": strategy, "norm": norm, "debias": debias,
                "target_kind": target_kind}
-    if interval == "bound":
+    if interval in ("bound", "credible"):
         if reduce != "ece" or norm != "l1" or debias or kind != "positive_class" \
                 or strategy != "uniform":
             raise ValueError("interval='bound' is the NC-ECE bound of paper 003: it needs the "
                              "L1 positive-class ECE with equal-width bins (kind="
                              "'positive_class', norm='l1', strategy='uniform')")
-        from ..intervals.bounds import nc_ece_bound
+        from ..intervals.bounds import nc_ece_bound, nc_ece_credible
 
         est = _binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm,
                                debias=debias, interval=None, level=level, n_boot=n_boot,
                                method=method, seed=seed, cluster=cluster, rebin=rebin,
                                batch_size=batch_size, details=details)
+        if interval == "credible":
+            ci, extra, vals = nc_ece_credible(conf[:, 0], target, n_bins, level, seed=seed)
+            return Estimate(est.name, est.value, ci, level, "credible", "credible-eti",
+                            n=est.n, bins=est.bins, status=est.status, message="",
+                            details={**est.details, **extra}, replicates=vals)
         ci, extra = nc_ece_bound(float(est), target, est.bins["count"].to_numpy(), level,
                                  **(bound or {}))
         return Estimate(est.name, est.value, ci, level, "bound", "hoeffding-union", n=est.n,
@@ -336,7 +341,10 @@ def ece(
     norm : {'l1', 'l2'}, default='l1'
     debias : bool, default=False
         With ``norm='l2'``: the debiased estimator of Kumar, Liang & Ma (2019).
-    interval : {'bootstrap', 'bound', None}, default='bootstrap'
+    interval : {'bootstrap', 'bound', 'credible', None}, default='bootstrap'
+        'credible': for a corrected target built from a NUTS fit, channel posterior
+        draws combined with a Bayesian bootstrap of items
+        (:func:`noisycal.intervals.bounds.nc_ece_credible`).
         'bound': the finite-sample NC-ECE interval of paper 003 (Theorem 1 / Eq. C.11,
         or Proposition 1 with ``same_sample=True``) for a two-class corrected target; see
         :mod:`noisycal.intervals.bounds`. Its components (B-hat, sampling radius,
