@@ -21,16 +21,24 @@ EXPECTED = {
         "reliability_soft.png",
         "reliability_classwise.png",
     ],
+    "02_noisy_label_calibration": [
+        "nc_ece_table.csv",
+        "recalibration.csv",
+        "reliability_corrected_vs_soft.png",
+        "channel_posterior.png",
+    ],
 }
 
 #: Vignettes that can also run on the shared real data (``--data cifar10``).
-REAL_DATA = {"01_calibration_report": ["--data", "cifar10"]}
+REAL_DATA = {"01_calibration_report": ["--data", "cifar10"],
+             "02_noisy_label_calibration": ["--data", "cifar10n"]}
 
 
 def _has_cifar10() -> bool:
     root = data_dir()
     return root is not None and (root / "cifar10_logits" / "densenet40_c10.npz").is_file() \
-        and (root / "cifar10h" / "cifar10h.npz").is_file()
+        and (root / "cifar10h" / "cifar10h.npz").is_file() \
+        and (root / "cifar10n" / "cifar10n.npz").is_file()
 
 
 def _run(script: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
