@@ -203,3 +203,27 @@ def test_credible_interval_from_nuts_channels():
     em = nc.targets.corrected(ann, nc.DawidSkene().fit(ann))
     with pytest.raises(ValueError, match="NUTS"):
         nc.ece(t.z, em, n_bins=10, interval="credible")
+
+
+def test_cross_fitted_nc_ece():
+    t = nc.simulate.gaussian_toy(20_000, truth="shifted", seed=11)
+    ann = nc.Annotations.from_wide(t.annotations)
+    folds = np.arange(20_000) % 3
+    est = nc.metrics.nc_ece_crossfit(t.z, ann, folds=folds, level=0.9)
+    # by hand: fit on two folds, correct the third, pool residuals, then absolute values
+    r = np.zeros(10)
+    bins = np.minimum((t.z * 10).astype(int), 9)
+    for k in range(3):
+        test, train = np.flatnonzero(folds == k), np.flatnonzero(folds != k)
+        fit = nc.DawidSkene().fit(ann.subset(train), seed=0)
+        U = nc.targets.corrected(ann.subset(test), confusion=fit.confusion,
+                                 prevalence=fit.prevalence[1])
+        r += np.bincount(bins[test], weights=U.values[:, 1] - t.z[test], minlength=10) / 20_000
+    assert float(est) == pytest.approx(np.abs(r).sum(), rel=1e-10)
+    assert float(est) == pytest.approx(0.089625, abs=0.01)
+    assert est.low <= 0.089625 <= est.high
+    assert est.details["n_folds"] == 3 and len(est.details["per_fold"]) == 3
+    with pytest.raises(ValueError, match="probs has"):
+        nc.metrics.nc_ece_crossfit(t.z[:10], ann)
+    with pytest.raises(ValueError, match="n_folds"):
+        nc.metrics.nc_ece_crossfit(t.z, ann, n_folds=1)

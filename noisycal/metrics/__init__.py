@@ -1,5 +1,6 @@
 """Calibration metrics against any target."""
 
+from .crossfit import nc_ece_crossfit
 from .ece import INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
 from .scores import brier, nll
 from .slope import calibration_intercept, calibration_slope
@@ -12,6 +13,7 @@ __all__ = [
     "nll",
     "calibration_slope",
     "calibration_intercept",
+    "nc_ece_crossfit",
     "PAPER_N_BINS",
     "INTERVALS",
 ]
