@@ -16,7 +16,7 @@ from ._warnings import IdentifiabilityWarning
 from .data import Annotations
 from .engines.results import AnnotatorFit
 
-__all__ = ["HuiWalter", "hui_walter_moments", "hui_walter_inverse"]
+__all__ = ["HuiWalter", "hui_walter_moments", "hui_walter_inverse", "moment_triple"]
 
 
 def hui_walter_moments(theta: jax.Array) -> jax.Array:
@@ -137,3 +137,57 @@ class HuiWalter:
         return AnnotatorFit("hui_walter", "mom", np.asarray(classes), np.asarray(annotators),
                             np.asarray(items), prev, conf, post, loglik, 6, status, message,
                             status == "ok", 0, None, details)
+
+
+def moment_triple(annotations: ArrayLike, *, anchor: int = 0) -> dict:
+    r"""Closed-form channels from three binary annotators (paper 003, Proposition D.2).
+
+    With :math:`q_j = E A_j`, :math:`C_{jk} = \mathrm{Cov}(A_j, A_k)` and the third central
+    co-moment :math:`T`, :math:`t = \mathrm{sign}(C_{12}C_{13})\,T/\sqrt{C_{12}C_{13}C_{23}}`
+    gives :math:`\mu = (1 - t/\sqrt{t^2+4})/2`, then
+    :math:`\delta_1 = \sqrt{C_{12}C_{13}/(C_{23}\mu(1-\mu))}`,
+    :math:`\delta_j = C_{1j}/(\mu(1-\mu)\delta_1)`, :math:`a_j = q_j - \mu\delta_j`,
+    :math:`b_j = a_j + \delta_j`. The anchor annotator's gap is taken positive.
+
+    Parameters
+    ----------
+    annotations : array-like of shape (n_items, 3)
+        0/1 labels of three annotators (no missing values); the anchor is column
+        ``anchor``.
+
+    Returns
+    -------
+    dict
+        ``a``, ``b`` (length 3), ``prevalence`` (mu), ``status`` ('ok' or
+        'infeasible_mom') and ``message``.
+    """
+    A = np.asarray(annotations, dtype=np.float64)
+    if A.ndim != 2 or A.shape[1] != 3 or not np.all(np.isin(A, (0.0, 1.0))):
+        raise ValueError("annotations must be an (n_items, 3) array of 0/1 labels")
+    if anchor not in (0, 1, 2):
+        raise ValueError(f"anchor must be 0, 1 or 2, got {anchor!r}")
+    order = [anchor] + [j for j in range(3) if j != anchor]
+    X = A[:, order]
+    q = X.mean(0)
+    D = X - q
+    C12, C13, C23 = (D[:, 0] * D[:, 1]).mean(), (D[:, 0] * D[:, 2]).mean(), \
+        (D[:, 1] * D[:, 2]).mean()
+    T = (D[:, 0] * D[:, 1] * D[:, 2]).mean()
+    prod = C12 * C13 * C23
+    nan = {"a": np.full(3, np.nan), "b": np.full(3, np.nan), "prevalence": np.nan}
+    if not prod > 0:
+        return {**nan, "status": "infeasible_mom",
+                "message": "C12 C13 C23 <= 0: the triple is not informative"}
+    t = np.sign(C12 * C13) * T / np.sqrt(prod)
+    mu = (1 - t / np.sqrt(t * t + 4)) / 2
+    v = mu * (1 - mu)
+    d1 = np.sqrt(C12 * C13 / (C23 * v))
+    delta = np.array([d1, C12 / (v * d1), C13 / (v * d1)])
+    a = q - mu * delta
+    b = a + delta
+    back = np.argsort(order)
+    a, b = a[back], b[back]
+    ok = np.all((a >= 0) & (a <= 1) & (b >= 0) & (b <= 1))
+    return {"a": a, "b": b, "prevalence": float(mu),
+            "status": "ok" if ok else "infeasible_mom",
+            "message": "" if ok else "the moment solution has rates outside [0, 1]"}

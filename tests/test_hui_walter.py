@@ -72,3 +72,32 @@ def test_equal_groups_are_reported_not_identified():
 def test_bad_input(A, groups, match):
     with pytest.raises(ValueError, match=match):
         nc.HuiWalter().fit(A, groups=np.asarray(groups))
+
+
+def test_moment_triple_is_exact_on_population_frequencies():
+    from itertools import product
+
+    from noisycal.hui_walter import moment_triple
+
+    mu, a, b = 0.25, np.array([0.10, 0.15, 0.20]), np.array([0.80, 0.90, 0.85])
+    rows, N = [], 32_000  # every pattern probability is a multiple of 1/32000
+    for s in product([0, 1], repeat=3):
+        s = np.array(s)
+        p = (1 - mu) * np.prod(np.where(s == 1, a, 1 - a)) + mu * np.prod(np.where(s == 1, b,
+                                                                                  1 - b))
+        rows += [s] * int(round(p * N))
+    res = moment_triple(np.array(rows))
+    assert len(rows) == N and res["status"] == "ok"
+    np.testing.assert_allclose(res["a"], a, atol=1e-10)
+    np.testing.assert_allclose(res["b"], b, atol=1e-10)
+    assert res["prevalence"] == pytest.approx(mu, abs=1e-10)
+    # anchor choice does not change the answer; recovery on the toy
+    again = moment_triple(np.array(rows), anchor=2)
+    np.testing.assert_allclose(again["a"], a, atol=1e-10)
+    t = nc.simulate.gaussian_toy(200_000, truth="shifted", seed=0)
+    toy = moment_triple(t.annotations)
+    np.testing.assert_allclose(toy["a"], [0.08, 0.13, 0.18], atol=0.01)
+    np.testing.assert_allclose(toy["b"], [0.84, 0.89, 0.94], atol=0.01)
+    assert toy["prevalence"] == pytest.approx(0.477939, abs=0.01)
+    with pytest.raises(ValueError, match="0/1"):
+        moment_triple(np.zeros((5, 2)))
