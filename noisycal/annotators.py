@@ -22,7 +22,15 @@ from ._typing import ArrayLike, Seed
 from ._validation import check_array, check_choice, check_int
 from ._warnings import ConvergenceWarning, IdentifiabilityWarning
 from .data import Annotations
-from .engines.em import bootstrap_em, collapse_patterns, e_step, fit_em
+from .engines.em import (
+    bootstrap_em,
+    collapse_patterns,
+    e_step,
+    fit_em,
+    loglik_at,
+    posteriors_at,
+    vote_agreement,
+)
 from .engines.results import AnnotatorFit
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene"]
@@ -323,9 +331,8 @@ class DawidSkene:
             n_rand = n_starts - 1 if init == "mixed" else 0
             if n_rand:
                 prevs, confs = self._random_starts(rng, n_rand, K, J, L)
-                for p, c in zip(prevs, confs, strict=True):
-                    starts.append(np.asarray(e_step(jnp.asarray(p), jnp.asarray(c), data,
-                                                    None)[0]))
+                starts.extend(np.asarray(posteriors_at(jnp.asarray(prevs), jnp.asarray(confs),
+                                                       data)))
             post0 = jnp.asarray(np.stack(starts))
             st = fit_em(post0, data, jgold, ja, jb, one_coin=self._one_coin,
                         max_iter=max_iter, tol=tol, weights=weights)
@@ -405,9 +412,9 @@ class DawidSkene:
                   num_warmup: int, num_samples: int, seed: Seed, progress_bar: bool,
                   orientation: str, anchor: int, rhat_threshold: float,
                   chain_method: str) -> AnnotatorFit:
-        from noisycal.models.dawid_skene import dawid_skene, log_likelihood
+        from noisycal.models.dawid_skene import dawid_skene
 
-        from .engines.nuts import _arviz, run_nuts
+        from .engines.nuts import _arviz, sample_nuts
 
         az = _arviz()
 
@@ -415,6 +422,12 @@ class DawidSkene:
         num_chains = check_int(num_chains, "num_chains", minimum=1)
         num_warmup = check_int(num_warmup, "num_warmup", minimum=1)
         num_samples = check_int(num_samples, "num_samples", minimum=1)
+        check_choice(chain_method, "chain_method", ("vectorized", "sequential", "parallel"))
+        if not isinstance(progress_bar, bool | np.bool_):
+            raise ValueError(f"progress_bar must be True or False, got {progress_bar!r}")
+        if (isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, int | float)
+                or not rhat_threshold > 1.0):
+            raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
         # start every chain at the MAP-EM estimate under the same priors, so that all
         # chains begin in the vote-aligned mode (the mirrored modes are relabelled below
         # if a chain still wanders into one)
@@ -432,20 +445,16 @@ class DawidSkene:
             init_params["confusion"] = init_conf
         with x64():
             data = _ds_data(ann, group, L)
-            # diagnostics are recomputed below after relabelling the chains, so the
-            # engine's own (pre-relabelling) convergence warning is not raised here
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                res = run_nuts(dawid_skene,
-                               model_args=(data.item, data.annotator, data.label),
-                               model_kwargs=self._model_kwargs(data, L, alpha, beta),
-                               num_chains=num_chains, num_warmup=num_warmup,
-                               num_samples=num_samples, seed=seed, progress_bar=progress_bar,
-                               rhat_threshold=float("inf"), init_params=init_params,
-                               chain_method=chain_method)
-            prev_s = np.array(res.samples["prevalence"]).reshape(num_chains, num_samples, L, K)
-            conf_s = np.array(res.samples["confusion"]).reshape(num_chains, num_samples, J, K,
-                                                                  K)
+            # diagnostics are computed below, after relabelling the chains
+            samples, diverging = sample_nuts(
+                dawid_skene, model_args=(data.item, data.annotator, data.label),
+                model_kwargs=self._model_kwargs(data, L, alpha, beta),
+                init_params=init_params, num_chains=num_chains, num_warmup=num_warmup,
+                num_samples=num_samples, rng_key=as_key(seed), progress_bar=progress_bar,
+                chain_method=chain_method, target_accept_prob=0.8, max_tree_depth=10,
+                dense_mass=False)
+            prev_s = np.array(samples["prevalence"]).reshape(num_chains, num_samples, L, K)
+            conf_s = np.array(samples["confusion"]).reshape(num_chains, num_samples, J, K, K)
             # label-switching guard (STYLE pitfall 8): orient every draw to the majority
             # vote (Hungarian on posterior-vote agreement), or by the anchor's gap
             prev_f = prev_s.reshape(-1, L, K)
@@ -455,13 +464,8 @@ class DawidSkene:
                 perm_f = np.where((gaps < 0)[:, None], np.array([1, 0]), np.arange(2))
             else:
                 vote1h = jnp.asarray(np.eye(K)[np.asarray(ann.majority_vote(tie="lowest"))])
-
-                def agreement(pc: tuple) -> jax.Array:
-                    return e_step(pc[0], pc[1], data, None)[0].T @ vote1h
-
-                agree = np.asarray(jax.lax.map(agreement, (jnp.asarray(prev_f),
-                                                           jnp.asarray(conf_f)),
-                                               batch_size=64))
+                agree = np.asarray(vote_agreement(jnp.asarray(prev_f), jnp.asarray(conf_f),
+                                                  data, vote1h))
                 perm_f = np.empty((agree.shape[0], K), dtype=int)
                 for d in range(agree.shape[0]):
                     rows, cols = linear_sum_assignment(-agree[d])
@@ -479,21 +483,17 @@ class DawidSkene:
                                 num_chains, num_samples, J, K, K)
             prev_d = prev_s.reshape(-1, L, K)
             conf_d = conf_s.reshape(-1, J, K, K)
-
-            def rb(pc: tuple) -> jax.Array:
-                return e_step(pc[0], pc[1], data, None)[0]
-
-            post = np.asarray(jax.lax.map(rb, (jnp.asarray(prev_d), jnp.asarray(conf_d)),
-                                          batch_size=64).mean(0))
+            post = np.asarray(posteriors_at(jnp.asarray(prev_d), jnp.asarray(conf_d), data,
+                                            mean=True))
             prev, conf = prev_d.mean(0), conf_d.mean(0)
-            loglik = float(log_likelihood({"prevalence": jnp.asarray(prev),
-                                           "confusion": jnp.asarray(conf)}, data))
+            loglik = float(loglik_at(jnp.asarray(prev)[None], jnp.asarray(conf)[None],
+                                     data)[0])
         idata = az.from_dict(posterior={"prevalence": prev_s, "confusion": conf_s})
         rhat = az.rhat(idata)
         max_rhat = float(max(np.nanmax(rhat[v].values) for v in ("prevalence", "confusion")))
         ess = az.ess(idata)
         min_ess = float(min(np.nanmin(ess[v].values) for v in ("prevalence", "confusion")))
-        n_div = int(getattr(res, "num_divergences", 0))
+        n_div = int(diverging.sum())
         status, message = "ok", ""
         if switched:
             message = (f"chain(s) {switched} visited a different class order; "

@@ -56,16 +56,16 @@ def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
     from noisycal.engines import nuts as nuts_engine
 
     sim = nc.simulate.dawid_skene(300, [0.3, 0.7], CONF, seed=4)
-    real = nuts_engine.run_nuts
+    real = nuts_engine.sample_nuts
 
     def flipped(*args, **kwargs):
-        res = real(*args, **kwargs)
-        s = {k: np.array(v) for k, v in res.samples.items()}
+        samples, diverging = real(*args, **kwargs)
+        s = {k: np.array(v) for k, v in samples.items()}
         s["prevalence"][1] = s["prevalence"][1][..., ::-1]
         s["confusion"][1] = s["confusion"][1][..., ::-1, :]
-        return type(res)(**{**res.__dict__, "samples": s})
+        return s, diverging
 
-    monkeypatch.setattr(nuts_engine, "run_nuts", flipped)
+    monkeypatch.setattr(nuts_engine, "sample_nuts", flipped)
     with pytest.warns(nc.IdentifiabilityWarning, match="relabelled"):
         fit = nc.DawidSkene().fit(sim.annotations, method="nuts", num_chains=2,
                                   num_warmup=200, num_samples=200, progress_bar=False,

@@ -24,6 +24,9 @@ from noisycal.models.dawid_skene import (
 
 __all__ = [
     "EMState",
+    "posteriors_at",
+    "loglik_at",
+    "vote_agreement",
     "e_step",
     "m_step",
     "run_em",
@@ -270,3 +273,52 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
         pattern = pattern.ravel()
     return pattern.astype(np.int32), rep, counts
 
+
+
+
+@partial(jax.jit, static_argnames=("sizes", "mode"))
+def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote: jax.Array,
+               *, sizes: tuple, mode: str) -> jax.Array:
+    data = DSData(*arrays, *sizes)
+
+    def one(pc: tuple) -> jax.Array:
+        post, lse = e_step(pc[0], pc[1], data, None)
+        if mode == "agree":
+            return post.T @ vote
+        if mode == "loglik":
+            return jnp.sum(lse)
+        return post
+
+    out = jax.lax.map(one, (prevalence, confusion), batch_size=64)
+    return out.mean(0) if mode == "mean" else out
+
+
+def _sizes(data: DSData) -> tuple[tuple, tuple]:
+    return ((data.item, data.annotator, data.label, data.group),
+            (data.n_items, data.n_annotators, data.n_classes, data.n_groups))
+
+
+def posteriors_at(prevalence: jax.Array, confusion: jax.Array, data: DSData, *,
+                  mean: bool = False) -> jax.Array:
+    """E-step posteriors at D parameter sets (``prevalence`` (D, L, K), ``confusion``
+    (D, J, K, K)): shape (D, n_items, K), or with ``mean=True`` their average over the
+    D sets (n_items, K), the Rao-Blackwellised posteriors of a sampler's draws. Jitted
+    with the sizes static, so same-shaped refits reuse the compiled code."""
+    arrays, sizes = _sizes(data)
+    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), sizes=sizes,
+                      mode="mean" if mean else "each")
+
+
+def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData) -> jax.Array:
+    """Marginal log-likelihood (D,) at D parameter sets (shapes as in posteriors_at)."""
+    arrays, sizes = _sizes(data)
+    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), sizes=sizes,
+                      mode="loglik")
+
+
+def vote_agreement(prevalence: jax.Array, confusion: jax.Array, data: DSData,
+                   vote: jax.Array) -> jax.Array:
+    """Per parameter set, ``posterior.T @ vote`` (D, K, K) with ``vote`` an (n_items, K)
+    one-hot matrix: how much each latent class agrees with each voted class."""
+    arrays, sizes = _sizes(data)
+    return _draws_map(prevalence, confusion, arrays, vote, sizes=sizes, mode="agree")

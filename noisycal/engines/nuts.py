@@ -1,23 +1,27 @@
 """A generic NUTS runner for NumPyro models, with ArviZ convergence diagnostics.
 
-:func:`run_nuts` runs NumPyro's ``MCMC`` with a ``NUTS`` kernel on the model's potential
-energy in float64 (scoped, never process-wide) and returns a :class:`NUTSResult` whose
-``status`` says whether the chains mixed (R-hat) and whether the sampler diverged.
+:func:`run_nuts` samples a model's posterior with NumPyro's NUTS kernel (the functional
+``numpyro.infer.hmc.hmc`` API) on the model's potential energy in float64 (scoped, never
+process-wide) and returns a :class:`NUTSResult` whose ``status`` says whether the chains
+mixed (R-hat) and whether the sampler diverged.
 
-The potential is the one :func:`noisycal.engines.mle.make_objective` builds (the same
-log density that :func:`~noisycal.engines.mle.fit_map` maximises, plus the Jacobian of
-the unconstraining transforms); it and the chains' starting points are jitted, which
-avoids NumPyro's op-by-op model initialisation. Draws are mapped back to the constrained
-scale, deterministic sites included.
+Compilation happens once per model, data shapes and sampler settings: the model's
+array inputs enter the compiled functions as arguments (never as constants baked into a
+closure), and the compiled program is cached, so a refit on new data of the same shape
+(a simulation study, a warm refit) compiles nothing. Without a progress bar, the
+initialisation of every chain, all chains and the constrained draws are one compiled
+call. Draws are mapped back to the constrained scale, deterministic sites included.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache, partial
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -28,7 +32,13 @@ from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning
 from .mle import _user_stacklevel, check_model_inputs
 
-__all__ = ["NUTSResult", "run_nuts", "diagnostics_table"]
+__all__ = ["NUTSResult", "run_nuts", "sample_nuts", "diagnostics_table"]
+
+#: Compiled samplers kept for reuse (least recently used dropped first).
+_MAX_PROGRAMS = 16
+#: Initial points tried per chain before giving up (finite log density and gradient).
+_INIT_ATTEMPTS = 100
+_PROGRAMS: OrderedDict[Any, _Program] = OrderedDict()
 
 
 def _arviz() -> Any:
@@ -205,7 +215,9 @@ def run_nuts(
     seed : int or jax key, default=0
         Randomness of initialisation and sampling; same seed, same draws.
     progress_bar : bool, default=True
-        Show NumPyro's progress bar.
+        Show a progress bar for each chain when chains run sequentially (they then
+        advance in about 20 compiled chunks); vectorized and parallel chains run
+        without one.
     init_params : dict or None, default=None
         Initial *constrained* values by site name (the same for every chain); sites left
         out (all of them when None) start uniformly in (-2, 2) on the unconstrained
@@ -254,52 +266,112 @@ def run_nuts(
     if (isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, int | float)
             or not rhat_threshold > 1.0):
         raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
-    key = as_key(seed)
+    samples, diverging = sample_nuts(
+        model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
+        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
+        rng_key=as_key(seed), progress_bar=bool(progress_bar), chain_method=chain_method,
+        target_accept_prob=float(target_accept_prob), max_tree_depth=max_tree_depth,
+        dense_mass=bool(dense_mass))
+    return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
+                   num_samples=num_samples, rhat_threshold=float(rhat_threshold))
+
+
+def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
+                model_kwargs: Mapping[str, Any] | None, init_params: Mapping[str, Any] | None,
+                num_chains: int, num_warmup: int, num_samples: int, rng_key: Any,
+                progress_bar: bool, chain_method: str, target_accept_prob: float,
+                max_tree_depth: int, dense_mass: bool) -> tuple[dict[str, np.ndarray],
+                                                                np.ndarray]:
+    """The sampling core of :func:`run_nuts` on validated arguments, without diagnostics.
+
+    Returns the constrained draws by site, each of shape (num_chains, num_samples, ...),
+    and the divergence flags (num_chains, num_samples). Engines that post-process the
+    draws (relabelling, say) use it and compute their diagnostics afterwards.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    settings = {"target_accept_prob": float(target_accept_prob),
+                "max_tree_depth": max_tree_depth, "dense_mass": bool(dense_mass)}
+    with x64():
+        signature, arrays, rebuild = _split_inputs(tuple(model_args), dict(model_kwargs or {}))
+        values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
+                  for k, v in (init_params or {}).items()}
+        prog = _program(model, signature, rebuild, arrays,
+                        {k: tuple(v.shape) for k, v in values.items()}, **settings)
+        if chain_method == "parallel" or progress_bar:
+            key_run, key_init = jax.random.split(rng_key)
+            x_init, fixed, ok = prog.init_chains(key_init, arrays, values, num_chains)
+            _check_start(ok)
+            data = (arrays, fixed)
+            keys = jax.random.split(key_run, num_chains)
+            if chain_method == "parallel":
+                z, div = _parallel(prog, num_warmup, num_samples)(keys, x_init, data)
+            elif chain_method == "vectorized":
+                z, div = prog.run_chains(keys, x_init, data, num_warmup, num_samples, True)
+            else:
+                z, div = zip(*(_run_chain(prog, keys[c], x_init[c], data, num_warmup,
+                                          num_samples, f"chain {c + 1}")
+                               for c in range(num_chains)), strict=True)
+                z, div = jnp.stack(z), jnp.stack(div)
+            constrained = prog.constrain(z, data)
+        else:
+            # initialisation, all chains, and the constrained draws in one compiled call
+            constrained, div, ok = prog.sample(rng_key, arrays, values, num_chains,
+                                               num_warmup, num_samples,
+                                               chain_method == "vectorized")
+            _check_start(ok)
+        samples = {k: np.asarray(v) for k, v in constrained.items()}
+        diverging = np.asarray(div, dtype=bool)
+    return samples, diverging
+
+
+def _check_start(ok: Any) -> None:
+    if not bool(np.all(np.asarray(ok))):
+        raise ValueError(
+            "could not find initial parameters with a finite log density and "
+            f"gradient in {_INIT_ATTEMPTS} attempts; check the model and its data, or "
+            "pass init_params"
+        )
+
+
+def _chunks(n: int) -> list[int]:
+    """Transition counts per compiled call between progress-bar updates (about 20)."""
+    if n <= 20:
+        return [n] if n else []
+    size = -(-n // 20)
+    return [size] * (n // size) + ([n % size] if n % size else [])
+
+
+def _run_chain(prog: _Program, key: Any, x: Any, data: tuple, num_warmup: int,
+               num_samples: int, label: str) -> tuple[Any, Any]:
+    """One chain with a progress bar: it advances in compiled chunks between updates."""
+    from tqdm.auto import tqdm
 
     import jax
     import jax.numpy as jnp
-    from numpyro.infer import MCMC, NUTS
 
-    from .mle import make_objective
+    state = prog.start(key, x, data, num_warmup)
+    zs, divs = [], []
+    with tqdm(total=num_warmup + num_samples, desc=f"{label} warmup", leave=True) as bar:
+        for n in _chunks(num_warmup):
+            state = jax.block_until_ready(prog.advance(state, data, n))
+            bar.update(n)
+        bar.set_description(f"{label} sample")
+        for n in _chunks(num_samples):
+            state, (z, div) = jax.block_until_ready(prog.collect(state, data, n))
+            zs.append(z)
+            divs.append(div)
+            bar.update(n)
+    return jnp.concatenate(zs), jnp.concatenate(divs)
 
-    with x64():
-        key_run, key_init = jax.random.split(key)
-        # the model's log density on a flat unconstrained vector, built and initialised
-        # with jitted functions (NumPyro's own initialisation runs op by op)
-        obj = make_objective(model, model_args=model_args, model_kwargs=model_kwargs,
-                             init_params=init_params, prior=True, jacobian=True,
-                             rng_key=key_init, init_strategy="uniform")
-        check = jax.jit(jax.value_and_grad(obj.potential))
-        starts = []
-        for chain_key in jax.random.split(key_init, num_chains):
-            for attempt_key in jax.random.split(chain_key, 100):
-                x = obj.init(attempt_key)
-                pe, grad = check(x)
-                if bool(jnp.isfinite(pe)) and bool(jnp.all(jnp.isfinite(grad))):
-                    break
-            else:
-                raise ValueError(
-                    "could not find initial parameters with a finite log density and "
-                    "gradient in 100 attempts; check the model and its data, or pass "
-                    "init_params"
-                )
-            starts.append(x)
-        x_init = jnp.stack(starts) if num_chains > 1 else starts[0]
-        kernel = NUTS(potential_fn=jax.jit(obj.potential),
-                      target_accept_prob=float(target_accept_prob),
-                      max_tree_depth=max_tree_depth, dense_mass=bool(dense_mass))
-        mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples,
-                    num_chains=num_chains, chain_method=chain_method,
-                    progress_bar=bool(progress_bar))
-        mcmc.run(key_run, init_params=x_init)
-        flat = mcmc.get_samples(group_by_chain=True)
-        constrained = jax.jit(jax.vmap(jax.vmap(obj.constrain)))(flat)
-        samples = {k: np.asarray(v) for k, v in constrained.items()}
-        extra = mcmc.get_extra_fields(group_by_chain=True)
-        diverging = np.asarray(extra["diverging"], dtype=bool) if "diverging" in extra else None
 
-    return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
-                   num_samples=num_samples, rhat_threshold=float(rhat_threshold))
+@lru_cache(maxsize=_MAX_PROGRAMS)
+def _parallel(prog: _Program, num_warmup: int, num_samples: int) -> Callable:
+    import jax
+
+    return jax.pmap(lambda k, x, d: prog.run(k, x, d, num_warmup, num_samples),
+                    in_axes=(0, 0, None))
 
 
 def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num_chains: int,
@@ -328,3 +400,231 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
         num_warmup=num_warmup, num_samples=num_samples, rhat_threshold=rhat_threshold,
         diverging=diverging,
     )
+
+
+# ---------------------------------------------------------------- compiled programs
+#
+# A fit's data enter the compiled functions as arguments, never as constants baked into
+# a closure, so a second fit of the same model with data of the same shapes (a warm
+# refit, a simulation study, a bootstrap) reuses the compiled sampler instead of
+# tracing and compiling it again. Programs are cached by the model function, the
+# static (non-array) part of its inputs, the shapes and dtypes of the array part and
+# the sampler settings.
+
+
+
+class _Program(NamedTuple):
+    """The jitted pieces of NUTS on one model; ``data`` is ``(arrays, fixed)`` throughout.
+
+    ``arrays`` are the model's array inputs and ``fixed`` its ``param`` sites' values.
+    """
+
+    names: tuple[str, ...]  # latent sites
+    init_chains: Callable  # (key, arrays, init_values, C) -> (x (C, d), fixed, ok (C,))
+    start: Callable  # (key, x, data, num_warmup) -> HMCState
+    advance: Callable  # (state, data, n) -> state after n transitions
+    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
+    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, diverging)
+    constrain: Callable  # (z (chains, draws, d), data) -> dict of constrained values
+    sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
+
+
+def _split_inputs(model_args: tuple, model_kwargs: dict) -> tuple[Any, list, Callable]:
+    """Arrays of the model inputs (dynamic) and a hashable description of the rest."""
+    import jax
+    import jax.numpy as jnp
+
+    leaves, treedef = jax.tree_util.tree_flatten((model_args, model_kwargs))
+    mask = tuple(isinstance(v, np.ndarray | jax.Array) for v in leaves)
+    static = tuple(None if m else v for v, m in zip(leaves, mask, strict=True))
+    arrays = [jnp.asarray(v) for v, m in zip(leaves, mask, strict=True) if m]
+
+    def rebuild(dyn: list) -> tuple[tuple, dict]:
+        it = iter(dyn)
+        args, kwargs = jax.tree_util.tree_unflatten(
+            treedef, [next(it) if m else s for m, s in zip(mask, static, strict=True)])
+        return tuple(args), dict(kwargs)
+
+    signature = (treedef, mask, static,
+                 tuple((tuple(a.shape), str(a.dtype)) for a in arrays))
+    return signature, arrays, rebuild
+
+
+def _build_program(model: Callable, rebuild: Callable, arrays: list,
+                   init_shapes: dict[str, tuple], *, target_accept_prob: float,
+                   max_tree_depth: int, dense_mass: bool) -> _Program:
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+    from numpyro.handlers import seed, substitute, trace
+    from numpyro.infer import init_to_uniform
+    from numpyro.infer.hmc import hmc
+    from numpyro.infer.util import constrain_fn, potential_energy, unconstrain_fn
+
+    from .mle import _init_to_values
+
+    sites: dict[str, tuple[str, bool, bool]] = {}
+
+    def initial(key: jax.Array, dyn: list, values: dict) -> tuple[dict, dict]:
+        args, kwargs = rebuild(dyn)
+        strategy = _init_to_values(values, init_to_uniform)
+        tr = trace(substitute(seed(model, key), substitute_fn=strategy)).get_trace(
+            *args, **kwargs)
+        for name, site in tr.items():
+            if site["type"] == "sample":
+                sites[name] = ("sample", bool(site["is_observed"]),
+                               bool(site["fn"].support.is_discrete))
+            elif site["type"] in ("param", "mutable", "deterministic"):
+                sites[name] = (site["type"], False, False)
+        fixed = {k: s["value"] for k, s in tr.items() if s["type"] in ("param", "mutable")}
+        latent = {k: s["value"] for k, s in tr.items()
+                  if s["type"] == "sample" and not s["is_observed"]}
+        z = unconstrain_fn(substitute(model, data=fixed), args, kwargs, latent)
+        return z, fixed
+
+    dummy_values = {k: jnp.zeros(s) for k, s in init_shapes.items()}
+    z_shape, _ = jax.eval_shape(initial, jax.random.key(0), arrays, dummy_values)
+    discrete = [k for k, (kind, obs, disc) in sites.items()
+                if kind == "sample" and not obs and disc]
+    if discrete:
+        raise ValueError(
+            f"model has discrete latent site(s) {discrete}; noisycal's gradient and "
+            "NUTS engines need a model whose discrete latent variables are "
+            "marginalised (logsumexp) in the model"
+        )
+    latent = tuple(k for k, (kind, obs, _) in sites.items() if kind == "sample" and not obs)
+    unknown = sorted(set(init_shapes) - set(latent))
+    if unknown:
+        raise ValueError(
+            f"init_params has unknown site name(s) {unknown}; latent sites are {list(latent)}"
+        )
+    _, unravel = ravel_pytree(jax.tree_util.tree_map(
+        lambda s: jnp.zeros(s.shape, s.dtype), z_shape))
+
+    def model_of(data: tuple) -> tuple[Callable, tuple, dict]:
+        dyn, fixed = data
+        args, kwargs = rebuild(dyn)
+        return seed(substitute(model, data=fixed), rng_seed=0), args, kwargs
+
+    def potential(x: jax.Array, data: tuple) -> jax.Array:
+        m, args, kwargs = model_of(data)
+        return potential_energy(m, args, kwargs, unravel(x))
+
+    def constrain(x: jax.Array, data: tuple) -> dict:
+        m, args, kwargs = model_of(data)
+        return constrain_fn(m, args, kwargs, unravel(x), return_deterministic=True)
+
+    def attempt(key: jax.Array, dyn: list, values: dict) -> tuple:
+        z, fixed = initial(key, dyn, values)
+        x = jnp.asarray(ravel_pytree(z)[0], dtype=jnp.result_type(float))
+        pe, grad = jax.value_and_grad(potential)(x, (dyn, fixed))
+        return x, fixed, jnp.isfinite(pe) & jnp.all(jnp.isfinite(grad))
+
+    def find_start(key: jax.Array, dyn: list, values: dict) -> tuple:
+        # sites without given values start uniformly in (-2, 2) (unconstrained); retry
+        # until the log density and its gradient are finite
+        keys = jax.random.split(key, _INIT_ATTEMPTS)
+        x, fixed, ok = attempt(keys[0], dyn, values)
+
+        def body(c: tuple) -> tuple:
+            return (c[0] + 1, *attempt(keys[c[0]], dyn, values))
+
+        _, x, fixed, ok = jax.lax.while_loop(lambda c: ~c[3] & (c[0] < _INIT_ATTEMPTS),
+                                             body, (1, x, fixed, ok))
+        return x, fixed, ok
+
+    def init_chains(key: jax.Array, dyn: list, values: dict, num_chains: int) -> tuple:
+        x, fixed, ok = jax.vmap(find_start, (0, None, None))(
+            jax.random.split(key, num_chains), dyn, values)
+        return x, jax.tree_util.tree_map(lambda v: v[0], fixed), ok
+
+    init_kernel, sample_kernel = hmc(potential_fn_gen=lambda data: partial(potential,
+                                                                             data=data),
+                                     algo="NUTS")
+
+    def start(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int) -> Any:
+        return init_kernel(x, num_warmup, dense_mass=dense_mass,
+                           target_accept_prob=target_accept_prob,
+                           max_tree_depth=max_tree_depth, model_args=(data,), rng_key=key)
+
+    def advance(state: Any, data: tuple, n: int) -> Any:
+        return jax.lax.fori_loop(0, n, lambda _, s: sample_kernel(s, model_args=(data,)),
+                                 state)
+
+    def collect(state: Any, data: tuple, n: int) -> tuple[Any, tuple]:
+        def body(s: Any, _: None) -> tuple[Any, tuple]:
+            s = sample_kernel(s, model_args=(data,))
+            return s, (s.z, s.diverging)
+
+        return jax.lax.scan(body, state, None, length=n)
+
+    def run(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
+            num_samples: int) -> tuple:
+        # one loop over warmup and sampling (one copy of the kernel to compile); draw
+        # i is written at row max(i - num_warmup, 0), so warmup rows are overwritten
+        state = start(key, x, data, num_warmup)
+
+        def body(i: jax.Array, carry: tuple) -> tuple:
+            s, zs, divs = carry
+            s = sample_kernel(s, model_args=(data,))
+            j = jnp.maximum(i - num_warmup, 0)
+            return s, zs.at[j].set(s.z), divs.at[j].set(s.diverging)
+
+        zs = jnp.zeros((num_samples, x.shape[0]), x.dtype)
+        divs = jnp.zeros(num_samples, bool)
+        _, zs, divs = jax.lax.fori_loop(0, num_warmup + num_samples, body,
+                                        (state, zs, divs))
+        return zs, divs
+
+    def run_chains(keys: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
+                   num_samples: int, vectorized: bool) -> tuple:
+        def one(k: jax.Array, x0: jax.Array) -> tuple:
+            return run(k, x0, data, num_warmup, num_samples)
+
+        if vectorized:
+            return jax.vmap(one)(keys, x)
+        return jax.lax.map(lambda kx: one(*kx), (keys, x))  # one chain after another
+
+    def constrain_draws(z: jax.Array, data: tuple) -> dict:
+        return jax.vmap(jax.vmap(constrain, (0, None)), (0, None))(z, data)
+
+    def sample(key: jax.Array, dyn: list, values: dict, num_chains: int, num_warmup: int,
+               num_samples: int, vectorized: bool) -> tuple:
+        key_run, key_init = jax.random.split(key)
+        x, fixed, ok = init_chains(key_init, dyn, values, num_chains)
+        data = (dyn, fixed)
+        z, div = run_chains(jax.random.split(key_run, num_chains), x, data, num_warmup,
+                            num_samples, vectorized)
+        return constrain_draws(z, data), div, ok
+
+    return _Program(
+        names=latent,
+        init_chains=jax.jit(init_chains, static_argnums=3),
+        start=jax.jit(start, static_argnums=3),
+        advance=jax.jit(advance, static_argnums=2),
+        collect=jax.jit(collect, static_argnums=2),
+        run=jax.jit(run, static_argnums=(3, 4)),
+        run_chains=jax.jit(run_chains, static_argnums=(3, 4, 5)),
+        constrain=jax.jit(constrain_draws),
+        sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
+    )
+
+
+def _program(model: Callable, signature: Any, rebuild: Callable, arrays: list,
+             init_shapes: dict[str, tuple], **settings: Any) -> _Program:
+    key = (model, signature, tuple(sorted(init_shapes.items())),
+           tuple(sorted(settings.items())))
+    try:
+        hash(key)
+    except TypeError:  # an unhashable static input: build without caching
+        return _build_program(model, rebuild, arrays, init_shapes, **settings)
+    prog = _PROGRAMS.get(key)
+    if prog is None:
+        prog = _build_program(model, rebuild, arrays, init_shapes, **settings)
+        _PROGRAMS[key] = prog
+        while len(_PROGRAMS) > _MAX_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    else:
+        _PROGRAMS.move_to_end(key)
+    return prog
