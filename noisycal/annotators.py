@@ -369,7 +369,10 @@ class DawidSkene:
                             {"start_objectives": objective, "best_start": best,
                              "n_patterns": P,
                              "map": alpha is not None or beta is not None,
-                             "orientation": orientation, "groups": L, **boot_info})
+                             "orientation": orientation, "groups": L,
+                             "group_index": g_items, "prior_alpha": alpha,
+                             "prior_beta": beta, "max_iter": max_iter, "tol": tol,
+                             **boot_info})
 
     def _model_kwargs(self, data: Any, L: int, alpha: np.ndarray | None,
                       beta: np.ndarray | None) -> dict:

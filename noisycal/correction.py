@@ -140,7 +140,8 @@ def corrected_target(annotations: Annotations | ArrayLike, fit: Any = None, *,
         Two classes: false-positive and true-positive rates.
     weights : {'iv', 'equal', 'gap', 'squared_gap'} or array-like, default='iv'
         Aggregation weights (on the simplex). 'iv' (two classes only) uses the prevalence
-        from ``prevalence``, else from ``fit``, else the mean of the equally weighted
+        from ``prevalence``, else from ``fit`` (for a grouped fit the group-size-weighted
+        mean of the group prevalences), else the mean of the equally weighted
         corrected labels (the paper's Main rule), clipped to [1e-4, 1 - 1e-4]. For more
         than two classes the default falls back to 'equal'.
     prevalence : float, optional
@@ -167,10 +168,17 @@ def corrected_target(annotations: Annotations | ArrayLike, fit: Any = None, *,
     given = sum(x is not None for x in (fit, confusion)) + (a is not None or b is not None)
     if given != 1:
         raise ValueError("give exactly one of fit, confusion, or the rates a and b")
+    prevalence_source = "given" if prevalence is not None else None
     if fit is not None:
         C = np.asarray(fit.confusion, dtype=np.float64)
         if prevalence is None and K == 2:
-            prevalence = float(np.mean(np.atleast_2d(fit.group_prevalence)[:, 1]))
+            # grouped fits: the marginal prevalence sum_g (n_g / n) mu_g
+            gp = np.atleast_2d(fit.group_prevalence)[:, 1]
+            gi = fit.details.get("group_index")
+            sizes = (np.bincount(gi, minlength=gp.size) if gi is not None
+                     and len(gi) == fit.n_items else np.ones(gp.size))
+            prevalence = float(np.sum(sizes * gp) / np.sum(sizes))
+            prevalence_source = "fit"
     elif confusion is not None:
         C = check_array(confusion, "confusion", ndim=3)
     else:
@@ -204,6 +212,7 @@ def corrected_target(annotations: Annotations | ArrayLike, fit: Any = None, *,
             if rule == "iv" and prevalence is None:
                 eq = np.where(seen & mask, per[:, :, 1], np.nan)
                 prevalence = float(np.nanmean(np.nanmean(eq, axis=1)))
+                prevalence_source = "plugin"
             alpha = np.zeros(J)
             alpha[mask] = channel_weights(rule, aa[mask], bb[mask], prevalence)
         else:
@@ -229,8 +238,9 @@ def corrected_target(annotations: Annotations | ArrayLike, fit: Any = None, *,
         draws = np.asarray(fit.draws["confusion"])
     return Target(T, "corrected", classes=np.asarray(classes),
                   details={"weights": alpha, "rule": rule, "confusion": C,
-                           "prevalence": prevalence, "informative": mask,
-                           "ratings": onehot, "observed": seen, "channel_draws": draws})
+                           "prevalence": prevalence, "prevalence_source": prevalence_source,
+                           "informative": mask, "ratings": onehot, "observed": seen,
+                           "channel_draws": draws, "fit": fit})
 
 
 def corrected_from_channels(ratings: np.ndarray, observed: np.ndarray, mask: np.ndarray,

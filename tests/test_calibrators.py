@@ -80,3 +80,121 @@ def test_calibrator_bad_input_and_params():
         h = nc.calibrators.HistogramBinning().fit(probs=np.array([0.2, 0.7]),
                                                   target=np.array([0, 1]))
         h.bound(np.array([0, 1]))
+
+
+# ---------------------------------------------------------------- JointMap (spec 5.4)
+JOINT_TRUE = np.array([0.1, 0.3, 0.5, 0.7, 0.9])  # P(Y=1 | z) on 5 equal-width bins
+JOINT_FP = np.array([0.08, 0.13, 0.18])  # a_j = P(A_j = 1 | Y = 0)
+JOINT_FN = np.array([0.16, 0.11, 0.06])  # 1 - b_j = P(A_j = 0 | Y = 1)
+
+
+def _joint_sim(n, seed, z=None):
+    """Scores, true P(Y=1|z) (piecewise constant), labels and 3 annotators' 0/1 labels."""
+    rng = np.random.default_rng(seed)
+    z = rng.uniform(size=n) if z is None else z
+    m = JOINT_TRUE[np.searchsorted(np.arange(1, 5) / 5, z, side="right")]
+    y = (rng.random(z.size) < m).astype(np.int64)
+    p1 = np.where(y[:, None] == 1, 1 - JOINT_FN, JOINT_FP)
+    A = (rng.random((z.size, 3)) < p1).astype(np.int64)
+    return z, m, y, A
+
+
+def _ece_vs_truth(out, m):
+    # spec 5.5: 10 equal-width bins of the transformed score, target the true P(Y=1|z)
+    return float(nc.ece(out, np.column_stack([1 - m, m]), n_bins=10, interval=None))
+
+
+def test_joint_map_recovers_bin_prevalences_and_beats_the_naive_histogram():
+    z, m, y, A = _joint_sim(20_000, seed=0)
+    jm = nc.calibrators.JointMap(n_bins=5).fit(probs=z, annotations=A)
+    assert jm.status_ == "ok" and jm.fit_.status == "ok"
+    np.testing.assert_array_equal(jm.counts_.sum(), 20_000)
+    # ~4000 items per bin: sd of mu_hat_g is ~0.005-0.009 (20 seeds: max error 0.021),
+    # so 0.03 is > 3 sd
+    np.testing.assert_allclose(jm.values_, JOINT_TRUE, atol=0.03)
+    # the shared channels are recovered too (pooled over all 20000 items)
+    np.testing.assert_allclose(jm.fit_.confusion[:, 0, 1], JOINT_FP, atol=0.02)
+    np.testing.assert_allclose(jm.fit_.confusion[:, 1, 0], JOINT_FN, atol=0.02)
+    assert jm.objective_ == jm.fit_.loglik and np.isfinite(jm.objective_)
+    # the naive histogram of the soft vote is biased towards the annotators' mean
+    # channel: E[soft vote | bin] = mean(a) + mean(b - a) mu_g = 0.13 + 0.76 mu_g (spec 2.6)
+    soft = A.mean(1)
+    naive = nc.calibrators.HistogramBinning(n_bins=5).fit(
+        probs=z, target=np.column_stack([1 - soft, soft]))
+    np.testing.assert_allclose(naive.values_, 0.13 + 0.76 * JOINT_TRUE, atol=0.02)
+    ece_joint = _ece_vs_truth(jm.predict_proba(probs=z), m)
+    ece_naive = _ece_vs_truth(naive.predict_proba(probs=z), m)
+    # population naive ECE = mean |0.13 - 0.24 mu_g| = 0.0596 (uniform scores);
+    # over 20 seeds: joint 0.006 (max 0.012), naive 0.054-0.064
+    assert ece_joint < 0.02
+    assert ece_naive == pytest.approx(0.0596, abs=0.01)
+    assert ece_naive > 3 * ece_joint
+    # and the Joint map is close to calibrated against the true labels as well
+    assert float(nc.ece(jm.predict_proba(probs=z), y, n_bins=10, interval=None)) < 0.02
+
+
+def test_joint_map_empty_bins_get_the_overall_posterior_mean():
+    rng = np.random.default_rng(5)
+    z = np.concatenate([rng.uniform(0.0, 0.4, 1500), rng.uniform(0.6, 1.0, 1500)])
+    _, _, _, A = _joint_sim(z.size, seed=6, z=z)
+    ann = nc.Annotations.from_wide(A)
+    jm = nc.calibrators.JointMap(n_bins=5, n_starts=3).fit(probs=z, annotations=ann)
+    np.testing.assert_array_equal(jm.counts_ == 0, [False, False, True, False, False])
+    fallback = jm.fit_.item_posterior[:, 1].mean()
+    assert jm.values_[2] == fallback and jm.fallback_ == fallback
+    assert jm.fit_.group_prevalence.shape == (4, 2)  # the non-empty bins only
+    np.testing.assert_array_equal(jm.values_[[0, 1, 3, 4]], jm.fit_.group_prevalence[:, 1])
+    # at the EM fixed point the fallback is the count-weighted mean of the prevalences
+    # (up to the EM tolerance: 1e-8 on the mean log-likelihood allows ~1e-5 in parameters)
+    w = jm.counts_[[0, 1, 3, 4]] / z.size
+    assert fallback == pytest.approx(float(w @ jm.values_[[0, 1, 3, 4]]), abs=1e-4)
+    np.testing.assert_array_equal(jm.predict_proba(probs=np.array([0.0, 0.5, 0.55, 1.0])),
+                                  jm.values_[[0, 2, 2, 4]])
+    # a wide 0/1 matrix gives the same fit as the Annotations built from it
+    jw = nc.calibrators.JointMap(n_bins=5, n_starts=3).fit(probs=z, annotations=A)
+    np.testing.assert_allclose(jw.values_, jm.values_, rtol=1e-12)
+    # a single non-empty bin: the grouped model is the marginal Dawid-Skene
+    j1 = nc.calibrators.JointMap(n_bins=2, n_starts=3).fit(probs=z[z < 0.4],
+                                                           annotations=A[z < 0.4])
+    np.testing.assert_array_equal(j1.counts_, [int(np.sum(z < 0.4)), 0])
+    assert j1.values_[0] == j1.fit_.group_prevalence[0, 1]
+    assert j1.values_[1] == j1.fit_.item_posterior[:, 1].mean()
+
+
+def test_joint_map_warns_bad_input_and_params():
+    import pickle
+
+    jm = nc.calibrators.JointMap(n_bins=5)
+    with pytest.raises(ValueError, match="not fitted"):
+        jm.predict_proba(probs=np.array([0.5]))
+    z, _, _, A = _joint_sim(600, seed=7)
+    with pytest.raises(ValueError, match="probs"):
+        jm.fit(probs=np.where(z > 0.5, 1.5, z), annotations=A)
+    with pytest.raises(ValueError, match="probs"):
+        jm.fit(probs=z[:, None], annotations=A)
+    with pytest.raises(ValueError, match="annotations"):
+        jm.fit(probs=z[:-1], annotations=A)
+    with pytest.raises(ValueError, match="annotations"):
+        jm.fit(probs=z, annotations=np.where(A == 1, 2, A))  # labels must be 0/1
+    with pytest.raises(ValueError, match="annotations must be binary"):
+        jm.fit(probs=z, annotations=nc.Annotations.from_wide(np.where(z[:, None] > 0.9, 2, A)))
+    with pytest.raises(ValueError, match="at least 2 annotators"):
+        jm.fit(probs=z, annotations=A[:, :1])
+    with pytest.raises(ValueError, match="n_bins"):
+        nc.calibrators.JointMap(n_bins=0).fit(probs=z, annotations=A)
+    with pytest.raises(ValueError, match="orientation"):
+        nc.calibrators.JointMap(orientation="up").fit(probs=z, annotations=A)
+    assert jm.get_params() == {"n_bins": 5, "n_starts": 10, "max_iter": 1000, "tol": 1e-8,
+                               "seed": 0, "orientation": "anchor", "anchor": 0}
+    with pytest.raises(ValueError, match="unknown parameter"):
+        jm.set_params(bins=3)
+    # a fit that is not accepted is reported, never silent
+    with pytest.warns(nc.ConvergenceWarning, match="not_converged"):
+        bad = jm.set_params(max_iter=2, n_starts=2).fit(probs=z, annotations=A)
+    assert bad.status_ == "not_converged" and not bad.fit_.converged
+    with pytest.raises(ValueError, match="probs"):
+        bad.predict_proba(logits=np.array([0.0]))
+    # the fitted map pickles (AnnotatorFit's read-only mappings are rebuilt)
+    again = pickle.loads(pickle.dumps(bad))
+    np.testing.assert_array_equal(again.predict_proba(probs=z), bad.predict_proba(probs=z))
+    assert again.fit_.status == "not_converged"

@@ -20,6 +20,7 @@ from scipy.special import expit, log_expit
 
 from .._typing import ArrayLike
 from .._validation import check_array, check_int, check_level
+from ..metrics.binning import equal_width_bins
 from ..targets import as_target_matrix
 
 __all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS"]
@@ -218,7 +219,7 @@ class HistogramBinning(_Base):
         if np.any((z < 0) | (z > 1)):
             raise ValueError("probs must lie in [0, 1]")
         y = _targets(target, z.shape[0])
-        b = np.searchsorted(np.arange(1, J) / J, z, side="right")
+        b = equal_width_bins(z, J)
         counts = np.bincount(b, minlength=J)
         sums = np.bincount(b, weights=y, minlength=J)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -239,7 +240,7 @@ class HistogramBinning(_Base):
             raise ValueError("HistogramBinning takes probs= (scores in [0, 1])")
         z = check_array(probs, "probs", ndim=1)
         J = len(self.values_)
-        return self.values_[np.searchsorted(np.arange(1, J) / J, z, side="right")]
+        return self.values_[equal_width_bins(z, J)]
 
     def bound(self, target: object, *, level: float = 0.9, channel_term: float = 0.0) -> float:
         """Proposition 2: ECE(g o f) <= d_ch + (B + 1) sqrt(2 (J log 2 + log(4/eta)) / n_rec).

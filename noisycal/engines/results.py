@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -71,6 +71,13 @@ class AnnotatorFit:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         if self.draws is not None:
             object.__setattr__(self, "draws", MappingProxyType(dict(self.draws)))
+
+    def __reduce__(self) -> tuple:
+        # the read-only mapping proxies do not pickle; rebuild from plain dicts
+        values = [getattr(self, f.name) for f in fields(self)]
+        values[-2] = None if self.draws is None else dict(self.draws)
+        values[-1] = dict(self.details)
+        return (type(self), tuple(values))
 
     # ------------------------------------------------------------------ derived
     @property

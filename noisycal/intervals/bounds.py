@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice
+from ..metrics.binning import equal_width_bins
 
 __all__ = ["BOUND_MODES", "nc_ece_bound", "nc_ece_credible"]
 
@@ -121,7 +122,7 @@ def nc_ece_credible(conf: np.ndarray, target: Any, n_bins: int, level: float, *,
     if draws.shape[0] > max_draws:
         draws = draws[rng.choice(draws.shape[0], max_draws, replace=False)]
     J = n_bins
-    b = np.searchsorted(np.arange(1, J) / J, conf, side="right")
+    b = equal_width_bins(conf, J)
     vals = np.empty(draws.shape[0])
     for d, C in enumerate(draws):
         u = corrected_from_channels(det["ratings"], det["observed"], det["informative"],

@@ -29,6 +29,7 @@ __all__ = [
     "KINDS",
     "Binned",
     "uniform_edges",
+    "equal_width_bins",
     "quantile_inner_edges",
     "assign_bins",
     "group_scores",
@@ -69,6 +70,16 @@ class Binned(NamedTuple):
 def uniform_edges(n_bins: int) -> np.ndarray:
     """Equal-width edges on [0, 1], computed as k / n_bins so that e.g. 0.7 is exactly an edge."""
     return np.arange(n_bins + 1) / n_bins
+
+
+def equal_width_bins(z: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-width bin index (0..n_bins-1) of each score in [0, 1], NumPy version.
+
+    The library's one edge rule (a spec gap): ``[h/J, (h+1)/J)`` bins with the last one
+    closed, i.e. ``searchsorted(k / J for k = 1..J-1, z, side='right')``, the same as
+    :func:`assign_bins` on :func:`uniform_edges`.
+    """
+    return np.searchsorted(np.arange(1, n_bins) / n_bins, z, side="right")
 
 
 def quantile_inner_edges(conf_sorted: jax.Array, w_sorted: jax.Array, n_bins: int) -> jax.Array:

@@ -13,6 +13,7 @@ from .._validation import check_array, check_int, check_level
 from ..data import Annotations
 from ..intervals.estimate import Estimate
 from ..targets import corrected
+from .binning import equal_width_bins
 
 __all__ = ["nc_ece_crossfit"]
 
@@ -78,7 +79,7 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
             raise ValueError("folds must contain at least two folds")
     model = DawidSkene() if model is None else model
     kw = {"seed": seed, **(fit_kwargs or {})}
-    bins = np.searchsorted(np.arange(1, M) / M, z, side="right")
+    bins = equal_width_bins(z, M)
     r = np.zeros(M)
     radius = 0.0
     per_fold = []

@@ -250,9 +250,12 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                    name: str, reduce: str, kind: str | None, n_bins: int, strategy: str,
                    norm: str, debias: bool, interval: str | None, level: float, n_boot: int,
                    method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
-                   batch_size: int | None, bound: dict | None = None) -> Estimate:
+                   batch_size: int | None, bound: dict | None = None,
+                   refit_channels: bool = False) -> Estimate:
     n_bins, level, n_boot = _check_common(n_bins, strategy, norm, debias, interval, level,
                                           n_boot, method, rebin)
+    if not isinstance(refit_channels, bool | np.bool_):
+        raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
     P, _, binary = predictions(probs, logits)
     kind = _resolve_kind(kind, binary, P.shape[1])
     T = as_target_matrix(target, P.shape[0], P.shape[1])
@@ -265,11 +268,18 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         label = ("debiased " if debias else "") + "L2 " + label
     details = {"kind": kind, "strategy": strategy, "norm": norm, "debias": debias,
                "target_kind": target_kind}
-    if interval in ("bound", "credible"):
+    if refit_channels:
+        if interval != "bootstrap" or method == "bca" or cluster is not None:
+            raise ValueError("refit_channels=True is a bootstrap over items: it needs "
+                             "interval='bootstrap', method 'percentile' or 'basic', and no "
+                             "cluster")
+    if interval in ("bound", "credible") or refit_channels:
         if reduce != "ece" or norm != "l1" or debias or kind != "positive_class" \
                 or strategy != "uniform":
-            raise ValueError("interval='bound' is the NC-ECE bound of paper 003: it needs the "
-                             "L1 positive-class ECE with equal-width bins (kind="
+            raise ValueError(f"interval={interval!r}"
+                             + (" with refit_channels=True" if refit_channels else "")
+                             + " is an NC-ECE interval of paper 003: it needs the L1 "
+                             "positive-class ECE with equal-width bins (kind="
                              "'positive_class', norm='l1', strategy='uniform')")
         from ..intervals.bounds import nc_ece_bound, nc_ece_credible
 
@@ -277,6 +287,19 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                debias=debias, interval=None, level=level, n_boot=n_boot,
                                method=method, seed=seed, cluster=cluster, rebin=rebin,
                                batch_size=batch_size, details=details)
+        if refit_channels:
+            from ..intervals.refit import nc_ece_refit_replicates
+
+            reps, extra = nc_ece_refit_replicates(conf[:, 0], target, n_bins=n_bins,
+                                                  n_boot=n_boot, seed=seed)
+            ci, status, message = interval_from_replicates(float(est), reps, level, method)
+            if extra["n_failed"]:
+                message = (f"{extra['n_failed']} of {n_boot} refits gave an annotator gap "
+                           f"b - a <= 1e-4 (not invertible); " + message)
+            return Estimate(est.name, est.value, ci, level, "bootstrap", method, n=est.n,
+                            n_boot=n_boot, bins=est.bins, status=status, message=message,
+                            details={**est.details, **extra, "refit_channels": True},
+                            replicates=reps)
         if interval == "credible":
             ci, extra, vals = nc_ece_credible(conf[:, 0], target, n_bins, level, seed=seed)
             return Estimate(est.name, est.value, ci, level, "credible", "credible-eti",
@@ -318,6 +341,7 @@ def ece(
     channel_radius: float | None = None,
     true_channels: tuple | None = None,
     same_sample: bool = False,
+    refit_channels: bool = False,
 ) -> Estimate:
     r"""Binned expected calibration error against any target.
 
@@ -367,6 +391,12 @@ def ece(
     batch_size : int, optional
         Replicates per vectorised chunk; default 1 on CPU (a sequential ``lax.map``
         measured fastest there) and as many as fit ~2**25 numbers on accelerators.
+    refit_channels : bool, default=False
+        With ``interval='bootstrap'`` and a two-class corrected target built from an EM
+        fit: refit the channels (and the aggregation weights) in every replicate, so
+        the interval carries the channel estimation error; False holds the channels at
+        their estimates (the conditional bootstrap). See
+        :mod:`noisycal.intervals.refit`.
 
     Returns
     -------
@@ -400,7 +430,8 @@ def ece(
                           interval=interval, level=level, n_boot=n_boot, method=method,
                           seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
                           bound={"mode": bound_mode, "channel_radius": channel_radius,
-                                 "true_channels": true_channels, "same_sample": same_sample})
+                                 "true_channels": true_channels, "same_sample": same_sample},
+                          refit_channels=refit_channels)
 
 
 def mce(
