@@ -50,6 +50,69 @@ def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
                      n_groups=n_groups)
 
 
+def _moment_start(ann: Annotations, group: np.ndarray | None, L: int, anchor: int
+                  ) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    """Binary channels and group prevalences from the closed-form triple moments.
+
+    Paper 003, Proposition D.2 (spec section 3.4) on the anchor and the two annotators
+    that co-rate most items with it: mu and the anchor's gap from the triple, every other
+    annotator's gap from its covariance with the anchor, a_j = q_j - mu delta_j, and
+    mu_g = (q_{anchor,g} - a_anchor) / delta_anchor. Moments use the items each pair or
+    triple co-rated (valid when missingness is unrelated to the truth). Rates are clipped
+    to [0.01, 0.99] and prevalences to [0.01, 0.99] (it is a starting point). Returns
+    (prevalence (L, 2), confusion (J, 2, 2), '') or (None, None, reason).
+    """
+    try:
+        wide = ann.to_wide(missing=-1)
+    except ValueError:
+        return None, None, "repeated ratings: the moment start needs one rating per pair"
+    seen = wide >= 0
+    X = np.where(seen, wide, 0).astype(np.float64)
+    co = (seen[:, [anchor]] & seen).sum(0).astype(float)
+    co[anchor] = -1
+    others = [int(j) for j in np.argsort(-co, kind="stable")[:2]]
+    j1, j2 = others
+    both = seen[:, anchor] & seen[:, j1] & seen[:, j2]
+    if both.sum() < 3:
+        return None, None, "fewer than 3 items rated by the anchor triple"
+    T3 = X[both][:, [anchor, j1, j2]]
+    D = T3 - T3.mean(0)
+    C12, C13, C23 = (D[:, 0] * D[:, 1]).mean(), (D[:, 0] * D[:, 2]).mean(), \
+        (D[:, 1] * D[:, 2]).mean()
+    prod = C12 * C13 * C23
+    if not prod > 0:
+        return None, None, "the anchor triple is not informative (C12 C13 C23 <= 0)"
+    t = np.sign(C12 * C13) * (D[:, 0] * D[:, 1] * D[:, 2]).mean() / np.sqrt(prod)
+    mu = (1 - t / np.sqrt(t * t + 4)) / 2
+    v = mu * (1 - mu)
+    d_anchor = np.sqrt(C12 * C13 / (C23 * v))
+    J = ann.n_annotators
+    delta = np.empty(J)
+    q = np.empty(J)
+    for j in range(J):
+        pair = seen[:, anchor] & seen[:, j]
+        q[j] = X[seen[:, j], j].mean()
+        if j == anchor:
+            delta[j] = d_anchor
+        elif pair.sum() >= 2:
+            xa, xj = X[pair, anchor], X[pair, j]
+            delta[j] = np.mean((xa - xa.mean()) * (xj - xj.mean())) / (v * d_anchor)
+        else:
+            delta[j] = 0.0
+    a = np.clip(q - mu * delta, 0.01, 0.99)
+    b = np.clip(a + delta, 0.01, 0.99)
+    g = np.zeros(ann.n_items, np.int64) if group is None else group
+    mu_g = np.empty(L)
+    for k in range(L):
+        rows = (g == k) & seen[:, anchor]
+        mean = X[rows, anchor].mean() if rows.any() else q[anchor]
+        mu_g[k] = (mean - a[anchor]) / (b[anchor] - a[anchor])
+    mu_g = np.clip(np.nan_to_num(mu_g, nan=mu), 0.01, 0.99)
+    prev = np.stack([1 - mu_g, mu_g], 1)
+    conf = np.stack([np.stack([1 - a, a], 1), np.stack([1 - b, b], 1)], 1)
+    return prev, conf, ""
+
+
 def _orient_to_vote(post: np.ndarray, vote: np.ndarray) -> np.ndarray:
     """Permutation ``perm`` with latent class perm[c] relabelled as class c (Hungarian)."""
     K = post.shape[1]
@@ -168,7 +231,7 @@ class DawidSkene:
             seed: Seed = 0, n_boot: int = 0, orientation: str = "vote", anchor: int = 0,
             num_chains: int = 4, num_warmup: int = 1000, num_samples: int = 1000,
             progress_bar: bool = True, rhat_threshold: float = 1.01,
-            chain_method: str = "vectorized") -> AnnotatorFit:
+            chain_method: str = "vectorized", screen_gaps: bool = False) -> AnnotatorFit:
         """Fit the model.
 
         Parameters
@@ -179,10 +242,15 @@ class DawidSkene:
             Group of each item (:class:`GroupedDawidSkene` only).
         gold : dict, optional
             Known true classes ``{item id: class label}``; their posteriors are clamped.
-        init : {'mixed', 'soft_vote'}, default='mixed'
+        init : {'mixed', 'soft_vote', 'moments'}, default='mixed'
             EM starts: 'soft_vote' is Dawid & Skene's own start (each item's share of
             ratings as its posterior); 'mixed' uses it for the first start and random
             diagonal-dominant channels (rows ~ Dirichlet(1 + 4 e_k)) for the others.
+            'moments' (two classes, at least 3 annotators) puts the closed-form
+            triple-moment estimate of paper 003 (Proposition D.2, anchored on
+            ``anchor``) first, then the soft vote, then random starts; when the moment
+            solution does not exist (an uninformative triple) it is left out and
+            ``details['moment_start']`` says why.
         n_starts : int, default=10
             EM starts, run vmapped in one jitted call; the best log-likelihood wins.
         max_iter : int, default=1000
@@ -205,13 +273,19 @@ class DawidSkene:
         rhat_threshold : float, default=1.01
             NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
             after relabelling) reaches it, or when any transition diverged.
+        screen_gaps : bool, default=False
+            EM, two classes: the tabular acceptance rule of paper 003 (spec section
+            3.7): orient every start by annotator ``anchor``'s gap and choose the
+            largest likelihood among the starts whose every gap exceeds 1e-4; when no
+            start passes, the best start is returned with status 'small_gap'.
+            ``details['screened_starts']`` records which starts passed.
 
         Returns
         -------
         AnnotatorFit
         """
         check_choice(method, "method", ("em", "mle", "nuts"))
-        check_choice(init, "init", ("mixed", "soft_vote"))
+        check_choice(init, "init", ("mixed", "soft_vote", "moments"))
         check_choice(orientation, "orientation", ("vote", "anchor"))
         if groups is not None and self._model != "grouped":
             raise ValueError("groups= is for GroupedDawidSkene")
@@ -222,6 +296,13 @@ class DawidSkene:
         if orientation == "anchor":
             if K != 2:
                 raise ValueError("orientation='anchor' is defined for two classes")
+            check_int(anchor, "anchor", minimum=0)
+            if anchor >= J:
+                raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
+        if init == "moments" and (K != 2 or J < 3):
+            raise ValueError("init='moments' needs two classes and at least 3 annotators, "
+                             f"got {K} classes and {J} annotators")
+        if init == "moments" and orientation != "anchor":
             check_int(anchor, "anchor", minimum=0)
             if anchor >= J:
                 raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
@@ -244,9 +325,19 @@ class DawidSkene:
         n_boot = check_int(n_boot, "n_boot", minimum=0)
         if not tol > 0:
             raise ValueError(f"tol must be positive, got {tol}")
+        if not isinstance(screen_gaps, bool | np.bool_):
+            raise ValueError(f"screen_gaps must be True or False, got {screen_gaps!r}")
+        if screen_gaps:
+            if K != 2:
+                raise ValueError("screen_gaps=True is the binary acceptance rule; it needs "
+                                 f"two classes, got {K}")
+            check_int(anchor, "anchor", minimum=0)
+            if anchor >= J:
+                raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
         return self._fit_em(ann, group, L, alpha, beta, gold_idx, init=init,
                             n_starts=n_starts, max_iter=max_iter, tol=float(tol), seed=seed,
-                            n_boot=n_boot, orientation=orientation, anchor=anchor)
+                            n_boot=n_boot, orientation=orientation, anchor=anchor,
+                            screen_gaps=bool(screen_gaps))
 
     # ------------------------------------------------------------------ helpers
     def _n_params(self, K: int, J: int, L: int) -> int:
@@ -301,7 +392,7 @@ class DawidSkene:
     def _fit_em(self, ann: Annotations, group: np.ndarray | None, L: int,
                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
                 init: str, n_starts: int, max_iter: int, tol: float, seed: Seed, n_boot: int,
-                orientation: str, anchor: int) -> AnnotatorFit:
+                orientation: str, anchor: int, screen_gaps: bool = False) -> AnnotatorFit:
         K, J = ann.n_classes, ann.n_annotators
         key = as_key(seed)
         k_init, k_boot = jax.random.split(key)
@@ -328,7 +419,15 @@ class DawidSkene:
             ja = None if alpha is None else jnp.asarray(alpha)
             jb = None if beta is None else jnp.asarray(beta)
             starts = [ann.soft_labels()[rep]]
-            n_rand = n_starts - 1 if init == "mixed" else 0
+            moment_note = None
+            if init == "moments":
+                m_prev, m_conf, moment_note = _moment_start(ann, group, L, anchor)
+                if m_prev is not None:
+                    starts.insert(0, np.asarray(posteriors_at(
+                        jnp.asarray(m_prev)[None], jnp.asarray(m_conf)[None], data)[0]))
+                    moment_note = "used as start 0"
+            starts = starts[:n_starts]
+            n_rand = n_starts - len(starts) if init != "soft_vote" else 0
             if n_rand:
                 prevs, confs = self._random_starts(rng, n_rand, K, J, L)
                 starts.extend(np.asarray(posteriors_at(jnp.asarray(prevs), jnp.asarray(confs),
@@ -338,6 +437,15 @@ class DawidSkene:
                         max_iter=max_iter, tol=tol, weights=weights)
             objective = np.asarray(st.objective)
             finite = np.isfinite(objective)
+            screened = None
+            if screen_gaps:
+                # spec-003 section 3.7: orient each start by the anchor's gap, then keep
+                # the starts whose every gap exceeds the threshold
+                gaps = np.asarray(st.confusion[:, :, 1, 1] - st.confusion[:, :, 0, 1])
+                gaps = gaps * np.where(gaps[:, [anchor]] < 0, -1.0, 1.0)
+                screened = np.all(gaps > GAP_THRESHOLD, axis=1) & finite
+                if screened.any():
+                    finite = screened
             best = int(np.argmax(np.where(finite, objective, -np.inf))) if finite.any() else 0
             post_pat = np.asarray(st.post[best])
             post = post_pat[pattern]
@@ -359,6 +467,9 @@ class DawidSkene:
                 boot_info = {"n_boot": n_boot,
                              "boot_converged": float(np.mean(np.asarray(bs.converged)))}
         status, message = self._status(prev, conf, converged, L)
+        if screened is not None and not screened.any() and status in ("ok", "boundary"):
+            status, message = "small_gap", (f"no EM start passed the gap screen (every "
+                                            f"oriented gap > {GAP_THRESHOLD:g})")
         if status == "not_converged":
             warnings.warn(f"{self._model} EM: {message}", ConvergenceWarning, stacklevel=3)
         elif status in ("small_gap", "nonfinite"):
@@ -372,6 +483,8 @@ class DawidSkene:
                              "orientation": orientation, "groups": L,
                              "group_index": g_items, "prior_alpha": alpha,
                              "prior_beta": beta, "max_iter": max_iter, "tol": tol,
+                             **({"moment_start": moment_note} if init == "moments" else {}),
+                             **({"screened_starts": screened} if screen_gaps else {}),
                              **boot_info})
 
     def _model_kwargs(self, data: Any, L: int, alpha: np.ndarray | None,

@@ -326,3 +326,98 @@ def test_group_specific_channels():
     # predict on the result object
     np.testing.assert_allclose(shared.predict(ann, groups=groups), shared.item_posterior,
                                atol=1e-10)
+
+
+# ---------------------------------------------------------------- triple-moment EM start
+
+
+def _binary_annotations(n, a, b, mu, seed, groups=None):
+    rng = np.random.default_rng(seed)
+    m = np.asarray(mu)[groups] if groups is not None else mu
+    y = rng.random(n) < m
+    A = (rng.random((n, len(a))) < np.where(y[:, None], b, a)).astype(int)
+    return A, nc.Annotations.from_wide(A, classes=[0, 1])
+
+
+def test_moment_start_is_proposition_d2():
+    """The start's channels equal moment_triple's on three complete annotators; a fourth
+    annotator's gap comes from its covariance with the anchor (checked against truth)."""
+    from noisycal.annotators import _moment_start
+
+    a, b = np.array([0.08, 0.13, 0.18, 0.25]), np.array([0.84, 0.89, 0.94, 0.7])
+    A, ann = _binary_annotations(200_000, a, b, 0.35, seed=0)
+    _, ann3 = _binary_annotations(200_000, a[:3], b[:3], 0.35, seed=0)
+    prev, conf, note = _moment_start(ann3, None, 1, 0)
+    ref = nc.hui_walter.moment_triple(ann3.to_wide())
+    assert note == ""
+    np.testing.assert_allclose(conf[:, 0, 1], ref["a"], atol=1e-12)
+    np.testing.assert_allclose(conf[:, 1, 1], ref["b"], atol=1e-12)
+    assert prev[0, 1] == pytest.approx(ref["prevalence"], abs=1e-12)
+    prev4, conf4, _ = _moment_start(ann, None, 1, 0)
+    # n = 200,000: moment estimates within ~4 sd (about 0.01)
+    np.testing.assert_allclose(conf4[:, 0, 1], a, atol=0.015)
+    np.testing.assert_allclose(conf4[:, 1, 1], b, atol=0.015)
+    assert prev4[0, 1] == pytest.approx(0.35, abs=0.01)
+
+
+def test_moments_init_reaches_the_same_mle_and_reports_the_start():
+    a, b = np.array([0.1, 0.2, 0.15]), np.array([0.85, 0.75, 0.9])
+    groups = np.repeat([0, 1, 2], 2000)
+    _, ann = _binary_annotations(6000, a, b, [0.2, 0.5, 0.8], seed=1, groups=groups)
+    ref = nc.GroupedDawidSkene(2).fit(ann, groups=groups, tol=1e-12)
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, init="moments", n_starts=1,
+                                      tol=1e-12)
+    assert fit.details["moment_start"] == "used as start 0" and fit.status == "ok"
+    # EM stops on the change of the mean log-likelihood (1e-12); the parameters of two
+    # starts then agree to about 1e-6
+    np.testing.assert_allclose(fit.confusion, ref.confusion, atol=1e-5)
+    np.testing.assert_allclose(fit.prevalence, ref.prevalence, atol=1e-5)
+    assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)
+    # group prevalences of the moment start itself are close to the truth
+    from noisycal.annotators import _moment_start
+
+    prev0, _, _ = _moment_start(ann, groups, 3, 0)
+    np.testing.assert_allclose(prev0[:, 1], [0.2, 0.5, 0.8], atol=0.05)
+
+
+def test_moments_init_falls_back_and_rejects_bad_designs():
+    rng = np.random.default_rng(2)
+    A = rng.integers(0, 2, size=(500, 3))  # independent coins: no informative triple
+    ann = nc.Annotations.from_wide(A, classes=[0, 1])
+    from noisycal.annotators import _moment_start
+
+    C = np.cov(A.T)
+    if C[0, 1] * C[0, 2] * C[1, 2] <= 0:
+        fit = nc.DawidSkene(2).fit(ann, init="moments", n_starts=3)
+        assert "not informative" in fit.details["moment_start"]
+    else:  # pragma: no cover - depends on the draw
+        assert _moment_start(ann, None, 1, 0)[2] == ""
+    with pytest.raises(ValueError, match="init='moments' needs two classes and at least 3"):
+        nc.DawidSkene(2).fit(nc.Annotations.from_wide(A[:, :2], classes=[0, 1]),
+                             init="moments")
+    sim = nc.simulate.dawid_skene(200, [0.3, 0.3, 0.4], np.tile(np.eye(3) * 0.7 + 0.1,
+                                                                (3, 1, 1)), seed=0)
+    with pytest.raises(ValueError, match="init='moments'"):
+        nc.DawidSkene().fit(sim.annotations, init="moments")
+    with pytest.raises(ValueError, match="init must be one of"):
+        nc.DawidSkene(2).fit(ann, init="triple")
+
+
+def test_gap_screen_of_starts():
+    """spec-003 section 3.7: starts whose oriented gaps are not all > 1e-4 are screened
+    out; an adversarial annotator (b < a) fails every start and the fit says so."""
+    a, b = np.array([0.1, 0.2, 0.15]), np.array([0.85, 0.75, 0.9])
+    _, ann = _binary_annotations(3000, a, b, 0.4, seed=3)
+    plain = nc.DawidSkene(2).fit(ann, orientation="anchor")
+    screened = nc.DawidSkene(2).fit(ann, orientation="anchor", screen_gaps=True)
+    assert screened.status == "ok" and screened.details["screened_starts"].sum() >= 1
+    np.testing.assert_allclose(screened.confusion, plain.confusion, atol=1e-6)
+    a2, b2 = np.array([0.1, 0.2, 0.6]), np.array([0.85, 0.75, 0.3])  # annotator 3 flips
+    _, ann2 = _binary_annotations(3000, a2, b2, 0.4, seed=4)
+    with pytest.warns(nc.IdentifiabilityWarning, match="gap screen"):
+        fit = nc.DawidSkene(2).fit(ann2, orientation="anchor", screen_gaps=True)
+    assert not fit.details["screened_starts"].any()
+    assert fit.status == "small_gap" and "gap screen" in fit.message
+    assert fit.confusion[2, 1, 1] - fit.confusion[2, 0, 1] < -0.2
+    with pytest.raises(ValueError, match="screen_gaps must be True or False"):
+        nc.DawidSkene(2).fit(ann, screen_gaps=1)

@@ -135,10 +135,11 @@ class JointMap(_Base):
     - Items are aligned by position: ``probs[i]`` is the score of ``annotations.items[i]``
       (the sorted item ids; for a wide matrix, row ``i``).
     - The positive class is ``annotations.classes[1]``, the larger of the two sorted labels.
-    - Start selection and acceptance are :class:`~noisycal.GroupedDawidSkene`'s: largest
-      log-likelihood over all starts, then, for the selected start only, convergence and
-      gap checks (threshold 1e-4). The tabular rule's preliminary gap screen of every start
-      (spec section 3.7, step 2) is not applied. A fit that is not accepted is kept and
+    - Start selection and acceptance follow the tabular rule of spec section 3.7: every
+      start is oriented by the anchor's gap and screened (every gap > 1e-4;
+      ``screen_gaps=True`` of :meth:`~noisycal.DawidSkene.fit`), the largest
+      log-likelihood among the screened starts is selected, and that start alone is
+      checked for convergence and its gaps. A fit that is not accepted is kept and
       used, with ``status_`` set and a warning; it is never silently accepted.
     - When only one bin is non-empty, the grouped model has one group and is the marginal
       Dawid–Skene (:class:`~noisycal.DawidSkene`), which is fitted instead.
@@ -208,7 +209,7 @@ class JointMap(_Base):
         nonempty = np.flatnonzero(counts)
         kwargs = dict(method="em", n_starts=self.n_starts, max_iter=self.max_iter,
                       tol=self.tol, seed=self.seed, orientation=self.orientation,
-                      anchor=self.anchor)
+                      anchor=self.anchor, screen_gaps=True)
         from ..annotators import DawidSkene, GroupedDawidSkene
 
         # The engine warns about a rejected fit itself; collect its warnings and report the
