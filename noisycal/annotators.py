@@ -456,16 +456,25 @@ class DawidSkene:
             loglik = float(st.loglik[best])
             perm = self._orient(ann, post, conf, orientation, anchor)
             post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
+            one_coin = self._one_coin
+            post_start = jnp.asarray(post_pat[:, perm])
+            jpattern = jnp.asarray(pattern)
+
+            def refits(key: jax.Array, count: int) -> tuple[dict, dict]:
+                """``count`` bootstrap refits over items, started from the fit."""
+                with x64():
+                    bs = bootstrap_em(key, post_start, data, jgold, ja, jb, jpattern,
+                                      one_coin=one_coin, max_iter=max_iter, tol=tol,
+                                      n_boot=count)
+                    return ({"prevalence": np.asarray(bs.prevalence),
+                             "confusion": np.asarray(bs.confusion)},
+                            {"n_boot": count,
+                             "boot_converged": float(np.mean(np.asarray(bs.converged)))})
+
             draws = None
             boot_info: dict[str, Any] = {}
             if n_boot:
-                bs = bootstrap_em(k_boot, jnp.asarray(post_pat[:, perm]), data, jgold, ja, jb,
-                                  jnp.asarray(pattern), one_coin=self._one_coin,
-                                  max_iter=max_iter, tol=tol, n_boot=n_boot)
-                draws = {"prevalence": np.asarray(bs.prevalence),
-                         "confusion": np.asarray(bs.confusion)}
-                boot_info = {"n_boot": n_boot,
-                             "boot_converged": float(np.mean(np.asarray(bs.converged)))}
+                draws, boot_info = refits(k_boot, n_boot)
         status, message = self._status(prev, conf, converged, L)
         if screened is not None and not screened.any() and status in ("ok", "boundary"):
             status, message = "small_gap", (f"no EM start passed the gap screen (every "
@@ -476,8 +485,8 @@ class DawidSkene:
             warnings.warn(f"{self._model} EM: {message}", IdentifiabilityWarning, stacklevel=3)
         return AnnotatorFit(self._model, "em", ann.classes, ann.annotators, ann.items, prev,
                             conf, post, loglik, self._n_params(K, J, L), status, message,
-                            converged, n_iter, draws,
-                            {"start_objectives": objective, "best_start": best,
+                            converged, n_iter, draws, refit=refits,
+                            details={"start_objectives": objective, "best_start": best,
                              "n_patterns": P,
                              "map": alpha is not None or beta is not None,
                              "orientation": orientation, "groups": L,

@@ -186,8 +186,10 @@ def test_results_tables_and_arviz(ds1979):
     idata = fit.to_arviz()
     assert idata.posterior["confusion"].shape == (1, 50, 5, 4, 4)
     assert list(idata.posterior["confusion"].dims[-3:]) == ["annotator", "true", "observed"]
-    with pytest.raises(ValueError, match="draws"):
-        nc.DawidSkene().fit(ds1979, n_starts=1).conf_int()
+    with pytest.warns(nc.IdentifiabilityWarning, match="Hessian"):  # zero cells
+        mle = nc.DawidSkene().fit(ds1979, method="mle")
+    with pytest.raises(ValueError, match="no draws"):  # gradient MLE keeps no refits
+        mle.conf_int()
 
 
 # ------------------------------------------------------------------ honest failures
@@ -421,3 +423,31 @@ def test_gap_screen_of_starts():
     assert fit.confusion[2, 1, 1] - fit.confusion[2, 0, 1] < -0.2
     with pytest.raises(ValueError, match="screen_gaps must be True or False"):
         nc.DawidSkene(2).fit(ann, screen_gaps=1)
+
+
+def test_conf_int_bootstraps_on_demand(ds1979):
+    """conf_int on an EM fit without stored draws runs the item bootstrap now (cached per
+    n_boot and seed); a pickled fit cannot, and says so."""
+    import pickle
+
+    fit = nc.DawidSkene(4).fit(ds1979)
+    assert fit.draws is None
+    ci = fit.conf_int(0.9, n_boot=200, seed=1)
+    assert np.all(np.isfinite(ci[["low", "high"]].to_numpy()))
+    inside = (ci["low"] <= ci["value"] + 1e-9) & (ci["value"] <= ci["high"] + 1e-9)
+    assert inside.mean() > 0.9
+    again = fit.conf_int(0.9, n_boot=200, seed=1)
+    np.testing.assert_array_equal(ci["low"], again["low"])
+    assert len(fit._boot) == 1
+    other = fit.conf_int(0.9, n_boot=200, seed=2)
+    assert not np.array_equal(ci["high"], other["high"])
+    stored = nc.DawidSkene(4).fit(ds1979, n_boot=200).conf_int(0.9)
+    width = (ci["high"] - ci["low"]).to_numpy()
+    width_stored = (stored["high"] - stored["low"]).to_numpy()
+    # same bootstrap, other random draws: average widths agree within Monte-Carlo error
+    assert width.mean() == pytest.approx(width_stored.mean(), rel=0.15)
+    assert fit.bootstrap_draws(200, seed=1)["n_boot"] == 200
+    clone = pickle.loads(pickle.dumps(fit))
+    np.testing.assert_array_equal(clone.confusion, fit.confusion)
+    with pytest.raises(ValueError, match="no draws"):
+        clone.conf_int()

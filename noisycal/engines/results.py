@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._typing import Seed
 from .._validation import check_level
 
 __all__ = ["AnnotatorFit"]
@@ -66,18 +67,44 @@ class AnnotatorFit:
     n_iter: int
     draws: Mapping[str, np.ndarray] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    refit: Callable[[Any, int], tuple[dict, dict]] | None = field(default=None, repr=False,
+                                                                  compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         if self.draws is not None:
             object.__setattr__(self, "draws", MappingProxyType(dict(self.draws)))
+        object.__setattr__(self, "_boot", {})
 
     def __reduce__(self) -> tuple:
-        # the read-only mapping proxies do not pickle; rebuild from plain dicts
-        values = [getattr(self, f.name) for f in fields(self)]
-        values[-2] = None if self.draws is None else dict(self.draws)
-        values[-1] = dict(self.details)
-        return (type(self), tuple(values))
+        # the read-only mapping proxies do not pickle; rebuild from plain dicts. The
+        # refit closure (it holds the data) is not pickled.
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["draws"] = None if self.draws is None else dict(self.draws)
+        values["details"] = dict(self.details)
+        values["refit"] = None
+        return (type(self), tuple(values.values()))
+
+    def bootstrap_draws(self, n_boot: int = 1000, *, seed: Seed = 0) -> Mapping[str, Any]:
+        """Bootstrap refits over items of an EM fit, computed on demand (and cached).
+
+        The same refits as ``fit(..., n_boot=n_boot)`` would store in ``draws``: EM on
+        resampled items, started from the fitted posteriors (vmapped, seeded). Returns
+        ``{'prevalence', 'confusion', 'n_boot', 'boot_converged'}``.
+        """
+        from .._jax import as_key
+        from .._validation import check_int
+
+        n_boot = check_int(n_boot, "n_boot", minimum=1)
+        if self.refit is None:
+            raise ValueError("bootstrap refits need an EM fit made in this session (the "
+                             "refit is not kept when a fit is pickled); this fit is "
+                             f"{self.method!r}")
+        key = (n_boot, repr(seed))
+        if key not in self._boot:
+            draws, info = self.refit(as_key(seed), n_boot)
+            self._boot[key] = MappingProxyType({**draws, **info})
+        return self._boot[key]
 
     # ------------------------------------------------------------------ derived
     @property
@@ -126,22 +153,27 @@ class AnnotatorFit:
         frame["value"] = frame["value"].astype(np.float64)
         return frame
 
-    def conf_int(self, level: float = 0.9) -> pd.DataFrame:
-        """Equal-tailed intervals of every parameter from ``draws``.
+    def conf_int(self, level: float = 0.9, *, n_boot: int = 1000,
+                 seed: Seed = 0) -> pd.DataFrame:
+        """Equal-tailed intervals of every parameter.
 
-        For EM fits, ``draws`` are bootstrap refits (see ``fit(..., n_boot=...)``); for NUTS,
-        posterior draws (credible intervals). Columns: the ``to_frame`` columns plus
+        NUTS fits: credible intervals from the posterior draws. EM fits: percentile
+        bootstrap intervals from ``draws`` when the fit stored them
+        (``fit(..., n_boot=...)``), else from ``n_boot`` refits computed now with
+        ``seed`` (:meth:`bootstrap_draws`). Columns: the ``to_frame`` columns plus
         ``low`` and ``high``.
         """
         level = check_level(level)
-        if self.draws is None:
-            raise ValueError("this fit has no draws: refit with n_boot > 0 (EM) or "
-                             "method='nuts' to get intervals")
+        draws = self.draws
+        if draws is None:
+            if self.refit is None:
+                raise ValueError("this fit has no draws: refit with n_boot > 0 (EM) or "
+                                 "method='nuts' to get intervals")
+            draws = self.bootstrap_draws(n_boot, seed=seed)
         a = (1.0 - level) / 2.0
         frame = self.to_frame()
-        prev = np.asarray(self.draws["prevalence"]).reshape(
-            len(self.draws["prevalence"]), -1)
-        conf = np.asarray(self.draws["confusion"]).reshape(len(self.draws["confusion"]), -1)
+        prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
+        conf = np.asarray(draws["confusion"]).reshape(len(draws["confusion"]), -1)
         allv = np.concatenate([prev, conf], axis=1)
         lo, hi = np.quantile(allv, [a, 1.0 - a], axis=0)
         frame["low"], frame["high"] = lo, hi
