@@ -89,8 +89,8 @@ class JointMap(_Base):
         EM iteration limit per start.
     tol : float, default=1e-8
         EM stops when the mean log-likelihood per item changes by less than ``tol``.
-    seed : int or jax key, default=0
-        Seed of the random EM starts.
+    random_state : int or jax key, default=0
+        Seed of the random EM starts (scikit-learn's name, as for every recalibrator).
     orientation : {'anchor', 'vote'}, default='anchor'
         How the latent class is named: annotator ``anchor`` has a positive gap
         ``b_j - a_j > 0`` (spec section 3.6), or the latent classes are matched to the
@@ -115,8 +115,8 @@ class JointMap(_Base):
         ``'boundary'``), or ``'not_identified'`` (two annotators and a single non-empty
         bin).
     objective_ : float
-        ``fit_.loglik``: the maximised log-likelihood, summed over items (the spec's mean
-        objective ``L_n`` is ``objective_ / n``).
+        The spec's objective ``L_n``: the maximised log-likelihood per item,
+        ``fit_.loglik / n``.
 
     Warns
     -----
@@ -161,16 +161,17 @@ class JointMap(_Base):
     ((5,), 'ok')
     """
 
-    _param_names = ("n_bins", "n_starts", "max_iter", "tol", "seed", "orientation", "anchor")
+    _param_names = ("n_bins", "n_starts", "max_iter", "tol", "random_state", "orientation",
+                    "anchor")
 
     def __init__(self, *, n_bins: int = 10, n_starts: int = 10, max_iter: int = 1000,
-                 tol: float = 1e-8, seed: Seed = 0, orientation: str = "anchor",
+                 tol: float = 1e-8, random_state: Seed = 0, orientation: str = "anchor",
                  anchor: int = 0) -> None:
         self.n_bins = n_bins
         self.n_starts = n_starts
         self.max_iter = max_iter
         self.tol = tol
-        self.seed = seed
+        self.random_state = random_state
         self.orientation = orientation
         self.anchor = anchor
 
@@ -208,7 +209,7 @@ class JointMap(_Base):
         counts = np.bincount(bins, minlength=J)
         nonempty = np.flatnonzero(counts)
         kwargs = dict(method="em", n_starts=self.n_starts, max_iter=self.max_iter,
-                      tol=self.tol, seed=self.seed, orientation=self.orientation,
+                      tol=self.tol, seed=self.random_state, orientation=self.orientation,
                       anchor=self.anchor, screen_gaps=True)
         from ..annotators import DawidSkene, GroupedDawidSkene
 
@@ -244,7 +245,7 @@ class JointMap(_Base):
         self.fallback_ = fallback
         self.fit_ = fit
         self.status_ = status
-        self.objective_ = float(fit.loglik)
+        self.objective_ = float(fit.loglik) / z.shape[0]
         return self
 
     def predict_proba(self, *, probs: ArrayLike | None = None,

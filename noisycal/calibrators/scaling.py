@@ -210,7 +210,6 @@ class HistogramBinning(_Base):
 
     def __init__(self, *, n_bins: int = 10) -> None:
         self.n_bins = n_bins
-        self.eps = EPS
 
     def fit(self, *, probs: ArrayLike, target: object) -> HistogramBinning:
         """Fit bin values from (n,) scores in [0, 1] and a target."""
