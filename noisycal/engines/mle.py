@@ -137,6 +137,37 @@ def _entry_names(name: str, shape: tuple[int, ...]) -> list[str]:
     return [f"{name}[{', '.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
 
 
+def trace_initial(model: Callable[..., Any], key: jax.Array, model_args: tuple,
+                  model_kwargs: dict, strategy: Callable[..., Any],
+                  sites: dict[str, tuple[str, bool, bool]]) -> tuple[dict, dict]:
+    """Trace ``model`` once with an init ``strategy``: unconstrained latent values, the
+    values of its ``param``/``mutable`` sites, and each site's (kind, observed,
+    discrete) recorded in ``sites``. Raises ValueError for discrete latent sites."""
+    from numpyro.handlers import seed, substitute, trace
+    from numpyro.infer.util import unconstrain_fn
+
+    tr = trace(substitute(seed(model, key), substitute_fn=strategy)).get_trace(
+        *model_args, **model_kwargs)
+    for name, site in tr.items():
+        if site["type"] == "sample":
+            sites[name] = ("sample", bool(site["is_observed"]),
+                           bool(site["fn"].support.is_discrete))
+        elif site["type"] in ("param", "mutable", "deterministic"):
+            sites[name] = (site["type"], False, False)
+    discrete = [k for k, (kind, obs, disc) in sites.items()
+                if kind == "sample" and not obs and disc]
+    if discrete:
+        raise ValueError(
+            f"model has discrete latent site(s) {discrete}; noisycal's gradient and "
+            "NUTS engines need a model whose discrete latent variables are "
+            "marginalised (logsumexp) in the model"
+        )
+    fixed = {k: s["value"] for k, s in tr.items() if s["type"] in ("param", "mutable")}
+    latent = {k: s["value"] for k, s in tr.items()
+              if s["type"] == "sample" and not s["is_observed"]}
+    return unconstrain_fn(substitute(model, data=fixed), model_args, model_kwargs, latent), fixed
+
+
 def make_objective(
     model: Callable[..., Any],
     *,
@@ -162,13 +193,12 @@ def make_objective(
         The initial point and the pure functions of the flat vector.
     """
     from jax.flatten_util import ravel_pytree
-    from numpyro.handlers import seed, substitute, trace
+    from numpyro.handlers import seed, substitute
     from numpyro.infer import init_to_uniform
     from numpyro.infer.util import (
         compute_log_probs,
         constrain_fn,
         potential_energy,
-        unconstrain_fn,
     )
 
     model_args = tuple(model_args)
@@ -187,28 +217,7 @@ def make_objective(
     sites: dict[str, tuple[str, bool, bool]] = {}
 
     def initial(key: jax.Array) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
-        tr = trace(substitute(seed(model, key), substitute_fn=strategy)).get_trace(
-            *model_args, **model_kwargs
-        )
-        for name, site in tr.items():
-            if site["type"] == "sample":
-                sites[name] = ("sample", bool(site["is_observed"]),
-                               bool(site["fn"].support.is_discrete))
-            elif site["type"] in ("param", "mutable", "deterministic"):
-                sites[name] = (site["type"], False, False)
-        discrete = [k for k, (kind, obs, disc) in sites.items()
-                    if kind == "sample" and not obs and disc]
-        if discrete:
-            raise ValueError(
-                f"model has discrete latent site(s) {discrete}; noisycal's gradient and "
-                "NUTS engines need a model whose discrete latent variables are "
-                "marginalised (logsumexp) in the model"
-            )
-        fixed = {k: s["value"] for k, s in tr.items() if s["type"] in ("param", "mutable")}
-        latent = {k: s["value"] for k, s in tr.items()
-                  if s["type"] == "sample" and not s["is_observed"]}
-        z = unconstrain_fn(substitute(model, data=fixed), model_args, model_kwargs, latent)
-        return z, fixed
+        return trace_initial(model, key, model_args, model_kwargs, strategy, sites)
 
     z0, fixed = jax.jit(initial)(rng_key)
     latent = [k for k, (kind, obs, _) in sites.items() if kind == "sample" and not obs]

@@ -457,42 +457,22 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
-    from numpyro.handlers import seed, substitute, trace
+    from numpyro.handlers import seed, substitute
     from numpyro.infer import init_to_uniform
     from numpyro.infer.hmc import hmc
-    from numpyro.infer.util import constrain_fn, potential_energy, unconstrain_fn
+    from numpyro.infer.util import constrain_fn, potential_energy
 
-    from .mle import _init_to_values
+    from .mle import _init_to_values, trace_initial
 
     sites: dict[str, tuple[str, bool, bool]] = {}
 
     def initial(key: jax.Array, dyn: list, values: dict) -> tuple[dict, dict]:
         args, kwargs = rebuild(dyn)
-        strategy = _init_to_values(values, init_to_uniform)
-        tr = trace(substitute(seed(model, key), substitute_fn=strategy)).get_trace(
-            *args, **kwargs)
-        for name, site in tr.items():
-            if site["type"] == "sample":
-                sites[name] = ("sample", bool(site["is_observed"]),
-                               bool(site["fn"].support.is_discrete))
-            elif site["type"] in ("param", "mutable", "deterministic"):
-                sites[name] = (site["type"], False, False)
-        fixed = {k: s["value"] for k, s in tr.items() if s["type"] in ("param", "mutable")}
-        latent = {k: s["value"] for k, s in tr.items()
-                  if s["type"] == "sample" and not s["is_observed"]}
-        z = unconstrain_fn(substitute(model, data=fixed), args, kwargs, latent)
-        return z, fixed
+        return trace_initial(model, key, args, kwargs,
+                             _init_to_values(values, init_to_uniform), sites)
 
     dummy_values = {k: jnp.zeros(s) for k, s in init_shapes.items()}
     z_shape, _ = jax.eval_shape(initial, jax.random.key(0), arrays, dummy_values)
-    discrete = [k for k, (kind, obs, disc) in sites.items()
-                if kind == "sample" and not obs and disc]
-    if discrete:
-        raise ValueError(
-            f"model has discrete latent site(s) {discrete}; noisycal's gradient and "
-            "NUTS engines need a model whose discrete latent variables are "
-            "marginalised (logsumexp) in the model"
-        )
     latent = tuple(k for k, (kind, obs, _) in sites.items() if kind == "sample" and not obs)
     unknown = sorted(set(init_shapes) - set(latent))
     if unknown:
