@@ -31,7 +31,8 @@ from ._validation import PROB_ATOL, check_array, check_choice, check_int, check_
 if TYPE_CHECKING:  # pragma: no cover
     from .data import Annotations
 
-__all__ = ["Target", "hard", "soft", "voted", "corrected", "from_matrix", "as_target_matrix"]
+__all__ = ["Target", "hard", "soft", "voted", "corrected", "posterior", "from_matrix",
+           "as_target_matrix"]
 
 _KINDS = ("hard", "soft", "voted", "corrected", "posterior", "matrix")
 
@@ -235,6 +236,54 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, **kwargs: A
     from .correction import corrected_target
 
     return corrected_target(annotations, fit, **kwargs)
+
+
+def posterior(fit: Any, annotations: Annotations | None = None, *,
+              groups: ArrayLike | None = None) -> Target:
+    """Item posteriors of a fitted annotator model, P(Y_i = k | ratings of item i).
+
+    The DESIGN's fifth target (an extension of the papers). For an EM or MLE fit these
+    are the posteriors at the point estimate; for a NUTS fit they are averaged over the
+    posterior draws (Rao-Blackwellised), so channel uncertainty is integrated out.
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A fitted :class:`~noisycal.DawidSkene` (or one-coin, grouped, Hui–Walter) model.
+    annotations : Annotations, optional
+        New items to score under the fitted model (:meth:`AnnotatorFit.predict`);
+        default: the items the model was fitted to, in ``fit.items`` order.
+    groups : array-like, optional
+        Groups of the new items, for grouped models.
+
+    Returns
+    -------
+    Target
+        ``kind='posterior'``; ``details`` holds the fit's model, method and status.
+
+    Raises
+    ------
+    ValueError
+        If the posteriors are not finite (for example a fit reported as not
+        identified).
+
+    Notes
+    -----
+    Unlike the corrected target, the posterior is not an unbiased estimate of the
+    one-hot truth given the scores: it shrinks each item toward the model's prevalence,
+    and the classifier's score is not part of the annotator model. A calibration error
+    against it measures agreement with the annotator model's belief about each item.
+    """
+    if not hasattr(fit, "item_posterior") or not hasattr(fit, "confusion"):
+        raise ValueError("fit must be a fitted annotator model (an AnnotatorFit), got "
+                         f"{type(fit).__name__}")
+    post = (np.asarray(fit.item_posterior, dtype=np.float64) if annotations is None
+            else np.asarray(fit.predict(annotations, groups), dtype=np.float64))
+    if not np.all(np.isfinite(post)):
+        raise ValueError(f"the fit's item posteriors are not finite (status "
+                         f"{fit.status!r}: {fit.message or 'no message'})")
+    return Target(post, "posterior", classes=np.asarray(fit.classes),
+                  details={"model": fit.model, "method": fit.method, "status": fit.status})
 
 
 def from_matrix(values: ArrayLike, *, kind: str = "matrix") -> Target:

@@ -41,3 +41,28 @@ def test_targets_are_read_only_and_validated():
         nc.targets.soft(probs=np.array([[0.5, 0.6]]))
     with pytest.raises(ValueError, match="kind"):
         nc.Target(np.eye(2), "guess")
+
+
+def test_posterior_target_from_a_fit():
+    """The posterior target is the fit's item posteriors (EM) or their mean over draws
+    (NUTS); new items go through predict; a non-identified fit is refused."""
+    ds = nc.datasets.load_dawid_skene_1979()
+    fit = nc.DawidSkene(4).fit(ds)
+    T = nc.targets.posterior(fit)
+    assert T.kind == "posterior" and T.is_probability
+    np.testing.assert_array_equal(T.values, fit.item_posterior)
+    np.testing.assert_array_equal(T.classes, fit.classes)
+    assert T.details["method"] == "em" and T.details["status"] == "ok"
+    new = nc.targets.posterior(fit, ds)
+    np.testing.assert_allclose(new.values, fit.item_posterior, atol=1e-10)
+    # an ECE against it is the same ECE on that matrix
+    probs = np.full((ds.n_items, 4), 0.25)
+    assert float(nc.ece(probs, T, interval=None)) == pytest.approx(
+        float(nc.ece(probs, T.values, interval=None)), abs=1e-15)
+    one = nc.Annotations.from_arrays(np.arange(10), np.zeros(10), np.arange(10) % 2)
+    with pytest.warns(nc.IdentifiabilityWarning):
+        bad = nc.DawidSkene().fit(one)
+    with pytest.raises(ValueError, match="not finite"):
+        nc.targets.posterior(bad)
+    with pytest.raises(ValueError, match="fitted annotator model"):
+        nc.targets.posterior(np.ones((3, 2)))
