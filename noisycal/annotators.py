@@ -113,6 +113,11 @@ def _moment_start(ann: Annotations, group: np.ndarray | None, L: int, anchor: in
     return prev, conf, ""
 
 
+def _group_index(group: np.ndarray | None, n_items: int) -> np.ndarray:
+    """Each item's group code (zeros for a marginal model), as stored in fit details."""
+    return np.zeros(n_items, np.int64) if group is None else np.asarray(group, np.int64)
+
+
 def _orient_to_vote(post: np.ndarray, vote: np.ndarray) -> np.ndarray:
     """Permutation ``perm`` with latent class perm[c] relabelled as class c (Hungarian)."""
     K = post.shape[1]
@@ -457,7 +462,9 @@ class DawidSkene:
             perm = self._orient(ann, post, conf, orientation, anchor)
             post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
             one_coin = self._one_coin
-            post_start = jnp.asarray(post_pat[:, perm])
+            # refits run in the latent labelling of the EM run (where the priors apply)
+            # and are relabelled afterwards like the fit itself
+            post_start = jnp.asarray(post_pat)
             jpattern = jnp.asarray(pattern)
 
             def refits(key: jax.Array, count: int) -> tuple[dict, dict]:
@@ -466,8 +473,8 @@ class DawidSkene:
                     bs = bootstrap_em(key, post_start, data, jgold, ja, jb, jpattern,
                                       one_coin=one_coin, max_iter=max_iter, tol=tol,
                                       n_boot=count)
-                    return ({"prevalence": np.asarray(bs.prevalence),
-                             "confusion": np.asarray(bs.confusion)},
+                    return ({"prevalence": np.asarray(bs.prevalence)[:, :, perm],
+                             "confusion": np.asarray(bs.confusion)[:, :, perm, :]},
                             {"n_boot": count,
                              "boot_converged": float(np.mean(np.asarray(bs.converged)))})
 
@@ -491,7 +498,8 @@ class DawidSkene:
                              "map": alpha is not None or beta is not None,
                              "orientation": orientation, "groups": L,
                              "group_index": g_items, "prior_alpha": alpha,
-                             "prior_beta": beta, "max_iter": max_iter, "tol": tol,
+                             "prior_beta": beta, "latent_perm": perm,
+                             "gold": gold is not None, "max_iter": max_iter, "tol": tol,
                              **({"moment_start": moment_note} if init == "moments" else {}),
                              **({"screened_starts": screened} if screen_gaps else {}),
                              **boot_info})
@@ -530,7 +538,8 @@ class DawidSkene:
         return AnnotatorFit(self._model, "mle", ann.classes, ann.annotators, ann.items, prev,
                             conf, post, float(res.loglik), self._n_params(K, J, L), status,
                             message, bool(res.converged), int(res.n_iter), None,
-                            {"map": use_prior, "orientation": orientation, "groups": L})
+                            {"map": use_prior, "orientation": orientation, "groups": L,
+                             "group_index": _group_index(group, ann.n_items)})
 
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray | None, beta: np.ndarray | None, *, num_chains: int,
@@ -641,7 +650,8 @@ class DawidSkene:
                             {"prevalence": prev_d, "confusion": conf_d},
                             {"chains": num_chains, "max_rhat": max_rhat,
                              "min_ess_bulk": min_ess, "num_divergences": n_div,
-                             "relabelled_chains": switched, "groups": L})
+                             "relabelled_chains": switched, "groups": L,
+                             "group_index": _group_index(group, ann.n_items)})
 
 
 def predict(fit: AnnotatorFit, annotations: Annotations,

@@ -693,7 +693,7 @@ def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
     details = {"moments": q, "group_mean_diff": (q[3] - q[0], q[4] - q[1]),
                "jacobian_det": float(np.linalg.det(jac)),
                "jacobian_min_sv": float(np.linalg.svd(jac, compute_uv=False).min()),
-               "groups": levels, "method": "mom"}
+               "groups": levels, "group_index": gi, "method": "mom"}
     prev, conf = _channels(theta)
     if status != "ok":
         warnings.warn(f"Hui-Walter: {message}", IdentifiabilityWarning, stacklevel=3)
@@ -737,7 +737,8 @@ def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
         "objective": sol.objective, "n_starts": n_starts,
         "start_objectives": sol.start_objectives, "start_kinds": sol.start_kinds,
         "best_start": sol.best_start, "optimizer_message": sol.message,
-        "moments": q, "group_sizes": counts, "groups": levels, "theta": theta,
+        "moments": q, "group_sizes": counts, "groups": levels, "group_index": gi,
+        "theta": theta,
         "group_mean_diff": diff,
         "jacobian_min_sv": float(np.linalg.svd(jac, compute_uv=False).min()),
         "jacobian_det": float(np.linalg.det(jac)) if L == 2 else None,

@@ -449,5 +449,10 @@ def test_conf_int_bootstraps_on_demand(ds1979):
     assert fit.bootstrap_draws(200, seed=1)["n_boot"] == 200
     clone = pickle.loads(pickle.dumps(fit))
     np.testing.assert_array_equal(clone.confusion, fit.confusion)
-    with pytest.raises(ValueError, match="no draws"):
+    with pytest.raises(ValueError, match="no stored draws"):
         clone.conf_int()
+    import copy
+
+    for dup in (copy.copy(fit), copy.deepcopy(fit)):  # copies keep the refit
+        np.testing.assert_array_equal(dup.conf_int(0.9, n_boot=200, seed=1)["low"],
+                                      ci["low"])

@@ -249,7 +249,7 @@ def test_nuts_reuses_its_compiled_sampler_with_data_as_arguments(y):
     from noisycal.engines import nuts as engine
 
     kw = dict(num_chains=2, num_warmup=150, num_samples=200, seed=3, progress_bar=False,
-              rhat_threshold=1.2)
+              rhat_threshold=1.2, cache=True)
     y2 = y[::-1] + 1.0
     run_nuts(normal_mean, model_args=(y,), **kw)
     n_programs = len(engine._PROGRAMS)
@@ -266,6 +266,43 @@ def test_nuts_reuses_its_compiled_sampler_with_data_as_arguments(y):
     m1, _ = normal_posterior(y)
     m2, _ = normal_posterior(y2)
     assert abs(r2.samples["mu"].mean() - m2) < 0.1 < 0.9 < abs(r2.samples["mu"].mean() - m1)
+
+
+PRIOR_SCALE = {"tau": 0.01}
+
+
+def prior_from_a_global(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, PRIOR_SCALE["tau"]))
+    with numpyro.plate("obs", y.shape[0], dim=-1):
+        numpyro.sample("y", dist.Normal(mu, SIGMA), obs=y)
+
+
+def plate_size_from_data(y, n):
+    """A model that needs a concrete value of an array input (the plate size)."""
+    mu = numpyro.sample("mu", dist.Normal(MU0, TAU))
+    with numpyro.plate("obs", int(n), dim=-1):
+        numpyro.sample("y", dist.Normal(mu, SIGMA), obs=y)
+
+
+def test_user_models_are_not_cached_by_default_and_concrete_inputs_work(y):
+    """A user model reading a global is retraced on every call (no stale program), and a
+    model that needs a concrete array input falls back to baking its data in."""
+    kw = dict(model_args=(y,), num_chains=1, num_warmup=150, num_samples=200, seed=0,
+              progress_bar=False)
+    tight = run_nuts(prior_from_a_global, **kw)
+    PRIOR_SCALE["tau"] = 100.0
+    try:
+        loose = run_nuts(prior_from_a_global, **kw)
+    finally:
+        PRIOR_SCALE["tau"] = 0.01
+    assert abs(tight.samples["mu"].mean()) < 0.05  # prior sd 0.01 dominates
+    assert abs(loose.samples["mu"].mean() - y.mean()) < 0.2  # the data dominate
+    res = run_nuts(plate_size_from_data, model_args=(y, np.asarray(y.size)), num_chains=1,
+                   num_warmup=150, num_samples=200, seed=0, progress_bar=False)
+    post_mean, _ = normal_posterior(y)
+    assert abs(res.samples["mu"].mean() - post_mean) < 0.15
+    with pytest.raises(ValueError, match="cache must be"):
+        run_nuts(normal_mean, model_args=(y,), cache="yes")
 
 
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized"])

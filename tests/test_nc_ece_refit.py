@@ -146,3 +146,76 @@ def test_refit_bootstrap_coverage_on_the_toy():
     print("coverage", cover, "mean widths", {k: np.mean(v) for k, v in width.items()})
     assert 0.80 <= cover["refit"] / R <= 0.97
     assert np.mean(width["refit"]) > np.mean(width["conditional"])
+
+
+def test_a_score_group_missing_from_a_resample_is_not_a_failure():
+    """Joint score-bin fit with a 2-item top bin: resamples that draw none of it keep
+    that group at a uniform prevalence (weight 0) instead of failing."""
+    t, _ = _toy(2000, seed=5)
+    groups = equal_width_bins(t.z, 10)
+    keep = np.ones(t.z.size, bool)
+    keep[np.flatnonzero(groups == groups.max())[2:]] = False
+    z, A, g = t.z[keep], t.annotations[keep], groups[keep]
+    ann = nc.Annotations.from_wide(A, classes=[0, 1])
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=g, tol=1e-13)
+    n_boot = 40
+    est = nc.ece(z, nc.targets.corrected(ann, fit), n_bins=10, n_boot=n_boot, seed=2,
+                 refit_channels=True)
+    assert est.status == "ok" and est.details["n_failed"] == 0
+    missed = [b for b in range(n_boot)
+              if not np.any(g[_resample(z.size, 2, n_boot, b)] == g.max())]
+    assert missed  # the case occurs in this design
+    b = missed[0]
+    idx = _resample(z.size, 2, n_boot, b)
+    ann_b = nc.Annotations.from_wide(A[idx], classes=[0, 1])
+    fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=g[idx], tol=1e-13)
+    hand = float(nc.ece(z[idx], nc.targets.corrected(ann_b, fit_b), n_bins=10,
+                        interval=None))
+    assert est.replicates[b] == pytest.approx(hand, abs=1e-6)
+    draws = fit.bootstrap_draws(40, seed=0)
+    assert np.all(np.isfinite(draws["prevalence"])) and draws["boot_converged"] == 1.0
+
+
+def test_map_em_priors_follow_the_orientation():
+    """MAP-EM whose latent classes are swapped by anchor orientation: the refits use the
+    priors in the latent labelling, so replicates equal hand refits."""
+    rng = np.random.default_rng(4)
+    n = 2000
+    rates = np.array([[0.1, 0.8], [0.15, 0.75], [0.7, 0.25], [0.75, 0.3], [0.8, 0.3]])
+    y = rng.random(n) < 0.3
+    A = (rng.random((n, 5)) < np.where(y[:, None], rates[:, 1], rates[:, 0])).astype(int)
+    z = np.clip(0.3 + 0.4 * y + 0.2 * rng.standard_normal(n), 0, 1)
+    model = nc.DawidSkene(2, alpha=[1.0, 30.0], beta=[[6.0, 1.0], [1.0, 6.0]])
+    ann = nc.Annotations.from_wide(A, classes=[0, 1])
+    fit = model.fit(ann, orientation="anchor", tol=1e-14, max_iter=100_000)
+    assert list(fit.details["latent_perm"]) == [1, 0]  # the swap this test is about
+    mask = [True, True, False, False, False]
+    est = nc.ece(z, nc.targets.corrected(ann, fit, informative=mask), n_bins=10, n_boot=3,
+                 seed=7, refit_channels=True)
+    for b in range(3):
+        idx = _resample(n, 7, 3, b)
+        ann_b = nc.Annotations.from_wide(A[idx], classes=[0, 1])
+        fit_b = model.fit(ann_b, orientation="anchor", tol=1e-14, max_iter=100_000)
+        hand = float(nc.ece(z[idx], nc.targets.corrected(ann_b, fit_b, informative=mask),
+                            n_bins=10, interval=None))
+        assert est.replicates[b] == pytest.approx(hand, abs=1e-6)
+    boot = np.asarray(fit.bootstrap_draws(200, seed=0)["prevalence"])[:, 0, 1]
+    assert abs(boot.mean() - fit.prevalence[1]) < 3 * boot.std() / np.sqrt(200) + 2e-3
+
+
+def test_gold_fits_and_sparse_excluded_annotators():
+    t, ann = _toy(600, seed=6)
+    gold = {int(i): int(t.y[i]) for i in range(20)}
+    fit = nc.DawidSkene(2).fit(ann, gold=gold)
+    with pytest.raises(ValueError, match="gold labels"):
+        nc.ece(t.z, nc.targets.corrected(ann, fit), refit_channels=True)
+    # a fourth annotator who rated 3 items, excluded from the target: resamples that
+    # miss it give it no ratings, which must not poison the replicate
+    A = np.column_stack([t.annotations, np.full(600, -1)])
+    A[:3, 3] = 1
+    ann4 = nc.Annotations.from_wide(A, missing=-1, classes=[0, 1])
+    with pytest.warns(nc.IdentifiabilityWarning, match=r"annotator\(s\) \[3\]"):
+        fit4 = nc.DawidSkene(2).fit(ann4)  # its three 1s carry no information
+    T = nc.targets.corrected(ann4, fit4, informative=[True, True, True, False])
+    est = nc.ece(t.z, T, n_bins=10, n_boot=50, refit_channels=True)
+    assert est.status == "ok" and not np.any(np.isnan(est.replicates))

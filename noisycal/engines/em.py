@@ -121,7 +121,10 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     n_g = jax.ops.segment_sum(post, data.group, num_segments=L)  # (L, K)
     if alpha is not None:
         n_g = n_g + (alpha - 1.0)
-    prevalence = n_g / jnp.sum(n_g, axis=1, keepdims=True)
+    tot = jnp.sum(n_g, axis=1, keepdims=True)
+    # a group with no (weighted) items keeps a uniform prevalence, not 0/0: it happens
+    # when a bootstrap resample draws no item of a small group
+    prevalence = jnp.where(tot > 0, n_g / jnp.where(tot > 0, tot, 1.0), 1.0 / K)
     # expected counts[j, true, observed]; split accumulators avoid scatter contention
     R = data.item.shape[0]
     seg = (data.annotator * K + data.label) * _SPLIT + jnp.bitwise_and(
@@ -156,7 +159,8 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     def step(state: EMState) -> EMState:
         prev, conf = m_step(state.post, data, alpha, beta, one_coin, weights)
         post, lse = e_step(prev, conf, data, gold)
-        loglik = jnp.sum(lse) if weights is None else jnp.sum(weights * lse)
+        loglik = jnp.sum(lse) if weights is None else jnp.sum(
+            jnp.where(weights > 0, weights * lse, 0.0))
         obj = objective(prev, conf, loglik)
         converged = jnp.abs(obj - state.objective) < tol
         return EMState(post, prev, conf, obj, loglik, state.n_iter + 1, converged)

@@ -7,8 +7,9 @@ mixed (R-hat) and whether the sampler diverged.
 
 Compilation happens once per model, data shapes and sampler settings: the model's
 array inputs enter the compiled functions as arguments (never as constants baked into a
-closure), and the compiled program is cached, so a refit on new data of the same shape
-(a simulation study, a warm refit) compiles nothing. Without a progress bar, the
+closure), and for noisycal's own models (or with ``cache=True``) the compiled program is
+kept, so a refit on new data of the same shape (a simulation study, a warm refit)
+compiles nothing. Without a progress bar, the
 initialisation of every chain, all chains and the constrained draws are one compiled
 call. Draws are mapped back to the constrained scale, deterministic sites included.
 """
@@ -39,6 +40,13 @@ _MAX_PROGRAMS = 16
 #: Initial points tried per chain before giving up (finite log density and gradient).
 _INIT_ATTEMPTS = 100
 _PROGRAMS: OrderedDict[Any, _Program] = OrderedDict()
+
+
+def _concrete_errors() -> tuple[type[Exception], ...]:
+    import jax
+
+    return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
 
 
 def _arviz() -> Any:
@@ -195,6 +203,7 @@ def run_nuts(
     max_tree_depth: int = 10,
     dense_mass: bool = False,
     rhat_threshold: float = 1.01,
+    cache: bool | None = None,
 ) -> NUTSResult:
     """Sample a NumPyro model's posterior with NUTS, in float64.
 
@@ -234,6 +243,13 @@ def run_nuts(
     rhat_threshold : float, default=1.01
         ``status`` is ``'not_converged'`` when the largest R-hat exceeds it (R-hat needs
         at least 2 chains; with one chain it is NaN and not checked).
+    cache : bool or None, default=None
+        Keep the compiled sampler for later calls, keyed by the model function, its
+        non-array inputs, the shapes and dtypes of its array inputs and the sampler
+        settings (array inputs are arguments of the compiled code, so new data of the
+        same shapes reuse it). None: only for noisycal's own models. A model that
+        reads global or closure variables must not be cached: a later call would get
+        the program compiled with their old values.
 
     Returns
     -------
@@ -258,6 +274,8 @@ def run_nuts(
     check_choice(chain_method, "chain_method", ("sequential", "vectorized", "parallel"))
     if not isinstance(progress_bar, bool | np.bool_):
         raise ValueError(f"progress_bar must be True or False, got {progress_bar!r}")
+    if cache is not None and not isinstance(cache, bool | np.bool_):
+        raise ValueError(f"cache must be True, False or None, got {cache!r}")
     if not isinstance(dense_mass, bool | np.bool_):
         raise ValueError(f"dense_mass must be True or False, got {dense_mass!r}")
     if (isinstance(target_accept_prob, bool) or not isinstance(target_accept_prob, int | float)
@@ -271,7 +289,7 @@ def run_nuts(
         num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
         rng_key=as_key(seed), progress_bar=bool(progress_bar), chain_method=chain_method,
         target_accept_prob=float(target_accept_prob), max_tree_depth=max_tree_depth,
-        dense_mass=bool(dense_mass))
+        dense_mass=bool(dense_mass), cache=cache)
     return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
                    num_samples=num_samples, rhat_threshold=float(rhat_threshold))
 
@@ -280,13 +298,14 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                 model_kwargs: Mapping[str, Any] | None, init_params: Mapping[str, Any] | None,
                 num_chains: int, num_warmup: int, num_samples: int, rng_key: Any,
                 progress_bar: bool, chain_method: str, target_accept_prob: float,
-                max_tree_depth: int, dense_mass: bool) -> tuple[dict[str, np.ndarray],
-                                                                np.ndarray]:
+                max_tree_depth: int, dense_mass: bool, cache: bool | None = None
+                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The sampling core of :func:`run_nuts` on validated arguments, without diagnostics.
 
     Returns the constrained draws by site, each of shape (num_chains, num_samples, ...),
     and the divergence flags (num_chains, num_samples). Engines that post-process the
-    draws (relabelling, say) use it and compute their diagnostics afterwards.
+    draws (relabelling, say) use it and compute their diagnostics afterwards. ``cache``:
+    see :func:`run_nuts`.
     """
     import jax
     import jax.numpy as jnp
@@ -297,8 +316,20 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
         signature, arrays, rebuild = _split_inputs(tuple(model_args), dict(model_kwargs or {}))
         values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
                   for k, v in (init_params or {}).items()}
-        prog = _program(model, signature, rebuild, arrays,
-                        {k: tuple(v.shape) for k, v in values.items()}, **settings)
+        if cache is None:
+            cache = getattr(model, "__module__", "").startswith("noisycal.")
+        shapes = {k: tuple(v.shape) for k, v in values.items()}
+        try:
+            prog = _program(model, signature, rebuild, arrays, shapes, cache=cache,
+                            **settings)
+        except _concrete_errors():
+            # the model needs concrete values of an array input (a plate size held in a
+            # 0-d array, Python control flow on data): bake the arrays in, uncached
+            signature, arrays, rebuild = _split_inputs(tuple(model_args),
+                                                       dict(model_kwargs or {}),
+                                                       arrays_static=True)
+            prog = _program(model, signature, rebuild, arrays, shapes, cache=False,
+                            **settings)
         if chain_method == "parallel" or progress_bar:
             key_run, key_init = jax.random.split(rng_key)
             x_init, fixed, ok = prog.init_chains(key_init, arrays, values, num_chains)
@@ -430,13 +461,15 @@ class _Program(NamedTuple):
     sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
 
 
-def _split_inputs(model_args: tuple, model_kwargs: dict) -> tuple[Any, list, Callable]:
-    """Arrays of the model inputs (dynamic) and a hashable description of the rest."""
+def _split_inputs(model_args: tuple, model_kwargs: dict, *, arrays_static: bool = False
+                  ) -> tuple[Any, list, Callable]:
+    """Arrays of the model inputs (dynamic) and a description of the rest (hashable
+    unless ``arrays_static``, which keeps every input, arrays included, as a constant)."""
     import jax
     import jax.numpy as jnp
 
     leaves, treedef = jax.tree_util.tree_flatten((model_args, model_kwargs))
-    mask = tuple(isinstance(v, np.ndarray | jax.Array) for v in leaves)
+    mask = tuple(not arrays_static and isinstance(v, np.ndarray | jax.Array) for v in leaves)
     static = tuple(None if m else v for v, m in zip(leaves, mask, strict=True))
     arrays = [jnp.asarray(v) for v, m in zip(leaves, mask, strict=True) if m]
 
@@ -592,9 +625,11 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
 
 
 def _program(model: Callable, signature: Any, rebuild: Callable, arrays: list,
-             init_shapes: dict[str, tuple], **settings: Any) -> _Program:
+             init_shapes: dict[str, tuple], *, cache: bool, **settings: Any) -> _Program:
     key = (model, signature, tuple(sorted(init_shapes.items())),
            tuple(sorted(settings.items())))
+    if not cache:
+        return _build_program(model, rebuild, arrays, init_shapes, **settings)
     try:
         hash(key)
     except TypeError:  # an unhashable static input: build without caching

@@ -79,11 +79,25 @@ class AnnotatorFit:
     def __reduce__(self) -> tuple:
         # the read-only mapping proxies do not pickle; rebuild from plain dicts. The
         # refit closure (it holds the data) is not pickled.
+        values = self._values()
+        values["refit"] = None
+        return (type(self), tuple(values.values()))
+
+    def _values(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values["draws"] = None if self.draws is None else dict(self.draws)
         values["details"] = dict(self.details)
-        values["refit"] = None
-        return (type(self), tuple(values.values()))
+        return values
+
+    def __copy__(self) -> AnnotatorFit:
+        return type(self)(**self._values())
+
+    def __deepcopy__(self, memo: dict) -> AnnotatorFit:
+        import copy
+
+        values = {k: (v if k == "refit" else copy.deepcopy(v, memo))
+                  for k, v in self._values().items()}
+        return type(self)(**values)
 
     def bootstrap_draws(self, n_boot: int = 1000, *, seed: Seed = 0) -> Mapping[str, Any]:
         """Bootstrap refits over items of an EM fit, computed on demand (and cached).
@@ -167,8 +181,12 @@ class AnnotatorFit:
         draws = self.draws
         if draws is None:
             if self.refit is None:
-                raise ValueError("this fit has no draws: refit with n_boot > 0 (EM) or "
-                                 "method='nuts' to get intervals")
+                if self.method == "em":
+                    raise ValueError("this EM fit has no stored draws and no refit (the "
+                                     "refit is not kept when a fit is pickled): fit with "
+                                     "n_boot > 0 to store bootstrap draws")
+                raise ValueError(f"this {self.method!r} fit has no draws: use method='em' "
+                                 "(bootstrap) or method='nuts' (posterior) for intervals")
             draws = self.bootstrap_draws(n_boot, seed=seed)
         a = (1.0 - level) / 2.0
         frame = self.to_frame()

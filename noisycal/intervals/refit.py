@@ -56,6 +56,9 @@ def _check_target(target: Any) -> tuple[dict, Any]:
     if len(fit.classes) != 2:
         raise ValueError("refit_channels=True is implemented for two classes (the NC-ECE "
                          f"of paper 003), got {len(fit.classes)}")
+    if fit.details.get("gold"):
+        raise ValueError("refit_channels=True does not support fits with gold labels yet; "
+                         "use the conditional bootstrap")
     ratings = np.asarray(det["ratings"])
     if ratings.shape[0] != fit.n_items or ratings.shape[1] != len(fit.annotators):
         raise ValueError("the corrected target's annotations do not match its fit's items and "
@@ -114,13 +117,17 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
     beta_p = fit.details.get("prior_beta")
     fixed_prev = det["prevalence"] if det.get("prevalence_source") == "given" else None
     bins = equal_width_bins(conf, n_bins)
+    # EM runs in the latent labelling of the original fit (where its priors apply); the
+    # fit's classes are that labelling permuted by ``latent_perm``
+    perm = np.asarray(fit.details.get("latent_perm", np.arange(2)))
+    post0 = np.asarray(fit.item_posterior)[rep][:, np.argsort(perm)]
     with x64():
         data = make_data(pos[item[keep]], annotator[keep], code[item[keep], annotator[keep]],
                          n_items=P, n_annotators=J, n_classes=2, group=group[rep], n_groups=L)
         arrays = (data.item, data.annotator, data.label, data.group)
         sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
         out = _replicates(
-            as_key(seed), jnp.asarray(np.asarray(fit.item_posterior)[rep]), arrays,
+            as_key(seed), jnp.asarray(post0), jnp.asarray(perm, jnp.int32), arrays,
             None if alpha_p is None else jnp.asarray(alpha_p),
             None if beta_p is None else jnp.asarray(beta_p),
             jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
@@ -135,7 +142,9 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
             fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins), n_boot=int(n_boot))
         vals, ok, converged, a, b = (np.asarray(x) for x in out)
     vals = np.where(ok, vals, np.nan)
-    return vals, {"n_failed": int(np.sum(~ok)), "n_not_converged": int(np.sum(~converged)),
+    n_nonfinite = int(np.sum(ok & ~np.isfinite(vals)))
+    return vals, {"n_failed": int(np.sum(~ok)), "n_nonfinite": n_nonfinite,
+                  "n_not_converged": int(np.sum(~converged)),
                   "a_sd": np.nanstd(a, axis=0), "b_sd": np.nanstd(b, axis=0),
                   "n_patterns": int(P)}
 
@@ -158,7 +167,8 @@ def _weights(rule: str, a: jax.Array, b: jax.Array, mu: jax.Array, mask: jax.Arr
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "rule",
                                    "fixed_prevalence", "n_bins", "n_boot"))
-def _replicates(rng_key: jax.Array, post0: jax.Array, arrays: tuple, alpha_p: Any,
+def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: tuple,
+                alpha_p: Any,
                 beta_p: Any, pattern: jax.Array, group: jax.Array, labels: jax.Array,
                 use: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
                 conf: jax.Array, bins: jax.Array, *, sizes: tuple, one_coin: bool,
@@ -177,17 +187,19 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, arrays: tuple, alpha_p: An
         wp = jax.ops.segment_sum(w, pattern, num_segments=P)
         st = run_em(post0, data, None, alpha_p, beta_p, one_coin=one_coin,
                     max_iter=max_iter, tol=tol, weights=wp)
-        a, b = st.confusion[:, 0, 1], st.confusion[:, 1, 1]
+        confusion, group_prev = st.confusion[:, perm, :], st.prevalence[:, perm]
+        a, b = confusion[:, 0, 1], confusion[:, 1, 1]
         if fixed_prevalence:
             mu = prevalence
         else:
+            # groups the resample missed have weight 0 here
             wg = jax.ops.segment_sum(w, group, num_segments=L)
-            mu = wg @ st.prevalence[:, 1] / n
+            mu = wg @ group_prev[:, 1] / n
         alpha = _weights(rule, a, b, mu, mask, given)
         ok = jnp.all(jnp.where(mask, b - a > GAP_THRESHOLD, True)) & jnp.isfinite(mu)
         # corrected label of each pattern, weights renormalised over its observed raters
         wj = jnp.where(use, alpha[None, :], 0.0)
-        safe_gap = jnp.where(ok, b - a, 1.0)
+        safe_gap = jnp.where(mask & ok, b - a, 1.0)  # excluded annotators have weight 0
         u = jnp.sum(wj * (labels - a[None, :]) / safe_gap[None, :], 1) / wj.sum(1)
         resid = jax.ops.segment_sum(w * (u[pattern] - conf), bins, num_segments=n_bins)
         return jnp.abs(resid).sum() / n, ok, st.converged, a, b

@@ -296,6 +296,9 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
             if extra["n_failed"]:
                 message = (f"{extra['n_failed']} of {n_boot} refits gave an annotator gap "
                            f"b - a <= 1e-4 (not invertible); " + message)
+            if extra["n_nonfinite"]:
+                message = (f"{extra['n_nonfinite']} of {n_boot} refits gave a non-finite "
+                           "value; " + message)
             return Estimate(est.name, est.value, ci, level, "bootstrap", method, n=est.n,
                             n_boot=n_boot, bins=est.bins, status=status, message=message,
                             details={**est.details, **extra, "refit_channels": True},
