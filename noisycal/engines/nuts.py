@@ -224,9 +224,9 @@ def run_nuts(
     seed : int or jax key, default=0
         Randomness of initialisation and sampling; same seed, same draws.
     progress_bar : bool, default=True
-        Show a progress bar for each chain when chains run sequentially (they then
-        advance in about 20 compiled chunks); vectorized and parallel chains run
-        without one.
+        Show a progress bar (one per chain when chains run sequentially, one for all
+        vectorized chains); the chains then advance in about 20 compiled chunks.
+        Parallel chains run without one.
     init_params : dict or None, default=None
         Initial *constrained* values by site name (the same for every chain); sites left
         out (all of them when None) start uniformly in (-2, 2) on the unconstrained
@@ -339,7 +339,8 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
             if chain_method == "parallel":
                 z, div = _parallel(prog, num_warmup, num_samples)(keys, x_init, data)
             elif chain_method == "vectorized":
-                z, div = prog.run_chains(keys, x_init, data, num_warmup, num_samples, True)
+                z, div = _run_chain(prog, keys, x_init, data, num_warmup, num_samples,
+                                    f"{num_chains} chains", vectorized=True)
             else:
                 z, div = zip(*(_run_chain(prog, keys[c], x_init[c], data, num_warmup,
                                           num_samples, f"chain {c + 1}")
@@ -375,26 +376,31 @@ def _chunks(n: int) -> list[int]:
 
 
 def _run_chain(prog: _Program, key: Any, x: Any, data: tuple, num_warmup: int,
-               num_samples: int, label: str) -> tuple[Any, Any]:
-    """One chain with a progress bar: it advances in compiled chunks between updates."""
+               num_samples: int, label: str, *, vectorized: bool = False
+               ) -> tuple[Any, Any]:
+    """One chain (or, ``vectorized``, all chains in lockstep) with a progress bar: it
+    advances in compiled chunks between updates."""
     from tqdm.auto import tqdm
 
     import jax
     import jax.numpy as jnp
 
-    state = prog.start(key, x, data, num_warmup)
+    start, advance, collect = ((prog.start_all, prog.advance_all, prog.collect_all)
+                               if vectorized else (prog.start, prog.advance, prog.collect))
+    state = start(key, x, data, num_warmup)
     zs, divs = [], []
     with tqdm(total=num_warmup + num_samples, desc=f"{label} warmup", leave=True) as bar:
         for n in _chunks(num_warmup):
-            state = jax.block_until_ready(prog.advance(state, data, n))
+            state = jax.block_until_ready(advance(state, data, n))
             bar.update(n)
         bar.set_description(f"{label} sample")
         for n in _chunks(num_samples):
-            state, (z, div) = jax.block_until_ready(prog.collect(state, data, n))
+            state, (z, div) = jax.block_until_ready(collect(state, data, n))
             zs.append(z)
             divs.append(div)
             bar.update(n)
-    return jnp.concatenate(zs), jnp.concatenate(divs)
+    axis = 1 if vectorized else 0
+    return jnp.concatenate(zs, axis=axis), jnp.concatenate(divs, axis=axis)
 
 
 @lru_cache(maxsize=_MAX_PROGRAMS)
@@ -457,6 +463,9 @@ class _Program(NamedTuple):
     collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
     run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
     run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, diverging)
+    start_all: Callable  # start, advance and collect vmapped over chains (progress bar)
+    advance_all: Callable
+    collect_all: Callable
     constrain: Callable  # (z (chains, draws, d), data) -> dict of constrained values
     sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
 
@@ -619,6 +628,12 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
         collect=jax.jit(collect, static_argnums=2),
         run=jax.jit(run, static_argnums=(3, 4)),
         run_chains=jax.jit(run_chains, static_argnums=(3, 4, 5)),
+        start_all=jax.jit(lambda k, x, d, w: jax.vmap(lambda ki, xi: start(ki, xi, d, w))(
+            k, x), static_argnums=3),
+        advance_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: advance(si, d, n))(st),
+                            static_argnums=2),
+        collect_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: collect(si, d, n))(st),
+                            static_argnums=2),
         constrain=jax.jit(constrain_draws),
         sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
     )
