@@ -50,16 +50,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _output import write_result  # benchmarks/_output.py (run as a script)
 from scipy.optimize import linear_sum_assignment
 
 import jax
@@ -68,7 +67,6 @@ import noisycal as nc
 
 TARGET_SPEEDUP = 30.0
 TARGET_N = 1_000_000
-OUTPUT = Path(__file__).resolve().parent / "output" / "bench_em.json"
 
 
 def true_parameters(n_classes: int, n_annotators: int, seed: int
@@ -353,9 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "sizes": results,
     }
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {OUTPUT}")
+    write_result("bench_em", result)
     return result
 
 

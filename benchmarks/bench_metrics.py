@@ -43,13 +43,12 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
+from _output import write_result  # benchmarks/_output.py (run as a script)
 
 import jax
 
@@ -58,7 +57,6 @@ import noisycal as nc
 N_BINS = 15
 LEVEL = 0.9
 TARGET_SPEEDUP = 10.0
-OUTPUT = Path(__file__).resolve().parent / "output" / "bench_metrics.json"
 
 
 def simulate(n: int, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -293,9 +291,7 @@ def main(argv: list[str] | None = None) -> dict:
         "meets_target": bool(meets),
         "uncertainty_calibration": ucal,
     }
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {OUTPUT}")
+    write_result("bench_metrics", result)
     return result
 
 

@@ -63,15 +63,14 @@ Results are printed and written to ``benchmarks/output/bench_nuts.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
 import warnings
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 import numpy as np
+from _output import write_result  # benchmarks/_output.py (run as a script)
 from scipy.optimize import linear_sum_assignment
 
 import jax
@@ -84,7 +83,6 @@ from noisycal.models.dawid_skene import default_priors
 TARGET_SPEEDUP = 2.0
 AGREEMENT_Z = 4.0
 N_CLASSES = 4
-OUTPUT = Path(__file__).resolve().parent / "output" / "bench_nuts.json"
 
 
 def pkg_version(name: str) -> str | None:
@@ -365,9 +363,7 @@ def main(argv: list[str] | None = None) -> dict:
         result["speedup"] = {"cold": cold, "warm": warm}
         result["meets_target"] = {"cold": cold >= TARGET_SPEEDUP, "warm": warm >= TARGET_SPEEDUP}
         result["agreement"] = agr
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {OUTPUT}")
+    write_result("bench_nuts", result)
     return result
 
 

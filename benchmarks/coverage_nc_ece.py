@@ -23,17 +23,14 @@ coverage figures quoted in the issue notes.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _output import write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
 from noisycal.metrics.binning import equal_width_bins
-
-OUTPUT = Path(__file__).resolve().parent / "output"
 
 
 def population_ece(n_bins: int = 10) -> float:
@@ -81,10 +78,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  {k:12s} coverage {cover[k]}/{args.reps} = {cover[k] / args.reps:.3f}, "
               f"mean width {result['mean_width'][k]:.4f}")
     print(f"  NUTS fits not ok: {not_ok}; {result['seconds']:.0f} s")
-    OUTPUT.mkdir(exist_ok=True)
-    path = OUTPUT / f"coverage_nc_ece_{args.n}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {path}")
+    write_result(f"coverage_nc_ece_{args.n}", result)
     return result
 
 

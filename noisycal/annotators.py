@@ -75,17 +75,13 @@ def _moment_start(ann: Annotations, group: np.ndarray | None, L: int, anchor: in
     both = seen[:, anchor] & seen[:, j1] & seen[:, j2]
     if both.sum() < 3:
         return None, None, "fewer than 3 items rated by the anchor triple"
-    T3 = X[both][:, [anchor, j1, j2]]
-    D = T3 - T3.mean(0)
-    C12, C13, C23 = (D[:, 0] * D[:, 1]).mean(), (D[:, 0] * D[:, 2]).mean(), \
-        (D[:, 1] * D[:, 2]).mean()
-    prod = C12 * C13 * C23
-    if not prod > 0:
+    from .hui_walter import _triple_core
+
+    core = _triple_core(X[both][:, [anchor, j1, j2]])
+    if core is None:
         return None, None, "the anchor triple is not informative (C12 C13 C23 <= 0)"
-    t = np.sign(C12 * C13) * (D[:, 0] * D[:, 1] * D[:, 2]).mean() / np.sqrt(prod)
-    mu = (1 - t / np.sqrt(t * t + 4)) / 2
+    mu, d_anchor, _, _ = core
     v = mu * (1 - mu)
-    d_anchor = np.sqrt(C12 * C13 / (C23 * v))
     J = ann.n_annotators
     delta = np.empty(J)
     q = np.empty(J)
@@ -548,20 +544,14 @@ class DawidSkene:
                   chain_method: str) -> AnnotatorFit:
         from noisycal.models.dawid_skene import dawid_skene
 
-        from .engines.nuts import _arviz, sample_nuts
+        from .engines.nuts import _arviz, check_sampler_options, sample_nuts
 
         az = _arviz()
 
         K, J = ann.n_classes, ann.n_annotators
-        num_chains = check_int(num_chains, "num_chains", minimum=1)
-        num_warmup = check_int(num_warmup, "num_warmup", minimum=1)
-        num_samples = check_int(num_samples, "num_samples", minimum=1)
-        check_choice(chain_method, "chain_method", ("vectorized", "sequential", "parallel"))
-        if not isinstance(progress_bar, bool | np.bool_):
-            raise ValueError(f"progress_bar must be True or False, got {progress_bar!r}")
-        if (isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, int | float)
-                or not rhat_threshold > 1.0):
-            raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
+        num_chains, num_warmup, num_samples = check_sampler_options(
+            num_chains, num_warmup, num_samples, chain_method, progress_bar, rhat_threshold,
+            min_warmup=1)
         # start every chain at the MAP-EM estimate under the same priors, so that all
         # chains begin in the vote-aligned mode (the mirrored modes are relabelled below
         # if a chain still wanders into one)

@@ -73,10 +73,28 @@ def iv_weights(a: ArrayLike, b: ArrayLike, prevalence: float, *,
         Variances are floored here before inverting.
     """
     a, b = _binary_channels(a, b)
-    mu = float(np.clip(prevalence, PREVALENCE_CLIP, 1.0 - PREVALENCE_CLIP))
-    v = ((1.0 - mu) * a * (1.0 - a) + mu * b * (1.0 - b)) / (b - a) ** 2
-    inv = 1.0 / np.maximum(v, floor)
-    return inv / inv.sum()
+    return rule_weights("iv", a, b, float(prevalence), floor=floor)
+
+
+def rule_weights(rule: str, a: Any, b: Any, prevalence: Any = None, *, mask: Any = None,
+                 floor: float = VARIANCE_FLOOR, xp: Any = np) -> Any:
+    """The weight formulas without validation, on NumPy (``xp=np``) or JAX
+    (``xp=jax.numpy``, jit-safe) arrays.
+
+    Raw weights by ``rule`` ('iv': inverse variances with the prevalence clipped to
+    [1e-4, 1 - 1e-4] and variances floored at ``floor``; 'equal'; 'gap';
+    'squared_gap'), set to 0 outside ``mask``, normalised to sum to 1.
+    """
+    gap = b - a
+    if rule == "iv":
+        mu = xp.clip(prevalence, PREVALENCE_CLIP, 1.0 - PREVALENCE_CLIP)
+        v = ((1.0 - mu) * a * (1.0 - a) + mu * b * (1.0 - b)) / gap**2
+        raw = 1.0 / xp.maximum(v, floor)
+    else:
+        raw = {"equal": xp.ones_like(a), "gap": gap, "squared_gap": gap**2}[rule]
+    if mask is not None:
+        raw = xp.where(mask, raw, 0.0)
+    return raw / raw.sum()
 
 
 def channel_weights(rule: str, a: ArrayLike, b: ArrayLike, prevalence: float | None = None
@@ -84,12 +102,9 @@ def channel_weights(rule: str, a: ArrayLike, b: ArrayLike, prevalence: float | N
     """Aggregation weights on the simplex by rule ('iv', 'equal', 'gap', 'squared_gap')."""
     check_choice(rule, "weights", WEIGHT_RULES)
     a, b = _binary_channels(a, b)
-    if rule == "iv":
-        if prevalence is None:
-            raise ValueError("weights='iv' needs the prevalence P(Y = 1)")
-        return iv_weights(a, b, prevalence)
-    raw = {"equal": np.ones_like(a), "gap": b - a, "squared_gap": (b - a) ** 2}[rule]
-    return raw / raw.sum()
+    if rule == "iv" and prevalence is None:
+        raise ValueError("weights='iv' needs the prevalence P(Y = 1)")
+    return rule_weights(rule, a, b, prevalence)
 
 
 def _one_hot_matrix(annotations: Annotations | ArrayLike, n_classes: int | None

@@ -770,6 +770,21 @@ def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
                         details)
 
 
+def _triple_core(X: np.ndarray) -> tuple[float, float, float, float] | None:
+    """(mu, delta_1, C12, C13) of Proposition D.2 from an (m, 3) 0/1 matrix whose first
+    column is the anchor (gap taken positive); None when C12 C13 C23 <= 0."""
+    D = X - X.mean(0)
+    C12, C13, C23 = (D[:, 0] * D[:, 1]).mean(), (D[:, 0] * D[:, 2]).mean(), \
+        (D[:, 1] * D[:, 2]).mean()
+    prod = C12 * C13 * C23
+    if not prod > 0:
+        return None
+    t = np.sign(C12 * C13) * (D[:, 0] * D[:, 1] * D[:, 2]).mean() / np.sqrt(prod)
+    mu = (1 - t / np.sqrt(t * t + 4)) / 2
+    return float(mu), float(np.sqrt(C12 * C13 / (C23 * mu * (1 - mu)))), float(C12), \
+        float(C13)
+
+
 def moment_triple(annotations: ArrayLike, *, anchor: int = 0) -> dict:
     r"""Closed-form channels from three binary annotators (paper 003, Proposition D.2).
 
@@ -800,19 +815,13 @@ def moment_triple(annotations: ArrayLike, *, anchor: int = 0) -> dict:
     order = [anchor] + [j for j in range(3) if j != anchor]
     X = A[:, order]
     q = X.mean(0)
-    D = X - q
-    C12, C13, C23 = (D[:, 0] * D[:, 1]).mean(), (D[:, 0] * D[:, 2]).mean(), \
-        (D[:, 1] * D[:, 2]).mean()
-    T = (D[:, 0] * D[:, 1] * D[:, 2]).mean()
-    prod = C12 * C13 * C23
-    nan = {"a": np.full(3, np.nan), "b": np.full(3, np.nan), "prevalence": np.nan}
-    if not prod > 0:
-        return {**nan, "status": "infeasible_mom",
+    core = _triple_core(X)
+    if core is None:
+        return {"a": np.full(3, np.nan), "b": np.full(3, np.nan), "prevalence": np.nan,
+                "status": "infeasible_mom",
                 "message": "C12 C13 C23 <= 0: the triple is not informative"}
-    t = np.sign(C12 * C13) * T / np.sqrt(prod)
-    mu = (1 - t / np.sqrt(t * t + 4)) / 2
+    mu, d1, C12, C13 = core
     v = mu * (1 - mu)
-    d1 = np.sqrt(C12 * C13 / (C23 * v))
     delta = np.array([d1, C12 / (v * d1), C13 / (v * d1)])
     a = q - mu * delta
     b = a + delta

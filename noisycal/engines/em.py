@@ -180,6 +180,12 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     return jax.lax.while_loop(cond, step, step(init))
 
 
+def split_data(data: DSData) -> tuple[tuple, tuple]:
+    """(arrays, static sizes) of ``data``, the form the jitted helpers take."""
+    return ((data.item, data.annotator, data.label, data.group),
+            (data.n_items, data.n_annotators, data.n_classes, data.n_groups))
+
+
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol"))
 def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.Array | None,
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
@@ -195,8 +201,7 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     """Run EM from a stack of starts ``post0`` of shape (n_starts, n_items, K), vmapped
     and jitted (the sizes in ``data`` are static). ``weights`` count each row's items
     (rating patterns: see :func:`collapse_patterns`)."""
-    arrays = (data.item, data.annotator, data.label, data.group)
-    sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
+    arrays, sizes = split_data(data)
     return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                    max_iter=max_iter, tol=tol)
 
@@ -228,8 +233,7 @@ def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.A
     ``data`` holds one row per rating pattern and ``pattern`` (n_items,) maps every
     original item to its pattern; a resample of items becomes pattern weights.
     """
-    arrays = (data.item, data.annotator, data.label, data.group)
-    sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
+    arrays, sizes = split_data(data)
     return _bootstrap_em(rng_key, post0, arrays, gold, alpha, beta, pattern, sizes=sizes,
                          one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=n_boot)
 
@@ -297,25 +301,20 @@ def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote:
     return out.mean(0) if mode == "mean" else out
 
 
-def _sizes(data: DSData) -> tuple[tuple, tuple]:
-    return ((data.item, data.annotator, data.label, data.group),
-            (data.n_items, data.n_annotators, data.n_classes, data.n_groups))
-
-
 def posteriors_at(prevalence: jax.Array, confusion: jax.Array, data: DSData, *,
                   mean: bool = False) -> jax.Array:
     """E-step posteriors at D parameter sets (``prevalence`` (D, L, K), ``confusion``
     (D, J, K, K)): shape (D, n_items, K), or with ``mean=True`` their average over the
     D sets (n_items, K), the Rao-Blackwellised posteriors of a sampler's draws. Jitted
     with the sizes static, so same-shaped refits reuse the compiled code."""
-    arrays, sizes = _sizes(data)
+    arrays, sizes = split_data(data)
     return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), sizes=sizes,
                       mode="mean" if mean else "each")
 
 
 def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData) -> jax.Array:
     """Marginal log-likelihood (D,) at D parameter sets (shapes as in posteriors_at)."""
-    arrays, sizes = _sizes(data)
+    arrays, sizes = split_data(data)
     return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), sizes=sizes,
                       mode="loglik")
 
@@ -324,5 +323,5 @@ def vote_agreement(prevalence: jax.Array, confusion: jax.Array, data: DSData,
                    vote: jax.Array) -> jax.Array:
     """Per parameter set, ``posterior.T @ vote`` (D, K, K) with ``vote`` an (n_items, K)
     one-hot matrix: how much each latent class agrees with each voted class."""
-    arrays, sizes = _sizes(data)
+    arrays, sizes = split_data(data)
     return _draws_map(prevalence, confusion, arrays, vote, sizes=sizes, mode="agree")

@@ -267,13 +267,9 @@ def run_nuts(
         When R-hat exceeds ``rhat_threshold`` or there were divergent transitions.
     """
     check_model_inputs(model, model_args, model_kwargs, init_params)
-    num_chains = check_int(num_chains, "num_chains", minimum=1)
-    num_warmup = check_int(num_warmup, "num_warmup", minimum=0)
-    num_samples = check_int(num_samples, "num_samples", minimum=1)
+    num_chains, num_warmup, num_samples = check_sampler_options(
+        num_chains, num_warmup, num_samples, chain_method, progress_bar, rhat_threshold)
     max_tree_depth = check_int(max_tree_depth, "max_tree_depth", minimum=1)
-    check_choice(chain_method, "chain_method", ("sequential", "vectorized", "parallel"))
-    if not isinstance(progress_bar, bool | np.bool_):
-        raise ValueError(f"progress_bar must be True or False, got {progress_bar!r}")
     if cache is not None and not isinstance(cache, bool | np.bool_):
         raise ValueError(f"cache must be True, False or None, got {cache!r}")
     if not isinstance(dense_mass, bool | np.bool_):
@@ -281,9 +277,6 @@ def run_nuts(
     if (isinstance(target_accept_prob, bool) or not isinstance(target_accept_prob, int | float)
             or not 0.0 < target_accept_prob < 1.0):
         raise ValueError(f"target_accept_prob must be in (0, 1), got {target_accept_prob!r}")
-    if (isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, int | float)
-            or not rhat_threshold > 1.0):
-        raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
     samples, diverging = sample_nuts(
         model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
         num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
@@ -292,6 +285,23 @@ def run_nuts(
         dense_mass=bool(dense_mass), cache=cache)
     return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
                    num_samples=num_samples, rhat_threshold=float(rhat_threshold))
+
+
+def check_sampler_options(num_chains: object, num_warmup: object, num_samples: object,
+                          chain_method: object, progress_bar: object, rhat_threshold: object,
+                          *, min_warmup: int = 0) -> tuple[int, int, int]:
+    """Validate the NUTS settings shared by :func:`run_nuts` and the annotator models'
+    ``fit(method='nuts')``; returns (num_chains, num_warmup, num_samples)."""
+    num_chains = check_int(num_chains, "num_chains", minimum=1)
+    num_warmup = check_int(num_warmup, "num_warmup", minimum=min_warmup)
+    num_samples = check_int(num_samples, "num_samples", minimum=1)
+    check_choice(chain_method, "chain_method", ("sequential", "vectorized", "parallel"))
+    if not isinstance(progress_bar, bool | np.bool_):
+        raise ValueError(f"progress_bar must be True or False, got {progress_bar!r}")
+    if (isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, int | float)
+            or not rhat_threshold > 1.0):
+        raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
+    return num_chains, num_warmup, num_samples
 
 
 def sample_nuts(model: Callable[..., Any], *, model_args: tuple,

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import as_key, x64
-from ..correction import GAP_THRESHOLD, PREVALENCE_CLIP, VARIANCE_FLOOR
+from ..correction import GAP_THRESHOLD, rule_weights
 from ..metrics.binning import equal_width_bins
 
 __all__ = ["nc_ece_refit_replicates"]
@@ -90,7 +90,7 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
         ``n_failed`` (gap check), ``n_not_converged`` (EM hit its iteration limit), the
         refitted channels' spread (``a_sd``, ``b_sd``) and ``n_patterns``.
     """
-    from ..engines.em import collapse_patterns
+    from ..engines.em import collapse_patterns, split_data
     from ..models.dawid_skene import make_data
 
     det, fit = _check_target(target)
@@ -124,8 +124,7 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
     with x64():
         data = make_data(pos[item[keep]], annotator[keep], code[item[keep], annotator[keep]],
                          n_items=P, n_annotators=J, n_classes=2, group=group[rep], n_groups=L)
-        arrays = (data.item, data.annotator, data.label, data.group)
-        sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
+        arrays, sizes = split_data(data)
         out = _replicates(
             as_key(seed), jnp.asarray(post0), jnp.asarray(perm, jnp.int32), arrays,
             None if alpha_p is None else jnp.asarray(alpha_p),
@@ -147,22 +146,6 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
                   "n_not_converged": int(np.sum(~converged)),
                   "a_sd": np.nanstd(a, axis=0), "b_sd": np.nanstd(b, axis=0),
                   "n_patterns": int(P)}
-
-
-def _weights(rule: str, a: jax.Array, b: jax.Array, mu: jax.Array, mask: jax.Array,
-             given: jax.Array) -> jax.Array:
-    """Aggregation weights by rule (the jnp twin of correction.channel_weights)."""
-    gap = b - a
-    if rule == "given":
-        return given
-    if rule == "iv":
-        m = jnp.clip(mu, PREVALENCE_CLIP, 1.0 - PREVALENCE_CLIP)
-        v = ((1.0 - m) * a * (1.0 - a) + m * b * (1.0 - b)) / gap**2
-        raw = 1.0 / jnp.maximum(v, VARIANCE_FLOOR)
-    else:
-        raw = {"equal": jnp.ones_like(a), "gap": gap, "squared_gap": gap**2}[rule]
-    raw = jnp.where(mask, raw, 0.0)
-    return raw / raw.sum()
 
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "rule",
@@ -195,7 +178,8 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
             # groups the resample missed have weight 0 here
             wg = jax.ops.segment_sum(w, group, num_segments=L)
             mu = wg @ group_prev[:, 1] / n
-        alpha = _weights(rule, a, b, mu, mask, given)
+        alpha = given if rule == "given" else rule_weights(rule, a, b, mu, mask=mask,
+                                                           xp=jnp)
         ok = jnp.all(jnp.where(mask, b - a > GAP_THRESHOLD, True)) & jnp.isfinite(mu)
         # corrected label of each pattern, weights renormalised over its observed raters
         wj = jnp.where(use, alpha[None, :], 0.0)
