@@ -4,17 +4,23 @@ Every calibration metric compares predictions with a *target* matrix (see
 :mod:`noisycal.targets`); every metric returns an :class:`Estimate` with an interval.
 """
 
-from . import calibrators, datasets, intervals, metrics, plots, simulate, targets
+from . import annotators, calibrators, datasets, intervals, metrics, plots, simulate, targets
 from ._warnings import (
     ConvergenceWarning,
     IdentifiabilityWarning,
     NoisycalWarning,
     NumericalWarning,
 )
-from .annotators import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene
+from .annotators import (
+    DawidSkene,
+    DirichletSoftLabels,
+    GroupedDawidSkene,
+    HuiWalter,
+    OneCoinDawidSkene,
+    SoftLabelFit,
+)
 from .data import Annotations
 from .engines.results import AnnotatorFit
-from .hui_walter import HuiWalter
 from .intervals import Estimate, bootstrap
 from .metrics import (
     brier,
@@ -25,7 +31,6 @@ from .metrics import (
     nll,
     true_label_ece,
 )
-from .soft_labels import DirichletSoftLabels, SoftLabelFit
 from .targets import Target
 
 __version__ = "0.1.0.dev0"
@@ -42,6 +47,7 @@ __all__ = [
     "Target",
     "Estimate",
     "targets",
+    "annotators",
     "calibrators",
     "metrics",
     "intervals",

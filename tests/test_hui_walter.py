@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 
 import noisycal as nc
-import noisycal.hui_walter as hw
-from noisycal.hui_walter import (
+import noisycal.annotators.hui_walter as hw
+from noisycal.annotators.hui_walter import (
     equal_count_groups,
     gmm_fit_moments,
     grouped_moments,
@@ -87,7 +87,7 @@ def test_bad_input(A, groups, match):
 def test_moment_triple_is_exact_on_population_frequencies():
     from itertools import product
 
-    from noisycal.hui_walter import moment_triple
+    from noisycal.annotators.hui_walter import moment_triple
 
     mu, a, b = 0.25, np.array([0.10, 0.15, 0.20]), np.array([0.80, 0.90, 0.85])
     rows, N = [], 32_000  # every pattern probability is a multiple of 1/32000
@@ -259,7 +259,7 @@ def test_gmm_identity_agrees_with_statsmodels_gmm():
     conditions and identity weight reaches the same interior minimum."""
     from statsmodels.sandbox.regression.gmm import GMM
 
-    from noisycal.hui_walter import grouped_moments
+    from noisycal.annotators.hui_walter import grouped_moments
 
     A, g = _simulate(20_000, A4, B4, MU4, seed=1)
     L, n = 4, g.size

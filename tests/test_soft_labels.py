@@ -17,7 +17,7 @@ from noisycal.models.soft_labels import (
     identity_map,
     log_likelihood,
 )
-from noisycal.soft_labels import DirichletSoftLabels, SoftLabelFit
+from noisycal.annotators.soft_labels import DirichletSoftLabels, SoftLabelFit
 
 K = 3
 W_TRUE = 0.6 * np.eye(K) + np.array([[0.0, 0.1, -0.05], [0.05, 0.0, 0.1], [-0.1, 0.05, 0.0]])

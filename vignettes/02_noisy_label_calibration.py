@@ -61,7 +61,7 @@ def load(source: str, n: int, seed: int) -> dict:
 def fit_channels(d: dict, *, num_samples: int, seed: int) -> dict:
     ann = nc.Annotations.from_wide(d["A"])
     groups = (d["z"] >= np.median(d["z"])).astype(int)
-    ranks = nc.hui_walter.equal_count_groups(d["z"], 4)
+    ranks = nc.annotators.equal_count_groups(d["z"], 4)
     fits = {
         "Hui-Walter MoM (annotators 1-2)": nc.HuiWalter().fit(d["A"][:, :2], groups=groups),
         "Hui-Walter GMM (1-2, 4 rank groups)": nc.HuiWalter().fit(

@@ -21,12 +21,12 @@ from scipy.stats import chi2
 import jax
 import jax.numpy as jnp
 
-from ._jax import as_numpy_rng, x64
-from ._typing import ArrayLike, Seed
-from ._validation import check_array, check_choice, check_int
-from ._warnings import ConvergenceWarning, IdentifiabilityWarning
-from .data import Annotations
-from .engines.results import AnnotatorFit
+from .._jax import as_numpy_rng, x64
+from .._typing import ArrayLike, Seed
+from .._validation import check_array, check_choice, check_int
+from .._warnings import ConvergenceWarning, IdentifiabilityWarning
+from ..data import Annotations
+from ..engines.results import AnnotatorFit
 
 __all__ = [
     "HuiWalter",

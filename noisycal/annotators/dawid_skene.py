@@ -17,12 +17,12 @@ from scipy.optimize import linear_sum_assignment
 import jax
 import jax.numpy as jnp
 
-from ._jax import as_key, as_numpy_rng, x64
-from ._typing import ArrayLike, Seed
-from ._validation import check_array, check_choice, check_int
-from ._warnings import ConvergenceWarning, IdentifiabilityWarning
-from .data import Annotations
-from .engines.em import (
+from .._jax import as_key, as_numpy_rng, x64
+from .._typing import ArrayLike, Seed
+from .._validation import check_array, check_choice, check_int
+from .._warnings import ConvergenceWarning, IdentifiabilityWarning
+from ..data import Annotations
+from ..engines.em import (
     bootstrap_em,
     collapse_patterns,
     e_step,
@@ -31,7 +31,7 @@ from .engines.em import (
     posteriors_at,
     vote_agreement,
 )
-from .engines.results import AnnotatorFit
+from ..engines.results import AnnotatorFit
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene"]
 
@@ -513,7 +513,7 @@ class DawidSkene:
                  orientation: str, anchor: int) -> AnnotatorFit:
         from noisycal.models.dawid_skene import dawid_skene, one_coin_confusion
 
-        from .engines.mle import fit_map
+        from ..engines.mle import fit_map
 
         K, J = ann.n_classes, ann.n_annotators
         use_prior = alpha is not None or beta is not None
@@ -544,7 +544,7 @@ class DawidSkene:
                   chain_method: str) -> AnnotatorFit:
         from noisycal.models.dawid_skene import dawid_skene
 
-        from .engines.nuts import _arviz, check_sampler_options, sample_nuts
+        from ..engines.nuts import _arviz, check_sampler_options, sample_nuts
 
         az = _arviz()
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
-from ._typing import ArrayLike, Seed
-from ._validation import check_array, check_choice, predictions
+from .._typing import ArrayLike, Seed
+from .._validation import check_array, check_choice, predictions
 
 __all__ = ["DirichletSoftLabels", "SoftLabelFit"]
 
@@ -205,7 +205,7 @@ class DirichletSoftLabels:
     Examples
     --------
     >>> import numpy as np
-    >>> from noisycal.soft_labels import DirichletSoftLabels
+    >>> from noisycal.annotators.soft_labels import DirichletSoftLabels
     >>> probs = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]] * 20)
     >>> counts = np.array([[6, 3, 1], [2, 6, 2], [1, 1, 8]] * 20)
     >>> fit = DirichletSoftLabels().fit(probs=probs, counts=counts, method="map")
@@ -295,7 +295,7 @@ class DirichletSoftLabels:
 
         model_kwargs = {"prior_scale": self.prior_scale}
         if method in ("mle", "map"):
-            from .engines.mle import fit_map
+            from ..engines.mle import fit_map
 
             res = fit_map(dirichlet_soft_labels, model_args=(log_p, c),
                           model_kwargs=model_kwargs, seed=seed, prior=method == "map",
@@ -310,7 +310,7 @@ class DirichletSoftLabels:
                 n_classes=n_classes, prior_scale=self.prior_scale, engine_result=res,
             )
 
-        from .engines.nuts import run_nuts
+        from ..engines.nuts import run_nuts
 
         res = run_nuts(dirichlet_soft_labels, model_args=(log_p, c), model_kwargs=model_kwargs,
                        seed=seed, **options)
@@ -332,7 +332,7 @@ def _loglik(W: np.ndarray, b: np.ndarray, kappa: float, log_p: np.ndarray,
     """The model's log-likelihood at given parameters, in float64."""
     from noisycal.models.soft_labels import log_likelihood
 
-    from ._jax import x64
+    from .._jax import x64
 
     with x64():
         return float(log_likelihood(W, b, kappa, log_p, counts).sum())

@@ -1,0 +1,24 @@
+"""User-facing annotator models, statsmodels style: ``Model(...).fit(annotations) -> result``.
+
+- :mod:`noisycal.annotators.dawid_skene`: Dawid–Skene, one-coin and grouped Dawid–Skene.
+- :mod:`noisycal.annotators.hui_walter`: the Hui–Walter two-annotator, score-group model.
+- :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
+
+All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`.
+"""
+
+from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
+from .hui_walter import HuiWalter, equal_count_groups, moment_triple
+from .soft_labels import DirichletSoftLabels, SoftLabelFit
+
+__all__ = [
+    "DawidSkene",
+    "OneCoinDawidSkene",
+    "GroupedDawidSkene",
+    "HuiWalter",
+    "DirichletSoftLabels",
+    "SoftLabelFit",
+    "equal_count_groups",
+    "moment_triple",
+    "predict",
+]
