@@ -185,7 +185,7 @@ def test_joint_map_warns_bad_input_and_params():
     with pytest.raises(ValueError, match="orientation"):
         nc.calibrators.JointMap(orientation="up").fit(probs=z, annotations=A)
     assert jm.get_params() == {"n_bins": 5, "n_starts": 10, "max_iter": 1000, "tol": 1e-8,
-                               "random_state": 0, "orientation": "anchor", "anchor": 0}
+                               "seed": 0, "orientation": "anchor", "anchor": 0}
     with pytest.raises(ValueError, match="unknown parameter"):
         jm.set_params(bins=3)
     # a fit that is not accepted is reported, never silent

@@ -1,10 +1,11 @@
 """The auxiliary Joint map: score-bin prevalences of the joint score-bin EM.
 
-Paper 003, spec section 5.4: ``g_Joint(z) = mu_hat_{g(z)}``, the fitted prevalence of the
-joint score-bin EM group (spec section 3.7) that contains the score ``z``. The groups are
-``n_bins`` equal-width bins of the original score; a grouped Dawid–Skene model with shared
-binary channels ``(a_j, b_j)`` and one prevalence ``mu_g`` per non-empty bin is fitted to
-the annotations, and empty bins get the overall fitted posterior mean ``(1/n) sum_i tau_i``.
+``g_Joint(z) = mu_hat_{g(z)}``, the fitted prevalence of the joint score-bin EM group
+that contains the score ``z`` ("Noisy-Label Calibration with Multiple Unreliable Labels",
+Section 5 and Appendix G.3). The groups are ``n_bins`` equal-width bins of the original
+score; a grouped Dawid–Skene model with shared binary channels ``(a_j, b_j)`` and one
+prevalence ``mu_g`` per non-empty bin is fitted to the annotations, and empty bins get the
+overall fitted posterior mean ``(1/n) sum_i tau_i``.
 """
 
 from __future__ import annotations
@@ -14,22 +15,14 @@ import warnings
 import numpy as np
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int
+from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
-from .scaling import _Base
+from ._base import Calibrator, check_unit_scores
+from .scaling import MAX_BINS_PER_ITEM
 
 __all__ = ["JointMap"]
-
-
-def _check_scores(probs: ArrayLike) -> np.ndarray:
-    z = check_array(probs, "probs", ndim=1)
-    if z.shape[0] < 1:
-        raise ValueError("probs must contain at least one score, got shape (0,)")
-    if np.any((z < 0) | (z > 1)):
-        raise ValueError(f"probs must lie in [0, 1], got values in [{z.min():g}, {z.max():g}]")
-    return z
 
 
 def _as_annotations(annotations: object) -> Annotations:
@@ -60,13 +53,13 @@ def _as_annotations(annotations: object) -> Annotations:
     return ann
 
 
-class JointMap(_Base):
+class JointMap(Calibrator):
     r"""Auxiliary Joint map: the bin prevalences of the joint score-bin EM.
 
-    Paper 003, spec section 5.4 (the fit is section 3.7).
     :math:`g_{\mathrm{Joint}}(z) = \hat\mu_{g(z)}`, where :math:`g(z)` is the
-    equal-width score bin containing ``z``. The model is a grouped Dawid–Skene with
-    shared binary channels,
+    equal-width score bin containing ``z`` ("Noisy-Label Calibration with Multiple
+    Unreliable Labels", Section 5; the joint score-bin EM is its Appendix G.3). The model
+    is a grouped Dawid–Skene (Dawid & Skene, 1979) with shared binary channels,
 
     .. math:: p_\theta(s \mid g) = \mu_g \prod_j b_j^{s_j}(1-b_j)^{1-s_j}
               + (1-\mu_g) \prod_j a_j^{s_j}(1-a_j)^{1-s_j},
@@ -74,14 +67,18 @@ class JointMap(_Base):
     with one prevalence :math:`\mu_g` per *non-empty* bin. It is fitted by EM
     (:class:`~noisycal.GroupedDawidSkene` with ``channels='shared'``).
     Empty bins get the overall fitted posterior mean :math:`(1/n)\sum_i \tau_i`.
-    Binary only. Unlike the other recalibrators it needs no target: it is fitted to the
-    annotations themselves.
+    Binary only.
+
+    Unlike the other recalibrators, :meth:`fit` takes ``annotations=`` instead of
+    ``target=``: the map is fitted to the raw ratings themselves (it estimates the
+    channels and the bin prevalences jointly), not to a target matrix built beforehand,
+    and ``target=`` always means such a matrix in noisycal.
 
     Parameters
     ----------
     n_bins : int, default=10
-        Number J of equal-width bins on the score (the tabular setting; the CIFAR
-        setting uses 5).
+        Number J of equal-width bins on the score (the paper's tabular setting; its
+        image-annotation setting uses 5); at most 10 per fitting item.
     n_starts : int, default=10
         EM starts (the first from the soft vote, the others random); the largest
         log-likelihood wins.
@@ -89,14 +86,13 @@ class JointMap(_Base):
         EM iteration limit per start.
     tol : float, default=1e-8
         EM stops when the mean log-likelihood per item changes by less than ``tol``.
-    random_state : int or jax key, default=0
-        Seed of the random EM starts (scikit-learn's name, as for every recalibrator).
+    seed : int or jax key, default=0
+        Seed of the random EM starts.
     orientation : {'anchor', 'vote'}, default='anchor'
         How the latent class is named: annotator ``anchor`` has a positive gap
-        ``b_j - a_j > 0`` (spec section 3.6), or the latent classes are matched to the
-        majority vote.
+        ``b_j - a_j > 0``, or the latent classes are matched to the majority vote.
     anchor : int, default=0
-        Position of the anchor annotator in ``annotations.annotators`` (sorted ids).
+        Position of the anchor annotator in ``annotations.annotators``.
 
     Attributes
     ----------
@@ -114,9 +110,10 @@ class JointMap(_Base):
         ``fit_.status`` (``'ok'``, ``'not_converged'``, ``'small_gap'``, ``'nonfinite'``,
         ``'boundary'``), or ``'not_identified'`` (two annotators and a single non-empty
         bin).
+    message_ : str
+        What the status means for this fit (``''`` when ok).
     objective_ : float
-        The spec's objective ``L_n``: the maximised log-likelihood per item,
-        ``fit_.loglik / n``.
+        The maximised log-likelihood per item, ``fit_.loglik / n``.
 
     Warns
     -----
@@ -128,15 +125,15 @@ class JointMap(_Base):
 
     Notes
     -----
-    Choices where the spec is silent (gaps, spec section 8), all documented here:
+    Choices where the paper is silent, all documented here:
 
     - Bin edges are those of :class:`HistogramBinning`
       (:func:`noisycal.metrics.binning.equal_width_bins`).
     - Items are aligned by position: ``probs[i]`` is the score of ``annotations.items[i]``
-      (the sorted item ids; for a wide matrix, row ``i``).
-    - The positive class is ``annotations.classes[1]``, the larger of the two sorted labels.
-    - Start selection and acceptance follow the tabular rule of spec section 3.7: every
-      start is oriented by the anchor's gap and screened (every gap > 1e-4;
+      (for a wide matrix, row ``i``).
+    - The positive class is ``annotations.classes[1]``.
+    - Start selection and acceptance follow the paper's tabular rule (Appendix G.3):
+      every start is oriented by the anchor's gap and screened (every gap > 1e-4;
       ``screen_gaps=True`` of :meth:`~noisycal.DawidSkene.fit`), the largest
       log-likelihood among the screened starts is selected, and that start alone is
       checked for convergence and its gaps. A fit that is not accepted is kept and
@@ -144,13 +141,17 @@ class JointMap(_Base):
     - When only one bin is non-empty, the grouped model has one group and is the marginal
       Dawid–Skene (:class:`~noisycal.DawidSkene`), which is fitted instead.
     - Two annotators identify the channels only together with two separated non-empty bins
-      (spec section 3.7, identification (a)); with two annotators and a single non-empty
-      bin the fit is flagged ``'not_identified'``. One annotator is refused.
+      (the paper's Appendix D; three annotators are identified by its Proposition D.2);
+      with two annotators and a single non-empty bin the fit is flagged
+      ``'not_identified'``. One annotator is refused.
 
     References
     ----------
-    Spec of paper 003 ("Noisy-label calibration with multiple unreliable labels"),
-    sections 3.6, 3.7, 5.4 and 8.
+    "Noisy-Label Calibration with Multiple Unreliable Labels", Section 5, Appendices D
+    and G.3.
+
+    Dawid, A. P. & Skene, A. M. (1979). Maximum likelihood estimation of observer
+    error-rates using the EM algorithm. Applied Statistics 28(1), 20-28.
 
     Examples
     --------
@@ -161,17 +162,16 @@ class JointMap(_Base):
     ((5,), 'ok')
     """
 
-    _param_names = ("n_bins", "n_starts", "max_iter", "tol", "random_state", "orientation",
-                    "anchor")
+    _fitted_attr = "values_"
 
     def __init__(self, *, n_bins: int = 10, n_starts: int = 10, max_iter: int = 1000,
-                 tol: float = 1e-8, random_state: Seed = 0, orientation: str = "anchor",
+                 tol: float = 1e-8, seed: Seed = 0, orientation: str = "anchor",
                  anchor: int = 0) -> None:
         self.n_bins = n_bins
         self.n_starts = n_starts
         self.max_iter = max_iter
         self.tol = tol
-        self.random_state = random_state
+        self.seed = seed
         self.orientation = orientation
         self.anchor = anchor
 
@@ -200,7 +200,10 @@ class JointMap(_Base):
         """
         J = check_int(self.n_bins, "n_bins", minimum=1)
         check_choice(self.orientation, "orientation", ("anchor", "vote"))
-        z = _check_scores(probs)
+        z = check_unit_scores(probs, "probs")
+        if J > MAX_BINS_PER_ITEM * z.size:
+            raise ValueError(f"n_bins={J} is far above the {z.size} fitting item(s): at most "
+                             f"{MAX_BINS_PER_ITEM} bins per item are allowed")
         ann = _as_annotations(annotations)
         if ann.n_items != z.shape[0]:
             raise ValueError(f"annotations must cover the items of probs: annotations have "
@@ -208,33 +211,16 @@ class JointMap(_Base):
         bins = equal_width_bins(z, J)
         counts = np.bincount(bins, minlength=J)
         nonempty = np.flatnonzero(counts)
-        kwargs = dict(method="em", n_starts=self.n_starts, max_iter=self.max_iter,
-                      tol=self.tol, seed=self.random_state, orientation=self.orientation,
-                      anchor=self.anchor, screen_gaps=True)
-        from ..annotators import DawidSkene, GroupedDawidSkene
-
-        # The engine warns about a rejected fit itself; collect its warnings and report the
-        # status once, from here, pointing at the caller.
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if nonempty.size >= 2:
-                fit = GroupedDawidSkene(2, channels="shared").fit(ann, groups=bins, **kwargs)
-            else:
-                fit = DawidSkene(2).fit(ann, **kwargs)
-        for w in caught:
-            if not issubclass(w.category, NoisycalWarning):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        fit = self._fit_em(ann, bins, nonempty.size)
 
         status, message = fit.status, fit.message
         if status == "ok" and nonempty.size < 2 and ann.n_annotators < 3:
             status = "not_identified"
             message = ("two annotators and a single non-empty score bin: the shared channels "
-                       "and the prevalence are not identified (spec section 3.7)")
-        if status != "ok":
-            category = ConvergenceWarning if status == "not_converged" else \
-                IdentifiabilityWarning
-            warnings.warn(f"JointMap: the joint score-bin EM fit is not accepted "
-                          f"(status {status!r}): {message}", category, stacklevel=2)
+                       "and the prevalence are not identified")
+        category = ConvergenceWarning if status == "not_converged" else IdentifiabilityWarning
+        self._set_status(status, "" if status == "ok" else
+                         f"the joint score-bin EM fit is not accepted: {message}", category)
 
         tau = np.asarray(fit.item_posterior)[:, 1]
         fallback = float(np.mean(tau))
@@ -244,9 +230,28 @@ class JointMap(_Base):
         self.counts_ = counts
         self.fallback_ = fallback
         self.fit_ = fit
-        self.status_ = status
         self.objective_ = float(fit.loglik) / z.shape[0]
         return self
+
+    def _fit_em(self, ann: Annotations, bins: np.ndarray, n_nonempty: int) -> object:
+        """The grouped (or, with one non-empty bin, marginal) shared-channel EM fit."""
+        kwargs = dict(method="em", n_starts=self.n_starts, max_iter=self.max_iter,
+                      tol=self.tol, seed=self.seed, orientation=self.orientation,
+                      anchor=self.anchor, screen_gaps=True)
+        from ..annotators import DawidSkene, GroupedDawidSkene
+
+        # The engine warns about a rejected fit itself; collect its warnings and report the
+        # status once, from fit, pointing at the caller.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if n_nonempty >= 2:
+                fit = GroupedDawidSkene(2, channels="shared").fit(ann, groups=bins, **kwargs)
+            else:
+                fit = DawidSkene(2).fit(ann, **kwargs)
+        for w in caught:
+            if not issubclass(w.category, NoisycalWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return fit
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
                       logits: ArrayLike | None = None) -> np.ndarray:
@@ -263,9 +268,20 @@ class JointMap(_Base):
         Returns
         -------
         ndarray of shape (n,)
+
+        Raises
+        ------
+        NotFittedError
+            If called before ``fit``.
+        ValueError
+            If ``logits`` is given, or ``probs`` is missing, not 1-D, not finite or
+            outside [0, 1].
         """
         self._check_fitted()
-        if logits is not None or probs is None:
-            raise ValueError("JointMap takes probs= (scores in [0, 1]), not logits=")
-        z = _check_scores(probs)
+        if logits is not None:
+            raise ValueError("logits= is not accepted: JointMap bins probabilities; pass "
+                             "probs= (scores in [0, 1])")
+        if probs is None:
+            raise ValueError("probs is required (scores in [0, 1])")
+        z = check_unit_scores(probs, "probs")
         return self.values_[equal_width_bins(z, len(self.values_))]

@@ -1,51 +1,53 @@
-"""Binary recalibration maps fitted to any target (naive, soft, corrected).
+"""Binary recalibration maps fitted to any target (naive, soft or noise-corrected).
 
-Paper 003, section 5 of its spec: temperature g_T(z) = sigmoid(s(z) / T) with
-0.05 <= T <= 20, Platt g_{u,v}(z) = sigmoid(u s(z) + v) with -10 <= u, v <= 10, where
-s(z) = logit(clip(z, eps, 1 - eps)), fitted by minimising the mean of
-softplus(eta_i) - y_i eta_i. That is the log loss for targets in [0, 1] and stays convex
-and well defined for corrected targets outside [0, 1], which are never clipped.
-The projected histogram (J equal-width bins, bin value clip(mean target, 0, 1), empty
-bins the projected overall mean) carries the Proposition 2 bound.
+Temperature scaling (Guo et al., 2017) ``g_T(z) = sigmoid(s(z) / T)`` with
+``0.05 <= T <= 20`` and Platt scaling (Platt, 1999) ``g_{u,v}(z) = sigmoid(u s(z) + v)``
+with ``-10 <= u, v <= 10``, where ``s(z) = logit(clip(z, eps, 1 - eps))``, fitted by
+minimising the mean of ``softplus(eta_i) - y_i eta_i``. That is the log loss for targets
+in [0, 1], and it stays convex and well defined for noise-corrected targets outside
+[0, 1], which are never clipped. The clipped scores and the compact parameter boxes are
+those of "Noisy-Label Calibration with Multiple Unreliable Labels" (Section 5 and
+Appendix E.2). The projected histogram (Zadrozny & Elkan, 2001; J equal-width bins, bin
+value ``clip(mean target, 0, 1)``, empty bins the projected overall mean) carries that
+paper's Proposition 2 bound.
+
+References
+----------
+Guo, C., Pleiss, G., Sun, Y. & Weinberger, K. Q. (2017). On calibration of modern neural
+networks. ICML.
+
+Platt, J. (1999). Probabilistic outputs for support vector machines and comparisons to
+regularized likelihood methods. Advances in Large Margin Classifiers.
+
+Zadrozny, B. & Elkan, C. (2001). Obtaining calibrated probability estimates from decision
+trees and naive Bayesian classifiers. ICML.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import numbers
 
 import numpy as np
 from scipy import optimize
 from scipy.special import expit, log_expit
 
 from .._typing import ArrayLike
-from .._validation import check_array, check_int, check_level
+from .._validation import check_int, check_level
+from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.binning import equal_width_bins
-from ..targets import as_target_matrix
+from ._base import Calibrator, binary_scores, check_box, check_eps, check_unit_scores, \
+    positive_target
 
-__all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS"]
+__all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS", "MAX_BINS_PER_ITEM"]
 
-#: Default score clipping level eps of s(z) = logit(clip(z, eps, 1 - eps)) (a spec gap).
+#: Default score clipping level eps of s(z) = logit(clip(z, eps, 1 - eps)) (the paper
+#: leaves it open; any 0 < eps < 0.5 is accepted).
 EPS = 1e-6
 
-
-def _scores(probs: ArrayLike | None, logits: ArrayLike | None, eps: float) -> np.ndarray:
-    """Positive-class log-odds s(z) from (n,) probabilities or logits (explicit)."""
-    if (probs is None) == (logits is None):
-        raise ValueError("give exactly one of probs= or logits= (binary: shape (n,))")
-    if logits is not None:
-        s = check_array(logits, "logits", ndim=1)
-        return np.clip(s, math.log(eps / (1 - eps)), math.log((1 - eps) / eps))
-    z = check_array(probs, "probs", ndim=1)
-    if np.any((z < 0) | (z > 1)):
-        raise ValueError("probs must lie in [0, 1]")
-    z = np.clip(z, eps, 1 - eps)
-    return np.log(z) - np.log1p(-z)
-
-
-def _targets(target: object, n: int) -> np.ndarray:
-    T = as_target_matrix(target, n, 2)
-    return T[:, 1]
+#: HistogramBinning refuses more than this many bins per fitting item (almost every bin
+#: would be empty, and the map the overall mean almost everywhere).
+MAX_BINS_PER_ITEM = 10
 
 
 def _objective(eta: np.ndarray, y: np.ndarray) -> float:
@@ -53,58 +55,113 @@ def _objective(eta: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(-log_expit(-eta) - y * eta))
 
 
-class _Base:
-    """Shared sklearn-like plumbing (parameters in __init__, fitted attributes with _)."""
+def _minimise(f: object, starts: list[np.ndarray],
+              box: list[tuple[float, float]]) -> optimize.OptimizeResult:
+    """L-BFGS-B from each start in the box; the smallest objective wins (first on ties)."""
+    best = None
+    for start in starts:
+        res = optimize.minimize(f, start, jac=True, method="L-BFGS-B", bounds=box)
+        if best is None or res.fun < best.fun:
+            best = res
+    return best
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:  # noqa: ARG002
-        return {k: getattr(self, k) for k in self._param_names}
 
-    def set_params(self, **params: Any) -> _Base:
-        for k, v in params.items():
-            if k not in self._param_names:
-                raise ValueError(f"unknown parameter {k!r}; parameters are {self._param_names}")
-            setattr(self, k, v)
-        return self
+class _ScoreMap(Calibrator):
+    """A map of the log-odds s(z): shared ``predict_proba`` and status rule."""
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "objective_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet; call fit first")
+    _fitted_attr = "objective_"
+
+    def _eta(self, s: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
                       logits: ArrayLike | None = None) -> np.ndarray:
-        """Calibrated positive-class probabilities, shape (n,)."""
+        """Calibrated positive-class probabilities.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,), optional
+            Positive-class probabilities in [0, 1].
+        logits : array-like of shape (n,), optional
+            Positive-class log-odds. Give exactly one of ``probs`` and ``logits``.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+
+        Raises
+        ------
+        NotFittedError
+            If called before ``fit``.
+        ValueError
+            If both or neither input is given, or an input is not a finite 1-D array
+            (``probs`` also in [0, 1]).
+        """
         self._check_fitted()
-        return expit(self._eta(_scores(probs, logits, self.eps)))
+        return expit(self._eta(binary_scores(probs, logits, check_eps(self.eps))))
+
+    def _finish(self, best: optimize.OptimizeResult, at_bound: bool,
+                not_identified: str | None) -> None:
+        """Set ``objective_``, ``at_bound_``, ``status_`` and ``message_`` (and warn)."""
+        self.objective_ = float(best.fun)
+        self.at_bound_ = bool(at_bound)
+        if not_identified is not None:
+            self._set_status("not_identified", not_identified, IdentifiabilityWarning,
+                             stacklevel=4)
+        elif not best.success:
+            self._set_status("not_converged", f"the optimiser stopped before converging: "
+                             f"{best.message}", ConvergenceWarning, stacklevel=4)
+        elif at_bound:
+            self._set_status("boundary", f"the fit ended on the box bounds={self.bounds!r}: "
+                             "the unconstrained minimum lies outside it (the scores carry "
+                             "little information about the target, or the target is "
+                             "separable by the scores)", IdentifiabilityWarning, stacklevel=4)
+        else:
+            self._set_status("ok", "", None)
 
 
-class TemperatureScaling(_Base):
-    """Binary temperature scaling g_T(z) = sigmoid(s(z) / T), 0.05 <= T <= 20.
+class TemperatureScaling(_ScoreMap):
+    """Binary temperature scaling ``g_T(z) = sigmoid(s(z) / T)`` with T in a box.
+
+    Guo et al. (2017), with the clipped scores ``s(z) = logit(clip(z, eps, 1 - eps))`` and
+    the box ``0.05 <= T <= 20`` of "Noisy-Label Calibration with Multiple Unreliable
+    Labels" (Section 5, Appendix E.2). ``T`` minimises the mean of
+    ``softplus(s_i / T) - y_i s_i / T``, the log loss for targets in [0, 1], which stays
+    convex for noise-corrected targets outside [0, 1] (never clipped).
 
     Parameters
     ----------
     eps : float, default=1e-6
-        Scores are clipped to [eps, 1 - eps] before the logit.
+        Scores are clipped to ``[eps, 1 - eps]`` before the logit (logits to
+        ``[logit(eps), logit(1 - eps)]``). Must satisfy ``0 < eps < 0.5``.
     bounds : (float, float), default=(0.05, 20.0)
-        Box for T (paper 003).
+        The box ``(low, high)`` for T, ``0 < low < high``.
 
     Attributes
     ----------
     temperature_ : float
+        The fitted T.
     objective_ : float
         Final mean loss (softplus form).
     at_bound_ : bool
         Whether T ended on a bound of the box.
+    status_ : str
+        ``'ok'``; ``'not_identified'`` when every score is 0.5 (log-odds 0: the loss does
+        not depend on T, which stays at its start 1); ``'not_converged'`` when the
+        optimiser failed; ``'boundary'`` when T ended on a bound of the box. Any status
+        but ``'ok'`` comes with a :class:`~noisycal.IdentifiabilityWarning` or
+        :class:`~noisycal.ConvergenceWarning`.
+    message_ : str
+        What the status means for this fit (``''`` when ok).
 
     Examples
     --------
     >>> import numpy as np, noisycal as nc
     >>> b = nc.simulate.binary_scores(20000, slope=0.5, seed=0)
     >>> cal = nc.calibrators.TemperatureScaling().fit(probs=b.p, target=b.y)
-    >>> round(cal.temperature_, 1)
-    2.0
+    >>> round(cal.temperature_, 1), cal.status_
+    (2.0, 'ok')
     """
-
-    _param_names = ("eps", "bounds")
 
     def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (0.05, 20.0)) -> None:
         self.eps = eps
@@ -115,12 +172,33 @@ class TemperatureScaling(_Base):
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
             target: object) -> TemperatureScaling:
-        """Fit T to a target (labels, a (n, 2) matrix, or a Target; any real values)."""
-        s = _scores(probs, logits, self.eps)
-        y = _targets(target, s.shape[0])
-        lo, hi = self.bounds
-        if not 0 < lo < hi:
-            raise ValueError(f"bounds must satisfy 0 < low < high, got {self.bounds}")
+        """Fit T to a target.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,), optional
+            Positive-class probabilities in [0, 1].
+        logits : array-like of shape (n,), optional
+            Positive-class log-odds. Give exactly one of ``probs`` and ``logits``.
+        target : Target, array-like of shape (n, 2) or (n,)
+            What the predictions are fitted to: a Target or (n, 2) matrix (column 1 is
+            used), 0/1 integer labels, or a 1-D float positive-class target (any finite
+            real values: corrected targets may leave [0, 1]).
+
+        Returns
+        -------
+        self : TemperatureScaling
+
+        Raises
+        ------
+        ValueError
+            If an input is missing, not finite, of the wrong shape or length, or ``eps``
+            or ``bounds`` is invalid.
+        """
+        eps = check_eps(self.eps)
+        lo, hi = check_box(self.bounds, positive=True)
+        s = binary_scores(probs, logits, eps)
+        y = positive_target(target, s.shape[0])
 
         def f(logt: np.ndarray) -> tuple[float, np.ndarray]:
             t = math.exp(float(logt[0]))
@@ -129,31 +207,58 @@ class TemperatureScaling(_Base):
             grad = np.mean((expit(eta) - y) * (-eta))  # d/dlogT
             return loss, np.array([grad])
 
-        best = None
-        for start in (0.0, math.log(lo) / 2, math.log(hi) / 2):
-            res = optimize.minimize(f, np.array([start]), jac=True, method="L-BFGS-B",
-                                    bounds=[(math.log(lo), math.log(hi))])
-            if best is None or res.fun < best.fun:
-                best = res
+        starts = [np.array([x]) for x in (0.0, math.log(lo) / 2, math.log(hi) / 2)]
+        best = _minimise(f, starts, [(math.log(lo), math.log(hi))])
         self.temperature_ = float(math.exp(best.x[0]))
-        self.objective_ = float(best.fun)
-        self.at_bound_ = bool(np.isclose(self.temperature_, lo) or
-                              np.isclose(self.temperature_, hi))
+        at_bound = np.isclose(self.temperature_, lo) or np.isclose(self.temperature_, hi)
+        flat = None
+        if not np.any(s != 0):
+            flat = ("every score is 0.5 (log-odds 0), so the loss does not depend on T and "
+                    "T is not identified; temperature_ is the start value 1")
+        self._finish(best, at_bound, flat)
         return self
 
 
-class PlattScaling(_Base):
-    """Binary Platt scaling g(z) = sigmoid(u s(z) + v), -10 <= u, v <= 10.
+class PlattScaling(_ScoreMap):
+    """Binary Platt scaling ``g(z) = sigmoid(u s(z) + v)`` with u and v in a box.
+
+    Platt (1999), with the clipped scores ``s(z) = logit(clip(z, eps, 1 - eps))`` and the
+    box ``-10 <= u, v <= 10`` of "Noisy-Label Calibration with Multiple Unreliable Labels"
+    (Section 5, Appendix E.2), fitted by the same loss as :class:`TemperatureScaling`.
+
+    Parameters
+    ----------
+    eps : float, default=1e-6
+        Scores are clipped to ``[eps, 1 - eps]`` before the logit (logits to
+        ``[logit(eps), logit(1 - eps)]``). Must satisfy ``0 < eps < 0.5``.
+    bounds : (float, float), default=(-10.0, 10.0)
+        The box ``(low, high)`` shared by the slope u and the intercept v, ``low < high``.
 
     Attributes
     ----------
     slope_, intercept_ : float
         u and v.
     objective_ : float
+        Final mean loss (softplus form).
     at_bound_ : bool
-    """
+        Whether u or v ended on a bound of the box.
+    status_ : str
+        ``'ok'``; ``'not_identified'`` when all scores are equal (one item, or constant
+        scores: only ``u s + v`` is identified, not u and v); ``'not_converged'`` when the
+        optimiser failed; ``'boundary'`` when u or v ended on a bound of the box (for
+        example a target that the scores separate). Any status but ``'ok'`` comes with a
+        :class:`~noisycal.IdentifiabilityWarning` or :class:`~noisycal.ConvergenceWarning`.
+    message_ : str
+        What the status means for this fit (``''`` when ok).
 
-    _param_names = ("eps", "bounds")
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> b = nc.simulate.binary_scores(20000, slope=0.7, intercept=0.2, seed=1)
+    >>> cal = nc.calibrators.PlattScaling().fit(probs=b.p, target=b.y)
+    >>> round(cal.slope_, 1), round(cal.intercept_, 1)
+    (0.7, 0.2)
+    """
 
     def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (-10.0, 10.0)) -> None:
         self.eps = eps
@@ -164,38 +269,64 @@ class PlattScaling(_Base):
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
             target: object) -> PlattScaling:
-        """Fit (u, v) to a target (any real values)."""
-        s = _scores(probs, logits, self.eps)
-        y = _targets(target, s.shape[0])
-        lo, hi = self.bounds
+        """Fit (u, v) to a target.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,), optional
+            Positive-class probabilities in [0, 1].
+        logits : array-like of shape (n,), optional
+            Positive-class log-odds. Give exactly one of ``probs`` and ``logits``.
+        target : Target, array-like of shape (n, 2) or (n,)
+            As for :meth:`TemperatureScaling.fit`: a Target or (n, 2) matrix, 0/1 labels,
+            or a 1-D float positive-class target (any finite real values).
+
+        Returns
+        -------
+        self : PlattScaling
+
+        Raises
+        ------
+        ValueError
+            If an input is missing, not finite, of the wrong shape or length, or ``eps``
+            or ``bounds`` is invalid.
+        """
+        eps = check_eps(self.eps)
+        lo, hi = check_box(self.bounds, positive=False)
+        s = binary_scores(probs, logits, eps)
+        y = positive_target(target, s.shape[0])
 
         def f(p: np.ndarray) -> tuple[float, np.ndarray]:
             eta = p[0] * s + p[1]
             r = expit(eta) - y
             return _objective(eta, y), np.array([np.mean(r * s), np.mean(r)])
 
-        best = None
-        for start in ((1.0, 0.0), (0.5, 0.0), (2.0, 0.0)):
-            res = optimize.minimize(f, np.array(start), jac=True, method="L-BFGS-B",
-                                    bounds=[(lo, hi), (lo, hi)])
-            if best is None or res.fun < best.fun:
-                best = res
+        starts = [np.array(x) for x in ((1.0, 0.0), (0.5, 0.0), (2.0, 0.0))]
+        best = _minimise(f, starts, [(lo, hi), (lo, hi)])
         self.slope_, self.intercept_ = (float(x) for x in best.x)
-        self.objective_ = float(best.fun)
-        self.at_bound_ = bool(np.any(np.isclose(best.x, lo) | np.isclose(best.x, hi)))
+        at_bound = np.any(np.isclose(best.x, lo) | np.isclose(best.x, hi))
+        flat = None
+        if np.ptp(s) == 0:
+            flat = (f"all {s.size} score(s) are equal, so only u s + v is identified, not the "
+                    "slope u and intercept v separately")
+        self._finish(best, at_bound, flat)
         return self
 
 
-class HistogramBinning(_Base):
-    """Fixed-bin projected histogram (paper 003, section 5.3; Proposition 2).
+class HistogramBinning(Calibrator):
+    """Fixed-bin projected histogram binning.
 
-    J equal-width bins on the original score; each bin's value is the mean target of its
-    fitting items projected onto [0, 1]; empty bins get the projected mean of all fitting
-    targets.
+    Histogram binning (Zadrozny & Elkan, 2001) in the projected form of "Noisy-Label
+    Calibration with Multiple Unreliable Labels" (Section 5), which carries its
+    Proposition 2 bound: J equal-width bins on the original score; each bin's value is the
+    mean target of its fitting items projected onto [0, 1]; empty bins get the projected
+    mean of all fitting targets.
 
     Parameters
     ----------
     n_bins : int, default=10
+        Number J of equal-width bins, ``[h/J, (h+1)/J)`` with the last bin closed; at
+        least 1 and at most ``MAX_BINS_PER_ITEM`` (10) times the number of fitting items.
 
     Attributes
     ----------
@@ -204,20 +335,57 @@ class HistogramBinning(_Base):
     raw_means_ : ndarray of shape (n_bins,)
         Unprojected bin means (NaN for empty bins).
     counts_ : ndarray of shape (n_bins,)
+        Fitting items in each bin.
+    objective_ : float
+        Mass-weighted distance moved by the projection, ``sum_h (n_h / n) |raw - value|``.
+    status_ : str
+        Always ``'ok'`` (empty bins are part of the method, not a failure).
+    message_ : str
+        ``''``.
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> z = np.array([0.05, 0.55, 0.58, 0.95])
+    >>> h = nc.calibrators.HistogramBinning(n_bins=2).fit(probs=z, target=np.array([0, 1, 0, 1]))
+    >>> h.values_.tolist(), h.predict_proba(probs=np.array([0.2, 0.9])).tolist()
+    ([0.0, 0.6666666666666666], [0.0, 0.6666666666666666])
     """
 
-    _param_names = ("n_bins",)
+    _fitted_attr = "values_"
 
     def __init__(self, *, n_bins: int = 10) -> None:
         self.n_bins = n_bins
 
     def fit(self, *, probs: ArrayLike, target: object) -> HistogramBinning:
-        """Fit bin values from (n,) scores in [0, 1] and a target."""
+        """Fit the bin values.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,)
+            Positive-class scores in [0, 1] (the bins are on the probability scale, so
+            there is no ``logits=``).
+        target : Target, array-like of shape (n, 2) or (n,)
+            A Target or (n, 2) matrix (column 1 is used), 0/1 labels, or a 1-D float
+            positive-class target (any finite real values).
+
+        Returns
+        -------
+        self : HistogramBinning
+
+        Raises
+        ------
+        ValueError
+            If ``probs`` is empty, not 1-D, not finite or outside [0, 1], ``target`` does
+            not match it, or ``n_bins`` is not an integer in [1, 10 n].
+        """
         J = check_int(self.n_bins, "n_bins", minimum=1)
-        z = check_array(probs, "probs", ndim=1)
-        if np.any((z < 0) | (z > 1)):
-            raise ValueError("probs must lie in [0, 1]")
-        y = _targets(target, z.shape[0])
+        z = check_unit_scores(probs, "probs")
+        if J > MAX_BINS_PER_ITEM * z.size:
+            raise ValueError(f"n_bins={J} is far above the {z.size} fitting item(s): at most "
+                             f"{MAX_BINS_PER_ITEM} bins per item are allowed (almost every "
+                             "bin would be empty)")
+        y = positive_target(target, z.shape[0])
         b = equal_width_bins(z, J)
         counts = np.bincount(b, minlength=J)
         sums = np.bincount(b, weights=y, minlength=J)
@@ -229,26 +397,68 @@ class HistogramBinning(_Base):
         self.values_ = np.where(counts > 0, np.clip(raw, 0.0, 1.0), fill)
         self.objective_ = float(np.sum(counts / z.size * np.abs(np.nan_to_num(raw) -
                                                                   self.values_)))
+        self._set_status("ok", "", None)
         return self
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
                       logits: ArrayLike | None = None) -> np.ndarray:
-        """Bin values of the scores' bins."""
+        """Bin values of the scores' bins.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,)
+            Positive-class scores in [0, 1].
+        logits : None
+            Not accepted (the bins are on the probability scale); present to give a
+            clear error.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+
+        Raises
+        ------
+        NotFittedError
+            If called before ``fit``.
+        ValueError
+            If ``logits`` is given, or ``probs`` is missing, not 1-D, not finite or
+            outside [0, 1].
+        """
         self._check_fitted()
-        if logits is not None or probs is None:
-            raise ValueError("HistogramBinning takes probs= (scores in [0, 1])")
-        z = check_array(probs, "probs", ndim=1)
-        J = len(self.values_)
-        return self.values_[equal_width_bins(z, J)]
+        if logits is not None:
+            raise ValueError("logits= is not accepted: HistogramBinning bins probabilities; "
+                             "pass probs= (scores in [0, 1])")
+        if probs is None:
+            raise ValueError("probs is required (scores in [0, 1])")
+        z = check_unit_scores(probs, "probs")
+        return self.values_[equal_width_bins(z, len(self.values_))]
 
     def bound(self, target: object, *, level: float = 0.9, channel_term: float = 0.0) -> float:
         """Proposition 2: ECE(g o f) <= d_ch + (B + 1) sqrt(2 (J log 2 + log(4/eta)) / n_rec).
 
-        ``target`` is the corrected target the histogram was fitted to (its weights and
-        channels give B); ``channel_term`` is d_ch (0 assumes exact channels).
+        The finite-sample bound on the calibration error of the fitted histogram of
+        "Noisy-Label Calibration with Multiple Unreliable Labels" (Proposition 2), with
+        ``eta = 1 - level``.
+
+        Parameters
+        ----------
+        target : Target
+            The corrected target the histogram was fitted to (its weights and channels
+            give B).
+        level : float, default=0.9
+            Probability ``1 - eta`` with which the bound holds, a fraction in (0, 1).
+        channel_term : float, default=0.0
+            The channel-error term d_ch (0 assumes exact channels); finite and >= 0.
+
+        Returns
+        -------
+        float
         """
         self._check_fitted()
         level = check_level(level)
+        if isinstance(channel_term, bool) or not isinstance(channel_term, numbers.Real) \
+                or not math.isfinite(channel_term) or channel_term < 0:
+            raise ValueError(f"channel_term must be a finite number >= 0, got {channel_term!r}")
         det = getattr(target, "details", {})
         if "weights" not in det:
             raise ValueError("bound() needs the corrected Target the histogram was fitted to")

@@ -1,0 +1,258 @@
+"""Shared plumbing of the recalibrators: scikit-learn's estimator protocol without sklearn.
+
+Every calibrator follows scikit-learn's conventions (``sklearn.base.BaseEstimator``)
+while scikit-learn stays an optional test dependency:
+
+- ``__init__`` takes keyword-only parameters and only stores them; validation happens
+  in ``fit``;
+- :meth:`Calibrator.get_params` / :meth:`Calibrator.set_params` introspect the
+  signature of ``__init__``, so ``sklearn.base.clone`` works;
+- ``fit`` returns ``self`` and every fitted attribute ends in ``_``;
+- ``predict_proba`` before ``fit`` raises :class:`NotFittedError` (a ``ValueError``
+  and ``AttributeError`` subclass, like scikit-learn's own ``NotFittedError``).
+
+The private validators below check the calibrators' inputs; each raises ``ValueError``
+naming the argument.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._typing import ArrayLike
+from .._validation import check_array, check_labels
+from ..targets import Target, as_target_matrix
+
+__all__ = ["Calibrator", "NotFittedError"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A calibrator was used before ``fit``.
+
+    Subclasses ``ValueError`` and ``AttributeError``, as scikit-learn's
+    ``sklearn.exceptions.NotFittedError`` does, so ``except ValueError`` catches it.
+    """
+
+
+class Calibrator:
+    """Base class of the recalibrators: parameters, fitted state and status.
+
+    Subclasses define ``__init__`` with keyword-only parameters that it stores unchanged,
+    and set ``_fitted_attr`` to an attribute that ``fit`` always sets.
+    """
+
+    #: An attribute that exists exactly when the calibrator is fitted.
+    _fitted_attr: ClassVar[str] = "status_"
+
+    # ----------------------------------------------------------------- parameters
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The keyword-only parameters of ``__init__``, in signature order."""
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        names = []
+        for p in inspect.signature(init).parameters.values():
+            if p.name == "self":
+                continue
+            if p.kind is not p.KEYWORD_ONLY:
+                raise RuntimeError(f"{cls.__name__}.__init__ must take keyword-only "
+                                   f"parameters only; {p.name!r} is {p.kind.description}")
+            names.append(p.name)
+        return names
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Parameters of this calibrator (the arguments of ``__init__``).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Also return the parameters of parameters that are estimators themselves,
+            as ``'<name>__<parameter>'`` (none of noisycal's calibrators has such a
+            parameter today; kept for scikit-learn's protocol).
+
+        Returns
+        -------
+        dict
+            Parameter names mapped to their values, exactly as stored.
+        """
+        out: dict[str, Any] = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> Calibrator:
+        """Set parameters (no validation here: ``fit`` validates them).
+
+        Parameters
+        ----------
+        **params
+            New values by parameter name; ``'<name>__<parameter>'`` sets a parameter of
+            a nested estimator.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            If a name is not a parameter of this calibrator (the message lists them).
+        """
+        valid = self._get_param_names()
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            name, sep, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"unknown parameter {name!r} for {type(self).__name__}; "
+                                 f"parameters are {tuple(valid)}")
+            if sep:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+        for name, sub_params in nested.items():
+            getattr(self, name).set_params(**sub_params)
+        return self
+
+    def __repr__(self) -> str:
+        """``Name(param=value, ...)`` listing the parameters that differ from defaults."""
+        sig = inspect.signature(type(self).__init__).parameters
+        shown = []
+        for name in self._get_param_names():
+            value = getattr(self, name, None)
+            default = sig[name].default
+            try:
+                same = bool(value == default) if not isinstance(value, np.ndarray) else False
+            except Exception:  # noqa: BLE001 - objects whose == does not give a bool
+                same = False
+            if not same or type(value) is not type(default):
+                shown.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    # ----------------------------------------------------------------- fitted state
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has run (read by ``sklearn.utils.validation.check_is_fitted``)."""
+        return hasattr(self, self._fitted_attr)
+
+    def _check_fitted(self) -> None:
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit "
+                                 "before predict_proba")
+
+    def __sklearn_tags__(self) -> Any:  # noqa: ANN401 - sklearn.utils.Tags, sklearn optional
+        """scikit-learn's estimator tags (called by scikit-learn only, so it imports it).
+
+        The inputs are keyword-only 1-D scores (``probs=`` or ``logits=``) and a required
+        target; no 2-D feature matrix ``X`` is accepted.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    input_tags=InputTags(one_d_array=True, two_d_array=False),
+                    requires_fit=True)
+
+    def _set_status(self, status: str, message: str, category: type[Warning] | None,
+                    stacklevel: int = 3) -> None:
+        """Store ``status_``/``message_`` and warn (``category``) when the status is not ok."""
+        self.status_ = status
+        self.message_ = message
+        if status != "ok" and category is not None:
+            warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
+                          stacklevel=stacklevel)
+
+
+# --------------------------------------------------------------------- validators
+def check_eps(eps: object) -> float:
+    """The score clipping level: a real number with 0 < eps < 0.5."""
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) \
+            or not 0.0 < float(eps) < 0.5:
+        raise ValueError(f"eps must be a number with 0 < eps < 0.5 (scores are clipped to "
+                         f"[eps, 1 - eps] before the logit), got {eps!r}")
+    return float(eps)
+
+
+def check_box(bounds: object, *, positive: bool) -> tuple[float, float]:
+    """A box ``(low, high)`` of finite reals with low < high (and low > 0 if ``positive``)."""
+    try:
+        lo, hi = bounds  # type: ignore[misc]
+    except (TypeError, ValueError):
+        raise ValueError(f"bounds must be a pair (low, high), got {bounds!r}") from None
+    ok = all(not isinstance(v, bool) and isinstance(v, numbers.Real) and math.isfinite(v)
+             for v in (lo, hi))
+    if not ok or not lo < hi or (positive and not lo > 0):
+        rule = "0 < low < high" if positive else "low < high"
+        raise ValueError(f"bounds must be finite numbers with {rule}, got {bounds!r}")
+    return float(lo), float(hi)
+
+
+def as_1d(x: ArrayLike, name: str) -> np.ndarray:
+    """A finite float64 vector of shape (n,) (binary calibrators take 1-D scores)."""
+    arr = check_array(x, name)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) (binary "
+                         f"calibrators; for an (n, 2) matrix pass its column 1), got shape "
+                         f"{arr.shape}")
+    if arr.shape[0] < 1:
+        raise ValueError(f"{name} must contain at least one score, got shape (0,)")
+    return arr
+
+
+def check_unit_scores(probs: ArrayLike, name: str = "probs") -> np.ndarray:
+    """Non-empty 1-D positive-class probabilities in [0, 1]."""
+    z = as_1d(probs, name)
+    if np.any((z < 0) | (z > 1)):
+        raise ValueError(f"{name} must lie in [0, 1], got values in [{z.min():g}, "
+                         f"{z.max():g}] (pass logits= if these are logits)")
+    return z
+
+
+def binary_scores(probs: ArrayLike | None, logits: ArrayLike | None,
+                  eps: float) -> np.ndarray:
+    """Positive-class log-odds s(z) = logit(clip(z, eps, 1 - eps)) from explicit inputs.
+
+    Logits are clipped to the same range [logit(eps), logit(1 - eps)].
+    """
+    if (probs is None) == (logits is None):
+        raise ValueError("give exactly one of probs= or logits= (binary: shape (n,); "
+                         "they are never guessed)")
+    if logits is not None:
+        s = as_1d(logits, "logits")
+        return np.clip(s, math.log(eps / (1 - eps)), math.log((1 - eps) / eps))
+    z = np.clip(check_unit_scores(probs, "probs"), eps, 1 - eps)
+    return np.log(z) - np.log1p(-z)
+
+
+def positive_target(target: object, n: int) -> np.ndarray:
+    """The positive-class column of a binary target, shape (n,).
+
+    A Target or an (n, 2) matrix gives its column 1; a 1-D integer or boolean vector is
+    read as 0/1 labels; a 1-D float vector is the positive-class target itself (for a
+    binary problem 0/1 labels and positive-class values coincide, so nothing is guessed),
+    any finite real values (corrected targets may leave [0, 1]).
+    """
+    if target is None:
+        raise ValueError("target is required (labels, an (n, 2) matrix or a Target)")
+    if not isinstance(target, Target):
+        arr = np.asarray(target)
+        if arr.ndim == 1 and arr.dtype.kind == "f":
+            y = check_array(arr, "target", ndim=1)
+            if y.shape[0] != n:
+                raise ValueError(f"target has {y.shape[0]} values but the scores have {n} "
+                                 "items")
+            return y
+        if arr.ndim == 1:
+            y = check_labels(arr, 2, "target")
+            if y.shape[0] != n:
+                raise ValueError(f"target has {y.shape[0]} labels but the scores have {n} "
+                                 "items")
+            return y.astype(np.float64)
+    return as_target_matrix(target, n, 2)[:, 1]
