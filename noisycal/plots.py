@@ -145,8 +145,10 @@ def reliability_diagram(
         If ``est`` is not an Estimate.
     ValueError
         If ``est`` has no per-bin table, ``group`` is unknown (the message lists the
-        names), or the requested ``interval`` is unavailable (no bootstrap columns; Wilson
-        bars for targets that are not 0/1) or ``level`` does not match the bootstrap bars.
+        names), ``ax`` is not a matplotlib Axes, ``level`` is not a fraction in (0, 1),
+        ``hard`` or ``show_counts`` is not a bool, ``title`` is not a string, or the
+        requested ``interval`` is unavailable (no bootstrap columns; Wilson bars for
+        targets that are not 0/1) or ``level`` does not match the bootstrap bars.
 
     Notes
     -----
@@ -167,24 +169,57 @@ def reliability_diagram(
     >>> ax.get_ylabel()
     'mean target'
     """
+    # Long only by its docstring: the work is in the helpers below.
+    level = _check_arguments(est, ax=ax, interval=interval, level=level, hard=hard,
+                             show_counts=show_counts, title=title)
+    table = est.bins
+    name, rows = _select_group(table, group)
+    n_groups = int(pd.unique(table["group"]).shape[0])
+    kind, bar_level = _bar_kind(est, rows, interval, level, hard)
+
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
+        ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
+    values = _draw_bins(ax, rows[rows["count"].to_numpy() > 0], kind, bar_level)
+    _decorate(ax, values, _default_title(est, name, n_groups) if title is None else title)
+    if show_counts:
+        _draw_counts(ax, rows)
+    else:
+        ax.set_xlabel("mean confidence")
+    return ax
+
+
+def _check_arguments(est: Estimate, *, ax: object, interval: object, level: object,
+                     hard: object, show_counts: object, title: object) -> float | None:
+    """Validate reliability_diagram's arguments; returns ``level`` as a float (or None)."""
     if not isinstance(est, Estimate):
         raise TypeError(f"est must be an Estimate from a binned metric, got "
                         f"{type(est).__name__}")
     if est.bins is None:
         raise ValueError(f"est must come from a binned metric (nc.ece, nc.mce, "
                          f"nc.true_label_ece) with a per-bin table; {est.name!r} has none")
+    if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise ValueError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     check_choice(interval, "interval", BAR_INTERVALS)
     if hard is not None and not isinstance(hard, bool | np.bool_):
         raise ValueError(f"hard must be True, False or None, got {hard!r}")
-    if level is not None:
-        level = check_level(level)
+    if not isinstance(show_counts, bool | np.bool_):
+        raise ValueError(f"show_counts must be True or False, got {show_counts!r}")
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be a string or None, got {type(title).__name__}")
+    return None if level is None else check_level(level)
 
-    table = est.bins
-    name, rows = _select_group(table, group)
-    n_groups = int(pd.unique(table["group"]).shape[0])
+
+def _bar_kind(est: Estimate, rows: pd.DataFrame, interval: str | None, level: float | None,
+              hard: bool | None) -> tuple[str | None, float | None]:
+    """The per-bin bars to draw ('bootstrap', 'wilson' or None) and their level."""
     is_hard = _looks_hard(est, rows) if hard is None else bool(hard)
-    boot_level = table.attrs.get("level") or est.level
-
+    boot_level = est.bins.attrs.get("level") or est.level
     kind = interval
     if kind is None:
         kind = "bootstrap" if _has_bootstrap(rows) else ("wilson" if is_hard else None)
@@ -196,27 +231,24 @@ def reliability_diagram(
         if level is not None and boot_level is not None and abs(level - boot_level) > 1e-12:
             raise ValueError(f"level={level:g} differs from the level of the bootstrap bars "
                              f"({boot_level:g}); recompute the estimate with that level")
-        bar_level = boot_level
-    elif kind == "wilson":
+        return kind, boot_level
+    if kind == "wilson":
         if not is_hard:
             raise ValueError("interval='wilson' needs 0/1 targets (hard or voted labels); "
                              "these bins hold non-binary target means (pass hard=True to "
                              "override, or use interval='bootstrap')")
-        bar_level = level if level is not None else (est.level or 0.9)
-    else:
-        bar_level = None
+        return kind, level if level is not None else (est.level or 0.9)
+    return None, None
 
-    import matplotlib.pyplot as plt
 
-    if ax is None:
-        fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
-        ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
+def _draw_bins(ax: Axes, sel: pd.DataFrame, kind: str | None,
+               bar_level: float | None) -> np.ndarray:
+    """Identity line, per-bin bars and points of the non-empty bins ``sel``.
 
-    ok = rows["count"].to_numpy() > 0
-    sel = rows[ok]
+    Returns the finite y-values drawn (points and bar ends), for the y-limits.
+    """
     x = sel["mean_conf"].to_numpy(dtype=np.float64)
     y = sel["mean_target"].to_numpy(dtype=np.float64)
-
     ax.plot([0.0, 1.0], [0.0, 1.0], ls="--", color="0.55", lw=1.0,
             label="perfect calibration", zorder=1)
     lows = highs = None
@@ -234,9 +266,12 @@ def reliability_diagram(
                 np.column_stack([lows, highs, nan]).ravel(),
                 color="C0", lw=1.6, alpha=0.8, label=bar_label, zorder=2)
     ax.plot(x, y, "o", color="C0", ms=5, label="bin: mean target", zorder=3)
-
     finite = [v[np.isfinite(v)] for v in (y, lows, highs) if v is not None]
-    values = np.concatenate(finite) if finite else np.zeros(0)
+    return np.concatenate(finite) if finite else np.zeros(0)
+
+
+def _decorate(ax: Axes, values: np.ndarray, title: str) -> None:
+    """Limits (the unit square, extended to every drawn value), labels, legend, title."""
     y_lo = min(0.0, float(values.min())) if values.size else 0.0
     y_hi = max(1.0, float(values.max())) if values.size else 1.0
     pad = 0.03 * (y_hi - y_lo)
@@ -246,25 +281,22 @@ def reliability_diagram(
     ax.grid(True, color="0.9", lw=0.6)
     ax.set_axisbelow(True)
     ax.legend(loc="best", fontsize="small", framealpha=0.85, edgecolor="none")
-    if title is None:
-        title = _default_title(est, name, n_groups)
     if title:
         ax.set_title(title, fontsize="medium")
 
-    if show_counts:
-        hist = ax.inset_axes((0.0, -0.42, 1.0, 0.3), sharex=ax)
-        lo = rows["lo"].to_numpy(dtype=np.float64)
-        hi = rows["hi"].to_numpy(dtype=np.float64)
-        cnt = rows["count"].to_numpy(dtype=np.float64)
-        hist.bar(lo, cnt, width=hi - lo, align="edge", color="C0", alpha=0.45,
-                 edgecolor="C0", lw=0.6)
-        positive = cnt[cnt > 0]
-        if positive.size and positive.max() > 100 * positive.min():
-            hist.set_yscale("log")
-        hist.set_ylabel("count", fontsize="small")
-        hist.set_xlabel("mean confidence")
-        hist.tick_params(labelsize="small")
-        ax.tick_params(labelbottom=False)
-    else:
-        ax.set_xlabel("mean confidence")
-    return ax
+
+def _draw_counts(ax: Axes, rows: pd.DataFrame) -> None:
+    """Histogram of the bin counts in an inset just below ``ax``, sharing its x-axis."""
+    hist = ax.inset_axes((0.0, -0.42, 1.0, 0.3), sharex=ax)
+    lo = rows["lo"].to_numpy(dtype=np.float64)
+    hi = rows["hi"].to_numpy(dtype=np.float64)
+    cnt = rows["count"].to_numpy(dtype=np.float64)
+    hist.bar(lo, cnt, width=hi - lo, align="edge", color="C0", alpha=0.45,
+             edgecolor="C0", lw=0.6)
+    positive = cnt[cnt > 0]
+    if positive.size and positive.max() > 100 * positive.min():
+        hist.set_yscale("log")
+    hist.set_ylabel("count", fontsize="small")
+    hist.set_xlabel("mean confidence")
+    hist.tick_params(labelsize="small")
+    ax.tick_params(labelbottom=False)

@@ -210,6 +210,28 @@ def test_misuse():
         reliability_diagram(est, level=90)
     with pytest.raises(ValueError, match="hard"):
         reliability_diagram(est, hard="yes")
+    with pytest.raises(ValueError, match="ax must be a matplotlib Axes"):
+        reliability_diagram(est, ax="left")
+    with pytest.raises(ValueError, match="show_counts"):
+        reliability_diagram(est, show_counts="no")
+    with pytest.raises(ValueError, match="title"):
+        reliability_diagram(est, title=3)
+    with pytest.raises(ValueError, match="level"):
+        reliability_diagram(est, level=float("nan"))
+
+
+def test_same_drawing_with_given_axes_and_without_counts():
+    import matplotlib.pyplot as plt
+
+    est = nc.ece(P, Y, n_bins=5, interval=None)
+    a = reliability_diagram(est, show_counts=False)
+    _, b = plt.subplots()
+    assert reliability_diagram(est, ax=b, show_counts=False) is b
+    assert not a.child_axes and not b.child_axes
+    assert a.get_xlabel() == b.get_xlabel() == "mean confidence"
+    for la, lb in zip(a.get_lines(), b.get_lines(), strict=True):
+        np.testing.assert_array_equal(la.get_xydata(), lb.get_xydata())
+    assert a.get_ylim() == b.get_ylim() and a.get_title() == b.get_title()
 
 
 def test_import_noisycal_does_not_import_matplotlib():
