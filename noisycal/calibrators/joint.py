@@ -19,7 +19,7 @@ from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
-from ._base import Calibrator, check_unit_scores
+from ._base import Calibrator, check_seed, check_tol, check_unit_scores
 from .scaling import MAX_BINS_PER_ITEM
 
 __all__ = ["JointMap"]
@@ -199,6 +199,10 @@ class JointMap(Calibrator):
             parameter is invalid.
         """
         J = check_int(self.n_bins, "n_bins", minimum=1)
+        check_int(self.n_starts, "n_starts", minimum=1)
+        check_int(self.max_iter, "max_iter", minimum=1)
+        check_tol(self.tol, "tol")
+        check_seed(self.seed)
         check_choice(self.orientation, "orientation", ("anchor", "vote"))
         z = check_unit_scores(probs, "probs")
         if J > MAX_BINS_PER_ITEM * z.size:

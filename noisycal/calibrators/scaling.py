@@ -461,7 +461,8 @@ class HistogramBinning(Calibrator):
             raise ValueError(f"channel_term must be a finite number >= 0, got {channel_term!r}")
         det = getattr(target, "details", {})
         if "weights" not in det:
-            raise ValueError("bound() needs the corrected Target the histogram was fitted to")
+            raise ValueError("target must be the corrected Target the histogram was fitted to "
+                             "(nc.targets.corrected): bound() needs its weights and channels")
         alpha = np.asarray(det["weights"])
         C = np.asarray(det["confusion"])
         use = alpha > 0
