@@ -36,8 +36,14 @@ from .._typing import ArrayLike
 from .._validation import check_int, check_level
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.binning import equal_width_bins
-from ._base import Calibrator, binary_scores, check_box, check_eps, check_unit_scores, \
-    positive_target
+from ._base import (
+    Calibrator,
+    binary_scores,
+    check_box,
+    check_eps,
+    check_unit_scores,
+    positive_target,
+)
 
 __all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS", "MAX_BINS_PER_ITEM"]
 
