@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 
 import noisycal as nc
 from noisycal.calibrators import NotFittedError
@@ -112,6 +113,10 @@ CASES = [
      R, V, r"target must have shape \(2, 2\)"),
     ("calib-ts-target-strings", lambda: _ts()(probs=Z[:2], target=np.array(["a", "b"])),
      R, V, r"target must be integer class labels"),
+    ("calib-ts-misaligned-series", lambda: _ts()(
+        probs=pd.Series(Z[:3], index=["a", "b", "c"]),
+        target=pd.Series(Y[:3], index=["c", "b", "a"])),
+     R, V, r"target is not aligned with probs"),
     ("calib-ts-predict-unfitted", lambda: C.TemperatureScaling().predict_proba(probs=Z),
      R, NotFittedError, r"not fitted.*fit"),
     ("calib-ts-predict-both", lambda: _ts()(probs=Z, target=Y).predict_proba(probs=Z,
@@ -222,6 +227,9 @@ CASES = [
     ("calib-joint-probs-nan", lambda: C.JointMap().fit(probs=np.full(60, np.nan),
                                                        annotations=A),
      R, V, r"probs.*NaN"),
+    ("calib-joint-misaligned-series", lambda: C.JointMap().fit(
+        probs=pd.Series(Z, index=[f"x{i}" for i in range(60)]), annotations=A),
+     R, V, r"annotations is not aligned with probs"),
     ("calib-joint-predict-unfitted", lambda: C.JointMap().predict_proba(probs=Z),
      R, NotFittedError, r"not fitted"),
     ("calib-joint-not-converged", lambda: _status(_joint(max_iter=2)),

@@ -284,3 +284,33 @@ def test_joint_map_warns_bad_input_and_params():
     again = pickle.loads(pickle.dumps(bad))
     np.testing.assert_array_equal(again.predict_proba(probs=z), bad.predict_proba(probs=z))
     assert again.fit_.status == "not_converged"
+
+
+def test_pandas_inputs_are_checked_for_alignment():
+    import pandas as pd
+
+    rng = np.random.default_rng(8)
+    ids = [f"item{i}" for i in range(200)]
+    z = pd.Series(rng.uniform(size=200), index=ids)
+    y = pd.Series((rng.random(200) < z.to_numpy()).astype(int), index=ids)
+    ref = nc.calibrators.PlattScaling().fit(probs=z.to_numpy(), target=y.to_numpy())
+    same = nc.calibrators.PlattScaling().fit(probs=z, target=y)
+    assert same.slope_ == ref.slope_ and same.intercept_ == ref.intercept_
+    with pytest.raises(ValueError, match="target is not aligned with probs.*position 0"):
+        nc.calibrators.PlattScaling().fit(probs=z, target=y.iloc[::-1])
+    with pytest.raises(ValueError, match="target is not aligned with logits"):
+        nc.calibrators.TemperatureScaling().fit(logits=np.log(z / (1 - z)),
+                                                target=y.iloc[::-1])
+    with pytest.raises(ValueError, match="target is not aligned"):
+        nc.calibrators.HistogramBinning().fit(probs=z, target=y.sample(frac=1, random_state=0))
+    # a default RangeIndex is positional, like a plain array
+    nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True), target=y)
+    # JointMap: the scores' index against the annotations' item ids
+    _, _, _, A = _joint_sim(200, seed=9, z=z.to_numpy())
+    long = pd.DataFrame({"item": np.repeat(ids, 3), "annotator": np.tile([0, 1, 2], 200),
+                         "label": A.ravel()})
+    ann = nc.Annotations.from_long(long, item="item", annotator="annotator", label="label")
+    with pytest.raises(ValueError, match="annotations is not aligned with probs"):
+        nc.calibrators.JointMap(n_bins=2, n_starts=2).fit(
+            probs=pd.Series(z.to_numpy(), index=[f"x{i}" for i in range(200)]),
+            annotations=ann)

@@ -273,3 +273,36 @@ def positive_target(target: object, n: int) -> np.ndarray:
                                  "items")
             return y.astype(np.float64)
     return as_target_matrix(target, n, 2)[:, 1]
+
+
+def check_alignment(pred: object, pred_name: str, other: object, other_name: str) -> None:
+    """Predictions given with a pandas index must list the items of ``other`` in order.
+
+    ``other`` is a pandas object (its index), or a Target or Annotations carrying item ids
+    (``items``). Plain arrays, and pandas objects with the default ``RangeIndex(n)``, are
+    aligned by position and not checked.
+    """
+    idx = getattr(pred, "index", None)
+    if idx is None or not hasattr(idx, "equals") or _is_default_index(idx):
+        return
+    ids = getattr(other, "index", None)
+    if ids is None or not hasattr(ids, "equals"):
+        ids = getattr(other, "items", None)
+        if ids is None or callable(ids):
+            return
+    ids = list(np.asarray(ids).tolist())
+    given = list(np.asarray(idx).tolist())
+    if given != ids:
+        if len(given) != len(ids):
+            where = f"{pred_name} has {len(given)} items, {other_name} {len(ids)}"
+        else:
+            i = next(k for k, (a, b) in enumerate(zip(given, ids, strict=True)) if a != b)
+            where = f"first difference at position {i}: {given[i]!r} vs {ids[i]!r}"
+        raise ValueError(f"{other_name} is not aligned with {pred_name}: the index of "
+                         f"{pred_name} and the items of {other_name} differ ({where}); "
+                         "reorder one of them")
+
+
+def _is_default_index(idx: object) -> bool:
+    start, stop, step = (getattr(idx, k, None) for k in ("start", "stop", "step"))
+    return start == 0 and step == 1 and stop == len(idx)

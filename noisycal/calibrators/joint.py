@@ -19,7 +19,7 @@ from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
-from ._base import Calibrator, check_seed, check_tol, check_unit_scores
+from ._base import Calibrator, check_alignment, check_seed, check_tol, check_unit_scores
 from .scaling import MAX_BINS_PER_ITEM
 
 __all__ = ["JointMap"]
@@ -130,7 +130,8 @@ class JointMap(Calibrator):
     - Bin edges are those of :class:`HistogramBinning`
       (:func:`noisycal.metrics.binning.equal_width_bins`).
     - Items are aligned by position: ``probs[i]`` is the score of ``annotations.items[i]``
-      (for a wide matrix, row ``i``).
+      (for a wide matrix, row ``i``); a pandas ``probs`` with an index other than the
+      default ``RangeIndex`` must list ``annotations.items`` in that order.
     - The positive class is ``annotations.classes[1]``.
     - Start selection and acceptance follow the paper's tabular rule (Appendix G.3):
       every start is oriented by the anchor's gap and screened (every gap > 1e-4;
@@ -195,8 +196,8 @@ class JointMap(Calibrator):
         ------
         ValueError
             If ``probs`` is not 1-D in [0, 1], ``annotations`` is not binary, has fewer
-            than 2 annotators or a different number of items than ``probs``, or a
-            parameter is invalid.
+            than 2 annotators or a different number of items than ``probs`` (or other
+            item ids than the index of a pandas ``probs``), or a parameter is invalid.
         """
         J = check_int(self.n_bins, "n_bins", minimum=1)
         check_int(self.n_starts, "n_starts", minimum=1)
@@ -212,6 +213,7 @@ class JointMap(Calibrator):
         if ann.n_items != z.shape[0]:
             raise ValueError(f"annotations must cover the items of probs: annotations have "
                              f"{ann.n_items} items, probs has {z.shape[0]} scores")
+        check_alignment(probs, "probs", ann, "annotations")
         bins = equal_width_bins(z, J)
         counts = np.bincount(bins, minlength=J)
         nonempty = np.flatnonzero(counts)

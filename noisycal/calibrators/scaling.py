@@ -39,6 +39,7 @@ from ..metrics.binning import equal_width_bins
 from ._base import (
     Calibrator,
     binary_scores,
+    check_alignment,
     check_box,
     check_eps,
     check_unit_scores,
@@ -198,13 +199,16 @@ class TemperatureScaling(_ScoreMap):
         Raises
         ------
         ValueError
-            If an input is missing, not finite, of the wrong shape or length, or ``eps``
-            or ``bounds`` is invalid.
+            If an input is missing, not finite, of the wrong shape or length, or not
+            aligned (pandas predictions whose index differs from the target's items),
+            or ``eps`` or ``bounds`` is invalid.
         """
         eps = check_eps(self.eps)
         lo, hi = check_box(self.bounds, positive=True)
         s = binary_scores(probs, logits, eps)
         y = positive_target(target, s.shape[0])
+        check_alignment(logits if probs is None else probs,
+                        "logits" if probs is None else "probs", target, "target")
 
         def f(logt: np.ndarray) -> tuple[float, np.ndarray]:
             t = math.exp(float(logt[0]))
@@ -294,13 +298,16 @@ class PlattScaling(_ScoreMap):
         Raises
         ------
         ValueError
-            If an input is missing, not finite, of the wrong shape or length, or ``eps``
-            or ``bounds`` is invalid.
+            If an input is missing, not finite, of the wrong shape or length, or not
+            aligned (pandas predictions whose index differs from the target's items),
+            or ``eps`` or ``bounds`` is invalid.
         """
         eps = check_eps(self.eps)
         lo, hi = check_box(self.bounds, positive=False)
         s = binary_scores(probs, logits, eps)
         y = positive_target(target, s.shape[0])
+        check_alignment(logits if probs is None else probs,
+                        "logits" if probs is None else "probs", target, "target")
 
         def f(p: np.ndarray) -> tuple[float, np.ndarray]:
             eta = p[0] * s + p[1]
@@ -383,7 +390,8 @@ class HistogramBinning(Calibrator):
         ------
         ValueError
             If ``probs`` is empty, not 1-D, not finite or outside [0, 1], ``target`` does
-            not match it, or ``n_bins`` is not an integer in [1, 10 n].
+            not match it (length, or the items of a pandas ``probs``' index), or
+            ``n_bins`` is not an integer in [1, 10 n].
         """
         J = check_int(self.n_bins, "n_bins", minimum=1)
         z = check_unit_scores(probs, "probs")
@@ -392,6 +400,7 @@ class HistogramBinning(Calibrator):
                              f"{MAX_BINS_PER_ITEM} bins per item are allowed (almost every "
                              "bin would be empty)")
         y = positive_target(target, z.shape[0])
+        check_alignment(probs, "probs", target, "target")
         b = equal_width_bins(z, J)
         counts = np.bincount(b, minlength=J)
         sums = np.bincount(b, weights=y, minlength=J)
