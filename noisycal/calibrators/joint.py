@@ -17,6 +17,7 @@ import numpy as np
 from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
+from ..annotators import DawidSkene, GroupedDawidSkene
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
 from ._base import Calibrator, check_alignment, check_seed, check_tol, check_unit_scores
@@ -244,8 +245,6 @@ class JointMap(Calibrator):
         kwargs = dict(method="em", n_starts=self.n_starts, max_iter=self.max_iter,
                       tol=self.tol, seed=self.seed, orientation=self.orientation,
                       anchor=self.anchor, screen_gaps=True)
-        from ..annotators import DawidSkene, GroupedDawidSkene
-
         # The engine warns about a rejected fit itself; collect its warnings and report the
         # status once, from fit, pointing at the caller.
         with warnings.catch_warnings(record=True) as caught:
