@@ -129,7 +129,7 @@ def recalibration(d: dict, U: nc.Target, *, seed: int) -> pd.DataFrame:
                                               n_bins=10, interval=None)),
                 "NC-ECE": float(nc.ece(g, Ut, n_bins=10, interval=None)),
             })
-    joint = nc.calibrators.JointMap(n_bins=10, random_state=seed).fit(probs=d["z"][fit_idx],
+    joint = nc.calibrators.JointMap(n_bins=10, seed=seed).fit(probs=d["z"][fit_idx],
                                                                annotations=d["A"][fit_idx])
     g = joint.predict_proba(probs=d["z"][test])
     rows.append({
