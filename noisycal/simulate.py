@@ -205,7 +205,8 @@ def dawid_skene(n_items: int, prevalence: np.ndarray, confusion: np.ndarray, *,
     item, ann = np.nonzero(rates)
     ccum = np.cumsum(conf[ann, y[item]], axis=1)
     label = np.minimum((rng.random(item.size)[:, None] >= ccum).sum(axis=1), K - 1)
-    annotations = Annotations.from_arrays(item, ann, label, classes=np.arange(K))
+    annotations = Annotations.from_arrays(item, ann, label, classes=np.arange(K),
+                                          items=np.arange(n), annotators=np.arange(J))
     return SimulatedAnnotations(annotations, y, group)
 
 

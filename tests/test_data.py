@@ -245,25 +245,27 @@ def test_from_wide_nan_float_and_dataframe():
     assert_array_equal(from_df.counts(), [[1, 1], [0, 2]])
 
 
-def test_from_wide_keeps_unrated_annotator_and_sorts_ids():
+def test_from_wide_keeps_unrated_annotator_and_given_order():
     m = np.array([[1, -1, 0], [0, -1, 0]])
     ann = Annotations.from_wide(m, missing=-1, items=["r2", "r1"], annotators=[2, 0, 1])
     assert ann.n_annotators == 3
-    assert_array_equal(ann.items, ["r1", "r2"])
-    assert_array_equal(ann.annotators, [0, 1, 2])
-    # rows sorted by item id, columns by annotator id; annotator 0 has no rating
-    assert_array_equal(ann.to_wide(), [[-1, 0, 0], [-1, 0, 1]])
+    # rows and columns keep the given order (never sorted); annotator 0 has no rating
+    assert_array_equal(ann.items, ["r2", "r1"])
+    assert_array_equal(ann.annotators, [2, 0, 1])
+    assert_array_equal(ann.to_wide(), [[1, -1, 0], [0, -1, 0]])
+    assert_array_equal(ann.counts(), [[1, 1], [2, 0]])
 
 
-def test_from_counts_anonymous_annotators_and_unsorted_classes():
+def test_from_counts_anonymous_annotators_and_given_classes():
     ann = Annotations.from_counts([[2, 1], [0, 3]])
     assert ann.n_annotators == 3
     # annotator j = j-th rating of the item, ratings ordered by class
     assert_array_equal(ann.annotator_index, [0, 1, 2, 0, 1, 2])
     assert_array_equal(ann.label_index, [0, 0, 1, 1, 1, 1])
+    # classes label the columns in the given order; the columns are not reordered
     flipped = Annotations.from_counts([[1, 2], [3, 0]], classes=["z", "a"])
-    assert_array_equal(flipped.classes, ["a", "z"])
-    assert_array_equal(flipped.counts(), [[2, 1], [0, 3]])
+    assert_array_equal(flipped.classes, ["z", "a"])
+    assert_array_equal(flipped.counts(), [[1, 2], [3, 0]])
 
 
 # ----------------------------------------------------------------------------------------
@@ -279,23 +281,23 @@ def test_classes_sorted_and_string_labels():
     assert_array_equal(ann.to_long()["label"], ["dog", "cat", "dog"])
 
 
-def test_classes_with_unused_class_given_unsorted():
+def test_classes_with_unused_class_kept_in_given_order():
     ann = Annotations.from_arrays([0, 0, 1], [0, 1, 0], ["dog", "cat", "dog"],
                                   classes=["dog", "cat", "bird"])
-    assert_array_equal(ann.classes, ["bird", "cat", "dog"])
+    assert_array_equal(ann.classes, ["dog", "cat", "bird"])
     assert ann.n_classes == 3
-    assert_array_equal(ann.counts(), [[0, 1, 1], [0, 0, 1]])
+    assert_array_equal(ann.counts(), [[1, 1, 0], [1, 0, 0]])
     ints = Annotations.from_wide([[0, 1], [1, 1]], classes=[3, 0, 1, 2])
-    assert_array_equal(ints.classes, [0, 1, 2, 3])
-    assert_array_equal(ints.counts(), [[1, 1, 0, 0], [0, 2, 0, 0]])
+    assert_array_equal(ints.classes, [3, 0, 1, 2])
+    assert_array_equal(ints.counts(), [[0, 1, 1, 0], [0, 0, 2, 0]])
 
 
 def test_non_integer_float_labels_need_classes():
     with pytest.raises(ValueError, match="matrix.*non-integer.*classes="):
         Annotations.from_wide([[0.5, 1.5], [0.5, 0.5]])
     ann = Annotations.from_wide([[0.5, 1.5], [0.5, 0.5]], classes=[1.5, 0.5])
-    assert_array_equal(ann.classes, [0.5, 1.5])
-    assert_array_equal(ann.counts(), [[1, 1], [2, 0]])
+    assert_array_equal(ann.classes, [1.5, 0.5])
+    assert_array_equal(ann.counts(), [[1, 1], [0, 2]])
 
 
 # ----------------------------------------------------------------------------------------
@@ -503,5 +505,10 @@ def test_low_level_constructor_validates():
         Annotations([0, 1], [0, 0], [0, 2], items=[0, 1], annotators=[0], classes=[0, 1])
     with pytest.raises(ValueError, match=r"item\(s\) \[1\] have no rating"):
         Annotations([0, 0], [0, 0], [0, 1], items=[0, 1], annotators=[0], classes=[0, 1])
-    with pytest.raises(ValueError, match="classes must be sorted"):
-        Annotations([0], [0], [0], items=[0], annotators=[0], classes=[1, 0])
+    with pytest.raises(ValueError, match="classes must not contain duplicates"):
+        Annotations([0], [0], [0], items=[0], annotators=[0], classes=[1, 1])
+    # any order is allowed and kept
+    ann = Annotations([0, 1], [0, 0], [0, 1], items=[5, 3], annotators=[0],
+                      classes=["b", "a"])
+    assert_array_equal(ann.items, [5, 3])
+    assert_array_equal(ann.classes, ["b", "a"])
