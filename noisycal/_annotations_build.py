@@ -149,7 +149,9 @@ def _wide_categories(matrix: pd.DataFrame) -> np.ndarray | None:
     dtypes = [d for d in matrix.dtypes if isinstance(d, pd.CategoricalDtype)]
     if not dtypes:
         return None
-    if len(dtypes) != matrix.shape[1] or any(d != dtypes[0] for d in dtypes[1:]):
+    first = list(dtypes[0].categories)
+    # compare the category lists: unordered CategoricalDtypes compare equal up to order
+    if len(dtypes) != matrix.shape[1] or any(list(d.categories) != first for d in dtypes[1:]):
         raise ValueError("matrix has Categorical columns with different categories (or "
                          "mixed with plain columns); pass classes= to declare the class set")
     return categories_of(pd.Categorical([], dtype=dtypes[0]))

@@ -341,8 +341,8 @@ class AnnotationsMethods:
             :math:`p_k = \\sum_i n_{ik} / \\sum_i n_i`, all over items with at least 2
             ratings. With the same number of ratings per item this is Fleiss (1971),
             and equals ``statsmodels.stats.inter_rater.fleiss_kappa(counts,
-            method='fleiss')``. NaN when every rating is in one class (:math:`P_e = 1`:
-            kappa is undefined).
+            method='fleiss')``. NaN, with a ``NumericalWarning``, when every rating is
+            in one class (:math:`P_e = 1`: kappa is undefined).
 
         Raises
         ------

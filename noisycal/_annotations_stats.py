@@ -8,10 +8,13 @@ These are the computations behind :meth:`noisycal.data.Annotations.percent_agree
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
 from ._annotations_encode import py_value
+from ._warnings import NumericalWarning
 
 __all__ = ["agreement_terms", "percent_agreement", "fleiss_kappa", "annotator_summary"]
 
@@ -57,11 +60,16 @@ def percent_agreement(counts: np.ndarray) -> float:
 def fleiss_kappa(counts: np.ndarray) -> float:
     """Fleiss' (1971) kappa from a count matrix, items with fewer than 2 ratings excluded.
 
-    NaN when every rating is in one class (chance agreement 1: kappa is undefined).
+    NaN, with a :class:`~noisycal._warnings.NumericalWarning`, when every rating is in one
+    class (chance agreement 1: kappa is undefined).
     """
     c, p_i = agreement_terms(counts, "fleiss_kappa")
     totals = c.sum(axis=0)
     if np.count_nonzero(totals) <= 1:
+        # stacklevel 3: past Annotations.fleiss_kappa to the user's call
+        warnings.warn("fleiss_kappa is undefined (NaN): every rating (of items with at "
+                      "least 2 ratings) is in one class, so chance agreement is 1",
+                      NumericalWarning, stacklevel=3)
         return float("nan")
     p_k = totals / totals.sum()
     p_e = float(np.sum(p_k**2))

@@ -103,6 +103,8 @@ def test_densenet40_true_label_ece(densenet, cifar10h):
     est = nc.true_label_ece(logits=densenet.logits_test, soft_labels=cifar10h.probs,
                             form="expected", n_bins=15, interval=None)
     print(f"DenseNet-40 CIFAR-10H true-label ECE (expected form) = {est.value:.7f}")
+    # no published reference value: a smoke check that the soft-label ECE is a finite,
+    # positive calibration error of the order of the hard-label ECE (0.055), hence wide
     assert np.isfinite(est.value) and 0.0 < est.value < 0.2
 
 

@@ -92,16 +92,17 @@ def _read_npz(path: Path, keys: tuple[str, ...], what: str) -> dict[str, np.ndar
     """The arrays ``keys`` of the ``.npz`` file ``path``; ValueError naming the file if the
     file is not a readable npz archive or lacks a key."""
     try:
-        with np.load(path, allow_pickle=False) as f:
-            absent = [k for k in keys if k not in f.files]
-            if absent:
-                raise ValueError(f"{what} file {path} lacks the array(s) {absent} "
-                                 f"(it holds {sorted(f.files)}); is it the right file?")
-            return {k: np.asarray(f[k]) for k in keys}
-    except (OSError, EOFError) as exc:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, EOFError, ValueError) as exc:
         raise ValueError(f"{what} file {path} is not a readable .npz archive: {exc}") from exc
-    except AttributeError as exc:  # np.load returned a plain array (.npy), not an archive
-        raise ValueError(f"{what} file {path} is not an .npz archive") from exc
+    if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy array
+        raise ValueError(f"{what} file {path} is not an .npz archive")
+    with archive as f:
+        absent = [k for k in keys if k not in f.files]
+        if absent:
+            raise ValueError(f"{what} file {path} lacks the array(s) {absent} "
+                             f"(it holds {sorted(f.files)}); is it the right file?")
+        return {k: np.asarray(f[k]) for k in keys}
 
 
 def _check_rows(arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int | None, ...]],
