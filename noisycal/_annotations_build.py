@@ -90,7 +90,21 @@ def long_parts(
     items: ArrayLike | None,
     annotators: ArrayLike | None,
 ) -> Parts:
-    """Encode a long table (see :meth:`noisycal.data.Annotations.from_long`)."""
+    """Encode a long table (see :meth:`noisycal.data.Annotations.from_long`).
+
+    Parameters
+    ----------
+    df : DataFrame or mapping
+        The long table.
+    item, annotator, label : str
+        Column names.
+    classes, items, annotators : array-like or None
+        The declared class, item and annotator sets (see the method).
+
+    Returns
+    -------
+    Parts
+    """
     if isinstance(df, pd.DataFrame):
         columns = [str(c) for c in df.columns]
         if df.columns.has_duplicates:
@@ -122,7 +136,19 @@ def arrays_parts(
     items: ArrayLike | None,
     annotators: ArrayLike | None,
 ) -> Parts:
-    """Encode three long columns (see :meth:`noisycal.data.Annotations.from_arrays`)."""
+    """Encode three long columns (see :meth:`noisycal.data.Annotations.from_arrays`).
+
+    Parameters
+    ----------
+    item, annotator, label : array-like of shape (n_ratings,)
+        The columns.
+    classes, items, annotators : array-like or None
+        The declared class, item and annotator sets (see the method).
+
+    Returns
+    -------
+    Parts
+    """
     cols = {"item": item, "annotator": annotator, "label": label}
     names = {role: role for role in cols}
     return _encode_columns(cols, names, classes=classes, items=items,
@@ -165,7 +191,21 @@ def wide_parts(
     items: ArrayLike | None,
     annotators: ArrayLike | None,
 ) -> Parts:
-    """Encode a wide matrix (see :meth:`noisycal.data.Annotations.from_wide`)."""
+    """Encode a wide matrix (see :meth:`noisycal.data.Annotations.from_wide`).
+
+    Parameters
+    ----------
+    matrix : array-like or DataFrame of shape (n_items, n_annotators)
+        The labels.
+    missing : scalar or None
+        The missing-rating sentinel.
+    classes, items, annotators : array-like or None
+        The declared class, item and annotator sets (see the method).
+
+    Returns
+    -------
+    Parts
+    """
     categories = None
     if isinstance(matrix, pd.DataFrame):
         categories = _wide_categories(matrix)
@@ -209,7 +249,19 @@ def wide_parts(
 
 
 def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None) -> Parts:
-    """Encode a count matrix (see :meth:`noisycal.data.Annotations.from_counts`)."""
+    """Encode a count matrix (see :meth:`noisycal.data.Annotations.from_counts`).
+
+    Parameters
+    ----------
+    counts : array-like of shape (n_items, n_classes)
+        Ratings of each class per item.
+    classes : array-like or None
+        Label of each column.
+
+    Returns
+    -------
+    Parts
+    """
     if np.asarray(counts).dtype.kind == "b":
         raise ValueError("counts must be numbers of ratings, got booleans; pass "
                          "counts.astype(int) if a one-hot matrix is meant")

@@ -80,7 +80,21 @@ def categories_of(values: Any) -> np.ndarray | None:
 
 
 def as_column(values: Any, name: str) -> np.ndarray:
-    """A one-dimensional column of ids or labels: no missing, infinite or mixed-type entries."""
+    """A one-dimensional column of ids or labels: no missing, infinite or mixed-type entries.
+
+    Parameters
+    ----------
+    values : array-like, Series, Index or Categorical
+        The column.
+    name : str
+        How error messages name it (e.g. ``"df['label'] (label)"``).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Object arrays of strings or integers get a proper dtype; integral floats become
+        int64.
+    """
     if isinstance(values, pd.Series | pd.Index | pd.Categorical):
         arr = np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else values)
     else:
@@ -111,7 +125,16 @@ def as_column(values: Any, name: str) -> np.ndarray:
 def check_id_set(values: Any, name: str) -> np.ndarray:
     """An explicit set of ids (``classes``, ``items``, ``annotators``): 1-D, no duplicates.
 
-    The order is kept as given.
+    Parameters
+    ----------
+    values : array-like
+        The ids, in the order to keep.
+    name : str
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    ndarray
     """
     arr = as_column(values, name)
     dup = pd.Index(arr).duplicated()
@@ -122,7 +145,15 @@ def check_id_set(values: Any, name: str) -> np.ndarray:
 
 
 def check_n_classes(classes: np.ndarray, given: bool) -> None:
-    """At least two classes (with a hint when they were inferred from the labels)."""
+    """At least two classes (with a hint when they were inferred from the labels).
+
+    Parameters
+    ----------
+    classes : ndarray
+        The class set.
+    given : bool
+        Whether the user declared it (no hint to pass ``classes=`` then).
+    """
     if classes.size < 2:
         hint = ("" if given else
                 " (only these labels were observed: pass classes= to declare the full class set)")
@@ -131,7 +162,17 @@ def check_n_classes(classes: np.ndarray, given: bool) -> None:
 
 
 def check_index(values: ArrayLike, name: str, size: int) -> np.ndarray:
-    """A 1-D integer index array with entries in ``0..size-1``, as int64."""
+    """A 1-D integer index array with entries in ``0..size-1``, as int64.
+
+    Parameters
+    ----------
+    values : array-like
+        The indices.
+    name : str
+        The argument's name, for error messages.
+    size : int
+        Length of the id set the indices point into.
+    """
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -150,6 +191,22 @@ def encode_ids(
 
     With ``declared`` (the user's ``items=``/``annotators=``), its order is kept and every
     value must be in it; otherwise the ids are taken in first-seen order.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_ratings,)
+        A checked id column (:func:`as_column`).
+    declared : array-like or None
+        The declared id set.
+    name : str
+        The declared set's argument name (``items`` or ``annotators``).
+    column : str
+        How error messages name the column.
+
+    Returns
+    -------
+    ids : ndarray
+    index : ndarray of shape (n_ratings,), int64
     """
     if declared is None:
         codes, uniques = pd.factorize(values, sort=False)
@@ -174,6 +231,22 @@ def encode_labels(
     The class set is ``classes`` in the given order when given, else ``categories`` (the
     declared categories of a Categorical label column, unused ones included), else the
     sorted unique labels.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_ratings,)
+        A checked label column (:func:`as_column`).
+    classes : array-like or None
+        The user's ``classes=``.
+    name : str
+        How error messages name the label column.
+    categories : ndarray or None, default=None
+        Declared categories of the label column.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    index : ndarray of shape (n_ratings,), int64
     """
     given = classes is not None
     if given:

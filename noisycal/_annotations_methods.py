@@ -53,7 +53,20 @@ class EngineArrays(NamedTuple):
 
 
 def check_seed(seed: Seed, name: str = "seed") -> Seed:
-    """An int seed must fit in int64 (JAX's range); keys and None pass through."""
+    """An int seed must fit in int64 (JAX's range); keys and None pass through.
+
+    Parameters
+    ----------
+    seed : int, JAX PRNG key or None
+        The seed to check (other types are left to :func:`noisycal._jax.as_key`).
+    name : str, default='seed'
+        The argument's name, for error messages.
+
+    Returns
+    -------
+    int, JAX PRNG key or None
+        ``seed`` unchanged.
+    """
     if isinstance(seed, bool):
         raise ValueError(f"{name} must be an int or a JAX PRNG key, got {seed!r}")
     if isinstance(seed, int | np.integer) and not -(2**63) <= int(seed) < 2**63:

@@ -185,7 +185,8 @@ CASES = [
      "raises", V, r"classes: at least 2 classes"),
     ("data-counts-classes-length", lambda: Annotations.from_counts([[1, 2]], classes=[0, 1, 2]),
      "raises", V, r"classes must have one label per column of counts"),
-    ("data-counts-classes-duplicate", lambda: Annotations.from_counts([[1, 2]], classes=["a", "a"]),
+    ("data-counts-classes-duplicate",
+     lambda: Annotations.from_counts([[1, 2]], classes=["a", "a"]),
      "raises", V, r"classes must not contain duplicates"),
     # ------------------------------------------------------------------ constructor
     ("data-init-index-out-of-range",
