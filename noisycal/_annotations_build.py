@@ -30,6 +30,9 @@ from ._validation import check_array
 
 __all__ = ["Parts", "long_parts", "arrays_parts", "wide_parts", "counts_parts"]
 
+#: Most ratings an Annotations object holds: engines index ratings with int32.
+_MAX_RATINGS = 2**31 - 1
+
 
 class Parts(NamedTuple):
     """Encoded ratings: the arguments of ``Annotations(...)``.
@@ -283,6 +286,10 @@ def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None) -> Parts:
                              f"got {col_labels.size}")
     check_n_classes(col_labels, given=True)
     n_i = c.sum(axis=1)
+    if n_i.sum() > _MAX_RATINGS:
+        raise ValueError(f"counts total {int(n_i.sum())} ratings, more than the "
+                         f"{_MAX_RATINGS} an Annotations object can index (int32 engine "
+                         "arrays); check the counts")
     empty = np.flatnonzero(n_i == 0)
     if empty.size:
         raise ValueError(f"counts: item(s) at row(s) {show(empty)} have no rating "

@@ -338,8 +338,8 @@ class Annotations(AnnotationsMethods):
         ------
         ValueError
             If ``counts`` is not a 2-D matrix of non-negative integers (booleans are
-            refused), a row sums to 0, there are fewer than 2 columns, or ``classes`` has
-            the wrong length or duplicates.
+            refused), a row sums to 0, the total exceeds 2**31 - 1 ratings, there are
+            fewer than 2 columns, or ``classes`` has the wrong length or duplicates.
         """
         return cls._from_parts(counts_parts(counts, classes=classes))
 

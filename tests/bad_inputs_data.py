@@ -181,6 +181,8 @@ CASES = [
      "raises", V, r"counts must be numbers of ratings, got booleans"),
     ("data-counts-strings", lambda: Annotations.from_counts([["a", "b"]]),
      "raises", V, r"counts must be numeric"),
+    ("data-counts-absurd-total", lambda: Annotations.from_counts([[10**12, 1], [0, 1]]),
+     "raises", V, r"counts total 1000000000002 ratings"),
     ("data-counts-one-column", lambda: Annotations.from_counts([[3], [2]]),
      "raises", V, r"classes: at least 2 classes"),
     ("data-counts-classes-length", lambda: Annotations.from_counts([[1, 2]], classes=[0, 1, 2]),
