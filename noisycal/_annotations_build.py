@@ -251,7 +251,8 @@ def wide_parts(
                  cls, True)
 
 
-def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None) -> Parts:
+def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None,
+                 items: ArrayLike | None = None) -> Parts:
     """Encode a count matrix (see :meth:`noisycal.data.Annotations.from_counts`).
 
     Parameters
@@ -260,6 +261,8 @@ def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None) -> Parts:
         Ratings of each class per item.
     classes : array-like or None
         Label of each column.
+    items : array-like or None, default=None
+        Id of each row.
 
     Returns
     -------
@@ -285,6 +288,9 @@ def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None) -> Parts:
             raise ValueError(f"classes must have one label per column of counts ({K}), "
                              f"got {col_labels.size}")
     check_n_classes(col_labels, given=True)
+    row_ids = np.arange(n) if items is None else check_id_set(items, "items")
+    if row_ids.size != n:
+        raise ValueError(f"items must have one id per row of counts ({n}), got {row_ids.size}")
     n_i = c.sum(axis=1)
     if n_i.sum() > _MAX_RATINGS:
         raise ValueError(f"counts total {int(n_i.sum())} ratings, more than the "
@@ -299,5 +305,5 @@ def counts_parts(counts: ArrayLike, *, classes: ArrayLike | None) -> Parts:
     col = np.repeat(np.tile(np.arange(K), n), flat)
     start = np.concatenate([[0], np.cumsum(n_i)[:-1]])
     position = np.arange(item.size) - start[item]
-    return Parts(item, position.astype(np.int64), col, np.arange(n), np.arange(n_i.max()),
+    return Parts(item, position.astype(np.int64), col, row_ids, np.arange(n_i.max()),
                  col_labels, False)

@@ -312,6 +312,7 @@ class Annotations(AnnotationsMethods):
         counts: ArrayLike,
         *,
         classes: ArrayLike | None = None,
+        items: ArrayLike | None = None,
     ) -> Annotations:
         """Ratings from an (n_items, n_classes) matrix of vote counts (e.g. CIFAR-10H).
 
@@ -329,6 +330,8 @@ class Annotations(AnnotationsMethods):
         classes : array-like of shape (n_classes,), default=None
             Label of each column, in column order (kept as given); default
             ``0..n_classes-1``.
+        items : array-like of shape (n_items,), default=None
+            Id of each row, in row order; default ``0..n_items-1``.
 
         Returns
         -------
@@ -339,9 +342,10 @@ class Annotations(AnnotationsMethods):
         ValueError
             If ``counts`` is not a 2-D matrix of non-negative integers (booleans are
             refused), a row sums to 0, the total exceeds 2**31 - 1 ratings, there are
-            fewer than 2 columns, or ``classes`` has the wrong length or duplicates.
+            fewer than 2 columns, or ``classes``/``items`` have the wrong length or
+            duplicates.
         """
-        return cls._from_parts(counts_parts(counts, classes=classes))
+        return cls._from_parts(counts_parts(counts, classes=classes, items=items))
 
     # ------------------------------------------------------------------ properties
 

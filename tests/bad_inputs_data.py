@@ -13,7 +13,7 @@ import pandas as pd
 from noisycal import simulate
 from noisycal._warnings import NumericalWarning
 from noisycal.data import Annotations
-from noisycal.datasets import load_cifar10_logits, load_cifar10h, load_cifar10n
+from noisycal.datasets import load_chaosnli, load_cifar10_logits, load_cifar10h, load_cifar10n
 
 V = ValueError
 EYE2 = np.tile(np.eye(2) * 0.8 + 0.1, (3, 1, 1))
@@ -183,6 +183,11 @@ CASES = [
      "raises", V, r"counts must be numeric"),
     ("data-counts-absurd-total", lambda: Annotations.from_counts([[10**12, 1], [0, 1]]),
      "raises", V, r"counts total 1000000000002 ratings"),
+    ("data-counts-items-length", lambda: Annotations.from_counts([[1, 2]], items=["a", "b"]),
+     "raises", V, r"items must have one id per row of counts"),
+    ("data-counts-items-duplicate",
+     lambda: Annotations.from_counts([[1, 2], [2, 1]], items=["a", "a"]),
+     "raises", V, r"items must not contain duplicates"),
     ("data-counts-one-column", lambda: Annotations.from_counts([[3], [2]]),
      "raises", V, r"classes: at least 2 classes"),
     ("data-counts-classes-length", lambda: Annotations.from_counts([[1, 2]], classes=[0, 1, 2]),
@@ -336,4 +341,12 @@ CASES = [
                     {"counts": np.ones((2, 3)), "cifar10_test_labels": np.zeros(2),
                      "class_names": np.array(["a"] * 10)})),
      "raises", V, r"array 'counts' has shape \(2, 3\), expected \(None, 10\)"),
+    ("data-load-chaosnli-subset", lambda: load_chaosnli("anli"),
+     "raises", V, r"subset must be one of \('snli', 'mnli', 'alphanli'\)"),
+    ("data-load-chaosnli-empty-folder", _in_tmp(lambda root: load_chaosnli("mnli", data=root)),
+     "raises", FileNotFoundError, r"ChaosNLI \(mnli\) not found.*chaosnli_mnli\.npz"),
+    ("data-load-chaosnli-corrupt",
+     _in_tmp(lambda root: load_chaosnli(data=root),
+             _write("chaosnli", "chaosnli_snli.npz", b"PK garbage")),
+     "raises", V, r"chaosnli_snli\.npz is not a readable \.npz archive"),
 ]

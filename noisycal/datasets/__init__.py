@@ -2,12 +2,14 @@
 
 The Dawid & Skene (1979) anaesthetist data ship with the package
 (:func:`load_dawid_skene_1979`). The other data live outside the package, in a folder
-holding ``cifar10h/``, ``cifar10_logits/`` and ``cifar10n/`` (each with its README stating
-provenance and license). The folder is found by :func:`data_dir`: ``$NOISYCAL_DATA`` when
-set, else ``../shared/data`` next to the working directory, else ``../shared/data`` next
-to a source checkout. Every loader also takes ``data=`` to point at the folder explicitly.
+holding ``cifar10h/``, ``cifar10_logits/``, ``cifar10n/`` and ``chaosnli/`` (each with
+its README stating provenance and license). The folder is found by :func:`data_dir`:
+``$NOISYCAL_DATA`` when set, else ``../shared/data`` next to the working directory, else
+``../shared/data`` next to a source checkout. Every loader also takes ``data=`` to point
+at the folder explicitly.
 """
 
+from ._chaosnli import CHAOSNLI_SUBSETS, ChaosNLI, load_chaosnli
 from ._loaders import (
     CIFAR10H,
     CIFAR10N,
@@ -32,4 +34,7 @@ __all__ = [
     "load_cifar10_logits",
     "LOGIT_MODELS",
     "ENV_VAR",
+    "load_chaosnli",
+    "ChaosNLI",
+    "CHAOSNLI_SUBSETS",
 ]

@@ -23,6 +23,8 @@ __all__ = [
     "load_cifar10_logits",
     "LOGIT_MODELS",
     "ENV_VAR",
+    "resolve",
+    "read_npz",
 ]
 
 #: Environment variable naming the data folder.
@@ -63,9 +65,23 @@ def data_dir() -> Path | None:
     return None
 
 
-def _resolve(data: str | os.PathLike[str] | None, subdir: str, filename: str,
+def resolve(data: str | os.PathLike[str] | None, subdir: str, filename: str,
              what: str) -> Path:
-    """Path of ``<data>/<subdir>/<filename>``, or a FileNotFoundError saying where it looked."""
+    """Path of ``<data>/<subdir>/<filename>``, or a FileNotFoundError saying where it looked.
+
+    Parameters
+    ----------
+    data : path-like or None
+        The user's ``data=`` (None: :func:`data_dir`, then the default places).
+    subdir, filename : str
+        Where the file lies inside the data folder.
+    what : str
+        The data set's name, for messages.
+
+    Returns
+    -------
+    pathlib.Path
+    """
     if data is not None:
         if isinstance(data, bytes) or not isinstance(data, str | os.PathLike):
             raise ValueError(f"data must be a path to the data folder (str or path-like), "
@@ -88,9 +104,27 @@ def _resolve(data: str | os.PathLike[str] | None, subdir: str, filename: str,
     )
 
 
-def _read_npz(path: Path, keys: tuple[str, ...], what: str) -> dict[str, np.ndarray]:
-    """The arrays ``keys`` of the ``.npz`` file ``path``; ValueError naming the file if the
-    file is not a readable npz archive or lacks a key."""
+def read_npz(path: Path, keys: tuple[str, ...], what: str) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of the ``.npz`` file ``path``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The archive.
+    keys : tuple of str
+        The arrays to read.
+    what : str
+        The data set's name, for messages.
+
+    Returns
+    -------
+    dict of str to ndarray
+
+    Raises
+    ------
+    ValueError
+        Naming the file, if it is not a readable npz archive or lacks a key.
+    """
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, EOFError, ValueError) as exc:
@@ -187,8 +221,8 @@ def load_cifar10h(data: str | os.PathLike[str] | None = None) -> CIFAR10H:
     License: CC BY-NC-SA 4.0 (see the folder's README). Peterson, Battleday, Griffiths &
     Russakovsky (2019), "Human uncertainty makes classification more robust", ICCV.
     """
-    path = _resolve(data, "cifar10h", "cifar10h.npz", "CIFAR-10H")
-    f = _read_npz(path, ("counts", "cifar10_test_labels", "class_names"), "CIFAR-10H")
+    path = resolve(data, "cifar10h", "cifar10h.npz", "CIFAR-10H")
+    f = read_npz(path, ("counts", "cifar10_test_labels", "class_names"), "CIFAR-10H")
     _check_rows(f, {"counts": (None, 10), "cifar10_test_labels": (f["counts"].shape[0],),
                     "class_names": (10,)}, path, "CIFAR-10H")
     counts = f["counts"].astype(np.int64)
@@ -225,8 +259,8 @@ def load_cifar10_logits(model: str = "densenet40",
     """
     check_choice(model, "model", LOGIT_MODELS)
     what = f"CIFAR-10 logits ({model})"
-    path = _resolve(data, "cifar10_logits", _LOGIT_FILES[model], what)
-    f = _read_npz(path, CIFAR10Logits._fields, what)
+    path = resolve(data, "cifar10_logits", _LOGIT_FILES[model], what)
+    f = read_npz(path, CIFAR10Logits._fields, what)
     return CIFAR10Logits(
         logits_test=f["logits_test"].astype(np.float64),
         y_test=f["y_test"].astype(np.int64).ravel(),
@@ -298,9 +332,9 @@ def load_cifar10n(data: str | os.PathLike[str] | None = None) -> CIFAR10N:
     ValueError
         If ``data`` is not a path, or the file is not the expected archive.
     """
-    path = _resolve(data, "cifar10n", "cifar10n.npz", "CIFAR-10N")
+    path = resolve(data, "cifar10n", "cifar10n.npz", "CIFAR-10N")
     keys = ("random_label1", "random_label2", "random_label3", "clean_label", "aggre_label")
-    f = _read_npz(path, keys, "CIFAR-10N")
+    f = read_npz(path, keys, "CIFAR-10N")
     _check_rows(f, {k: (f["clean_label"].shape[0],) for k in keys}, path, "CIFAR-10N")
     labels = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1).astype(np.int64)
     return CIFAR10N(labels, f["clean_label"].astype(np.int64), f["aggre_label"].astype(np.int64))
