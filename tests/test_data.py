@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
+from noisycal._warnings import NumericalWarning
 from noisycal.data import Annotations, EngineArrays
 
 # ----------------------------------------------------------------------------------------
@@ -180,7 +181,9 @@ def test_kappa_excludes_single_rating_items_and_nan_when_one_class():
     assert_allclose(ann.fleiss_kappa(), -1 / 3, rtol=1e-14)
     one_class = Annotations.from_counts([[3, 0], [2, 0]])
     assert one_class.percent_agreement() == 1.0
-    assert np.isnan(one_class.fleiss_kappa())
+    with pytest.warns(NumericalWarning, match="fleiss_kappa is undefined") as rec:
+        assert np.isnan(one_class.fleiss_kappa())
+    assert rec[0].filename == __file__  # the warning points at the caller
 
 
 def test_agreement_needs_two_ratings():
@@ -245,25 +248,27 @@ def test_from_wide_nan_float_and_dataframe():
     assert_array_equal(from_df.counts(), [[1, 1], [0, 2]])
 
 
-def test_from_wide_keeps_unrated_annotator_and_sorts_ids():
+def test_from_wide_keeps_unrated_annotator_and_given_order():
     m = np.array([[1, -1, 0], [0, -1, 0]])
     ann = Annotations.from_wide(m, missing=-1, items=["r2", "r1"], annotators=[2, 0, 1])
     assert ann.n_annotators == 3
-    assert_array_equal(ann.items, ["r1", "r2"])
-    assert_array_equal(ann.annotators, [0, 1, 2])
-    # rows sorted by item id, columns by annotator id; annotator 0 has no rating
-    assert_array_equal(ann.to_wide(), [[-1, 0, 0], [-1, 0, 1]])
+    # rows and columns keep the given order (never sorted); annotator 0 has no rating
+    assert_array_equal(ann.items, ["r2", "r1"])
+    assert_array_equal(ann.annotators, [2, 0, 1])
+    assert_array_equal(ann.to_wide(), [[1, -1, 0], [0, -1, 0]])
+    assert_array_equal(ann.counts(), [[1, 1], [2, 0]])
 
 
-def test_from_counts_anonymous_annotators_and_unsorted_classes():
+def test_from_counts_anonymous_annotators_and_given_classes():
     ann = Annotations.from_counts([[2, 1], [0, 3]])
     assert ann.n_annotators == 3
     # annotator j = j-th rating of the item, ratings ordered by class
     assert_array_equal(ann.annotator_index, [0, 1, 2, 0, 1, 2])
     assert_array_equal(ann.label_index, [0, 0, 1, 1, 1, 1])
+    # classes label the columns in the given order; the columns are not reordered
     flipped = Annotations.from_counts([[1, 2], [3, 0]], classes=["z", "a"])
-    assert_array_equal(flipped.classes, ["a", "z"])
-    assert_array_equal(flipped.counts(), [[2, 1], [0, 3]])
+    assert_array_equal(flipped.classes, ["z", "a"])
+    assert_array_equal(flipped.counts(), [[1, 2], [3, 0]])
 
 
 # ----------------------------------------------------------------------------------------
@@ -279,23 +284,23 @@ def test_classes_sorted_and_string_labels():
     assert_array_equal(ann.to_long()["label"], ["dog", "cat", "dog"])
 
 
-def test_classes_with_unused_class_given_unsorted():
+def test_classes_with_unused_class_kept_in_given_order():
     ann = Annotations.from_arrays([0, 0, 1], [0, 1, 0], ["dog", "cat", "dog"],
                                   classes=["dog", "cat", "bird"])
-    assert_array_equal(ann.classes, ["bird", "cat", "dog"])
+    assert_array_equal(ann.classes, ["dog", "cat", "bird"])
     assert ann.n_classes == 3
-    assert_array_equal(ann.counts(), [[0, 1, 1], [0, 0, 1]])
+    assert_array_equal(ann.counts(), [[1, 1, 0], [1, 0, 0]])
     ints = Annotations.from_wide([[0, 1], [1, 1]], classes=[3, 0, 1, 2])
-    assert_array_equal(ints.classes, [0, 1, 2, 3])
-    assert_array_equal(ints.counts(), [[1, 1, 0, 0], [0, 2, 0, 0]])
+    assert_array_equal(ints.classes, [3, 0, 1, 2])
+    assert_array_equal(ints.counts(), [[0, 1, 1, 0], [0, 0, 2, 0]])
 
 
 def test_non_integer_float_labels_need_classes():
     with pytest.raises(ValueError, match="matrix.*non-integer.*classes="):
         Annotations.from_wide([[0.5, 1.5], [0.5, 0.5]])
     ann = Annotations.from_wide([[0.5, 1.5], [0.5, 0.5]], classes=[1.5, 0.5])
-    assert_array_equal(ann.classes, [0.5, 1.5])
-    assert_array_equal(ann.counts(), [[1, 1], [2, 0]])
+    assert_array_equal(ann.classes, [1.5, 0.5])
+    assert_array_equal(ann.counts(), [[1, 1], [0, 2]])
 
 
 # ----------------------------------------------------------------------------------------
@@ -394,6 +399,8 @@ def test_scale_200k_ratings():
     assert ann.n_ratings_per_item().sum() == n_ratings
     assert ann.annotator_summary()["n_ratings"].sum() == n_ratings
     assert ann.majority_vote(tie="random", seed=1).shape == (n_items,)
+    # independent uniform labels: kappa 0; its sd with 20,000 items of ~10 ratings is
+    # about 0.001, so this absolute band (not a relative one: the truth is 0) is 50 sd
     assert -0.05 < ann.fleiss_kappa() < 0.05
     long = Annotations.from_long(ann.to_long())
     assert_array_equal(long.counts(), c)
@@ -503,5 +510,152 @@ def test_low_level_constructor_validates():
         Annotations([0, 1], [0, 0], [0, 2], items=[0, 1], annotators=[0], classes=[0, 1])
     with pytest.raises(ValueError, match=r"item\(s\) \[1\] have no rating"):
         Annotations([0, 0], [0, 0], [0, 1], items=[0, 1], annotators=[0], classes=[0, 1])
-    with pytest.raises(ValueError, match="classes must be sorted"):
-        Annotations([0], [0], [0], items=[0], annotators=[0], classes=[1, 0])
+    with pytest.raises(ValueError, match="classes must not contain duplicates"):
+        Annotations([0], [0], [0], items=[0], annotators=[0], classes=[1, 1])
+    # any order is allowed and kept
+    ann = Annotations([0, 1], [0, 0], [0, 1], items=[5, 3], annotators=[0],
+                      classes=["b", "a"])
+    assert_array_equal(ann.items, [5, 3])
+    assert_array_equal(ann.classes, ["b", "a"])
+
+
+# ----------------------------------------------------------------------------------------
+# order: classes as given, declared categories, items and annotators as given / first seen
+# ----------------------------------------------------------------------------------------
+
+
+def test_given_classes_keep_their_order_everywhere():
+    # the example: classes=['dog', 'cat', 'bird'] must not become sorted
+    ann = Annotations.from_arrays([0, 0, 1, 1], ["u", "v", "u", "v"],
+                                  ["cat", "cat", "dog", "bird"],
+                                  classes=["dog", "cat", "bird"])
+    assert_array_equal(ann.classes, ["dog", "cat", "bird"])
+    assert_array_equal(ann.label_index, [1, 1, 0, 2])
+    assert_array_equal(ann.counts(), [[0, 2, 0], [1, 0, 1]])
+    # tie='lowest' picks the class listed first: dog (index 0) for item 1
+    assert_array_equal(ann.majority_vote(), [1, 0])
+    assert list(ann.annotator_summary().columns[-3:]) == ["share_dog", "share_cat",
+                                                          "share_bird"]
+    # ChaosNLI order lines up with logits columns
+    nli = ["entailment", "neutral", "contradiction"]
+    long = Annotations.from_long({"item": [0, 0, 1], "annotator": [0, 1, 0],
+                                  "label": ["neutral", "contradiction", "entailment"]},
+                                 classes=nli)
+    assert_array_equal(long.classes, nli)
+    assert_array_equal(long.counts(), [[0, 1, 1], [1, 0, 0]])
+    wide = Annotations.from_wide([["neutral", "entailment"]], classes=nli)
+    assert_array_equal(wide.classes, nli)
+    assert_array_equal(wide.counts(), [[1, 1, 0]])
+    counts = Annotations.from_counts([[3, 1, 0]], classes=nli)
+    assert_array_equal(counts.classes, nli)
+    assert_array_equal(counts.counts(), [[3, 1, 0]])
+    # the order survives pickling and subsetting
+    assert_array_equal(pickle.loads(pickle.dumps(ann)).classes, ["dog", "cat", "bird"])
+    assert_array_equal(ann.subset([1]).classes, ["dog", "cat", "bird"])
+
+
+def test_sorted_unique_labels_only_when_nothing_is_given():
+    ann = Annotations.from_arrays([0, 1, 2], [0, 0, 0], ["dog", "cat", "bird"])
+    assert_array_equal(ann.classes, ["bird", "cat", "dog"])
+    ints = Annotations.from_arrays([0, 1, 2], [0, 0, 0], [10, 2, 1])
+    assert_array_equal(ints.classes, [1, 2, 10])  # numeric, not string, order
+
+
+def test_labels_outside_given_classes_raise_naming_classes_and_column():
+    with pytest.raises(ValueError, match=r"df\['label'\].*'bird'.*not in classes"):
+        Annotations.from_long({"item": [0, 1], "annotator": [0, 0],
+                               "label": ["cat", "bird"]}, classes=["dog", "cat"])
+    with pytest.raises(ValueError, match=r"classes must have one label per column of counts"):
+        Annotations.from_counts([[1, 2, 3]], classes=["a", "b"])
+
+
+def test_categorical_label_column_keeps_declared_categories():
+    cats = pd.CategoricalDtype(["low", "mid", "high"])
+    df = pd.DataFrame({"item": [0, 0, 1], "annotator": ["a", "b", "a"],
+                       "label": pd.Series(["high", "low", "high"], dtype=cats)})
+    ann = Annotations.from_long(df)
+    # declared order, and the unused category "mid" is kept
+    assert_array_equal(ann.classes, ["low", "mid", "high"])
+    assert_array_equal(ann.counts(), [[1, 0, 1], [0, 0, 1]])
+    arrays = Annotations.from_arrays(df["item"], df["annotator"],
+                                     pd.Categorical(["high", "low", "high"],
+                                                    categories=["high", "mid", "low"]))
+    assert_array_equal(arrays.classes, ["high", "mid", "low"])
+    # classes= still wins over the categories
+    given = Annotations.from_long(df, classes=["high", "low"])
+    assert_array_equal(given.classes, ["high", "low"])
+    # a wide DataFrame of categorical columns sharing one dtype
+    wide = pd.DataFrame({"r1": pd.Series(["mid", "low"], dtype=cats),
+                         "r2": pd.Series(["mid", None], dtype=cats)})
+    w = Annotations.from_wide(wide)
+    assert_array_equal(w.classes, ["low", "mid", "high"])
+    assert_array_equal(w.counts(), [[0, 2, 0], [1, 0, 0]])
+    # categorical annotator column: declared annotators kept, even without ratings
+    ann2 = Annotations.from_arrays([0, 1], pd.Categorical(["y", "y"], categories=["x", "y"]),
+                                   [0, 1])
+    assert_array_equal(ann2.annotators, ["x", "y"])
+    assert_array_equal(ann2.annotator_summary()["n_ratings"], [0, 2])
+
+
+def test_item_ids_keep_first_seen_order_not_string_order():
+    ids = ["0", "1", "10", "2", "100", "11"]
+    ann = Annotations.from_arrays(ids, ["a"] * 6, [0, 1, 1, 0, 1, 0])
+    assert_array_equal(ann.items, ids)
+    assert_array_equal(ann.item_index, np.arange(6))
+    assert_array_equal(ann.majority_vote(), [0, 1, 1, 0, 1, 0])
+    # first seen, with repeats interleaved
+    rep = Annotations.from_long({"item": ["10", "2", "10", "1"], "annotator": [0, 0, 1, 0],
+                                 "label": [1, 0, 1, 1]})
+    assert_array_equal(rep.items, ["10", "2", "1"])
+    assert_array_equal(rep.counts(), [[0, 2], [1, 0], [0, 1]])
+    # integer ids: first seen, not numeric order either
+    assert_array_equal(Annotations.from_arrays([5, 3, 9], [0, 0, 0], [0, 1, 1]).items,
+                       [5, 3, 9])
+    # given order (items=) wins over first appearance
+    given = Annotations.from_arrays(["2", "10", "1"], [0, 0, 0], [0, 1, 1],
+                                    items=["1", "2", "10"])
+    assert_array_equal(given.items, ["1", "2", "10"])
+    assert_array_equal(given.majority_vote(), [1, 0, 1])
+    # wide: row order (the DataFrame index) is kept
+    df = pd.DataFrame([[0, 1], [1, 1], [0, 0]], index=["0", "10", "2"], columns=["b", "a"])
+    w = Annotations.from_wide(df)
+    assert_array_equal(w.items, ["0", "10", "2"])
+    assert_array_equal(w.annotators, ["b", "a"])
+    assert_array_equal(w.to_wide(), [[0, 1], [1, 1], [0, 0]])
+    # a round trip through the long table keeps the order
+    assert_array_equal(Annotations.from_long(w.to_long()).items, ["0", "10", "2"])
+
+
+def test_annotators_first_seen_or_given():
+    ann = Annotations.from_arrays([0, 0, 1], ["zed", "amy", "bob"], [0, 1, 1])
+    assert_array_equal(ann.annotators, ["zed", "amy", "bob"])
+    assert list(ann.annotator_summary().index) == ["zed", "amy", "bob"]
+    given = Annotations.from_arrays([0, 0, 1], ["zed", "amy", "bob"], [0, 1, 1],
+                                    annotators=["amy", "bob", "zed", "idle"])
+    assert_array_equal(given.annotators, ["amy", "bob", "zed", "idle"])
+    assert_array_equal(given.annotator_index, [2, 0, 1])
+    assert given.annotator_summary().loc["idle", "n_ratings"] == 0
+    with pytest.raises(ValueError, match=r"annotator contains id 'bob'.*not in annotators"):
+        Annotations.from_arrays([0, 1], ["amy", "bob"], [0, 1], annotators=["amy"])
+    with pytest.raises(ValueError, match=r"item contains id 7.*not in items"):
+        Annotations.from_arrays([0, 7], ["amy", "amy"], [0, 1], items=[0, 1])
+    with pytest.raises(ValueError, match=r"item\(s\) \[1\] have no rating"):
+        Annotations.from_arrays([0, 0], ["amy", "bob"], [0, 1], items=[0, 1])
+
+
+def test_annotators_known_property():
+    assert Annotations.from_long(SMALL).annotators_known is True
+    assert Annotations.from_wide(WIDE, missing=-1).annotators_known is True
+    counts = Annotations.from_counts(SMALL_COUNTS)
+    assert counts.annotators_known is False
+    # kept by subset and pickling; the low-level constructor takes it
+    assert counts.subset([0, 1]).annotators_known is False
+    assert pickle.loads(pickle.dumps(counts)).annotators_known is False
+    low = Annotations([0], [0], [1], items=[0], annotators=[0], classes=[0, 1],
+                      annotators_known=False)
+    assert low.annotators_known is False
+    with pytest.raises(AttributeError):
+        counts.annotators_known = True
+    with pytest.raises(ValueError, match="annotators_known must be a bool"):
+        Annotations([0], [0], [1], items=[0], annotators=[0], classes=[0, 1],
+                    annotators_known="no")

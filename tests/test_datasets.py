@@ -103,6 +103,8 @@ def test_densenet40_true_label_ece(densenet, cifar10h):
     est = nc.true_label_ece(logits=densenet.logits_test, soft_labels=cifar10h.probs,
                             form="expected", n_bins=15, interval=None)
     print(f"DenseNet-40 CIFAR-10H true-label ECE (expected form) = {est.value:.7f}")
+    # no published reference value: a smoke check that the soft-label ECE is a finite,
+    # positive calibration error of the order of the hard-label ECE (0.055), hence wide
     assert np.isfinite(est.value) and 0.0 < est.value < 0.2
 
 
@@ -115,3 +117,65 @@ def test_data_dir_default_points_at_shared_data_in_this_checkout(monkeypatch):
         pytest.skip("no ../shared/data next to this checkout")
     monkeypatch.chdir("/")
     assert data_dir() == shared.resolve()
+
+
+# ---------------------------------------------------------------------------- shipped data
+
+
+def test_dawid_skene_1979_keeps_table_order():
+    from noisycal.datasets import load_dawid_skene_1979
+    from noisycal.datasets._dawid_skene_1979 import RATINGS
+
+    ann = load_dawid_skene_1979()
+    assert (ann.n_items, ann.n_annotators, ann.n_classes, ann.n_ratings) == (45, 5, 4, 315)
+    assert ann.items.tolist() == list(range(1, 46))
+    assert ann.annotators.tolist() == [1, 2, 3, 4, 5]
+    assert ann.classes.tolist() == [1, 2, 3, 4]
+    assert ann.annotators_known
+    # patient 2 (row 1): ratings 3, 3, 3, 4, 3, 3, 4 -> counts of classes 1..4
+    assert ann.counts()[1].tolist() == [0, 0, 5, 2]
+    assert ann.counts().sum() == np.asarray(RATINGS).size
+    # observer 1 rated every patient three times
+    assert ann.annotator_summary()["n_ratings"].tolist() == [135, 45, 45, 45, 45]
+
+
+# ---------------------------------------------------------------------------- explicit data=
+
+
+def _fake_cifar10h(root: Path, n: int = 4) -> np.ndarray:
+    counts = np.arange(n * 10).reshape(n, 10) % 7 + 1
+    (root / "cifar10h").mkdir()
+    np.savez(root / "cifar10h" / "cifar10h.npz", counts=counts.astype(np.int16),
+             cifar10_test_labels=np.arange(n), class_names=np.array([f"c{k}" for k in range(10)]))
+    return counts
+
+
+def test_loaders_read_an_explicit_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("NOISYCAL_DATA", str(tmp_path / "not-this-one"))
+    counts = _fake_cifar10h(tmp_path)
+    got = load_cifar10h(data=tmp_path)
+    np.testing.assert_array_equal(got.counts, counts)
+    assert got.counts.dtype == np.int64 and got.probs.dtype == np.float64
+    np.testing.assert_allclose(got.probs, counts / counts.sum(1, keepdims=True), rtol=1e-15)
+    assert got.class_names[:2] == ["c0", "c1"]
+    (tmp_path / "cifar10n").mkdir()
+    n = 3
+    np.savez(tmp_path / "cifar10n" / "cifar10n.npz",
+             **{f"random_label{j}": np.full(n, j) for j in (1, 2, 3)},
+             clean_label=np.zeros(n), aggre_label=np.ones(n))
+    cn = nc.datasets.load_cifar10n(data=str(tmp_path))
+    assert cn.labels.tolist() == [[1, 2, 3]] * n
+    assert cn.clean.dtype == np.int64 and cn.aggregate.tolist() == [1] * n
+
+
+def test_bad_archives_raise_value_error_naming_the_file(tmp_path):
+    _fake_cifar10h(tmp_path)
+    path = tmp_path / "cifar10h" / "cifar10h.npz"
+    np.savez(path, counts=np.ones((2, 10)))
+    with pytest.raises(ValueError, match=r"cifar10h\.npz lacks the array\(s\)"):
+        load_cifar10h(data=tmp_path)
+    path.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"cifar10h\.npz is not a readable \.npz archive"):
+        load_cifar10h(data=tmp_path)
+    with pytest.raises(ValueError, match="data must be a path"):
+        load_cifar10h(data=1.5)

@@ -1,0 +1,340 @@
+"""The loaders behind :mod:`noisycal.datasets` (see its docstring)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .._validation import check_choice
+from ..data import Annotations
+from ._dawid_skene_1979 import POSITIONS_OBSERVER, RATINGS
+
+__all__ = [
+    "load_dawid_skene_1979",
+    "load_cifar10n",
+    "CIFAR10N",
+    "CIFAR10H",
+    "CIFAR10Logits",
+    "data_dir",
+    "load_cifar10h",
+    "load_cifar10_logits",
+    "LOGIT_MODELS",
+    "ENV_VAR",
+    "resolve",
+    "read_npz",
+]
+
+#: Environment variable naming the data folder.
+ENV_VAR = "NOISYCAL_DATA"
+
+#: Models whose CIFAR-10 logits :func:`load_cifar10_logits` can load.
+LOGIT_MODELS = ("densenet40",)
+
+_LOGIT_FILES = {"densenet40": "densenet40_c10.npz"}
+
+
+def _candidates() -> list[Path]:
+    """The folders :func:`data_dir` tries after ``$NOISYCAL_DATA``, in order."""
+    return [
+        Path.cwd() / ".." / "shared" / "data",
+        Path(__file__).resolve().parents[2] / ".." / "shared" / "data",
+    ]
+
+
+def data_dir() -> Path | None:
+    """The folder holding noisycal's real data, or None when none is found.
+
+    Returns
+    -------
+    pathlib.Path or None
+        ``$NOISYCAL_DATA`` when the variable is set and non-empty (returned as given,
+        even if the folder does not exist, so errors say where it looked); otherwise
+        the first existing folder of ``<cwd>/../shared/data`` and
+        ``<checkout>/../shared/data`` (the checkout being the folder above the
+        ``noisycal`` package, as in an editable install); otherwise None.
+    """
+    env = os.environ.get(ENV_VAR, "")
+    if env:
+        return Path(env).expanduser()
+    for path in _candidates():
+        if path.is_dir():
+            return path.resolve()
+    return None
+
+
+def resolve(data: str | os.PathLike[str] | None, subdir: str, filename: str,
+             what: str) -> Path:
+    """Path of ``<data>/<subdir>/<filename>``, or a FileNotFoundError saying where it looked.
+
+    Parameters
+    ----------
+    data : path-like or None
+        The user's ``data=`` (None: :func:`data_dir`, then the default places).
+    subdir, filename : str
+        Where the file lies inside the data folder.
+    what : str
+        The data set's name, for messages.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    if data is not None:
+        if isinstance(data, bytes) or not isinstance(data, str | os.PathLike):
+            raise ValueError(f"data must be a path to the data folder (str or path-like), "
+                             f"got {type(data).__name__}")
+        if not str(data):
+            raise ValueError("data must be a path to the data folder, got an empty string")
+        roots = [Path(data).expanduser()]
+    else:
+        found = data_dir()
+        roots = [found] if found is not None else _candidates()
+    for root in roots:
+        path = root / subdir / filename
+        if path.is_file():
+            return path
+    looked = ", ".join(str(root / subdir / filename) for root in roots)
+    raise FileNotFoundError(
+        f"{what} not found; looked for {looked}. Set ${ENV_VAR} to the folder that holds "
+        f"'{subdir}/' (for example ../shared/data) or pass data=. noisycal itself does not "
+        "need these data; only the vignettes and data tests do."
+    )
+
+
+def read_npz(path: Path, keys: tuple[str, ...], what: str) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of the ``.npz`` file ``path``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The archive.
+    keys : tuple of str
+        The arrays to read.
+    what : str
+        The data set's name, for messages.
+
+    Returns
+    -------
+    dict of str to ndarray
+
+    Raises
+    ------
+    ValueError
+        Naming the file, if it is not a readable npz archive or lacks a key.
+    """
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, EOFError, ValueError) as exc:
+        raise ValueError(f"{what} file {path} is not a readable .npz archive: {exc}") from exc
+    if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy array
+        raise ValueError(f"{what} file {path} is not an .npz archive")
+    with archive as f:
+        absent = [k for k in keys if k not in f.files]
+        if absent:
+            raise ValueError(f"{what} file {path} lacks the array(s) {absent} "
+                             f"(it holds {sorted(f.files)}); is it the right file?")
+        return {k: np.asarray(f[k]) for k in keys}
+
+
+def _check_rows(arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int | None, ...]],
+                path: Path, what: str) -> None:
+    """Each array has the rank and fixed sizes given in ``shapes`` (None: any size)."""
+    for key, shape in shapes.items():
+        got = arrays[key].shape
+        if len(got) != len(shape) or any(s is not None and g != s
+                                         for g, s in zip(got, shape, strict=True)):
+            raise ValueError(f"{what} file {path}: array {key!r} has shape {got}, "
+                             f"expected {shape} (None: any size)")
+
+
+class CIFAR10H(NamedTuple):
+    """CIFAR-10H: about 51 human labels for each of the 10,000 CIFAR-10 test images.
+
+    Attributes
+    ----------
+    counts : ndarray of shape (10000, 10), int64
+        Number of annotators who chose each class (row sums 47 to 63).
+    probs : ndarray of shape (10000, 10), float64
+        Annotator distributions, ``counts / counts.sum(1)`` computed in float64 (the
+        stored float32 copy differs by at most 3e-8).
+    labels : ndarray of shape (10000,), int64
+        The original CIFAR-10 test labels, same order.
+    class_names : list of str
+        airplane, automobile, bird, cat, deer, dog, frog, horse, ship, truck.
+    """
+
+    counts: np.ndarray
+    probs: np.ndarray
+    labels: np.ndarray
+    class_names: list[str]
+
+
+class CIFAR10Logits(NamedTuple):
+    """Logits of a trained CNN on CIFAR-10, test set in standard order plus a validation split.
+
+    Attributes
+    ----------
+    logits_test : ndarray of shape (10000, 10), float64
+        Pre-softmax scores on the CIFAR-10 test set (rows line up with CIFAR-10H).
+    y_test : ndarray of shape (10000,), int64
+        CIFAR-10 test labels.
+    logits_val : ndarray of shape (5000, 10), float64
+        Pre-softmax scores on 5,000 held-out CIFAR-10 training images.
+    y_val : ndarray of shape (5000,), int64
+        Their labels.
+    val_train_idx : ndarray of shape (5000,), int64
+        Index of each validation row in the standard CIFAR-10 training set.
+    """
+
+    logits_test: np.ndarray
+    y_test: np.ndarray
+    logits_val: np.ndarray
+    y_val: np.ndarray
+    val_train_idx: np.ndarray
+
+
+def load_cifar10h(data: str | os.PathLike[str] | None = None) -> CIFAR10H:
+    """Load CIFAR-10H (Peterson et al. 2019) from ``<data>/cifar10h/cifar10h.npz``.
+
+    Parameters
+    ----------
+    data : path-like, optional
+        The data folder; default :func:`data_dir`.
+
+    Returns
+    -------
+    CIFAR10H
+        ``(counts, probs, labels, class_names)``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file is absent; the message says where it looked.
+    ValueError
+        If ``data`` is not a path, or the file is not the expected archive.
+
+    Notes
+    -----
+    License: CC BY-NC-SA 4.0 (see the folder's README). Peterson, Battleday, Griffiths &
+    Russakovsky (2019), "Human uncertainty makes classification more robust", ICCV.
+    """
+    path = resolve(data, "cifar10h", "cifar10h.npz", "CIFAR-10H")
+    f = read_npz(path, ("counts", "cifar10_test_labels", "class_names"), "CIFAR-10H")
+    _check_rows(f, {"counts": (None, 10), "cifar10_test_labels": (f["counts"].shape[0],),
+                    "class_names": (10,)}, path, "CIFAR-10H")
+    counts = f["counts"].astype(np.int64)
+    labels = f["cifar10_test_labels"].astype(np.int64)
+    names = [str(x) for x in f["class_names"]]
+    probs = counts / counts.sum(axis=1, keepdims=True)
+    return CIFAR10H(counts, probs, labels, names)
+
+
+def load_cifar10_logits(model: str = "densenet40",
+                        data: str | os.PathLike[str] | None = None) -> CIFAR10Logits:
+    """Load a CNN's CIFAR-10 logits from ``<data>/cifar10_logits/``.
+
+    Parameters
+    ----------
+    model : {'densenet40'}, default='densenet40'
+        DenseNet-40 (Kängsepp, markus93/NN_calibration; MIT license): test accuracy
+        0.9242.
+    data : path-like, optional
+        The data folder; default :func:`data_dir`.
+
+    Returns
+    -------
+    CIFAR10Logits
+        ``(logits_test, y_test, logits_val, y_val, val_train_idx)``, logits as float64.
+
+    Raises
+    ------
+    ValueError
+        If ``model`` is not one of ``LOGIT_MODELS``, ``data`` is not a path, or the file
+        is not the expected archive.
+    FileNotFoundError
+        When the file is absent; the message says where it looked.
+    """
+    check_choice(model, "model", LOGIT_MODELS)
+    what = f"CIFAR-10 logits ({model})"
+    path = resolve(data, "cifar10_logits", _LOGIT_FILES[model], what)
+    f = read_npz(path, CIFAR10Logits._fields, what)
+    return CIFAR10Logits(
+        logits_test=f["logits_test"].astype(np.float64),
+        y_test=f["y_test"].astype(np.int64).ravel(),
+        logits_val=f["logits_val"].astype(np.float64),
+        y_val=f["y_val"].astype(np.int64).ravel(),
+        val_train_idx=f["val_train_idx"].astype(np.int64).ravel(),
+    )
+
+
+def load_dawid_skene_1979() -> Annotations:
+    """The Dawid & Skene (1979) anaesthetist data, shipped with noisycal.
+
+    45 patients (items 1..45), 5 observers (annotators 1..5), ratings 1..4; observer 1
+    rated every patient three times (repeated ratings), so there are 315 ratings.
+
+    Returns
+    -------
+    Annotations
+        Items, annotators and classes in the order of the paper's Table 1.
+
+    Examples
+    --------
+    >>> from noisycal.datasets import load_dawid_skene_1979
+    >>> ann = load_dawid_skene_1979()
+    >>> ann.n_items, ann.n_annotators, ann.n_ratings, ann.classes.tolist()
+    (45, 5, 315, [1, 2, 3, 4])
+    """
+    ratings = np.asarray(RATINGS)
+    n, p = ratings.shape
+    item = np.repeat(np.arange(1, n + 1), p)
+    annotator = np.tile(np.asarray(POSITIONS_OBSERVER), n)
+    return Annotations.from_arrays(item, annotator, ratings.ravel(), classes=[1, 2, 3, 4])
+
+
+class CIFAR10N(NamedTuple):
+    """CIFAR-10N: three human labels per CIFAR-10 training image, and the clean labels.
+
+    Attributes
+    ----------
+    labels : ndarray of shape (50000, 3)
+        ``random_label1..3``.
+    clean : ndarray of shape (50000,)
+    aggregate : ndarray of shape (50000,)
+        The source's majority vote (``aggre_label``).
+    """
+
+    labels: np.ndarray
+    clean: np.ndarray
+    aggregate: np.ndarray
+
+
+def load_cifar10n(data: str | os.PathLike[str] | None = None) -> CIFAR10N:
+    """Load CIFAR-10N from ``<data>/cifar10n/cifar10n.npz`` (CC BY-NC 4.0, see its README).
+
+    Parameters
+    ----------
+    data : path-like, optional
+        The data folder; default :func:`data_dir`.
+
+    Returns
+    -------
+    CIFAR10N
+        ``(labels, clean, aggregate)``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file is absent; the message says where it looked.
+    ValueError
+        If ``data`` is not a path, or the file is not the expected archive.
+    """
+    path = resolve(data, "cifar10n", "cifar10n.npz", "CIFAR-10N")
+    keys = ("random_label1", "random_label2", "random_label3", "clean_label", "aggre_label")
+    f = read_npz(path, keys, "CIFAR-10N")
+    _check_rows(f, {k: (f["clean_label"].shape[0],) for k in keys}, path, "CIFAR-10N")
+    labels = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1).astype(np.int64)
+    return CIFAR10N(labels, f["clean_label"].astype(np.int64), f["aggre_label"].astype(np.int64))
