@@ -326,9 +326,13 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
                   details={"tie": tie, "n_ties": n_ties})
 
 
-def _fit_status(fit: Any) -> tuple[str, str]:
+def _fit_status(fit: Any, *, informative_checked: bool = False) -> tuple[str, str]:
     status = str(getattr(fit, "status", "ok"))
     if fit is None or status == "ok":
+        return "ok", ""
+    if status == "small_gap" and informative_checked:
+        # the corrected target has already checked every annotator it uses for a gap
+        # b - a > 1e-4 (else ValueError): the fit's small gaps are in annotators it excludes
         return "ok", ""
     return status, (f"built from an annotator fit whose status is {status!r}: "
                     f"{getattr(fit, 'message', '') or 'no message'}")
@@ -392,7 +396,8 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     values, det = corrected_labels(annotations, fit, confusion=confusion, a=a, b=b,
                                    weights=weights, prevalence=prevalence,
                                    informative=informative)
-    status, message = _fit_status(fit)
+    status, message = _fit_status(fit, informative_checked=values.shape[1] == 2)
+    det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
     return Target(values, "corrected", classes=classes, details=det, items=items,
                   status=status, message=message)
@@ -551,7 +556,7 @@ def as_target_matrix(target: object, n_items: int, n_classes: int, name: str = "
 def _vector_target(target: object, arr: np.ndarray, n_items: int, n_classes: int, name: str,
                    classes: ArrayLike | None) -> np.ndarray:
     if arr.shape[0] != n_items:
-        raise ValueError(f"{name} has {arr.shape[0]} entries but the predictions have "
+        raise ValueError(f"{name} has {arr.shape[0]} labels but the predictions have "
                          f"{n_items} items")
     if (classes is None and arr.dtype.kind == "f" and n_classes == 2
             and np.all(np.isfinite(arr)) and np.any(arr != np.round(arr))):

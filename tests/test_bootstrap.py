@@ -71,10 +71,16 @@ def test_interval_rules_by_hand():
     jack = np.ones(10)
     (clo, chi), _, _ = interval_from_replicates(50.7, reps, 0.9, "bca", jack)
     assert clo == pytest.approx(lo, abs=0.1) and chi == pytest.approx(hi, abs=0.1)
-    _, st, msg = interval_from_replicates(0.0, reps, 0.9, "bca", jack)
+    with pytest.warns(nc.NumericalWarning, match="one side"):
+        _, st, msg = interval_from_replicates(0.0, reps, 0.9, "bca", jack)
     assert st == "bca_degenerate" and "percentile" in msg
-    _, st, _ = interval_from_replicates(1.0, np.array([1.0, np.inf]), 0.9, "percentile")
+    with pytest.warns(nc.NumericalWarning, match="not finite"):
+        _, st, _ = interval_from_replicates(1.0, np.array([1.0, np.inf]), 0.9, "percentile")
     assert st == "nonfinite"
+    # every replicate equal (one item, no variation): no interval, status says why
+    with pytest.warns(nc.NumericalWarning, match="replicates are equal"):
+        ci, st, msg = interval_from_replicates(0.3, np.full(50, 0.3), 0.9, "percentile")
+    assert st == "degenerate" and np.isnan(ci[0]) and np.isnan(ci[1])
 
 
 def test_bca_differs_from_percentile_on_skewed_statistic():

@@ -90,7 +90,8 @@ def test_failed_refits_are_reported_not_dropped():
     gap = fit.confusion[2, 1, 1] - fit.confusion[2, 0, 1]
     assert gap > 1e-4  # the original fit is accepted
     T = nc.targets.corrected(ann, fit)
-    est = nc.ece(rng.random(n), T, n_bins=10, n_boot=200, refit_channels=True)
+    with pytest.warns(nc.NumericalWarning, match="not finite"):
+        est = nc.ece(rng.random(n), T, n_bins=10, n_boot=200, refit_channels=True)
     assert est.details["n_failed"] > 0
     assert est.status == "nonfinite" and np.isnan(est.low) and np.isnan(est.high)
     assert f"{est.details['n_failed']} of 200 refits" in est.message
