@@ -11,11 +11,11 @@ import jax
 import jax.numpy as jnp
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_level, predictions
+from .._validation import check_choice, check_int, check_level, check_seed
 from .._warnings import ConvergenceWarning, NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
-from ..targets import as_target_matrix
+from .ece import resolve_inputs, with_target_status
 
 __all__ = ["calibration_slope", "calibration_intercept"]
 
@@ -23,14 +23,14 @@ _NEWTON_STEPS = 50
 
 
 def _logit_and_target(probs: ArrayLike | None, target: object, logits: ArrayLike | None,
-                      kind: str | None) -> tuple[np.ndarray, np.ndarray, str]:
-    P, logP, binary = predictions(probs, logits)
+                      kind: str | None, classes: ArrayLike | None, items: ArrayLike | None
+                      ) -> tuple[np.ndarray, np.ndarray, str]:
+    P, logP, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
     if kind is None:
         kind = "positive_class" if binary else "top_label"
     check_choice(kind, "kind", ("top_label", "positive_class"))
     if kind == "positive_class" and P.shape[1] != 2:
         raise ValueError(f"kind='positive_class' needs 2 classes, got {P.shape[1]}")
-    T = as_target_matrix(target, P.shape[0], P.shape[1])
     n = P.shape[0]
     col = np.full(n, 1) if kind == "positive_class" else np.argmax(P, axis=1)
     lp = logP[np.arange(n), col]
@@ -108,16 +108,37 @@ def _fit(x: np.ndarray, y: np.ndarray, which: str, cov_type: str) -> tuple:
     return res, params, bread @ (score.T @ score) @ bread
 
 
+def _undefined(x: np.ndarray, y: np.ndarray, which: str, hard: bool) -> str:
+    """Why the logistic fit has no finite estimate ('' when it has one)."""
+    if np.all(y == 0) or np.all(y == 1):
+        return (f"every target is {int(y[0])}: the calibration {which} is not defined "
+                "(its maximum-likelihood estimate is infinite)")
+    if which == "slope" and hard and (np.max(x[y == 0]) <= np.min(x[y == 1])
+                                      or np.max(x[y == 1]) <= np.min(x[y == 0])):
+        return ("the targets are separated by the scores (every 0 on one side of every "
+                "1): the calibration slope is infinite, not estimable")
+    return ""
+
+
 def _estimate(which: str, probs: ArrayLike | None, target: object, logits: ArrayLike | None,
               kind: str | None, interval: str | None, level: float, cov_type: str,
-              n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None) -> Estimate:
+              n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None,
+              classes: ArrayLike | None = None, items: ArrayLike | None = None) -> Estimate:
     check_choice(interval, "interval", (None, "wald", "bootstrap"))
     level = check_level(level)
     n_boot = check_int(n_boot, "n_boot", minimum=2)
     check_choice(method, "method", BOOTSTRAP_METHODS)
     check_choice(cov_type, "cov_type", ("auto", "nonrobust", "HC0"))
-    x, y, kind = _logit_and_target(probs, target, logits, kind)
+    check_seed(seed)
+    x, y, kind = _logit_and_target(probs, target, logits, kind, classes, items)
     hard = bool(np.all((y == 0) | (y == 1)))
+    why = _undefined(x, y, which, hard)
+    if why:
+        warnings.warn(f"calibration {which}: {why}", NumericalWarning, stacklevel=3)
+        status = "separation" if "separated" in why else "undefined"
+        return with_target_status(Estimate(f"calibration {which}", float("nan"), n=x.shape[0],
+                                           status=status, message=why,
+                                           details={"kind": kind}), target)
     ct = ("nonrobust" if hard else "HC0") if cov_type == "auto" else cov_type
     res, params, cov = _fit(x, y, which, ct)
     idx = 1 if which == "slope" else 0
@@ -136,22 +157,23 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     name = f"calibration {which}"
     details = {"kind": kind, "cov_type": ct, "params": params, "bse": bse}
     if interval is None or status != "ok":
-        return Estimate(name, value, n=x.shape[0], status=status, message=message,
-                        details=details)
+        return with_target_status(Estimate(name, value, n=x.shape[0], status=status,
+                                           message=message, details=details), target)
     if interval == "wald":
         if cluster is not None:
             raise ValueError("interval='wald' treats items as independent; use "
                              "interval='bootstrap' with cluster=")
         z = sps.norm.ppf(0.5 + level / 2.0)
         lo, hi = value - z * bse[idx], value + z * bse[idx]
-        return Estimate(name, value, (lo, hi), level, "wald", "wald", n=x.shape[0],
-                        details=details)
+        return with_target_status(Estimate(name, value, (lo, hi), level, "wald", "wald",
+                                           n=x.shape[0], details=details), target)
     stat = _slope_stat if which == "slope" else _intercept_stat
     est = bootstrap(stat, x, y, cluster=cluster, n_boot=n_boot, level=level, method=method,
                     seed=seed, name=name)
-    return Estimate(name, value, est.interval, level, "bootstrap", method, n=x.shape[0],
-                    n_boot=n_boot, status=est.status, message=est.message, details=details,
-                    replicates=est.replicates)
+    return with_target_status(Estimate(
+        name, value, est.interval, level, "bootstrap", method, n=x.shape[0], n_boot=n_boot,
+        status=est.status, message=est.message, details=details,
+        replicates=est.replicates), target)
 
 
 def calibration_slope(
@@ -159,6 +181,8 @@ def calibration_slope(
     target: object = None,
     *,
     logits: ArrayLike | None = None,
+    classes: ArrayLike | None = None,
+    items: ArrayLike | None = None,
     kind: str | None = None,
     interval: str | None = "wald",
     level: float = 0.9,
@@ -177,7 +201,7 @@ def calibration_slope(
 
     Parameters
     ----------
-    probs, logits, target : see :func:`noisycal.ece`
+    probs, logits, target, classes, items : see :func:`noisycal.ece`
         Targets must lie in [0, 1]; soft targets give a quasi-likelihood fit.
     kind : {'positive_class', 'top_label'}, optional
     interval : {'wald', 'bootstrap', None}, default='wald'
@@ -186,14 +210,18 @@ def calibration_slope(
     cov_type : {'auto', 'nonrobust', 'HC0'}, default='auto'
         Covariance of the Wald interval: model-based for 0/1 targets, sandwich (HC0) for
         soft targets (whose binomial variance is not the model's).
+    n_boot, method, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
     Estimate
-        ``details['params']`` holds (intercept a, slope b).
+        ``details['params']`` holds (intercept a, slope b). When every target is 0 (or
+        every one 1), or the hard targets are separated by the scores, the estimate is
+        not defined: value NaN, status 'undefined' or 'separation' and a
+        :class:`~noisycal.NumericalWarning`.
     """
     return _estimate("slope", probs, target, logits, kind, interval, level, cov_type, n_boot,
-                     method, seed, cluster)
+                     method, seed, cluster, classes, items)
 
 
 def calibration_intercept(
@@ -201,6 +229,8 @@ def calibration_intercept(
     target: object = None,
     *,
     logits: ArrayLike | None = None,
+    classes: ArrayLike | None = None,
+    items: ArrayLike | None = None,
     kind: str | None = None,
     interval: str | None = "wald",
     level: float = 0.9,
@@ -213,8 +243,16 @@ def calibration_intercept(
     r"""Calibration intercept ("calibration in the large"): a in logit P(Y=1) = a + logit(p).
 
     The slope is fixed at 1 (``logit(p)`` enters as an offset), so a = 0 when the average
-    predicted log-odds match the outcomes; a > 0 means the predictions are too low. Same
-    arguments as :func:`calibration_slope`.
+    predicted log-odds match the outcomes; a > 0 means the predictions are too low.
+
+    Parameters
+    ----------
+    probs, logits, target, classes, items, kind, interval, level, cov_type, n_boot, \
+method, seed, cluster : see :func:`calibration_slope`
+
+    Returns
+    -------
+    Estimate
     """
     return _estimate("intercept", probs, target, logits, kind, interval, level, cov_type,
-                     n_boot, method, seed, cluster)
+                     n_boot, method, seed, cluster, classes, items)
