@@ -196,8 +196,12 @@ def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
     >>> correction_range([0.5, 0.5, 0.0], [0.1, 0.2, 0.5], [0.9, 0.7, 0.5])
     1.625
     """
-    alpha = np.asarray(weights, dtype=np.float64)
-    delta = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    alpha = check_array(weights, "weights", ndim=1)
+    a, b = check_array(a, "a", ndim=1), check_array(b, "b", ndim=1)
+    if not alpha.shape == a.shape == b.shape:
+        raise ValueError(f"weights, a and b must have the same length, got {alpha.shape}, "
+                         f"{a.shape} and {b.shape}")
+    delta = b - a
     use = alpha > 0
     return float(np.sum(alpha[use] / delta[use]))
 

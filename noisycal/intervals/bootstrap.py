@@ -226,8 +226,10 @@ def bootstrap(
         raise ValueError("bootstrap needs at least one data array")
     n = arrs[0].shape[0]
     for i, a in enumerate(arrs):
-        if a.shape[0] != n:
-            raise ValueError(f"arrays[{i}] has {a.shape[0]} rows, expected {n}")
+        if a.ndim == 0 or a.shape[0] != n:
+            raise ValueError(f"arrays[{i}] has shape {a.shape}, expected {n} rows")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"arrays[{i}] contains NaN or infinite values")
     codes, n_clusters = cluster_codes(cluster, n)
     per_rep = sum(int(np.prod(a.shape)) for a in arrs)
     bs = batch_size or default_batch_size(n_boot, per_rep)
