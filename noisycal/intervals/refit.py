@@ -55,7 +55,8 @@ def _check_target(target: Any) -> tuple[dict, Any]:
                          "conditional bootstrap, or interval='credible' for a NUTS fit)")
     if len(fit.classes) != 2:
         raise ValueError("refit_channels=True is implemented for two classes (the NC-ECE "
-                         f"of paper 003), got {len(fit.classes)}")
+                         f"of \"Noisy-Label Calibration with Multiple Unreliable Labels\"), got "
+                         f"{len(fit.classes)}")
     if fit.details.get("gold"):
         raise ValueError("refit_channels=True does not support fits with gold labels yet; "
                          "use the conditional bootstrap")

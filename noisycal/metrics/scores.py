@@ -113,7 +113,10 @@ def brier(
         for binary 1-D input the analogue :math:`(p-t)^2 + t(1-t)`). The two differ
         by a per-item constant, so rankings of predictors agree.
     interval : {'bootstrap', 'wald', None}, default='bootstrap'
-    level, n_boot, method, seed, cluster : see :func:`noisycal.ece`
+    method : {'percentile', 'basic', 'bca'}, default='percentile'
+        How the bootstrap interval is read off the replicates (``method=`` means only
+        this in every metric).
+    level, n_boot, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
@@ -174,7 +177,10 @@ def nll(
     ----------
     probs, logits, target, classes, items : see :func:`noisycal.ece`
     interval : {'bootstrap', 'wald', None}, default='bootstrap'
-    level, n_boot, method, seed, cluster : see :func:`noisycal.ece`
+    method : {'percentile', 'basic', 'bca'}, default='percentile'
+        How the bootstrap interval is read off the replicates (``method=`` means only
+        this in every metric).
+    level, n_boot, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------

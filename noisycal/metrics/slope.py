@@ -210,7 +210,10 @@ def calibration_slope(
     cov_type : {'auto', 'nonrobust', 'HC0'}, default='auto'
         Covariance of the Wald interval: model-based for 0/1 targets, sandwich (HC0) for
         soft targets (whose binomial variance is not the model's).
-    n_boot, method, seed, cluster : see :func:`noisycal.ece`
+    method : {'percentile', 'basic', 'bca'}, default='percentile'
+        How the bootstrap interval is read off the replicates (``method=`` means only
+        this in every metric).
+    n_boot, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
@@ -247,8 +250,12 @@ def calibration_intercept(
 
     Parameters
     ----------
-    probs, logits, target, classes, items, kind, interval, level, cov_type, n_boot, \
-method, seed, cluster : see :func:`calibration_slope`
+    probs, logits, target, classes, items : see :func:`calibration_slope`
+    kind, interval, level, cov_type : see :func:`calibration_slope`
+    method : {'percentile', 'basic', 'bca'}, default='percentile'
+        How the bootstrap interval is read off the replicates (``method=`` means only
+        this in every metric).
+    n_boot, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
