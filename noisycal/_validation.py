@@ -32,6 +32,8 @@ __all__ = [
     "check_n_bins",
     "check_not_swapped",
     "prediction_items",
+    "encode_labels",
+    "check_items",
     "predictions",
 ]
 
@@ -330,3 +332,99 @@ def prediction_items(probs: Any, logits: Any, items: Any) -> np.ndarray | None:
     if index is not None and hasattr(x, "to_numpy"):
         return np.asarray(index)
     return None
+
+
+def _check_classes(classes: ArrayLike) -> np.ndarray:
+    c = np.asarray(classes)
+    if c.ndim != 1 or c.size < 2:
+        raise ValueError(f"classes must be a 1-D sequence of at least 2 labels, got {classes!r}")
+    if len(set(c.tolist())) != c.size:
+        raise ValueError(f"classes must not repeat a label, got {c.tolist()}")
+    return c
+
+
+def encode_labels(labels: ArrayLike, *, classes: ArrayLike | None = None,
+                  n_classes: int | None = None, name: str = "labels"
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Class indices of labels, in the class order given (never re-sorted).
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_items,)
+        Integer class indices, or any labels (strings, a pandas Categorical) with
+        ``classes=``. A pandas Categorical without ``classes`` uses its declared
+        categories, in their order, unused ones included.
+    classes : array-like, optional
+        The class labels in the user's order; label ``classes[k]`` becomes index k.
+    n_classes : int, optional
+        K for integer labels without ``classes``.
+    name : str, default='labels'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n_items,)
+    classes : ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> from noisycal._validation import encode_labels
+    >>> encode_labels(["cat", "dog", "cat"], classes=["dog", "cat"])[0]
+    array([1, 0, 1])
+    """
+    categories = None
+    if getattr(labels, "cat", None) is not None:  # pandas Series of category dtype
+        categories, raw = labels.cat.categories, labels.to_numpy()
+    elif getattr(labels, "categories", None) is not None:  # pandas Categorical
+        categories, raw = labels.categories, np.asarray(labels)
+    else:
+        raw = labels.to_numpy() if hasattr(labels, "to_numpy") else labels
+    if classes is None and categories is not None:
+        classes = np.asarray(categories)  # declared order, unused categories kept
+    y = np.asarray(raw, dtype=object) if classes is not None else np.asarray(raw)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}")
+    if classes is None:
+        if n_classes is None:
+            raise ValueError(f"{name}: give n_classes= (integer labels) or classes= (the "
+                             "class labels in order)")
+        if y.dtype.kind in "USO":
+            raise ValueError(f"{name} are not integer class indices (dtype {y.dtype}); give "
+                             "classes= with the class labels in order")
+        k = check_int(n_classes, "n_classes", minimum=2)
+        return check_labels(y, k, name), np.arange(k)
+    c = _check_classes(classes)
+    if n_classes is not None and check_int(n_classes, "n_classes", minimum=2) != c.size:
+        raise ValueError(f"n_classes={n_classes} but classes has {c.size} labels")
+    lookup = {v: k for k, v in enumerate(c.tolist())}
+    codes = np.empty(y.shape[0], dtype=np.int64)
+    for i, v in enumerate(y.tolist()):
+        k = lookup.get(v)
+        if k is None:
+            raise ValueError(f"{name} contains {v!r}, which is not in classes={c.tolist()}")
+        codes[i] = k
+    return codes, c
+
+
+def check_items(expected: ArrayLike | None, given: ArrayLike | None, what: str) -> None:
+    """Raise ValueError when two item-id vectors (both known) differ in content or order.
+
+    Parameters
+    ----------
+    expected : array-like or None
+        The target's item ids.
+    given : array-like or None
+        The predictions' item ids (``items=`` or a pandas index).
+    what : str
+        Name of the argument that carried ``given``.
+    """
+    if expected is None or given is None:
+        return
+    e, g = np.asarray(expected), np.asarray(given)
+    if e.shape != g.shape or not all(x == y for x, y in zip(e.tolist(), g.tolist(),
+                                                            strict=True)):
+        first = next((i for i, (x, y) in enumerate(zip(e.tolist(), g.tolist(), strict=False))
+                      if x != y), min(e.size, g.size))
+        raise ValueError(f"{what}: the predictions' item ids do not match the target's "
+                         f"items (first difference at position {first}); align them, e.g. "
+                         "probs.loc[target.items]")

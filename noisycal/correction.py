@@ -193,7 +193,7 @@ def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
 
     Examples
     --------
-    >>> correction_range([0.5, 0.5, 0.0], [0.1, 0.2, 0.5], [0.9, 0.7, 0.5])
+    >>> round(correction_range([0.5, 0.5, 0.0], [0.1, 0.2, 0.5], [0.9, 0.7, 0.5]), 12)
     1.625
     """
     alpha = check_array(weights, "weights", ndim=1)

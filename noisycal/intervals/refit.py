@@ -98,6 +98,7 @@ def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, 
         ``n_failed`` (gap check), ``n_not_converged`` (EM hit its iteration limit), the
         refitted channels' spread (``a_sd``, ``b_sd``) and ``n_patterns``.
     """
+    # (long: most of it is the argument list of the one jitted kernel call below)
     from ..engines.em import collapse_patterns, split_data
     from ..models.dawid_skene import make_data
 

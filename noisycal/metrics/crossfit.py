@@ -8,7 +8,7 @@ import numpy as np
 
 from .._jax import as_numpy_rng, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_int, check_level, check_seed
+from .._validation import check_array, check_int, check_level, check_n_bins, check_seed
 from ..correction import correction_range
 from ..data import Annotations
 from ..intervals.bounds import hoeffding_radius
@@ -40,6 +40,21 @@ def _fold_ids(folds: ArrayLike | None, n_folds: int, n: int, seed: Seed) -> tupl
     if F < 2:
         raise ValueError("folds must contain at least two folds")
     return fold, F
+
+
+def _check_inputs(probs: ArrayLike, annotations: Annotations, n_bins: int, level: float,
+                  seed: Seed) -> tuple[np.ndarray, int, float]:
+    level = check_level(level)
+    check_seed(seed)
+    z = check_array(probs, "probs", ndim=1)
+    if not isinstance(annotations, Annotations) or annotations.n_classes != 2:
+        raise ValueError("annotations must be two-class noisycal.Annotations")
+    n = annotations.n_items
+    if z.shape[0] != n:
+        raise ValueError(f"probs has {z.shape[0]} items, annotations have {n}")
+    if np.any((z < 0) | (z > 1)):
+        raise ValueError("probs must lie in [0, 1]")
+    return z, check_n_bins(n_bins, n), level
 
 
 def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: np.ndarray,
@@ -104,19 +119,8 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     """
     from ..annotators import DawidSkene
 
-    level = check_level(level)
-    check_seed(seed)
-    z = check_array(probs, "probs", ndim=1)
-    if not isinstance(annotations, Annotations) or annotations.n_classes != 2:
-        raise ValueError("annotations must be two-class noisycal.Annotations")
-    n = annotations.n_items
-    if z.shape[0] != n:
-        raise ValueError(f"probs has {z.shape[0]} items, annotations have {n}")
-    if np.any((z < 0) | (z > 1)):
-        raise ValueError("probs must lie in [0, 1]")
-    M = check_int(n_bins, "n_bins", minimum=1)
-    if M > max(n, 100):
-        raise ValueError(f"n_bins={M} is far above the number of items ({n})")
+    z, M, level = _check_inputs(probs, annotations, n_bins, level, seed)
+    n = z.shape[0]
     fold, F = _fold_ids(folds, n_folds, n, seed)
     model = DawidSkene() if model is None else model
     kw = {"seed": seed, **(fit_kwargs or {})}

@@ -125,7 +125,8 @@ def brier(
     Examples
     --------
     >>> import numpy as np, noisycal as nc
-    >>> float(nc.brier(np.array([[0.8, 0.2], [0.4, 0.6]]), np.array([0, 0]), interval=None))
+    >>> round(float(nc.brier(np.array([[0.8, 0.2], [0.4, 0.6]]), np.array([0, 0]),
+    ...                      interval=None)), 12)
     0.4
     """
     check_choice(variant, "variant", ("plain", "expected"))
