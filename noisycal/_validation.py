@@ -31,6 +31,7 @@ __all__ = [
     "check_real",
     "check_n_bins",
     "check_not_swapped",
+    "user_stacklevel",
     "prediction_items",
     "encode_labels",
     "check_items",
@@ -226,7 +227,7 @@ def check_logits(logits: ArrayLike, name: str = "logits") -> np.ndarray:
             and np.all(np.abs(z.sum(axis=1) - 1.0) <= PROB_ATOL):
         warnings.warn(f"every row of {name} lies in [0, 1] and sums to 1: these look like "
                       "probabilities; pass them as probs= (they are used as logits, as given)",
-                      NumericalWarning, stacklevel=4)
+                      NumericalWarning, stacklevel=user_stacklevel())
     return z
 
 
@@ -287,6 +288,18 @@ def check_labels(labels: ArrayLike, n_classes: int, name: str = "labels") -> np.
     return y
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` that points at the first frame outside noisycal."""
+    import inspect
+    import os
+
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return max(level, 1)
+
+
 def check_not_swapped(probs: np.ndarray, target: np.ndarray) -> None:
     """Refuse predictions that are all exactly 0 or 1 against a target that is not.
 
@@ -299,7 +312,8 @@ def check_not_swapped(probs: np.ndarray, target: np.ndarray) -> None:
     target : ndarray
         The (n, K) target matrix.
     """
-    if probs.ndim == 1 and np.all((probs == 0.0) | (probs == 1.0)) and not np.all((target == 0.0) | (target == 1.0)):
+    hard_probs = np.all((probs == 0.0) | (probs == 1.0))
+    if probs.ndim == 1 and hard_probs and not np.all((target == 0.0) | (target == 1.0)):
         raise ValueError("probs are all exactly 0 or 1 while target holds fractional values: "
                          "are the arguments swapped? The order is (probs, target)")
 

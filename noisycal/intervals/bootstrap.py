@@ -19,7 +19,14 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_batch_size, check_choice, check_int, check_level, check_seed
+from .._validation import (
+    check_batch_size,
+    check_choice,
+    check_int,
+    check_level,
+    check_seed,
+    user_stacklevel,
+)
 from .._warnings import NumericalWarning
 from .credible import equal_tailed
 from .estimate import Estimate
@@ -141,7 +148,8 @@ def interval_from_replicates(
 
 def _warned(interval: tuple[float, float], status: str, message: str
             ) -> tuple[tuple[float, float], str, str]:
-    warnings.warn(f"bootstrap interval: {message}", NumericalWarning, stacklevel=4)
+    warnings.warn(f"bootstrap interval: {message}", NumericalWarning,
+                  stacklevel=user_stacklevel())
     return interval, status, message
 
 

@@ -11,7 +11,14 @@ import jax
 import jax.numpy as jnp
 
 from .._typing import ArrayLike, Seed
-from .._validation import PROB_ATOL, check_choice, check_int, check_level, check_seed
+from .._validation import (
+    PROB_ATOL,
+    check_choice,
+    check_int,
+    check_level,
+    check_seed,
+    user_stacklevel,
+)
 from .._warnings import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
@@ -68,7 +75,7 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
         se = float(np.std(losses, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
         if not np.isfinite(se):
             msg = (f"the standard error needs at least 2 items (n = {n}); no Wald interval")
-            warnings.warn(f"{name}: {msg}", NumericalWarning, stacklevel=3)
+            warnings.warn(f"{name}: {msg}", NumericalWarning, stacklevel=user_stacklevel())
             return Estimate(name, value, n=n, status="nonfinite_se", message=msg,
                             details={**details, "se": se})
         z = sps.norm.ppf(0.5 + level / 2.0)
@@ -108,7 +115,8 @@ def brier(
     classes, items : see :func:`noisycal.ece`
     variant : {'plain', 'expected'}, default='plain'
         'plain': squared distance to the target row (the soft Brier score of
-        Tao, Luo, Dong & Xu (2026) for soft targets). 'expected': the Brier score against a label drawn from the
+        Tao, Luo, Dong & Xu (2026) for soft targets). 'expected': the Brier score
+        against a label drawn from the
         target row, :math:`\|p_i - T_i\|^2 + 1 - \|T_i\|^2` (needs probability rows;
         for binary 1-D input the analogue :math:`(p-t)^2 + t(1-t)`). The two differ
         by a per-item constant, so rankings of predictors agree.
@@ -168,7 +176,8 @@ def nll(
     r"""Negative log-likelihood: the cross-entropy :math:`-\sum_k T_{ik}\log p_{ik}`, averaged.
 
     With hard labels this is the usual NLL; with soft labels the soft cross-entropy of
-    Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth" (Eq. 5), bounded below by the mean entropy of the target rows. Terms with
+    Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth"
+    (Eq. 5), bounded below by the mean entropy of the target rows. Terms with
     :math:`T_{ik} = 0` contribute 0 even where :math:`p_{ik} = 0`. When ``logits`` are
     given, log-probabilities come from a stable log-softmax. A probability of exactly 0
     on a class with non-zero target gives an infinite value and ``status='nonfinite'``

@@ -11,7 +11,13 @@ import jax
 import jax.numpy as jnp
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_level, check_seed
+from .._validation import (
+    check_choice,
+    check_int,
+    check_level,
+    check_seed,
+    user_stacklevel,
+)
 from .._warnings import ConvergenceWarning, NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
@@ -134,7 +140,8 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     hard = bool(np.all((y == 0) | (y == 1)))
     why = _undefined(x, y, which, hard)
     if why:
-        warnings.warn(f"calibration {which}: {why}", NumericalWarning, stacklevel=3)
+        warnings.warn(f"calibration {which}: {why}", NumericalWarning,
+                      stacklevel=user_stacklevel())
         status = "separation" if "separated" in why else "undefined"
         return with_target_status(Estimate(f"calibration {which}", float("nan"), n=x.shape[0],
                                            status=status, message=why,
@@ -149,11 +156,13 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     status, message = "ok", ""
     if not converged or not np.isfinite(value):
         status, message = "not_converged", "the GLM fit (IRLS) did not converge"
-        warnings.warn(f"calibration {which}: {message}", ConvergenceWarning, stacklevel=3)
+        warnings.warn(f"calibration {which}: {message}", ConvergenceWarning,
+                      stacklevel=user_stacklevel())
     elif interval == "wald" and not np.isfinite(bse[idx]):
         status = "nonfinite_se"
         message = "the standard error is not finite; try interval='bootstrap'"
-        warnings.warn(f"calibration {which}: {message}", NumericalWarning, stacklevel=3)
+        warnings.warn(f"calibration {which}: {message}", NumericalWarning,
+                      stacklevel=user_stacklevel())
     name = f"calibration {which}"
     details = {"kind": kind, "cov_type": ct, "params": params, "bse": bse}
     if interval is None or status != "ok":
