@@ -14,7 +14,7 @@ from ..data import Annotations
 from ..intervals.bounds import hoeffding_radius
 from ..intervals.estimate import Estimate
 from ..targets import corrected
-from .binning import equal_width_bins, residual_ece
+from .binning import equal_width_bins, residual_ece, segment_stats
 
 __all__ = ["nc_ece_crossfit"]
 
@@ -139,7 +139,9 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     bins = equal_width_bins(z, M)
     with x64():
         value = float(residual_ece(np.ones(n), u, z, bins, M))
-    r = np.bincount(bins, weights=u - z, minlength=M) / n
+        stats = np.asarray(segment_stats(np.stack([np.ones(n), z, u], 1)[None], bins[None],
+                                         None, M))[0]
+    r = (stats[:, 2] - stats[:, 1]) / n  # the per-bin residuals r_l, from the bin sums
     return Estimate("cross-fitted NC-ECE", value, (max(0.0, value - radius), value + radius),
                     level, "bound", "hoeffding-union-crossfit", n=n,
                     message="assumes exact channels (the channel term is not included)",
