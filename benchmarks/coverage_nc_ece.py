@@ -1,7 +1,8 @@
 """Coverage study: 90% intervals on NC-ECE against the population binned ECE.
 
-Paper 003's Gaussian toy with the shifted truth curve (spec section 6.2; population
-binned ECE with 10 equal-width bins 0.0896, computed here by Monte Carlo on 4e6 draws).
+The Gaussian toy of "Noisy-Label Calibration with Multiple Unreliable Labels" with the
+shifted truth curve (population binned ECE with 10 equal-width bins 0.0896, computed here
+by Monte Carlo on 4e6 draws).
 In each seeded replication the three annotators' channels are fitted by Dawid–Skene EM
 and by NUTS (2 chains x (300 + 300), Stan priors), and three 90% intervals on the
 NC-ECE are recorded:

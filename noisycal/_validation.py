@@ -7,12 +7,15 @@ was received. Nothing is clipped, dropped or guessed.
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from scipy.special import log_softmax, softmax
 
 from ._typing import ArrayLike
+from ._warnings import NumericalWarning
 
 __all__ = [
     "PROB_ATOL",
@@ -23,6 +26,15 @@ __all__ = [
     "check_probs",
     "check_logits",
     "check_labels",
+    "check_seed",
+    "check_batch_size",
+    "check_real",
+    "check_n_bins",
+    "check_not_swapped",
+    "user_stacklevel",
+    "prediction_items",
+    "encode_labels",
+    "check_items",
     "predictions",
 ]
 
@@ -51,6 +63,92 @@ def check_int(value: object, name: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def check_real(value: object, name: str, *, minimum: float | None = None,
+               maximum: float | None = None, strict: bool = False) -> float:
+    """A finite real number (not a bool, not a string) in [minimum, maximum].
+
+    Parameters
+    ----------
+    value : object
+    name : str
+        Argument name for the error message.
+    minimum, maximum : float, optional
+        Bounds; ``strict=True`` excludes them.
+    strict : bool, default=False
+
+    Returns
+    -------
+    float
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    lo_bad = minimum is not None and (v <= minimum if strict else v < minimum)
+    hi_bad = maximum is not None and (v >= maximum if strict else v > maximum)
+    if lo_bad or hi_bad:
+        op = "<" if strict else "<="
+        rng = " and ".join(x for x in (
+            f"{minimum:g} {op} {name}" if minimum is not None else "",
+            f"{name} {op} {maximum:g}" if maximum is not None else "") if x)
+        raise ValueError(f"{name} must satisfy {rng}, got {value!r}")
+    return v
+
+
+def check_seed(seed: object, name: str = "seed") -> object:
+    """A seed: an int in [-2**63, 2**63) or a JAX PRNG key (returned unchanged).
+
+    Parameters
+    ----------
+    seed : int or jax key
+    name : str, default='seed'
+
+    Returns
+    -------
+    The seed.
+    """
+    if seed is None or isinstance(seed, bool):
+        raise ValueError(f"{name} must be an int or a JAX PRNG key, got {seed!r}")
+    if isinstance(seed, numbers.Integral):
+        if not -(2**63) <= int(seed) < 2**63:
+            raise ValueError(f"{name} must be an integer in [-2**63, 2**63), got {seed}")
+        return seed
+    if hasattr(seed, "dtype") and hasattr(seed, "shape") and not isinstance(seed, np.ndarray):
+        return seed  # a JAX key; checked when it is used
+    raise ValueError(f"{name} must be an int or a JAX PRNG key, got {type(seed).__name__}")
+
+
+def check_batch_size(batch_size: object) -> int | None:
+    """None (automatic) or a positive integer."""
+    if batch_size is None:
+        return None
+    return check_int(batch_size, "batch_size", minimum=1)
+
+
+def check_n_bins(n_bins: object, n_items: int) -> int:
+    """A bin count: an integer >= 1 and at most ``max(n_items, 100)``.
+
+    Many more bins than items leave almost every bin empty (and a bootstrap's per-bin
+    arrays grow with n_bins), so such a request is refused rather than computed.
+
+    Parameters
+    ----------
+    n_bins : int
+    n_items : int
+
+    Returns
+    -------
+    int
+    """
+    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    cap = max(int(n_items), 100)
+    if n_bins > cap:
+        raise ValueError(f"n_bins={n_bins} is far above the number of items ({n_items}): "
+                         f"at most max(n_items, 100) = {cap} bins are allowed")
+    return n_bins
 
 
 def check_choice(value: object, name: str, options: Iterable[object]) -> object:
@@ -114,12 +212,22 @@ def check_probs(probs: ArrayLike, name: str = "probs", *, atol: float = PROB_ATO
 
 
 def check_logits(logits: ArrayLike, name: str = "logits") -> np.ndarray:
-    """Finite logits: (n,) positive-class logits or an (n, K) matrix."""
+    """Finite logits: (n,) positive-class logits or an (n, K) matrix.
+
+    An (n, K) matrix whose rows all lie in [0, 1] and sum to 1 looks like
+    probabilities: a :class:`~noisycal.NumericalWarning` says so (it is still read as
+    logits, as asked).
+    """
     z = check_array(logits, name, ndim=(1, 2))
     if z.shape[0] < 1:
         raise ValueError(f"{name} must contain at least one item, got shape {z.shape}")
     if z.ndim == 2 and z.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes), got shape {z.shape}")
+    if z.ndim == 2 and np.all((z >= 0) & (z <= 1)) \
+            and np.all(np.abs(z.sum(axis=1) - 1.0) <= PROB_ATOL):
+        warnings.warn(f"every row of {name} lies in [0, 1] and sums to 1: these look like "
+                      "probabilities; pass them as probs= (they are used as logits, as given)",
+                      NumericalWarning, stacklevel=user_stacklevel())
     return z
 
 
@@ -140,6 +248,11 @@ def predictions(
     if (probs is None) == (logits is None):
         raise ValueError("give exactly one of probs= or logits= (they are never guessed)")
     if probs is not None:
+        kind = np.asarray(probs).dtype.kind
+        if kind in "biu":
+            raise ValueError(f"probs must be floating-point probabilities, got dtype "
+                             f"{np.asarray(probs).dtype} (class labels? the argument order "
+                             "is (probs, target))")
         p = check_probs(probs)
         binary = p.ndim == 1
         P = np.column_stack([1.0 - p, p]) if binary else p
@@ -173,3 +286,159 @@ def check_labels(labels: ArrayLike, n_classes: int, name: str = "labels") -> np.
         bad = y[(y < 0) | (y >= n_classes)][0]
         raise ValueError(f"{name} must lie in 0..{n_classes - 1}, found label {bad}")
     return y
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` that points at the first frame outside noisycal."""
+    import inspect
+    import os
+
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    frame, level = inspect.currentframe(), 0
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return max(level, 1)
+
+
+def check_not_swapped(probs: np.ndarray, target: np.ndarray) -> None:
+    """Refuse predictions that are all exactly 0 or 1 against a target that is not.
+
+    That pattern is almost always ``metric(labels, probs)`` with the arguments swapped.
+
+    Parameters
+    ----------
+    probs : ndarray
+        The predictions as given: only a 1-D (positive-class) vector is checked.
+    target : ndarray
+        The (n, K) target matrix.
+    """
+    hard_probs = np.all((probs == 0.0) | (probs == 1.0))
+    if probs.ndim == 1 and hard_probs and not np.all((target == 0.0) | (target == 1.0)):
+        raise ValueError("probs are all exactly 0 or 1 while target holds fractional values: "
+                         "are the arguments swapped? The order is (probs, target)")
+
+
+def prediction_items(probs: Any, logits: Any, items: Any) -> np.ndarray | None:
+    """Item ids of the predictions: ``items=`` if given, else a pandas index, else None.
+
+    Parameters
+    ----------
+    probs, logits : array-like or pandas object
+        The predictions (one of them is None).
+    items : array-like, optional
+        Explicit item ids, one per row.
+
+    Returns
+    -------
+    ndarray or None
+    """
+    x = probs if probs is not None else logits
+    n = int(np.shape(x)[0]) if x is not None else None
+    if items is not None:
+        ids = np.asarray(items)
+        if ids.ndim != 1 or (n is not None and ids.shape[0] != n):
+            raise ValueError(f"items must be a 1-D array with one id per row ({n}), got shape "
+                             f"{ids.shape}")
+        if len(set(ids.tolist())) != ids.size:
+            raise ValueError("items must not repeat an id")
+        return ids
+    index = getattr(x, "index", None)
+    if index is not None and hasattr(x, "to_numpy"):
+        return np.asarray(index)
+    return None
+
+
+def _check_classes(classes: ArrayLike) -> np.ndarray:
+    c = np.asarray(classes)
+    if c.ndim != 1 or c.size < 2:
+        raise ValueError(f"classes must be a 1-D sequence of at least 2 labels, got {classes!r}")
+    if len(set(c.tolist())) != c.size:
+        raise ValueError(f"classes must not repeat a label, got {c.tolist()}")
+    return c
+
+
+def encode_labels(labels: ArrayLike, *, classes: ArrayLike | None = None,
+                  n_classes: int | None = None, name: str = "labels"
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Class indices of labels, in the class order given (never re-sorted).
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_items,)
+        Integer class indices, or any labels (strings, a pandas Categorical) with
+        ``classes=``. A pandas Categorical without ``classes`` uses its declared
+        categories, in their order, unused ones included.
+    classes : array-like, optional
+        The class labels in the user's order; label ``classes[k]`` becomes index k.
+    n_classes : int, optional
+        K for integer labels without ``classes``.
+    name : str, default='labels'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (n_items,)
+    classes : ndarray of shape (K,)
+
+    Examples
+    --------
+    >>> from noisycal._validation import encode_labels
+    >>> encode_labels(["cat", "dog", "cat"], classes=["dog", "cat"])[0]
+    array([1, 0, 1])
+    """
+    categories = None
+    if getattr(labels, "cat", None) is not None:  # pandas Series of category dtype
+        categories, raw = labels.cat.categories, labels.to_numpy()
+    elif getattr(labels, "categories", None) is not None:  # pandas Categorical
+        categories, raw = labels.categories, np.asarray(labels)
+    else:
+        raw = labels.to_numpy() if hasattr(labels, "to_numpy") else labels
+    if classes is None and categories is not None:
+        classes = np.asarray(categories)  # declared order, unused categories kept
+    y = np.asarray(raw, dtype=object) if classes is not None else np.asarray(raw)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {y.shape}")
+    if classes is None:
+        if n_classes is None:
+            raise ValueError(f"{name}: give n_classes= (integer labels) or classes= (the "
+                             "class labels in order)")
+        if y.dtype.kind in "USO":
+            raise ValueError(f"{name} are not integer class indices (dtype {y.dtype}); give "
+                             "classes= with the class labels in order")
+        k = check_int(n_classes, "n_classes", minimum=2)
+        return check_labels(y, k, name), np.arange(k)
+    c = _check_classes(classes)
+    if n_classes is not None and check_int(n_classes, "n_classes", minimum=2) != c.size:
+        raise ValueError(f"n_classes={n_classes} but classes has {c.size} labels")
+    lookup = {v: k for k, v in enumerate(c.tolist())}
+    codes = np.empty(y.shape[0], dtype=np.int64)
+    for i, v in enumerate(y.tolist()):
+        k = lookup.get(v)
+        if k is None:
+            raise ValueError(f"{name} contains {v!r}, which is not in classes={c.tolist()}")
+        codes[i] = k
+    return codes, c
+
+
+def check_items(expected: ArrayLike | None, given: ArrayLike | None, what: str) -> None:
+    """Raise ValueError when two item-id vectors (both known) differ in content or order.
+
+    Parameters
+    ----------
+    expected : array-like or None
+        The target's item ids.
+    given : array-like or None
+        The predictions' item ids (``items=`` or a pandas index).
+    what : str
+        Name of the argument that carried ``given``.
+    """
+    if expected is None or given is None:
+        return
+    e, g = np.asarray(expected), np.asarray(given)
+    if e.shape != g.shape or not all(x == y for x, y in zip(e.tolist(), g.tolist(),
+                                                            strict=True)):
+        first = next((i for i, (x, y) in enumerate(zip(e.tolist(), g.tolist(), strict=False))
+                      if x != y), min(e.size, g.size))
+        raise ValueError(f"{what}: the predictions' item ids do not match the target's "
+                         f"items (first difference at position {first}); align them, e.g. "
+                         "probs.loc[target.items]")

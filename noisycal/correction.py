@@ -1,4 +1,4 @@
-"""Noise-corrected labels (paper 003): unbiased targets from annotations and channels.
+"""Noise-corrected labels: the corrected-label arithmetic (no Target type here).
 
 With annotator channels ``confusion[j, true, observed]`` (for two classes: false-positive
 rate ``a_j = confusion[j, 0, 1]`` and true-positive rate ``b_j = confusion[j, 1, 1]``)
@@ -8,16 +8,22 @@ the corrected label of item i is
     T_i = sum_j alpha_j e_{A_ij} C_j^{-1}                               (K classes)
 
 so that ``E[U_i | Y_i, Z_i] = Y_i`` (and ``E[T_i | Y_i] = e_{Y_i}``) under class-conditional
-noise (paper 003, section 2.1 of its spec). For two classes the K-class formula reduces to
-the binary one (its second column is U_i). The corrected targets may leave [0, 1]; they
-are never clipped.
+noise ("Noisy-Label Calibration with Multiple Unreliable Labels", Section 2). For two
+classes the K-class formula reduces to the binary one (its second column is U_i). The
+corrected targets may leave [0, 1]; they are never clipped.
 
-Weights ``alpha`` lie on the simplex: inverse-variance ('iv', Lemma C.6 with the plug-in
-rule of Appendix F.4), 'equal', 'gap' (alpha_j proportional to delta_j) or 'squared_gap'.
+Weights ``alpha`` lie on the simplex: inverse-variance ('iv', Lemma C.6 of that paper with
+its plug-in rule for the prevalence), 'equal', 'gap' (alpha_j proportional to delta_j) or
+'squared_gap'. :func:`correction_range` is the paper's B-hat = sum_j alpha_j / delta_j,
+the range of every corrected label and the scale of its finite-sample bounds.
+
+The :class:`~noisycal.targets.Target` is built in :mod:`noisycal.targets`
+(:func:`noisycal.targets.corrected`); this module returns arrays.
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
@@ -25,22 +31,34 @@ import numpy as np
 from ._typing import ArrayLike
 from ._validation import check_array, check_choice
 from .data import Annotations
-from .targets import Target
 
-__all__ = ["iv_weights", "channel_weights", "corrected_target", "corrected_from_channels",
-           "WEIGHT_RULES",
-           "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
+__all__ = ["iv_weights", "rule_weights", "channel_weights", "correction_range",
+           "check_binary_channels", "check_prevalence", "one_hot_ratings",
+           "corrected_labels", "corrected_from_channels",
+           "WEIGHT_RULES", "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
 
 WEIGHT_RULES = ("iv", "equal", "gap", "squared_gap")
-#: Channels with b_j - a_j <= this are rejected (spec-003 acceptance rule).
+#: Channels with b_j - a_j <= this are rejected (they cannot be inverted stably).
 GAP_THRESHOLD = 1e-4
-#: The plug-in prevalence of the IV weights is clipped to [1e-4, 1 - 1e-4] (Main rule).
+#: The plug-in prevalence of the IV weights is clipped to [1e-4, 1 - 1e-4].
 PREVALENCE_CLIP = 1e-4
-#: Per-annotator variances are floored at 1e-8 before inverting (Main rule).
+#: Per-annotator variances are floored at 1e-8 before inverting.
 VARIANCE_FLOOR = 1e-8
 
 
-def _binary_channels(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def check_binary_channels(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Validate two-class channel rates: same length, in [0, 1], gap b - a > 1e-4.
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_annotators,)
+        False-positive and true-positive rates.
+
+    Returns
+    -------
+    a, b : ndarray
+        As float64 arrays.
+    """
     a = check_array(a, "a", ndim=1)
     b = check_array(b, "b", ndim=1)
     if a.shape != b.shape:
@@ -56,9 +74,21 @@ def _binary_channels(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray
     return a, b
 
 
+def check_prevalence(prevalence: object, name: str = "prevalence") -> float:
+    """A prevalence P(Y = 1): a real number in [0, 1] (never parsed from a string)."""
+    if isinstance(prevalence, bool) or not isinstance(prevalence, numbers.Real):
+        raise ValueError(f"{name} must be a number in [0, 1], got {prevalence!r}")
+    value = float(prevalence)
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise ValueError(f"{name} must lie in [0, 1], got {prevalence!r}")
+    return value
+
+
 def iv_weights(a: ArrayLike, b: ArrayLike, prevalence: float, *,
                floor: float = VARIANCE_FLOOR) -> np.ndarray:
-    r"""Inverse-variance weights of the corrected labels (paper 003, Lemma C.6).
+    r"""Inverse-variance weights of the corrected labels.
+
+    "Noisy-Label Calibration with Multiple Unreliable Labels", Lemma C.6:
 
     .. math:: \bar v_j = \frac{(1-\mu) a_j (1-a_j) + \mu b_j (1-b_j)}{(b_j - a_j)^2},\qquad
               \alpha_j = \bar v_j^{-1} / \textstyle\sum_k \bar v_k^{-1}
@@ -68,22 +98,42 @@ def iv_weights(a: ArrayLike, b: ArrayLike, prevalence: float, *,
     a, b : array-like of shape (n_annotators,)
         False-positive rates and true-positive rates (b_j - a_j > 1e-4).
     prevalence : float
-        P(Y = 1), clipped to [1e-4, 1 - 1e-4] (the paper's Main plug-in rule).
+        P(Y = 1) in [0, 1], clipped to [1e-4, 1 - 1e-4] (the paper's plug-in rule).
     floor : float, default=1e-8
         Variances are floored here before inverting.
+
+    Returns
+    -------
+    ndarray of shape (n_annotators,)
+        Weights on the simplex.
     """
-    a, b = _binary_channels(a, b)
-    return rule_weights("iv", a, b, float(prevalence), floor=floor)
+    a, b = check_binary_channels(a, b)
+    return rule_weights("iv", a, b, check_prevalence(prevalence), floor=floor)
 
 
 def rule_weights(rule: str, a: Any, b: Any, prevalence: Any = None, *, mask: Any = None,
                  floor: float = VARIANCE_FLOOR, xp: Any = np) -> Any:
-    """The weight formulas without validation, on NumPy (``xp=np``) or JAX
-    (``xp=jax.numpy``, jit-safe) arrays.
+    """The weight formulas without validation, on NumPy or JAX (jit-safe) arrays.
 
-    Raw weights by ``rule`` ('iv': inverse variances with the prevalence clipped to
-    [1e-4, 1 - 1e-4] and variances floored at ``floor``; 'equal'; 'gap';
-    'squared_gap'), set to 0 outside ``mask``, normalised to sum to 1.
+    Parameters
+    ----------
+    rule : {'iv', 'equal', 'gap', 'squared_gap'}
+        'iv': inverse variances with the prevalence clipped to [1e-4, 1 - 1e-4] and
+        variances floored at ``floor``; 'equal'; 'gap'; 'squared_gap'.
+    a, b : array of shape (n_annotators,)
+        False-positive and true-positive rates.
+    prevalence : float or array, optional
+        P(Y = 1), for 'iv'.
+    mask : array of bool, optional
+        Annotators outside the mask get weight 0.
+    floor : float, default=1e-8
+    xp : module, default=numpy
+        ``numpy`` or ``jax.numpy``.
+
+    Returns
+    -------
+    array of shape (n_annotators,)
+        Raw weights normalised to sum to 1.
     """
     gap = b - a
     if rule == "iv":
@@ -99,17 +149,79 @@ def rule_weights(rule: str, a: Any, b: Any, prevalence: Any = None, *, mask: Any
 
 def channel_weights(rule: str, a: ArrayLike, b: ArrayLike, prevalence: float | None = None
                     ) -> np.ndarray:
-    """Aggregation weights on the simplex by rule ('iv', 'equal', 'gap', 'squared_gap')."""
+    """Aggregation weights on the simplex by rule.
+
+    Parameters
+    ----------
+    rule : {'iv', 'equal', 'gap', 'squared_gap'}
+    a, b : array-like of shape (n_annotators,)
+        False-positive and true-positive rates.
+    prevalence : float, optional
+        P(Y = 1), required by 'iv'.
+
+    Returns
+    -------
+    ndarray of shape (n_annotators,)
+    """
     check_choice(rule, "weights", WEIGHT_RULES)
-    a, b = _binary_channels(a, b)
-    if rule == "iv" and prevalence is None:
-        raise ValueError("weights='iv' needs the prevalence P(Y = 1)")
+    a, b = check_binary_channels(a, b)
+    if rule == "iv":
+        if prevalence is None:
+            raise ValueError("weights='iv' needs the prevalence P(Y = 1)")
+        prevalence = check_prevalence(prevalence)
     return rule_weights(rule, a, b, prevalence)
 
 
-def _one_hot_matrix(annotations: Annotations | ArrayLike, n_classes: int | None
-                    ) -> tuple[np.ndarray, np.ndarray, Any]:
-    """(n_items, n_annotators, K) one-hot ratings and the observed mask."""
+def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
+    r"""B-hat, the range of the two-class corrected labels: :math:`\sum_j \alpha_j/\delta_j`.
+
+    Every corrected label :math:`\hat U_i` lies in an interval of length at most B-hat
+    (over annotators with positive weight), which scales the Hoeffding bounds of
+    "Noisy-Label Calibration with Multiple Unreliable Labels" (Theorem 1, Eq. C.11,
+    Proposition 1).
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_annotators,)
+        The aggregation weights alpha (annotators with weight 0 are left out).
+    a, b : array-like of shape (n_annotators,)
+        False-positive and true-positive rates, delta_j = b_j - a_j.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(correction_range([0.5, 0.5, 0.0], [0.1, 0.2, 0.5], [0.9, 0.7, 0.5]), 12)
+    1.625
+    """
+    alpha = check_array(weights, "weights", ndim=1)
+    a, b = check_array(a, "a", ndim=1), check_array(b, "b", ndim=1)
+    if not alpha.shape == a.shape == b.shape:
+        raise ValueError(f"weights, a and b must have the same length, got {alpha.shape}, "
+                         f"{a.shape} and {b.shape}")
+    delta = b - a
+    use = alpha > 0
+    return float(np.sum(alpha[use] / delta[use]))
+
+
+def one_hot_ratings(annotations: Annotations | ArrayLike, n_classes: int | None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One-hot ratings (n_items, n_annotators, K), the observed mask, classes and item ids.
+
+    Parameters
+    ----------
+    annotations : Annotations or array-like of shape (n_items, n_annotators)
+        In an array, labels are class indices and NaN marks a missing rating.
+    n_classes : int, optional
+        K for an array (default 2); ignored for Annotations.
+
+    Returns
+    -------
+    ratings, observed, classes, items
+        ``items`` is None for an array.
+    """
     if isinstance(annotations, Annotations):
         K = annotations.n_classes
         n, J = annotations.n_items, annotations.n_annotators
@@ -117,153 +229,192 @@ def _one_hot_matrix(annotations: Annotations | ArrayLike, n_classes: int | None
         np.add.at(counts, (annotations.item_index, annotations.annotator_index,
                            annotations.label_index), 1.0)
         if np.any(counts.sum(2) > 1):
-            raise ValueError("corrected targets need at most one rating per (item, annotator); "
-                             "repeated ratings are not supported")
-        return counts, counts.sum(2) > 0, annotations.classes
-    A = np.asarray(annotations, dtype=np.float64)
+            raise ValueError("annotations: corrected targets need at most one rating per "
+                             "(item, annotator); repeated ratings are not supported")
+        return counts, counts.sum(2) > 0, np.asarray(annotations.classes), \
+            np.asarray(annotations.items)
+    A = check_array(annotations, "annotations", finite=False)
     if A.ndim != 2:
         raise ValueError(f"annotations must be Annotations or an (n_items, n_annotators) "
                          f"array of labels, got shape {A.shape}")
     K = 2 if n_classes is None else int(n_classes)
-    seen = np.isfinite(A)
+    seen = ~np.isnan(A)
     vals = A[seen]
-    if np.any(vals != np.round(vals)) or np.any((vals < 0) | (vals >= K)):
+    if np.any(~np.isfinite(vals)) or np.any(vals != np.round(vals)) \
+            or np.any((vals < 0) | (vals >= K)):
         raise ValueError(f"annotations must be labels in 0..{K - 1} (NaN for missing)")
     onehot = np.zeros(A.shape + (K,))
     idx = np.nonzero(seen)
     onehot[idx + (A[seen].astype(int),)] = 1.0
-    return onehot, seen, np.arange(K)
+    return onehot, seen, np.arange(K), None
 
 
-def corrected_target(annotations: Annotations | ArrayLike, fit: Any = None, *,
+def _fit_prevalence(fit: Any) -> float:
+    """The marginal prevalence of a (grouped) fit: sum_g (n_g / n) mu_g."""
+    gp = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))[:, 1]
+    gi = getattr(fit, "details", {}).get("group_index")
+    sizes = (np.bincount(gi, minlength=gp.size) if gi is not None
+             and len(gi) == fit.n_items else np.ones(gp.size))
+    return float(np.sum(sizes * gp) / np.sum(sizes))
+
+
+def _channels(fit: Any, confusion: ArrayLike | None, a: ArrayLike | None,
+              b: ArrayLike | None) -> np.ndarray:
+    given = sum(x is not None for x in (fit, confusion)) + (a is not None or b is not None)
+    if given != 1:
+        raise ValueError("give exactly one of fit, confusion, or the rates a and b")
+    if fit is not None:
+        if not hasattr(fit, "confusion"):
+            raise ValueError("fit must be a fitted annotator model with a confusion "
+                             f"attribute, got {type(fit).__name__}")
+        C = np.asarray(fit.confusion, dtype=np.float64)
+        if C.ndim != 3 or not np.all(np.isfinite(C)):
+            raise ValueError(f"fit has no finite confusion matrices (status "
+                             f"{getattr(fit, 'status', '?')!r}); it cannot correct labels")
+        return C
+    if confusion is not None:
+        return check_array(confusion, "confusion", ndim=3)
+    if a is None or b is None:
+        raise ValueError("give both a and b")
+    aa, bb = check_binary_channels(a, b)
+    return np.stack([np.stack([1 - aa, aa], 1), np.stack([1 - bb, bb], 1)], 1)
+
+
+def _informative_mask(informative: ArrayLike | None, J: int) -> np.ndarray:
+    if informative is None:
+        return np.ones(J, dtype=bool)
+    m = np.asarray(informative)
+    if m.dtype.kind != "b":
+        # integers would be ambiguous: [1, 0, 1] reads as a mask or as indices
+        raise ValueError(f"informative must be a boolean mask of length {J} (dtype bool), "
+                         f"got dtype {m.dtype}; for annotator indices idx pass "
+                         "np.isin(np.arange(n_annotators), idx)")
+    if m.shape != (J,) or not m.any():
+        raise ValueError(f"informative must be a boolean mask of length {J} with at least "
+                         "one True")
+    return m
+
+
+def _alpha(weights: str | ArrayLike, C: np.ndarray, mask: np.ndarray, per: np.ndarray,
+           seen: np.ndarray, prevalence: float | None) -> tuple[np.ndarray, str, float | None,
+                                                              str | None]:
+    """Weights alpha, the rule used, and the prevalence (with its source) for 'iv'."""
+    J, K = C.shape[0], C.shape[1]
+    source = None
+    if not isinstance(weights, str):
+        alpha = check_array(weights, "weights", ndim=1)
+        if alpha.shape != (J,) or np.any(alpha < 0) or abs(alpha.sum() - 1) > 1e-8:
+            raise ValueError(f"weights must be a length-{J} vector on the simplex "
+                             "(non-negative, summing to 1)")
+        return alpha, "given", prevalence, None
+    check_choice(weights, "weights", WEIGHT_RULES)
+    rule = weights if (weights != "iv" or K == 2) else "equal"
+    if K > 2:
+        alpha = mask / mask.sum()
+        if rule != "equal":
+            gaps = np.linalg.svd(C, compute_uv=False).min(axis=1)
+            raw = {"gap": gaps, "squared_gap": gaps**2}[rule] * mask
+            alpha = raw / raw.sum()
+        return alpha, rule, prevalence, None
+    if rule == "iv" and prevalence is None:
+        eq = np.where(seen & mask, per[:, :, 1], np.nan)
+        prevalence = float(np.nanmean(np.nanmean(eq, axis=1)))
+        source = "plugin"
+    alpha = np.zeros(J)
+    alpha[mask] = channel_weights(rule, C[mask, 0, 1], C[mask, 1, 1],
+                                  None if prevalence is None
+                                  else float(np.clip(prevalence, 0.0, 1.0)))
+    return alpha, rule, prevalence, source
+
+
+def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
                      confusion: ArrayLike | None = None, a: ArrayLike | None = None,
                      b: ArrayLike | None = None, weights: str | ArrayLike = "iv",
                      prevalence: float | None = None, informative: ArrayLike | None = None
-                     ) -> Target:
-    """Noise-corrected target matrix from annotations and annotator channels.
+                     ) -> tuple[np.ndarray, dict]:
+    """The noise-corrected target matrix and its provenance, as arrays.
+
+    The arguments are those of :func:`noisycal.targets.corrected`, which wraps the
+    result in a :class:`~noisycal.targets.Target` (see there for their meaning).
 
     Parameters
     ----------
     annotations : Annotations or array-like of shape (n_items, n_annotators)
-        Ratings; in an array, labels are class indices and NaN marks a missing rating.
-    fit : AnnotatorFit, optional
-        A fitted annotator model supplying ``confusion`` (and the prevalence for IV
-        weights). Give ``fit``, ``confusion``, or the binary rates ``a`` and ``b``.
+    fit : fitted annotator model, optional
     confusion : array-like of shape (n_annotators, K, K), optional
-        ``confusion[j, true, observed]``.
     a, b : array-like of shape (n_annotators,), optional
-        Two classes: false-positive and true-positive rates.
     weights : {'iv', 'equal', 'gap', 'squared_gap'} or array-like, default='iv'
-        Aggregation weights (on the simplex). 'iv' (two classes only) uses the prevalence
-        from ``prevalence``, else from ``fit`` (for a grouped fit the group-size-weighted
-        mean of the group prevalences), else the mean of the equally weighted
-        corrected labels (the paper's Main rule), clipped to [1e-4, 1 - 1e-4]. For more
-        than two classes the default falls back to 'equal'.
     prevalence : float, optional
-        P(Y = 1) for IV weights.
-    informative : array-like of bool, shape (n_annotators,), optional
-        Annotators to use; the others get weight 0.
+    informative : array-like of bool, optional
 
     Returns
     -------
-    Target
-        ``kind='corrected'``; ``details`` holds the weights and the channels used.
-
-    Notes
-    -----
-    Missing ratings are allowed: each item's weights are renormalised over the
-    annotators who rated it. This keeps the target unbiased only when whether an
-    annotator rated an item is unrelated to the item's true class (missing at random
-    given the class-conditional noise model); the paper's guarantees assume complete
-    ratings.
+    values : ndarray of shape (n_items, K)
+    details : dict
+        weights, rule, confusion, prevalence (and its source), informative mask,
+        ratings, observed mask, channel draws of a NUTS fit, the fit, classes, items.
     """
-    onehot, seen, classes = _one_hot_matrix(
-        annotations, None if confusion is None else np.shape(confusion)[-1])
+    if prevalence is not None:
+        prevalence = check_prevalence(prevalence)
+    C = _channels(fit, confusion, a, b)
+    onehot, seen, classes, items = one_hot_ratings(annotations, C.shape[-1])
     n, J, K = onehot.shape
-    given = sum(x is not None for x in (fit, confusion)) + (a is not None or b is not None)
-    if given != 1:
-        raise ValueError("give exactly one of fit, confusion, or the rates a and b")
-    prevalence_source = "given" if prevalence is not None else None
-    if fit is not None:
-        C = np.asarray(fit.confusion, dtype=np.float64)
-        if prevalence is None and K == 2:
-            # grouped fits: the marginal prevalence sum_g (n_g / n) mu_g
-            gp = np.atleast_2d(fit.group_prevalence)[:, 1]
-            gi = fit.details.get("group_index")
-            sizes = (np.bincount(gi, minlength=gp.size) if gi is not None
-                     and len(gi) == fit.n_items else np.ones(gp.size))
-            prevalence = float(np.sum(sizes * gp) / np.sum(sizes))
-            prevalence_source = "fit"
-    elif confusion is not None:
-        C = check_array(confusion, "confusion", ndim=3)
-    else:
-        if a is None or b is None:
-            raise ValueError("give both a and b")
-        aa, bb = _binary_channels(a, b)
-        C = np.stack([np.stack([1 - aa, aa], 1), np.stack([1 - bb, bb], 1)], 1)
     if C.shape != (J, K, K):
         raise ValueError(f"confusion must have shape ({J}, {K}, {K}) for these annotations, "
                          f"got {C.shape}")
     if np.any(np.abs(C.sum(2) - 1) > 1e-6) or np.any(C < 0):
         raise ValueError("confusion rows must be probability distributions")
-    mask = np.ones(J, dtype=bool) if informative is None else np.asarray(informative, bool)
-    if mask.shape != (J,) or not mask.any():
-        raise ValueError(f"informative must be a boolean mask of length {J} with at least "
-                         "one True")
+    source = "given" if prevalence is not None else None
+    if fit is not None and prevalence is None and K == 2:
+        prevalence, source = _fit_prevalence(fit), "fit"
+    mask = _informative_mask(informative, J)
     if K == 2:
-        _binary_channels(C[mask, 0, 1], C[mask, 1, 1])
+        check_binary_channels(C[mask, 0, 1], C[mask, 1, 1])
     sv = np.linalg.svd(C[mask], compute_uv=False).min(axis=1)
     if np.any(sv <= GAP_THRESHOLD):
-        raise ValueError("a confusion matrix is (nearly) singular and cannot be inverted; "
-                         "exclude that annotator with informative=")
+        raise ValueError("confusion: a confusion matrix is (nearly) singular and cannot be "
+                         "inverted; exclude that annotator with informative=")
     inv = np.zeros_like(C)
     inv[mask] = np.linalg.inv(C[mask])
     per = np.einsum("njk,jkl->njl", onehot, inv)  # e_{A_ij} C_j^{-1}, (n, J, K)
-    if isinstance(weights, str):
-        rule = weights if (weights != "iv" or K == 2) else "equal"
-        check_choice(weights, "weights", WEIGHT_RULES)
-        if K == 2:
-            aa, bb = C[:, 0, 1], C[:, 1, 1]
-            if rule == "iv" and prevalence is None:
-                eq = np.where(seen & mask, per[:, :, 1], np.nan)
-                prevalence = float(np.nanmean(np.nanmean(eq, axis=1)))
-                prevalence_source = "plugin"
-            alpha = np.zeros(J)
-            alpha[mask] = channel_weights(rule, aa[mask], bb[mask], prevalence)
-        else:
-            alpha = mask / mask.sum()
-            if rule != "equal":
-                gaps = np.linalg.svd(C, compute_uv=False).min(axis=1)
-                raw = {"gap": gaps, "squared_gap": gaps**2}[rule] * mask
-                alpha = raw / raw.sum()
-    else:
-        alpha = check_array(weights, "weights", ndim=1)
-        if alpha.shape != (J,) or np.any(alpha < 0) or abs(alpha.sum() - 1) > 1e-8:
-            raise ValueError(f"weights must be a length-{J} vector on the simplex "
-                             "(non-negative, summing to 1)")
-        rule = "given"
+    alpha, rule, prevalence, plug = _alpha(weights, C, mask, per, seen, prevalence)
+    source = plug or source
     w = np.where(seen & mask, alpha[None, :], 0.0)
     tot = w.sum(axis=1, keepdims=True)
     if np.any(tot <= 0):
-        raise ValueError(f"{int(np.sum(tot <= 0))} item(s) have no rating from an "
-                         "informative annotator with positive weight")
-    T = np.einsum("nj,njk->nk", w / tot, per)
+        raise ValueError(f"annotations: {int(np.sum(tot <= 0))} item(s) have no rating from "
+                         "an informative annotator with positive weight")
     draws = None
-    if fit is not None and getattr(fit, "method", None) == "nuts" and fit.draws is not None:
+    if fit is not None and getattr(fit, "method", None) == "nuts" \
+            and getattr(fit, "draws", None) is not None:
         draws = np.asarray(fit.draws["confusion"])
-    return Target(T, "corrected", classes=np.asarray(classes),
-                  details={"weights": alpha, "rule": rule, "confusion": C,
-                           "prevalence": prevalence, "prevalence_source": prevalence_source,
-                           "informative": mask, "ratings": onehot, "observed": seen,
-                           "channel_draws": draws, "fit": fit})
+    return np.einsum("nj,njk->nk", w / tot, per), {
+        "weights": alpha, "rule": rule, "confusion": C, "prevalence": prevalence,
+        "prevalence_source": source, "informative": mask, "ratings": onehot,
+        "observed": seen, "channel_draws": draws, "fit": fit, "classes": classes,
+        "items": items}
 
 
 def corrected_from_channels(ratings: np.ndarray, observed: np.ndarray, mask: np.ndarray,
                             alpha: np.ndarray, confusion: np.ndarray) -> np.ndarray:
     """Corrected target (n, K) for given one-hot ratings, weights and channels.
 
-    The same formula as :func:`corrected_target`, without validation: used to recompute
+    The same formula as :func:`corrected_labels`, without validation: used to recompute
     the target for every posterior draw of the channels.
+
+    Parameters
+    ----------
+    ratings : ndarray of shape (n_items, n_annotators, K)
+    observed : ndarray of bool, shape (n_items, n_annotators)
+    mask : ndarray of bool, shape (n_annotators,)
+        Informative annotators.
+    alpha : ndarray of shape (n_annotators,)
+        Weights.
+    confusion : ndarray of shape (n_annotators, K, K)
+
+    Returns
+    -------
+    ndarray of shape (n_items, K)
     """
     inv = np.zeros_like(confusion)
     inv[mask] = np.linalg.inv(confusion[mask])

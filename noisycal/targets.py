@@ -9,11 +9,15 @@ kind       row i                                            constructor
 hard       one-hot e_y of a clean label                     :func:`hard`
 soft       annotator distribution pi_i (vote shares)        :func:`soft`
 voted      one-hot of the majority vote                     :func:`voted`
+corrected  unbiased estimate of e_Y (may leave [0, 1])      :func:`corrected`
+posterior  P(Y_i = k | ratings) under a fitted model        :func:`posterior`
 matrix     any real matrix the caller supplies              :func:`from_matrix`
 =========  ===============================================  =====================
 
-Noise-corrected and posterior targets arrive with the annotator models. The
-metric core accepts any real (n, K) matrix, including entries outside [0, 1].
+Constructors take the annotations first. A target built from annotations carries their
+item ids (``Target.items``, in the annotations' item order) and class labels; metrics
+check predictions with an index (or ``items=``) against them. A target built from a fit
+whose status is not ``'ok'`` carries that status, and so does every Estimate made from it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._typing import ArrayLike, Seed
-from ._validation import PROB_ATOL, check_array, check_choice, check_int, check_labels
+from ._validation import (
+    PROB_ATOL,
+    check_array,
+    check_choice,
+    check_items,
+    encode_labels,
+)
+from .correction import corrected_labels
 
 if TYPE_CHECKING:  # pragma: no cover
     from .data import Annotations
@@ -51,6 +62,12 @@ class Target:
         Class labels of the columns, when known.
     details : mapping
         Provenance (for example the tie rule of a voted target).
+    items : ndarray of shape (n_items,) or None
+        Item ids of the rows (the annotations' item order), when known.
+    status : str, default='ok'
+        Status of the fit the target was built from; not 'ok' when that fit failed.
+    message : str, default=''
+        Why the status is not 'ok'.
 
     Notes
     -----
@@ -62,6 +79,9 @@ class Target:
     kind: str
     classes: np.ndarray | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    items: np.ndarray | None = None
+    status: str = "ok"
+    message: str = ""
 
     def __post_init__(self) -> None:
         check_choice(self.kind, "kind", _KINDS)
@@ -72,9 +92,16 @@ class Target:
         v.setflags(write=False)
         object.__setattr__(self, "values", v)
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
-        if self.classes is not None and len(self.classes) != v.shape[1]:
-            raise ValueError(f"classes has {len(self.classes)} entries but values has "
-                             f"{v.shape[1]} columns")
+        if self.classes is not None:
+            object.__setattr__(self, "classes", np.asarray(self.classes))
+            if len(self.classes) != v.shape[1]:
+                raise ValueError(f"classes has {len(self.classes)} entries but values has "
+                                 f"{v.shape[1]} columns")
+        if self.items is not None:
+            object.__setattr__(self, "items", np.asarray(self.items))
+            if self.items.shape != (v.shape[0],):
+                raise ValueError(f"items must have one id per row ({v.shape[0]}), got shape "
+                                 f"{self.items.shape}")
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -105,7 +132,8 @@ class Target:
         return np.array(out, copy=True) if copy else out
 
     def __repr__(self) -> str:
-        return f"Target(kind={self.kind!r}, n_items={self.n_items}, n_classes={self.n_classes})"
+        text = f"Target(kind={self.kind!r}, n_items={self.n_items}, n_classes={self.n_classes}"
+        return text + (f", status={self.status!r})" if self.status != "ok" else ")")
 
 
 def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -114,15 +142,21 @@ def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return out
 
 
-def hard(labels: ArrayLike, *, n_classes: int) -> Target:
-    """One-hot target from clean integer labels.
+def hard(labels: ArrayLike, *, n_classes: int | None = None, classes: ArrayLike | None = None,
+         items: ArrayLike | None = None) -> Target:
+    """One-hot target from clean labels.
 
     Parameters
     ----------
     labels : array-like of shape (n_items,)
-        Class indices in ``0 .. n_classes - 1``.
-    n_classes : int
-        Number of classes K (at least 2).
+        Class indices in ``0 .. n_classes - 1``, or any labels with ``classes=``
+        (strings, a pandas Categorical).
+    n_classes : int, optional
+        Number of classes K (at least 2), for integer labels.
+    classes : array-like, optional
+        Class labels in the order of the target's columns (kept as given).
+    items : array-like of shape (n_items,), optional
+        Item ids of the rows (default: the index of a pandas ``labels``).
 
     Returns
     -------
@@ -135,21 +169,22 @@ def hard(labels: ArrayLike, *, n_classes: int) -> Target:
     >>> nc.targets.hard([0, 2], n_classes=3).values
     array([[1., 0., 0.],
            [0., 0., 1.]])
+    >>> nc.targets.hard(["b", "a"], classes=["b", "a"]).values
+    array([[1., 0.],
+           [0., 1.]])
     """
-    k = check_int(n_classes, "n_classes", minimum=2)
-    y = check_labels(labels, k, "labels")
-    return Target(_one_hot(y, k), "hard")
+    if items is None and hasattr(labels, "index") and hasattr(labels, "to_numpy"):
+        items = np.asarray(labels.index)
+    y, c = encode_labels(labels, classes=classes, n_classes=n_classes)
+    return Target(_one_hot(y, c.size), "hard", classes=c if classes is not None
+                  or not np.array_equal(c, np.arange(c.size)) else None, items=items)
 
 
-def soft(
-    annotations: Annotations | None = None,
-    *,
-    counts: ArrayLike | None = None,
-    probs: ArrayLike | None = None,
-) -> Target:
+def soft(annotations: Annotations | None = None, *, counts: ArrayLike | None = None,
+         distribution: ArrayLike | None = None) -> Target:
     """The annotator distribution pi-hat_i (share of ratings in each class).
 
-    Give exactly one of ``annotations``, ``counts`` or ``probs``.
+    Give exactly one of ``annotations``, ``counts`` or ``distribution``.
 
     Parameters
     ----------
@@ -157,8 +192,9 @@ def soft(
         Ratings; row i of the target is the share of item i's ratings in each class.
     counts : array-like of shape (n_items, n_classes), optional
         Non-negative vote counts; rows are normalised by their totals.
-    probs : array-like of shape (n_items, n_classes), optional
-        Annotator distributions whose rows already sum to 1 (within 1e-6).
+    distribution : array-like of shape (n_items, n_classes), optional
+        Annotator distributions whose rows already sum to 1 (within 1e-6). (``probs=``
+        is reserved for classifier predictions.)
 
     Returns
     -------
@@ -167,33 +203,33 @@ def soft(
 
     References
     ----------
-    Paper 000 (Confidence calibration under ambiguous ground truth), section 3.1.
+    Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth",
+    arXiv:2603.22879, Section 3.1.
     """
-    given = sum(x is not None for x in (annotations, counts, probs))
+    given = sum(x is not None for x in (annotations, counts, distribution))
     if given != 1:
-        raise ValueError("give exactly one of annotations, counts= or probs=")
-    classes = None
+        raise ValueError("give exactly one of annotations, counts= or distribution=")
     if annotations is not None:
-        values = annotations.soft_labels()
-        classes = np.asarray(annotations.classes)
-    elif counts is not None:
+        return Target(annotations.soft_labels(), "soft",
+                      classes=np.asarray(annotations.classes),
+                      items=np.asarray(annotations.items))
+    if counts is not None:
         c = check_array(counts, "counts", ndim=2)
         if np.any(c < 0):
             raise ValueError("counts must be non-negative")
         tot = c.sum(axis=1)
         if np.any(tot <= 0):
             raise ValueError(f"counts has {int(np.sum(tot <= 0))} row(s) with no votes")
-        values = c / tot[:, None]
-    else:
-        p = check_array(probs, "probs", ndim=2)
-        if np.any(p < 0) or np.any(p > 1):
-            raise ValueError("probs must lie in [0, 1]")
-        dev = np.abs(p.sum(1) - 1.0)
-        if np.any(dev > PROB_ATOL):
-            raise ValueError(f"rows of probs must sum to 1 within {PROB_ATOL:g}; row "
-                             f"{int(np.argmax(dev))} sums to {p[int(np.argmax(dev))].sum():.8g}")
-        values = p
-    return Target(values, "soft", classes=classes)
+        return Target(c / tot[:, None], "soft")
+    p = check_array(distribution, "distribution", ndim=2)
+    if np.any(p < 0) or np.any(p > 1):
+        raise ValueError("distribution must lie in [0, 1]")
+    dev = np.abs(p.sum(1) - 1.0)
+    if np.any(dev > PROB_ATOL):
+        i = int(np.argmax(dev))
+        raise ValueError(f"rows of distribution must sum to 1 within {PROB_ATOL:g}; row "
+                         f"{i} sums to {p[i].sum():.8g}")
+    return Target(p, "soft")
 
 
 def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -> Target:
@@ -202,7 +238,7 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
     Parameters
     ----------
     annotations : Annotations
-        Ratings.
+        Ratings (labels of any kind; the columns follow ``annotations.classes``).
     tie : {'lowest', 'random', 'raise'}, default='lowest'
         Rule for items whose top count is shared: the lowest class index (NumPy's
         argmax convention), a seeded uniform choice among the tied classes, or a
@@ -215,15 +251,74 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
     Target
         ``kind='voted'`` with ``details['tie']`` and ``details['n_ties']``.
     """
+    if not hasattr(annotations, "majority_vote"):
+        raise ValueError("annotations must be noisycal.Annotations, got "
+                         f"{type(annotations).__name__}")
     y = annotations.majority_vote(tie=tie, seed=seed)
     n_ties = int(np.sum(annotations.ties()))
     return Target(_one_hot(np.asarray(y), annotations.n_classes), "voted",
-                  classes=np.asarray(annotations.classes),
+                  classes=np.asarray(annotations.classes), items=np.asarray(annotations.items),
                   details={"tie": tie, "n_ties": n_ties})
 
 
-def corrected(annotations: Annotations | ArrayLike, fit: Any = None, **kwargs: Any) -> Target:
-    """Noise-corrected target (paper 003): see :func:`noisycal.correction.corrected_target`.
+def _fit_status(fit: Any, *, informative_checked: bool = False) -> tuple[str, str]:
+    status = str(getattr(fit, "status", "ok"))
+    if fit is None or status == "ok":
+        return "ok", ""
+    if status == "small_gap" and informative_checked:
+        # the corrected target has already checked every annotator it uses for a gap
+        # b - a > 1e-4 (else ValueError): the fit's small gaps are in annotators it excludes
+        return "ok", ""
+    return status, (f"built from an annotator fit whose status is {status!r}: "
+                    f"{getattr(fit, 'message', '') or 'no message'}")
+
+
+def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
+              confusion: ArrayLike | None = None, a: ArrayLike | None = None,
+              b: ArrayLike | None = None, weights: str | ArrayLike = "iv",
+              prevalence: float | None = None, informative: ArrayLike | None = None
+              ) -> Target:
+    """Noise-corrected target matrix from annotations and annotator channels.
+
+    Row i is an unbiased estimate of the one-hot truth e_{Y_i} under class-conditional
+    noise, so it may leave [0, 1] ("Noisy-Label Calibration with Multiple Unreliable
+    Labels", Section 2; the arithmetic is :func:`noisycal.correction.corrected_labels`).
+
+    Parameters
+    ----------
+    annotations : Annotations or array-like of shape (n_items, n_annotators)
+        Ratings; in an array, labels are class indices and NaN marks a missing rating.
+    fit : fitted annotator model, optional
+        Supplies ``confusion`` (and the prevalence for IV weights). Give ``fit``,
+        ``confusion``, or the binary rates ``a`` and ``b``. A fit whose status is not
+        'ok' gives a target with that status.
+    confusion : array-like of shape (n_annotators, K, K), optional
+        ``confusion[j, true, observed]``.
+    a, b : array-like of shape (n_annotators,), optional
+        Two classes: false-positive and true-positive rates.
+    weights : {'iv', 'equal', 'gap', 'squared_gap'} or array-like, default='iv'
+        Aggregation weights (on the simplex). 'iv' (two classes only) uses the prevalence
+        from ``prevalence``, else from ``fit`` (for a grouped fit the group-size-weighted
+        mean of the group prevalences), else the mean of the equally weighted
+        corrected labels (the paper's plug-in rule), clipped to [1e-4, 1 - 1e-4]. For
+        more than two classes the default falls back to 'equal'.
+    prevalence : float, optional
+        P(Y = 1) in [0, 1] for IV weights.
+    informative : array-like of bool, shape (n_annotators,), optional
+        Boolean mask of the annotators to use; the others get weight 0. Integer
+        indices are refused (``[1, 0, 1]`` would be ambiguous).
+
+    Returns
+    -------
+    Target
+        ``kind='corrected'``; ``details`` holds the weights and the channels used.
+
+    Notes
+    -----
+    Missing ratings are allowed: each item's weights are renormalised over the
+    annotators who rated it. This keeps the target unbiased only when whether an
+    annotator rated an item is unrelated to the item's true class; the paper's
+    guarantees assume complete ratings.
 
     Examples
     --------
@@ -233,26 +328,33 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, **kwargs: A
     >>> t.values[:, 1].round(4)   # (A - a) / (b - a) averaged: (2*.9/.8 - .1/.8) / 3
     array([ 0.7083, -0.125 ])
     """
-    from .correction import corrected_target
+    values, det = corrected_labels(annotations, fit, confusion=confusion, a=a, b=b,
+                                   weights=weights, prevalence=prevalence,
+                                   informative=informative)
+    status, message = _fit_status(fit, informative_checked=values.shape[1] == 2)
+    det["fit_status"] = getattr(fit, "status", None)
+    classes, items = det.pop("classes"), det.pop("items")
+    return Target(values, "corrected", classes=classes, details=det, items=items,
+                  status=status, message=message)
 
-    return corrected_target(annotations, fit, **kwargs)
 
-
-def posterior(fit: Any, annotations: Annotations | None = None, *,
+def posterior(annotations: Annotations | None, fit: Any, *,
               groups: ArrayLike | None = None) -> Target:
     """Item posteriors of a fitted annotator model, P(Y_i = k | ratings of item i).
 
-    The DESIGN's fifth target (an extension of the papers). For an EM or MLE fit these
-    are the posteriors at the point estimate; for a NUTS fit they are averaged over the
-    posterior draws (Rao-Blackwellised), so channel uncertainty is integrated out.
+    An extension of the papers' targets. For an EM or MLE fit these are the posteriors
+    at the point estimate; for a NUTS fit (``annotations=None``) they are averaged over
+    the posterior draws, so channel uncertainty is integrated out.
 
     Parameters
     ----------
+    annotations : Annotations or None
+        Items to score under the fitted model (:meth:`AnnotatorFit.predict`), rows in
+        their item order; None: the items the model was fitted to, in the order of
+        the annotations it was fitted to (``fit.items``).
     fit : AnnotatorFit
         A fitted :class:`~noisycal.DawidSkene` (or one-coin, grouped, Hui–Walter) model.
-    annotations : Annotations, optional
-        New items to score under the fitted model (:meth:`AnnotatorFit.predict`);
-        default: the items the model was fitted to, in ``fit.items`` order.
+        A fit whose status is not 'ok' gives a target with that status.
     groups : array-like, optional
         Groups of the new items, for grouped models.
 
@@ -270,46 +372,89 @@ def posterior(fit: Any, annotations: Annotations | None = None, *,
     Notes
     -----
     Unlike the corrected target, the posterior is not an unbiased estimate of the
-    one-hot truth given the scores: it shrinks each item toward the model's prevalence,
-    and the classifier's score is not part of the annotator model. A calibration error
-    against it measures agreement with the annotator model's belief about each item.
+    one-hot truth given the scores: it shrinks each item toward the model's prevalence.
+    A calibration error against it measures agreement with the annotator model's belief
+    about each item.
     """
     if not hasattr(fit, "item_posterior") or not hasattr(fit, "confusion"):
         raise ValueError("fit must be a fitted annotator model (an AnnotatorFit), got "
                          f"{type(fit).__name__}")
-    post = (np.asarray(fit.item_posterior, dtype=np.float64) if annotations is None
-            else np.asarray(fit.predict(annotations, groups), dtype=np.float64))
+    if annotations is None:
+        post = np.asarray(fit.item_posterior, dtype=np.float64)
+        items = getattr(fit, "items", None)
+    else:
+        post = np.asarray(fit.predict(annotations, groups), dtype=np.float64)
+        items = annotations.items
     if not np.all(np.isfinite(post)):
-        raise ValueError(f"the fit's item posteriors are not finite (status "
+        raise ValueError(f"fit: the item posteriors are not finite (status "
                          f"{fit.status!r}: {fit.message or 'no message'})")
-    return Target(post, "posterior", classes=np.asarray(fit.classes),
-                  details={"model": fit.model, "method": fit.method, "status": fit.status})
+    status, message = _fit_status(fit)
+    return Target(post, "posterior", classes=np.asarray(fit.classes), items=items,
+                  details={"model": fit.model, "method": fit.method, "status": fit.status},
+                  status=status, message=message)
 
 
-def from_matrix(values: ArrayLike, *, kind: str = "matrix") -> Target:
-    """Wrap any real (n_items, n_classes) matrix as a target (entries may leave [0, 1])."""
-    return Target(check_array(values, "values", ndim=2), kind)
+def from_matrix(values: ArrayLike, *, kind: str = "matrix", classes: ArrayLike | None = None,
+                items: ArrayLike | None = None) -> Target:
+    """Wrap any real (n_items, n_classes) matrix as a target (entries may leave [0, 1]).
+
+    Parameters
+    ----------
+    values : array-like of shape (n_items, n_classes)
+    kind : str, default='matrix'
+        One of the target kinds.
+    classes, items : array-like, optional
+        Column labels and row ids.
+
+    Returns
+    -------
+    Target
+    """
+    return Target(check_array(values, "values", ndim=2), kind, classes=classes, items=items)
 
 
-def as_target_matrix(target: object, n_items: int, n_classes: int,
-                     name: str = "target") -> np.ndarray:
+def as_target_matrix(target: object, n_items: int, n_classes: int, name: str = "target", *,
+                     classes: ArrayLike | None = None, items: ArrayLike | None = None
+                     ) -> np.ndarray:
     """Resolve a metric's ``target`` argument to a float64 (n_items, n_classes) matrix.
 
-    A Target or 2-D array is used as is (any finite real values); a 1-D array is read
-    as integer class labels (floats only when integral) and one-hot encoded.
+    Parameters
+    ----------
+    target : Target, array-like of shape (n_items, n_classes) or (n_items,)
+        A Target or 2-D array is used as is (any finite real values). A 1-D array is
+        read as class labels (integers, or any labels with ``classes=``) and one-hot
+        encoded; with two classes, a 1-D float vector that is not all integers is the
+        positive-class target t (the matrix ``[1 - t, t]``, t may leave [0, 1]).
+    n_items, n_classes : int
+        The predictions' shape.
+    name : str, default='target'
+        Argument name for error messages.
+    classes : array-like, optional
+        Class labels of the predictions' columns, in the user's order.
+    items : array-like, optional
+        Item ids of the predictions' rows, checked against a Target's ``items``.
+
+    Returns
+    -------
+    ndarray of shape (n_items, n_classes)
     """
+    if target is None:
+        raise ValueError(f"{name} is required")
     if isinstance(target, Target):
+        check_items(target.items, items, "items")
+        if classes is not None and target.classes is not None and (
+                len(classes) != target.n_classes
+                or list(np.asarray(classes).tolist()) != list(target.classes.tolist())):
+            raise ValueError(f"classes={list(classes)} do not match the {name}'s classes "
+                             f"{target.classes.tolist()} (same labels, same order)")
         T = target.values
     else:
-        if target is None:
-            raise ValueError(f"{name} is required")
-        arr = np.asarray(target)
-        if arr.ndim == 1:
-            y = check_labels(arr, n_classes, name)
-            if y.shape[0] != n_items:
-                raise ValueError(f"{name} has {y.shape[0]} labels but the predictions have "
-                                 f"{n_items} items")
-            return _one_hot(y, n_classes)
+        if items is not None and hasattr(target, "index") and hasattr(target, "to_numpy"):
+            check_items(np.asarray(target.index), items, "items")
+        arr = np.asarray(target.to_numpy() if hasattr(target, "to_numpy")
+                         and getattr(target, "cat", None) is None else target)
+        if arr.ndim == 1 or getattr(target, "cat", None) is not None:
+            return _vector_target(target, arr, n_items, n_classes, name, classes)
         T = check_array(arr, name, ndim=2)
     if T.shape != (n_items, n_classes):
         raise ValueError(f"{name} must have shape ({n_items}, {n_classes}) to match the "
@@ -317,3 +462,20 @@ def as_target_matrix(target: object, n_items: int, n_classes: int,
     if not np.all(np.isfinite(T)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return np.asarray(T, dtype=np.float64)
+
+
+def _vector_target(target: object, arr: np.ndarray, n_items: int, n_classes: int, name: str,
+                   classes: ArrayLike | None) -> np.ndarray:
+    if arr.shape[0] != n_items:
+        raise ValueError(f"{name} has {arr.shape[0]} labels but the predictions have "
+                         f"{n_items} items")
+    if (classes is None and arr.dtype.kind == "f" and n_classes == 2
+            and np.all(np.isfinite(arr)) and np.any(arr != np.round(arr))):
+        t = arr.astype(np.float64)
+        return np.column_stack([1.0 - t, t])
+    if classes is not None and len(classes) != n_classes:
+        raise ValueError(f"classes has {len(classes)} labels but the predictions have "
+                         f"{n_classes} columns")
+    y, _ = encode_labels(target, classes=classes,
+                         n_classes=None if classes is not None else n_classes, name=name)
+    return _one_hot(y, n_classes)

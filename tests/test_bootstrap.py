@@ -71,10 +71,16 @@ def test_interval_rules_by_hand():
     jack = np.ones(10)
     (clo, chi), _, _ = interval_from_replicates(50.7, reps, 0.9, "bca", jack)
     assert clo == pytest.approx(lo, abs=0.1) and chi == pytest.approx(hi, abs=0.1)
-    _, st, msg = interval_from_replicates(0.0, reps, 0.9, "bca", jack)
+    with pytest.warns(nc.NumericalWarning, match="one side"):
+        _, st, msg = interval_from_replicates(0.0, reps, 0.9, "bca", jack)
     assert st == "bca_degenerate" and "percentile" in msg
-    _, st, _ = interval_from_replicates(1.0, np.array([1.0, np.inf]), 0.9, "percentile")
+    with pytest.warns(nc.NumericalWarning, match="not finite"):
+        _, st, _ = interval_from_replicates(1.0, np.array([1.0, np.inf]), 0.9, "percentile")
     assert st == "nonfinite"
+    # every replicate equal (one item, no variation): no interval, status says why
+    with pytest.warns(nc.NumericalWarning, match="replicates are equal"):
+        ci, st, msg = interval_from_replicates(0.3, np.full(50, 0.3), 0.9, "percentile")
+    assert st == "degenerate" and np.isnan(ci[0]) and np.isnan(ci[1])
 
 
 def test_bca_differs_from_percentile_on_skewed_statistic():
@@ -123,6 +129,9 @@ def test_per_bin_intervals_bracket_bin_means():
     # roughly binomial width: 2 * 1.645 * sqrt(q(1-q)/n_b)
     q, nb = b.loc[ok, "mean_target"], b.loc[ok, "count"]
     width = b.loc[ok, "high"] - b.loc[ok, "low"]
+    # rtol 0.35: an order-of-magnitude check. The widths are quantile differences of 300
+    # replicates (Monte-Carlo error ~10%) and the binomial formula ignores the spread of
+    # the true probability within a bin; the exact interval rules are checked by hand above
     np.testing.assert_allclose(width, 2 * 1.645 * np.sqrt(q * (1 - q) / nb), rtol=0.35)
 
 
@@ -157,4 +166,5 @@ def test_bootstrap_coverage_of_population_binned_ece():
         hits += est.low <= pop <= est.high
     coverage = hits / reps
     print(f"population ECE {pop:.5f}; coverage {coverage:.3f} over {reps} replications")
+    # nominal 0.9; 400 replications give a Monte-Carlo SE of 0.015, so +-0.05 is ~3 SE
     assert 0.85 <= coverage <= 0.95

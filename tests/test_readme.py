@@ -1,4 +1,4 @@
-"""The README's quickstart runs as written (the README tells the truth about main)."""
+"""The README's quickstart runs as written and prints the numbers it says it prints."""
 
 import re
 from pathlib import Path
@@ -9,19 +9,44 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+def _quickstart() -> str:
+    section = README.read_text().split("## Quickstart", 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def _printed(code: str, call: str) -> tuple[float, float, float]:
+    """The '# value [low, high]' comment the README writes after ``call``."""
+    line = next(ln for ln in code.splitlines() if ln.startswith(call))
+    m = re.search(r"#\s*([0-9.]+) \[([0-9.]+), ([0-9.]+)\]", line)
+    assert m, f"no printed number after {call!r}"
+    return tuple(float(x) for x in m.groups())
+
+
+def test_the_readme_prints_what_the_test_checks():
+    code = _quickstart()
+    assert _printed(code, "nc.ece(toy.z, U, n_bins=10) ") == (0.0890, 0.0818, 0.1033)
+    assert "# ECE 0.1... [0.1..., 0.1...] 90% bootstrap (percentile)" in code
+
+
 @pytest.mark.slow
-def test_readme_quickstart_runs(monkeypatch):
-    text = README.read_text()
-    section = text.split("## Quickstart", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+def test_readme_quickstart_runs_and_its_numbers_hold(monkeypatch):
+    code = _quickstart()
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     monkeypatch.setattr(plt, "show", lambda *a, **k: None)
     namespace: dict = {}
     exec(compile(code, str(README), "exec"), namespace)  # noqa: S102
+    nc = namespace["nc"]
     est = namespace["est"]
-    assert 0.05 < float(est) < 0.3 and est.low < float(est) < est.high
+    # "ECE 0.1... [0.1..., 0.1...] 90% bootstrap (percentile)"
+    assert repr(est).startswith("ECE 0.1") and est.level == 0.9 and est.method == "percentile"
+    assert 0.1 <= est.low < float(est) < est.high < 0.2 and est.status == "ok"
     U = namespace["U"]
-    assert U.kind == "corrected"
+    assert U.kind == "corrected" and U.status == "ok"
+    # "0.0890 [0.0818, 0.1033], channels fixed" (rounded to 4 decimals as printed)
+    value, low, high = _printed(code, "nc.ece(toy.z, U, n_bins=10) ")
+    nc_est = nc.ece(namespace["toy"].z, U, n_bins=10)
+    assert (round(float(nc_est), 4), round(nc_est.low, 4), round(nc_est.high, 4)) == (
+        value, low, high)
     plt.close("all")

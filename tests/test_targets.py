@@ -38,7 +38,7 @@ def test_targets_are_read_only_and_validated():
     with pytest.raises(ValueError, match="no votes"):
         nc.targets.soft(counts=np.array([[0, 0], [1, 1]]))
     with pytest.raises(ValueError, match="sum to 1"):
-        nc.targets.soft(probs=np.array([[0.5, 0.6]]))
+        nc.targets.soft(distribution=np.array([[0.5, 0.6]]))
     with pytest.raises(ValueError, match="kind"):
         nc.Target(np.eye(2), "guess")
 
@@ -48,12 +48,12 @@ def test_posterior_target_from_a_fit():
     (NUTS); new items go through predict; a non-identified fit is refused."""
     ds = nc.datasets.load_dawid_skene_1979()
     fit = nc.DawidSkene(4).fit(ds)
-    T = nc.targets.posterior(fit)
+    T = nc.targets.posterior(None, fit)
     assert T.kind == "posterior" and T.is_probability
     np.testing.assert_array_equal(T.values, fit.item_posterior)
     np.testing.assert_array_equal(T.classes, fit.classes)
     assert T.details["method"] == "em" and T.details["status"] == "ok"
-    new = nc.targets.posterior(fit, ds)
+    new = nc.targets.posterior(ds, fit)
     np.testing.assert_allclose(new.values, fit.item_posterior, atol=1e-10)
     # an ECE against it is the same ECE on that matrix
     probs = np.full((ds.n_items, 4), 0.25)
@@ -63,6 +63,6 @@ def test_posterior_target_from_a_fit():
     with pytest.warns(nc.IdentifiabilityWarning):
         bad = nc.DawidSkene().fit(one)
     with pytest.raises(ValueError, match="not finite"):
-        nc.targets.posterior(bad)
+        nc.targets.posterior(None, bad)
     with pytest.raises(ValueError, match="fitted annotator model"):
-        nc.targets.posterior(np.ones((3, 2)))
+        nc.targets.posterior(None, np.ones((3, 2)))

@@ -8,6 +8,7 @@ by ``cluster=``). Replicates are computed in jitted chunks (``jax.lax.map`` with
 from __future__ import annotations
 
 from collections.abc import Callable
+import warnings
 from functools import partial
 
 import numpy as np
@@ -18,7 +19,16 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_level
+from .._validation import (
+    check_batch_size,
+    check_choice,
+    check_int,
+    check_level,
+    check_seed,
+    user_stacklevel,
+)
+from .._warnings import NumericalWarning
+from .credible import equal_tailed
 from .estimate import Estimate
 
 __all__ = [
@@ -51,6 +61,9 @@ def cluster_codes(cluster: ArrayLike | None, n: int) -> tuple[np.ndarray | None,
                          f"got shape {c.shape}")
     if c.dtype.kind == "f" and not np.all(np.isfinite(c)):
         raise ValueError("cluster contains NaN or infinite ids")
+    if c.dtype == object and any(x is None or (isinstance(x, float) and x != x)
+                                 for x in c.tolist()):
+        raise ValueError("cluster contains missing ids (None or NaN)")
     _, codes = np.unique(c, return_inverse=True)
     return codes.astype(np.int32), int(codes.max()) + 1
 
@@ -88,31 +101,39 @@ def interval_from_replicates(
     -------
     interval : (low, high)
     status : str
-        ``'ok'``, ``'nonfinite'`` (some replicates are not finite) or
-        ``'bca_degenerate'`` (all replicates on one side of the estimate).
+        ``'ok'``, ``'nonfinite'`` (some replicates are not finite),
+        ``'degenerate'`` (every replicate equal, e.g. one item: the bootstrap carries no
+        information about sampling error; the interval is NaN) or ``'bca_degenerate'``
+        (all replicates on one side of the estimate). A non-ok status also emits a
+        :class:`~noisycal.NumericalWarning`.
     message : str
     """
     reps = np.asarray(reps, dtype=np.float64)
     finite = np.isfinite(reps)
+    nan2 = (float("nan"), float("nan"))
     if not np.all(finite):
         bad = int(np.sum(~finite))
-        return ((float("nan"), float("nan")), "nonfinite",
-                f"{bad} of {reps.size} bootstrap replicates are not finite")
+        return _warned(nan2, "nonfinite",
+                       f"{bad} of {reps.size} bootstrap replicates are not finite")
+    if reps.size and np.all(reps == reps[0]):
+        return _warned(nan2, "degenerate",
+                       f"all {reps.size} bootstrap replicates are equal ({reps[0]:.6g}): with "
+                       "a single item (or no variation between items) the bootstrap says "
+                       "nothing about sampling error, so no interval is reported")
     a = (1.0 - level) / 2.0
     if method == "percentile":
-        lo, hi = np.quantile(reps, [a, 1.0 - a])
-        return (float(lo), float(hi)), "ok", ""
+        return equal_tailed(reps, level), "ok", ""
     if method == "basic":
-        qlo, qhi = np.quantile(reps, [a, 1.0 - a])
+        qlo, qhi = equal_tailed(reps, level)
         return (float(2 * theta_hat - qhi), float(2 * theta_hat - qlo)), "ok", ""
     if method == "bca":
         if jackknife is None:
             raise ValueError("method='bca' needs jackknife values")
         prop = float(np.mean(reps < theta_hat))
         if prop <= 0.0 or prop >= 1.0:
-            return ((float("nan"), float("nan")), "bca_degenerate",
-                    "all bootstrap replicates lie on one side of the estimate, so the BCa "
-                    "bias correction is infinite; use method='percentile'")
+            return _warned(nan2, "bca_degenerate",
+                           "all bootstrap replicates lie on one side of the estimate, so the "
+                           "BCa bias correction is infinite; use method='percentile'")
         z0 = sps.norm.ppf(prop)
         jk = np.asarray(jackknife, dtype=np.float64)
         d = jk.mean() - jk
@@ -123,6 +144,13 @@ def interval_from_replicates(
         lo, hi = np.quantile(reps, adj)
         return (float(lo), float(hi)), "ok", ""
     raise ValueError(f"method must be one of {BOOTSTRAP_METHODS}, got {method!r}")
+
+
+def _warned(interval: tuple[float, float], status: str, message: str
+            ) -> tuple[tuple[float, float], str, str]:
+    warnings.warn(f"bootstrap interval: {message}", NumericalWarning,
+                  stacklevel=user_stacklevel())
+    return interval, status, message
 
 
 @partial(jax.jit, static_argnames=("statistic", "n", "n_clusters", "n_boot", "batch_size"))
@@ -186,6 +214,10 @@ def bootstrap(
     seed : int or jax key, default=0
     batch_size : int, optional
         Replicates per vectorised chunk; by default as many as fit ~2**25 numbers.
+    name : str, default='statistic'
+        Name of the estimate.
+    max_jackknife_groups : int, default=1000
+        Most leave-one-block-out refits for BCa's acceleration.
 
     Returns
     -------
@@ -194,13 +226,18 @@ def bootstrap(
     level = check_level(level)
     n_boot = check_int(n_boot, "n_boot", minimum=2)
     check_choice(method, "method", BOOTSTRAP_METHODS)
+    check_seed(seed)
+    batch_size = check_batch_size(batch_size)
+    max_jackknife_groups = check_int(max_jackknife_groups, "max_jackknife_groups", minimum=2)
     arrs = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
     if not arrs:
         raise ValueError("bootstrap needs at least one data array")
     n = arrs[0].shape[0]
     for i, a in enumerate(arrs):
-        if a.shape[0] != n:
-            raise ValueError(f"arrays[{i}] has {a.shape[0]} rows, expected {n}")
+        if a.ndim == 0 or a.shape[0] != n:
+            raise ValueError(f"arrays[{i}] has shape {a.shape}, expected {n} rows")
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"arrays[{i}] contains NaN or infinite values")
     codes, n_clusters = cluster_codes(cluster, n)
     per_rep = sum(int(np.prod(a.shape)) for a in arrs)
     bs = batch_size or default_batch_size(n_boot, per_rep)

@@ -1,4 +1,5 @@
-"""Finite-sample bounds for NC-ECE (paper 003, Theorem 1 / Eq. C.11 and Proposition 1).
+"""Finite-sample bounds for NC-ECE ("Noisy-Label Calibration with Multiple Unreliable Labels",
+Theorem 1 / Eq. C.11 and Proposition 1).
 
 With corrected labels built from channels (a_j, b_j) and weights alpha on the simplex,
 every summand of the binned residual lies in [-B, B] with B = sum_j alpha_j / (b_j - a_j).
@@ -24,12 +25,52 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice
-from ..metrics.binning import equal_width_bins
+from .._validation import check_choice, check_level
+from ..correction import correction_range
 
-__all__ = ["BOUND_MODES", "nc_ece_bound", "nc_ece_credible"]
+__all__ = ["BOUND_MODES", "nc_ece_bound", "hoeffding_radius"]
 
 BOUND_MODES = ("binned_only", "oracle", "radius")
+
+
+def hoeffding_radius(b_hat: float, n: int, n_bins: int, level: float, *,
+                     union: float = 2.0) -> float:
+    r"""Sampling radius of the binned NC-ECE: :math:`\hat B \sqrt{2 (M \log 2 +
+    \log(c/\eta)) / n}`.
+
+    Hoeffding's inequality for summands in an interval of length B-hat, with a union
+    over the :math:`2^M` sign vectors of M bins and ``union`` = c events
+    ("Noisy-Label Calibration with Multiple Unreliable Labels": c = 2 in Theorem 1 /
+    Eq. C.11, c = 6K in Proposition 1, c = 2F for F cross-fitting folds).
+
+    Parameters
+    ----------
+    b_hat : float
+        B-hat, :func:`noisycal.correction.correction_range`.
+    n : int
+        Number of items.
+    n_bins : int
+        M, the number of bins (empty ones included).
+    level : float
+        1 - eta, a fraction in (0, 1).
+    union : float, default=2.0
+        c, the number of events in the union bound.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(hoeffding_radius(1 / 0.76, 5000, 10, 0.95), 4)
+    0.0858
+    """
+    level = check_level(level)
+    if not n >= 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    eta = 1.0 - level
+    return float(b_hat) * math.sqrt(2.0 * (n_bins * math.log(2.0) + math.log(union / eta))
+                                    / n)
 
 
 def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
@@ -56,6 +97,12 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
         The true rates, for ``mode='oracle'``.
     same_sample : bool, default=False
         Channels fitted on the evaluation sample (Proposition 1: log(6K/eta)).
+
+    Returns
+    -------
+    interval : (low, high)
+    details : dict
+        B_hat, sampling_radius, channel_term, expectation_bias_bound, bound_mode, ...
     """
     check_choice(mode, "bound_mode", BOUND_MODES)
     if getattr(target, "kind", None) != "corrected" or target.n_classes != 2:
@@ -67,13 +114,12 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
     a_hat, b_hat = C[:, 0, 1], C[:, 1, 1]
     use = alpha > 0
     delta = b_hat - a_hat
-    B = float(np.sum(alpha[use] / delta[use]))
+    B = correction_range(alpha, a_hat, b_hat)
     n = int(np.sum(counts))
     M = int(np.size(counts))
     K = int(alpha.size)
     eta = 1.0 - level
-    c = 6.0 * K if same_sample else 2.0
-    sampling = B * math.sqrt(2.0 * (M * math.log(2.0) + math.log(c / eta)) / n)
+    sampling = hoeffding_radius(B, n, M, level, union=6.0 * K if same_sample else 2.0)
     bias = B * float(np.sum(np.sqrt(np.asarray(counts) / n))) / math.sqrt(n)
     if mode == "oracle":
         if true_channels is None:
@@ -85,8 +131,10 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
         channel = float(np.sum(alpha[use] * e[use] / delta[use]))
         note = "channel term exact (oracle channels)"
     elif mode == "radius":
-        if channel_radius is None or not channel_radius >= 0:
-            raise ValueError("bound_mode='radius' needs channel_radius >= 0")
+        if isinstance(channel_radius, bool) or not isinstance(channel_radius, int | float) \
+                or not channel_radius >= 0 or not math.isfinite(channel_radius):
+            raise ValueError("bound_mode='radius' needs a finite channel_radius >= 0, got "
+                             f"{channel_radius!r}")
         channel = B * float(channel_radius)
         note = f"channel term B * r with r = {channel_radius:g}"
     else:
@@ -97,40 +145,3 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
                "expectation_bias_bound": bias, "bound_mode": mode, "same_sample": same_sample,
                "n_bins": M, "eta": eta, "bound_note": note}
     return (max(0.0, value - rad), value + rad), details
-
-
-def nc_ece_credible(conf: np.ndarray, target: Any, n_bins: int, level: float, *,
-                    seed: Any = 0, max_draws: int = 1000) -> tuple[tuple[float, float], dict,
-                                                                   np.ndarray]:
-    """Credible interval of the binned (positive-class) NC-ECE.
-
-    For each posterior draw of the channels (a NUTS fit) the corrected target is rebuilt
-    with those channels (weights held at the point estimate's), and the ECE is computed
-    with Bayesian-bootstrap item weights (Dirichlet(1, ..., 1)), so both the annotator
-    channel uncertainty and the sampling of items enter. Returns the equal-tailed
-    interval, details and the per-draw values.
-    """
-    from .._jax import as_numpy_rng
-    from ..correction import corrected_from_channels
-
-    det = getattr(target, "details", {})
-    if getattr(target, "kind", None) != "corrected" or det.get("channel_draws") is None:
-        raise ValueError("interval='credible' needs a corrected target built from a NUTS fit "
-                         "(nc.targets.corrected(annotations, fit) with method='nuts')")
-    draws = np.asarray(det["channel_draws"])
-    rng = as_numpy_rng(seed)
-    if draws.shape[0] > max_draws:
-        draws = draws[rng.choice(draws.shape[0], max_draws, replace=False)]
-    J = n_bins
-    b = equal_width_bins(conf, J)
-    vals = np.empty(draws.shape[0])
-    for d, C in enumerate(draws):
-        u = corrected_from_channels(det["ratings"], det["observed"], det["informative"],
-                                    det["weights"], C)[:, 1]
-        w = rng.exponential(size=conf.size)
-        w /= w.sum()
-        r = np.bincount(b, weights=w * (u - conf), minlength=J)
-        vals[d] = np.abs(r).sum()
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(vals, [a, 1.0 - a])
-    return (float(lo), float(hi)), {"n_channel_draws": int(draws.shape[0])}, vals

@@ -2,8 +2,8 @@
 
 The conditional bootstrap (``ece(..., interval='bootstrap')`` on a corrected target)
 resamples items with the channels held at their estimates, so it ignores the channel
-estimation error. This one follows spec-003's protocol (Algorithm 1) inside every
-replicate b:
+estimation error. This one follows the protocol of "Noisy-Label Calibration with
+Multiple Unreliable Labels" (Algorithm 1) inside every replicate b:
 
 1. draw n items with replacement (counts w_i);
 2. refit the channels by EM on the resampled items (the same model, priors, iteration
@@ -26,6 +26,7 @@ cannot be inverted; its value is NaN, and the interval is then reported with sta
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -36,7 +37,6 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from ..correction import GAP_THRESHOLD, rule_weights
-from ..metrics.binning import equal_width_bins
 
 __all__ = ["nc_ece_refit_replicates"]
 
@@ -55,7 +55,8 @@ def _check_target(target: Any) -> tuple[dict, Any]:
                          "conditional bootstrap, or interval='credible' for a NUTS fit)")
     if len(fit.classes) != 2:
         raise ValueError("refit_channels=True is implemented for two classes (the NC-ECE "
-                         f"of paper 003), got {len(fit.classes)}")
+                         f"of \"Noisy-Label Calibration with Multiple Unreliable Labels\"), got "
+                         f"{len(fit.classes)}")
     if fit.details.get("gold"):
         raise ValueError("refit_channels=True does not support fits with gold labels yet; "
                          "use the conditional bootstrap")
@@ -66,20 +67,27 @@ def _check_target(target: Any) -> tuple[dict, Any]:
     return det, fit
 
 
-def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boot: int,
-                            seed: Any = 0) -> tuple[np.ndarray, dict]:
+def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, n_bins: int,
+                            n_boot: int, statistic: Callable[..., Any], seed: Any = 0
+                            ) -> tuple[np.ndarray, dict]:
     """Replicates of the binned positive-class NC-ECE with channels refitted each time.
 
     Parameters
     ----------
     conf : ndarray of shape (n_items,)
         Positive-class probabilities (the items of the target, in the same order).
+    bins : ndarray of int, shape (n_items,)
+        Bin index of each item (from the metric's bins).
     target : Target
         A two-class corrected target built from an EM fit (``details['fit']``).
     n_bins : int
         Equal-width bins.
     n_boot : int
         Replicates.
+    statistic : callable
+        ``statistic(weights, u, conf, bins, n_bins)``: the binned NC-ECE of corrected
+        labels ``u`` under item weights, JAX-traceable and module-level (a static
+        argument of the jitted kernel); supplied by :mod:`noisycal.metrics`.
     seed : int or jax key
 
     Returns
@@ -90,6 +98,7 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
         ``n_failed`` (gap check), ``n_not_converged`` (EM hit its iteration limit), the
         refitted channels' spread (``a_sd``, ``b_sd``) and ``n_patterns``.
     """
+    # (long: most of it is the argument list of the one jitted kernel call below)
     from ..engines.em import collapse_patterns, split_data
     from ..models.dawid_skene import make_data
 
@@ -116,7 +125,6 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
     alpha_p = fit.details.get("prior_alpha")
     beta_p = fit.details.get("prior_beta")
     fixed_prev = det["prevalence"] if det.get("prevalence_source") == "given" else None
-    bins = equal_width_bins(conf, n_bins)
     # EM runs in the latent labelling of the original fit (where its priors apply); the
     # fit's classes are that labelling permuted by ``latent_perm``
     perm = np.asarray(fit.details.get("latent_perm", np.arange(2)))
@@ -138,7 +146,8 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
             sizes=sizes, one_coin=fit.model == "one_coin",
             max_iter=int(fit.details.get("max_iter", 1000)),
             tol=float(fit.details.get("tol", 1e-8)), rule=rule,
-            fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins), n_boot=int(n_boot))
+            fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins), n_boot=int(n_boot),
+            statistic=statistic)
         vals, ok, converged, a, b = (np.asarray(x) for x in out)
     vals = np.where(ok, vals, np.nan)
     n_nonfinite = int(np.sum(ok & ~np.isfinite(vals)))
@@ -149,14 +158,15 @@ def nc_ece_refit_replicates(conf: np.ndarray, target: Any, *, n_bins: int, n_boo
 
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "rule",
-                                   "fixed_prevalence", "n_bins", "n_boot"))
+                                   "fixed_prevalence", "n_bins", "n_boot",
+                                   "statistic"))
 def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: tuple,
                 alpha_p: Any,
                 beta_p: Any, pattern: jax.Array, group: jax.Array, labels: jax.Array,
                 use: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
                 conf: jax.Array, bins: jax.Array, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
-                n_boot: int) -> tuple:
+                n_boot: int, statistic: Callable[..., Any]) -> tuple:
     from ..engines.em import run_em
     from ..models.dawid_skene import DSData
 
@@ -185,7 +195,6 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
         wj = jnp.where(use, alpha[None, :], 0.0)
         safe_gap = jnp.where(mask & ok, b - a, 1.0)  # excluded annotators have weight 0
         u = jnp.sum(wj * (labels - a[None, :]) / safe_gap[None, :], 1) / wj.sum(1)
-        resid = jax.ops.segment_sum(w * (u[pattern] - conf), bins, num_segments=n_bins)
-        return jnp.abs(resid).sum() / n, ok, st.converged, a, b
+        return statistic(w, u[pattern], conf, bins, n_bins), ok, st.converged, a, b
 
     return jax.lax.map(one, jax.random.split(rng_key, n_boot))

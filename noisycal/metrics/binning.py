@@ -8,7 +8,7 @@ weights w_i (1 for the sample, bootstrap counts for a replicate):
     sum_target[d] = sum w_i T_igd,   sum_target_sq[d] = sum w_i T_igd^2,
 
 where d indexes target draws (one draw unless the target is sampled, as in the
-Monte-Carlo true-label ECE of paper 000). A metric is a function of these sums
+Monte-Carlo true-label ECE of Tao, Luo, Dong & Xu (2026)). A metric is a function of these sums
 only, so a bootstrap replicate is one weighted pass over the items.
 
 Bins are ``[lo, hi)`` with the last bin closed: a confidence of exactly 1.0 is in
@@ -37,6 +37,7 @@ __all__ = [
     "segment_stats",
     "gather_stats",
     "metric_from_stats",
+    "residual_ece",
 ]
 
 BIN_STRATEGIES = ("uniform", "quantile")
@@ -75,7 +76,7 @@ def uniform_edges(n_bins: int) -> np.ndarray:
 def equal_width_bins(z: np.ndarray, n_bins: int) -> np.ndarray:
     """Equal-width bin index (0..n_bins-1) of each score in [0, 1], NumPy version.
 
-    The library's one edge rule (a spec gap): ``[h/J, (h+1)/J)`` bins with the last one
+    The library's one edge rule: ``[h/J, (h+1)/J)`` bins with the last one
     closed, i.e. ``searchsorted(k / J for k = 1..J-1, z, side='right')``, the same as
     :func:`assign_bins` on :func:`uniform_edges`.
     """
@@ -258,3 +259,35 @@ def metric_from_stats(stats: jax.Array, n_draws: int, reduce: str, norm: str,
     per_sq = jnp.sum(frac[:, :, None] * sq, axis=1)  # (G, D)
     value = jnp.mean(jnp.sqrt(jnp.maximum(jnp.mean(per_sq, axis=0), 0.0)))
     return value, jnp.mean(jnp.sqrt(jnp.maximum(per_sq, 0.0)), axis=1)
+
+
+def residual_ece(weights: jax.Array, target: jax.Array, conf: jax.Array, bins: jax.Array,
+                 n_bins: int) -> jax.Array:
+    r"""Binned L1 ECE of one group under item weights, from the per-bin statistics.
+
+    With equal-width bins and a corrected target this is NC-ECE ("Noisy-Label
+    Calibration with Multiple Unreliable Labels"): :math:`\sum_b |\hat r_b|` with the
+    binned residual :math:`\hat r_b = \sum_{i \in B_b} w_i (\hat U_i - Z_i) / \sum_i w_i`.
+    Written through :func:`segment_stats` and :func:`metric_from_stats`, so it is the
+    same number as :func:`noisycal.ece` on the same bins (JAX-traceable; the NC-ECE
+    credible, refit and cross-fitted intervals use it).
+
+    Parameters
+    ----------
+    weights : array of shape (n_items,)
+        Item weights (ones for the sample, bootstrap counts, Dirichlet weights).
+    target : array of shape (n_items,)
+        Target value of each item (e.g. the corrected label U_i).
+    conf : array of shape (n_items,)
+        Confidence of each item.
+    bins : array of int, shape (n_items,)
+        Bin index of each item.
+    n_bins : int
+
+    Returns
+    -------
+    scalar array
+    """
+    data = jnp.stack([jnp.ones_like(conf), conf, target], axis=1)[None]
+    stats = segment_stats(data, bins[None], weights, n_bins)
+    return metric_from_stats(stats, 1, "ece", "l1", False)[0]

@@ -1,21 +1,71 @@
-"""Cross-fitted NC-ECE (paper 003, spec sections 2.5 and 4.5)."""
+"""Cross-fitted NC-ECE ("Noisy-Label Calibration with Multiple Unreliable Labels")."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from .._jax import as_numpy_rng
+from .._jax import as_numpy_rng, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_int, check_level
+from .._validation import check_array, check_int, check_level, check_n_bins, check_seed
+from ..correction import correction_range
 from ..data import Annotations
+from ..intervals.bounds import hoeffding_radius
 from ..intervals.estimate import Estimate
 from ..targets import corrected
-from .binning import equal_width_bins
+from .binning import equal_width_bins, residual_ece, segment_stats
 
 __all__ = ["nc_ece_crossfit"]
+
+
+def _fold_ids(folds: ArrayLike | None, n_folds: int, n: int, seed: Seed) -> tuple[np.ndarray,
+                                                                                   int]:
+    """Fold index 0..F-1 of every item (seeded, or from the user's fold ids)."""
+    if folds is None:
+        F = check_int(n_folds, "n_folds", minimum=2)
+        if F > n:
+            raise ValueError(f"n_folds={F} exceeds the number of items ({n})")
+        return as_numpy_rng(seed).permutation(np.arange(n) % F), F
+    raw = np.asarray(folds)
+    if raw.ndim != 1 or raw.shape[0] != n:
+        raise ValueError(f"folds must have one entry per item ({n}), got shape {raw.shape}")
+    if raw.dtype.kind == "f" and not np.all(np.isfinite(raw)):
+        raise ValueError("folds contains NaN or infinite fold ids")
+    if raw.dtype == object and any(v is None or (isinstance(v, float) and v != v)
+                                   for v in raw.tolist()):
+        raise ValueError("folds contains missing fold ids (None or NaN)")
+    fold = np.unique(raw, return_inverse=True)[1].ravel()
+    F = int(fold.max()) + 1
+    if F < 2:
+        raise ValueError("folds must contain at least two folds")
+    return fold, F
+
+
+def _check_inputs(probs: ArrayLike, annotations: Annotations, n_bins: int, level: float,
+                  seed: Seed) -> tuple[np.ndarray, int, float]:
+    level = check_level(level)
+    check_seed(seed)
+    z = check_array(probs, "probs", ndim=1)
+    if not isinstance(annotations, Annotations) or annotations.n_classes != 2:
+        raise ValueError("annotations must be two-class noisycal.Annotations")
+    n = annotations.n_items
+    if z.shape[0] != n:
+        raise ValueError(f"probs has {z.shape[0]} items, annotations have {n}")
+    if np.any((z < 0) | (z > 1)):
+        raise ValueError("probs must lie in [0, 1]")
+    return z, check_n_bins(n_bins, n), level
+
+
+def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: np.ndarray,
+                 k: int, weights: str, kw: dict) -> Any:
+    """Corrected target of the test fold from channels fitted on the other folds."""
+    fit = model.fit(annotations.subset(train), **kw)
+    if fit.status not in ("ok", "boundary"):
+        raise ValueError(f"the channel fit on the folds other than {k} failed: "
+                         f"{fit.status} ({fit.message})")
+    return corrected(annotations.subset(test), confusion=fit.confusion, weights=weights,
+                     prevalence=float(np.mean(fit.group_prevalence[:, 1])))
 
 
 def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = None,
@@ -25,16 +75,19 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     r"""Cross-fitted NC-ECE with its finite-sample interval (binary).
 
     Items are split into F folds fixed before looking at the data (seeded, or given). For
-    each fold k the channels (and weights) are fitted on the other folds, the corrected
-    labels of fold k are built from them, and the per-bin residual sums are pooled:
+    each fold k the channels (and weights) are fitted on the other folds and the
+    corrected labels of fold k are built from them; the NC-ECE of these labels is then
+    the binned statistic of the whole sample (:func:`~noisycal.metrics.binning.residual_ece`):
 
-    .. math:: \hat r^{cf}_\ell = \sum_k \frac{n_k}{n} \frac{1}{n_k}\sum_{i \in I_k}
-              (\hat U^{(-k)}_i - Z_i) 1(Z_i \in B_\ell),\qquad
-              \mathrm{NC\text{-}ECE}^{cf} = \sum_\ell |\hat r^{cf}_\ell|
+    .. math:: \hat r^{cf}_\ell = \frac1n \sum_i (\hat U^{(-k(i))}_i - Z_i) 1(Z_i \in B_\ell),
+              \qquad \mathrm{NC\text{-}ECE}^{cf} = \sum_\ell |\hat r^{cf}_\ell|
 
     (absolute values after pooling). The interval adds and subtracts
     :math:`\sum_k (n_k/n) \hat B^{(-k)} \sqrt{2 (M \log 2 + \log(2F/\eta)) / n_k}`
-    (spec section 4.5) and, like ``bound_mode='binned_only'``, assumes exact channels.
+    (:func:`~noisycal.intervals.bounds.hoeffding_radius` with c = 2F, B-hat from
+    :func:`~noisycal.correction.correction_range`) and, like
+    ``bound_mode='binned_only'``, assumes exact channels. After "Noisy-Label Calibration
+    with Multiple Unreliable Labels" (its Theorem 1 applied per fold).
 
     Parameters
     ----------
@@ -45,66 +98,50 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     model : annotator model, optional
         Fitted on every training fold; default ``DawidSkene()`` with EM.
     n_folds : int, default=5
+        F, when ``folds`` is not given.
     folds : array-like of shape (n_items,), optional
-        Fold id of each item (overrides ``n_folds``).
+        Fold id of each item (overrides ``n_folds``; no missing ids).
     n_bins : int, default=10
+        Equal-width bins M.
     weights : str, default='iv'
+        Aggregation weights of :func:`noisycal.targets.corrected`.
     level : float, default=0.9
+        1 - eta.
     seed : int or jax key, default=0
         Seeds the fold assignment (and the fits).
     fit_kwargs : dict, optional
         Extra arguments of ``model.fit``.
+
+    Returns
+    -------
+    Estimate
+        ``details['per_fold']`` holds each fold's B-hat, radius and channels.
     """
     from ..annotators import DawidSkene
 
-    level = check_level(level)
-    M = check_int(n_bins, "n_bins", minimum=1)
-    z = check_array(probs, "probs", ndim=1)
-    if not isinstance(annotations, Annotations) or annotations.n_classes != 2:
-        raise ValueError("annotations must be two-class noisycal.Annotations")
-    n = annotations.n_items
-    if z.shape[0] != n:
-        raise ValueError(f"probs has {z.shape[0]} items, annotations have {n}")
-    if np.any((z < 0) | (z > 1)):
-        raise ValueError("probs must lie in [0, 1]")
-    if folds is None:
-        F = check_int(n_folds, "n_folds", minimum=2)
-        fold = as_numpy_rng(seed).permutation(np.arange(n) % F)
-    else:
-        fold = np.unique(np.asarray(folds), return_inverse=True)[1].ravel()
-        if fold.shape[0] != n:
-            raise ValueError(f"folds must have one entry per item ({n})")
-        F = int(fold.max()) + 1
-        if F < 2:
-            raise ValueError("folds must contain at least two folds")
+    z, M, level = _check_inputs(probs, annotations, n_bins, level, seed)
+    n = z.shape[0]
+    fold, F = _fold_ids(folds, n_folds, n, seed)
     model = DawidSkene() if model is None else model
     kw = {"seed": seed, **(fit_kwargs or {})}
-    bins = equal_width_bins(z, M)
-    r = np.zeros(M)
-    radius = 0.0
-    per_fold = []
-    eta = 1.0 - level
+    u = np.empty(n)
+    radius, per_fold = 0.0, []
     for k in range(F):
         test = np.flatnonzero(fold == k)
-        train = np.flatnonzero(fold != k)
-        fit = model.fit(annotations.subset(train), **kw)
-        if fit.status not in ("ok", "boundary"):
-            raise ValueError(f"the channel fit on the folds other than {k} failed: "
-                             f"{fit.status} ({fit.message})")
-        sub = annotations.subset(test)
-        U = corrected(sub, confusion=fit.confusion, weights=weights,
-                      prevalence=float(np.mean(fit.group_prevalence[:, 1])))
-        nk = test.size
-        r += np.bincount(bins[test], weights=U.values[:, 1] - z[test], minlength=M) / n
-        alpha = U.details["weights"]
+        U = _fold_target(model, annotations, np.flatnonzero(fold != k), test, k, weights, kw)
+        u[test] = U.values[:, 1]
         C = U.details["confusion"]
-        use = alpha > 0
-        B = float(np.sum(alpha[use] / (C[use, 1, 1] - C[use, 0, 1])))
-        rad_k = B * math.sqrt(2 * (M * math.log(2) + math.log(2 * F / eta)) / nk)
-        radius += nk / n * rad_k
-        per_fold.append({"fold": k, "n": nk, "B_hat": B, "radius": rad_k,
+        B = correction_range(U.details["weights"], C[:, 0, 1], C[:, 1, 1])
+        rad_k = hoeffding_radius(B, test.size, M, level, union=2.0 * F)
+        radius += test.size / n * rad_k
+        per_fold.append({"fold": k, "n": test.size, "B_hat": B, "radius": rad_k,
                          "a": C[:, 0, 1], "b": C[:, 1, 1]})
-    value = float(np.abs(r).sum())
+    bins = equal_width_bins(z, M)
+    with x64():
+        value = float(residual_ece(np.ones(n), u, z, bins, M))
+        stats = np.asarray(segment_stats(np.stack([np.ones(n), z, u], 1)[None], bins[None],
+                                         None, M))[0]
+    r = (stats[:, 2] - stats[:, 1]) / n  # the per-bin residuals r_l, from the bin sums
     return Estimate("cross-fitted NC-ECE", value, (max(0.0, value - radius), value + radius),
                     level, "bound", "hoeffding-union-crossfit", n=n,
                     message="assumes exact channels (the channel term is not included)",

@@ -11,11 +11,17 @@ import jax
 import jax.numpy as jnp
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_level, predictions
+from .._validation import (
+    check_choice,
+    check_int,
+    check_level,
+    check_seed,
+    user_stacklevel,
+)
 from .._warnings import ConvergenceWarning, NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
-from ..targets import as_target_matrix
+from .ece import resolve_inputs, with_target_status
 
 __all__ = ["calibration_slope", "calibration_intercept"]
 
@@ -23,14 +29,14 @@ _NEWTON_STEPS = 50
 
 
 def _logit_and_target(probs: ArrayLike | None, target: object, logits: ArrayLike | None,
-                      kind: str | None) -> tuple[np.ndarray, np.ndarray, str]:
-    P, logP, binary = predictions(probs, logits)
+                      kind: str | None, classes: ArrayLike | None, items: ArrayLike | None
+                      ) -> tuple[np.ndarray, np.ndarray, str]:
+    P, logP, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
     if kind is None:
         kind = "positive_class" if binary else "top_label"
     check_choice(kind, "kind", ("top_label", "positive_class"))
     if kind == "positive_class" and P.shape[1] != 2:
         raise ValueError(f"kind='positive_class' needs 2 classes, got {P.shape[1]}")
-    T = as_target_matrix(target, P.shape[0], P.shape[1])
     n = P.shape[0]
     col = np.full(n, 1) if kind == "positive_class" else np.argmax(P, axis=1)
     lp = logP[np.arange(n), col]
@@ -108,16 +114,38 @@ def _fit(x: np.ndarray, y: np.ndarray, which: str, cov_type: str) -> tuple:
     return res, params, bread @ (score.T @ score) @ bread
 
 
+def _undefined(x: np.ndarray, y: np.ndarray, which: str, hard: bool) -> str:
+    """Why the logistic fit has no finite estimate ('' when it has one)."""
+    if np.all(y == 0) or np.all(y == 1):
+        return (f"every target is {int(y[0])}: the calibration {which} is not defined "
+                "(its maximum-likelihood estimate is infinite)")
+    if which == "slope" and hard and (np.max(x[y == 0]) <= np.min(x[y == 1])
+                                      or np.max(x[y == 1]) <= np.min(x[y == 0])):
+        return ("the targets are separated by the scores (every 0 on one side of every "
+                "1): the calibration slope is infinite, not estimable")
+    return ""
+
+
 def _estimate(which: str, probs: ArrayLike | None, target: object, logits: ArrayLike | None,
               kind: str | None, interval: str | None, level: float, cov_type: str,
-              n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None) -> Estimate:
+              n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None,
+              classes: ArrayLike | None = None, items: ArrayLike | None = None) -> Estimate:
     check_choice(interval, "interval", (None, "wald", "bootstrap"))
     level = check_level(level)
     n_boot = check_int(n_boot, "n_boot", minimum=2)
     check_choice(method, "method", BOOTSTRAP_METHODS)
     check_choice(cov_type, "cov_type", ("auto", "nonrobust", "HC0"))
-    x, y, kind = _logit_and_target(probs, target, logits, kind)
+    check_seed(seed)
+    x, y, kind = _logit_and_target(probs, target, logits, kind, classes, items)
     hard = bool(np.all((y == 0) | (y == 1)))
+    why = _undefined(x, y, which, hard)
+    if why:
+        warnings.warn(f"calibration {which}: {why}", NumericalWarning,
+                      stacklevel=user_stacklevel())
+        status = "separation" if "separated" in why else "undefined"
+        return with_target_status(Estimate(f"calibration {which}", float("nan"), n=x.shape[0],
+                                           status=status, message=why,
+                                           details={"kind": kind}), target)
     ct = ("nonrobust" if hard else "HC0") if cov_type == "auto" else cov_type
     res, params, cov = _fit(x, y, which, ct)
     idx = 1 if which == "slope" else 0
@@ -128,30 +156,33 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     status, message = "ok", ""
     if not converged or not np.isfinite(value):
         status, message = "not_converged", "the GLM fit (IRLS) did not converge"
-        warnings.warn(f"calibration {which}: {message}", ConvergenceWarning, stacklevel=3)
+        warnings.warn(f"calibration {which}: {message}", ConvergenceWarning,
+                      stacklevel=user_stacklevel())
     elif interval == "wald" and not np.isfinite(bse[idx]):
         status = "nonfinite_se"
         message = "the standard error is not finite; try interval='bootstrap'"
-        warnings.warn(f"calibration {which}: {message}", NumericalWarning, stacklevel=3)
+        warnings.warn(f"calibration {which}: {message}", NumericalWarning,
+                      stacklevel=user_stacklevel())
     name = f"calibration {which}"
     details = {"kind": kind, "cov_type": ct, "params": params, "bse": bse}
     if interval is None or status != "ok":
-        return Estimate(name, value, n=x.shape[0], status=status, message=message,
-                        details=details)
+        return with_target_status(Estimate(name, value, n=x.shape[0], status=status,
+                                           message=message, details=details), target)
     if interval == "wald":
         if cluster is not None:
             raise ValueError("interval='wald' treats items as independent; use "
                              "interval='bootstrap' with cluster=")
         z = sps.norm.ppf(0.5 + level / 2.0)
         lo, hi = value - z * bse[idx], value + z * bse[idx]
-        return Estimate(name, value, (lo, hi), level, "wald", "wald", n=x.shape[0],
-                        details=details)
+        return with_target_status(Estimate(name, value, (lo, hi), level, "wald", "wald",
+                                           n=x.shape[0], details=details), target)
     stat = _slope_stat if which == "slope" else _intercept_stat
     est = bootstrap(stat, x, y, cluster=cluster, n_boot=n_boot, level=level, method=method,
                     seed=seed, name=name)
-    return Estimate(name, value, est.interval, level, "bootstrap", method, n=x.shape[0],
-                    n_boot=n_boot, status=est.status, message=est.message, details=details,
-                    replicates=est.replicates)
+    return with_target_status(Estimate(
+        name, value, est.interval, level, "bootstrap", method, n=x.shape[0], n_boot=n_boot,
+        status=est.status, message=est.message, details=details,
+        replicates=est.replicates), target)
 
 
 def calibration_slope(
@@ -159,6 +190,8 @@ def calibration_slope(
     target: object = None,
     *,
     logits: ArrayLike | None = None,
+    classes: ArrayLike | None = None,
+    items: ArrayLike | None = None,
     kind: str | None = None,
     interval: str | None = "wald",
     level: float = 0.9,
@@ -177,7 +210,7 @@ def calibration_slope(
 
     Parameters
     ----------
-    probs, logits, target : see :func:`noisycal.ece`
+    probs, logits, target, classes, items : see :func:`noisycal.ece`
         Targets must lie in [0, 1]; soft targets give a quasi-likelihood fit.
     kind : {'positive_class', 'top_label'}, optional
     interval : {'wald', 'bootstrap', None}, default='wald'
@@ -186,14 +219,21 @@ def calibration_slope(
     cov_type : {'auto', 'nonrobust', 'HC0'}, default='auto'
         Covariance of the Wald interval: model-based for 0/1 targets, sandwich (HC0) for
         soft targets (whose binomial variance is not the model's).
+    method : {'percentile', 'basic', 'bca'}, default='percentile'
+        How the bootstrap interval is read off the replicates (``method=`` means only
+        this in every metric).
+    n_boot, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
     Estimate
-        ``details['params']`` holds (intercept a, slope b).
+        ``details['params']`` holds (intercept a, slope b). When every target is 0 (or
+        every one 1), or the hard targets are separated by the scores, the estimate is
+        not defined: value NaN, status 'undefined' or 'separation' and a
+        :class:`~noisycal.NumericalWarning`.
     """
     return _estimate("slope", probs, target, logits, kind, interval, level, cov_type, n_boot,
-                     method, seed, cluster)
+                     method, seed, cluster, classes, items)
 
 
 def calibration_intercept(
@@ -201,6 +241,8 @@ def calibration_intercept(
     target: object = None,
     *,
     logits: ArrayLike | None = None,
+    classes: ArrayLike | None = None,
+    items: ArrayLike | None = None,
     kind: str | None = None,
     interval: str | None = "wald",
     level: float = 0.9,
@@ -213,8 +255,20 @@ def calibration_intercept(
     r"""Calibration intercept ("calibration in the large"): a in logit P(Y=1) = a + logit(p).
 
     The slope is fixed at 1 (``logit(p)`` enters as an offset), so a = 0 when the average
-    predicted log-odds match the outcomes; a > 0 means the predictions are too low. Same
-    arguments as :func:`calibration_slope`.
+    predicted log-odds match the outcomes; a > 0 means the predictions are too low.
+
+    Parameters
+    ----------
+    probs, logits, target, classes, items : see :func:`calibration_slope`
+    kind, interval, level, cov_type : see :func:`calibration_slope`
+    method : {'percentile', 'basic', 'bca'}, default='percentile'
+        How the bootstrap interval is read off the replicates (``method=`` means only
+        this in every metric).
+    n_boot, seed, cluster : see :func:`noisycal.ece`
+
+    Returns
+    -------
+    Estimate
     """
     return _estimate("intercept", probs, target, logits, kind, interval, level, cov_type,
-                     n_boot, method, seed, cluster)
+                     n_boot, method, seed, cluster, classes, items)
