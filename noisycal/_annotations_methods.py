@@ -18,9 +18,9 @@ from . import _annotations_stats as stats
 from ._annotations_encode import show
 from ._jax import as_numpy_rng
 from ._typing import ArrayLike, Seed
-from ._validation import check_choice, check_int
+from ._validation import check_choice, check_int, check_seed
 
-__all__ = ["EngineArrays", "AnnotationsMethods", "TIE_OPTIONS", "check_seed"]
+__all__ = ["EngineArrays", "AnnotationsMethods", "TIE_OPTIONS"]
 
 TIE_OPTIONS = ("lowest", "random", "raise")
 
@@ -50,28 +50,6 @@ class EngineArrays(NamedTuple):
     n_items: int
     n_annotators: int
     n_classes: int
-
-
-def check_seed(seed: Seed, name: str = "seed") -> Seed:
-    """An int seed must fit in int64 (JAX's range); keys and None pass through.
-
-    Parameters
-    ----------
-    seed : int, JAX PRNG key or None
-        The seed to check (other types are left to :func:`noisycal._jax.as_key`).
-    name : str, default='seed'
-        The argument's name, for error messages.
-
-    Returns
-    -------
-    int, JAX PRNG key or None
-        ``seed`` unchanged.
-    """
-    if isinstance(seed, bool):
-        raise ValueError(f"{name} must be an int or a JAX PRNG key, got {seed!r}")
-    if isinstance(seed, int | np.integer) and not -(2**63) <= int(seed) < 2**63:
-        raise ValueError(f"{name} must be an integer in [-2**63, 2**63 - 1], got {int(seed)}")
-    return seed
 
 
 class AnnotationsMethods:
@@ -160,7 +138,8 @@ class AnnotationsMethods:
             int64 range or a JAX key.
         """
         check_choice(tie, "tie", TIE_OPTIONS)
-        check_seed(seed)
+        if seed is not None:
+            check_seed(seed)
         if tie == "random" and seed is None:
             raise ValueError("seed is required with tie='random' (pass seed=0, or any int, "
                              "for reproducible tie-breaking)")

@@ -10,6 +10,7 @@ import numpy as np
 import jax
 
 from ._typing import PRNGKey, Seed
+from ._validation import check_seed
 
 __all__ = ["x64", "as_key", "as_numpy_rng"]
 
@@ -39,7 +40,7 @@ def as_key(seed: Seed) -> PRNGKey:
             "pass seed=0 (or any int) for a reproducible result"
         )
     if isinstance(seed, int | np.integer):
-        return jax.random.key(int(seed))
+        return jax.random.key(int(check_seed(seed)))
     if isinstance(seed, jax.Array):
         if jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key):
             return seed

@@ -15,10 +15,9 @@ from scipy import integrate
 from scipy import stats as sps
 from scipy.special import expit, logit, softmax
 
-from ._annotations_methods import check_seed
 from ._jax import as_numpy_rng
 from ._typing import ArrayLike, Seed
-from ._validation import PROB_ATOL, check_array, check_choice, check_int
+from ._validation import PROB_ATOL, check_array, check_choice, check_int, check_seed
 from .data import Annotations
 
 __all__ = [

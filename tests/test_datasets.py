@@ -100,7 +100,7 @@ def test_densenet40_ece_matches_readme(densenet):
 
 @pytest.mark.data
 def test_densenet40_true_label_ece(densenet, cifar10h):
-    est = nc.true_label_ece(logits=densenet.logits_test, soft_labels=cifar10h.probs,
+    est = nc.true_label_ece(logits=densenet.logits_test, target=cifar10h.probs,
                             form="expected", n_bins=15, interval=None)
     print(f"DenseNet-40 CIFAR-10H true-label ECE (expected form) = {est.value:.7f}")
     # no published reference value: a smoke check that the soft-label ECE is a finite,

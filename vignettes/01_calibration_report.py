@@ -113,10 +113,10 @@ def calibration_report(data: Data, *, n_boot: int, n_draws: int,
                 continue
             ests[(metric, tname)] = fn(t)
     ests[("ECE (top-label)", "soft labels")] = nc.true_label_ece(
-        logits=z, soft_labels=soft, form="expected", **binned)
+        logits=z, target=soft, form="expected", **binned)
     mc_name = f"true-label ECE (MC, {n_draws} draws)"
     ests[(mc_name, "soft labels")] = nc.true_label_ece(
-        logits=z, soft_labels=soft, form="mc", n_draws=n_draws, **binned)
+        logits=z, target=soft, form="mc", n_draws=n_draws, **binned)
 
     rows = []
     for (metric, tname), est in ests.items():

@@ -194,23 +194,6 @@ def check_box(bounds: object, *, positive: bool) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def check_tol(tol: object, name: str = "tol") -> float:
-    """A finite positive real tolerance (not a string, not a bool)."""
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not math.isfinite(tol) \
-            or not tol > 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {tol!r}")
-    return float(tol)
-
-
-def check_seed(seed: object) -> object:
-    """An int seed must fit in a signed 64-bit integer; other seeds (JAX keys) pass on."""
-    if isinstance(seed, bool):
-        raise ValueError(f"seed must be an int or a JAX PRNG key, got {seed!r}")
-    if isinstance(seed, numbers.Integral) and not -(2**63) <= int(seed) < 2**63:
-        raise ValueError(f"seed must fit in a signed 64-bit integer, got {seed}")
-    return seed
-
-
 def as_1d(x: ArrayLike, name: str) -> np.ndarray:
     """A finite float64 vector of shape (n,) (binary calibrators take 1-D scores)."""
     arr = check_array(x, name)

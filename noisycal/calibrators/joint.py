@@ -15,12 +15,12 @@ import warnings
 import numpy as np
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, check_real, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
 from ..annotators import DawidSkene, GroupedDawidSkene
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
-from ._base import Calibrator, check_alignment, check_seed, check_tol, check_unit_scores
+from ._base import Calibrator, check_alignment, check_unit_scores
 from .scaling import MAX_BINS_PER_ITEM
 
 __all__ = ["JointMap"]
@@ -203,7 +203,7 @@ class JointMap(Calibrator):
         J = check_int(self.n_bins, "n_bins", minimum=1)
         check_int(self.n_starts, "n_starts", minimum=1)
         check_int(self.max_iter, "max_iter", minimum=1)
-        check_tol(self.tol, "tol")
+        check_real(self.tol, "tol", minimum=0.0, strict=True)
         check_seed(self.seed)
         check_choice(self.orientation, "orientation", ("anchor", "vote"))
         z = check_unit_scores(probs, "probs")

@@ -35,6 +35,8 @@ from scipy.special import expit, log_expit
 from .._typing import ArrayLike
 from .._validation import check_int, check_level
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
+from ..correction import correction_range
+from ..intervals.bounds import hoeffding_radius
 from ..metrics.binning import equal_width_bins
 from ._base import (
     Calibrator,
@@ -478,11 +480,8 @@ class HistogramBinning(Calibrator):
         if "weights" not in det:
             raise ValueError("target must be the corrected Target the histogram was fitted to "
                              "(nc.targets.corrected): bound() needs its weights and channels")
-        alpha = np.asarray(det["weights"])
         C = np.asarray(det["confusion"])
-        use = alpha > 0
-        B = float(np.sum(alpha[use] / (C[use, 1, 1] - C[use, 0, 1])))
-        n = int(self.counts_.sum())
-        J = len(self.values_)
-        return channel_term + (B + 1) * math.sqrt(
-            2 * (J * math.log(2) + math.log(4 / (1 - level))) / n)
+        B = correction_range(det["weights"], C[:, 0, 1], C[:, 1, 1])
+        # the same Hoeffding term as the NC-ECE bound, for a range of B + 1 and 4 events
+        return channel_term + hoeffding_radius(B + 1.0, int(self.counts_.sum()),
+                                               len(self.values_), level, union=4.0)

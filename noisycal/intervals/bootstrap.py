@@ -7,8 +7,8 @@ by ``cluster=``). Replicates are computed in jitted chunks (``jax.lax.map`` with
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import warnings
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
