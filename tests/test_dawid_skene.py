@@ -344,7 +344,7 @@ def _binary_annotations(n, a, b, mu, seed, groups=None):
 def test_moment_start_is_proposition_d2():
     """The start's channels equal moment_triple's on three complete annotators; a fourth
     annotator's gap comes from its covariance with the anchor (checked against truth)."""
-    from noisycal.annotators.dawid_skene import _moment_start
+    from noisycal.engines.starts import moment_start as _moment_start
 
     a, b = np.array([0.08, 0.13, 0.18, 0.25]), np.array([0.84, 0.89, 0.94, 0.7])
     A, ann = _binary_annotations(200_000, a, b, 0.35, seed=0)
@@ -376,7 +376,7 @@ def test_moments_init_reaches_the_same_mle_and_reports_the_start():
     np.testing.assert_allclose(fit.prevalence, ref.prevalence, atol=1e-5)
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)
     # group prevalences of the moment start itself are close to the truth
-    from noisycal.annotators.dawid_skene import _moment_start
+    from noisycal.engines.starts import moment_start as _moment_start
 
     prev0, _, _ = _moment_start(ann, groups, 3, 0)
     np.testing.assert_allclose(prev0[:, 1], [0.2, 0.5, 0.8], atol=0.05)
@@ -386,7 +386,7 @@ def test_moments_init_falls_back_and_rejects_bad_designs():
     rng = np.random.default_rng(2)
     A = rng.integers(0, 2, size=(500, 3))  # independent coins: no informative triple
     ann = nc.Annotations.from_wide(A, classes=[0, 1])
-    from noisycal.annotators.dawid_skene import _moment_start
+    from noisycal.engines.starts import moment_start as _moment_start
 
     C = np.cov(A.T)
     if C[0, 1] * C[0, 2] * C[1, 2] <= 0:

@@ -10,10 +10,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._typing import Seed
+from .._jax import x64
+from .._typing import ArrayLike, Seed
 from .._validation import check_level
 
-__all__ = ["AnnotatorFit"]
+__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "BOUNDARY"]
+
+#: A marginal prevalence below this is reported as a boundary estimate.
+BOUNDARY = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,7 +44,8 @@ class AnnotatorFit:
         Free parameters.
     status : str
         ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
-        ``'not_identified'``.
+        ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
+        (see :func:`design_status` and :func:`estimate_status`).
     message : str
     converged : bool
     n_iter : int
@@ -240,12 +245,158 @@ class AnnotatorFit:
     def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
         """P(true class | ratings) for new items under the point estimates.
 
-        See :func:`noisycal.annotators.predict`.
+        Parameters
+        ----------
+        annotations : Annotations
+            Ratings of the new items (see :func:`predict`).
+        groups : array-like of int, optional
+            Group index of each new item (grouped fits).
         """
-        from ..annotators import predict
-
         return predict(self, annotations, groups)
 
     def __repr__(self) -> str:
         return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
                 f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
+
+
+def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
+            ) -> np.ndarray:
+    """P(true class | ratings) for new items, using a fit's point estimates.
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A Dawid–Skene family fit with finite estimates.
+    annotations : Annotations
+        Ratings of the new items: the fit's classes (same order) and a subset of its
+        annotators.
+    groups : array-like of int, optional
+        Grouped fits: each new item's group as an index into the fitted groups
+        (default group 0).
+
+    Returns
+    -------
+    ndarray of shape (n_new_items, K)
+    """
+    import jax.numpy as jnp
+
+    from noisycal.models.dawid_skene import make_data
+
+    from ..data import Annotations
+    from .em import e_step
+
+    if not isinstance(fit, AnnotatorFit):
+        raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")
+    if not isinstance(annotations, Annotations):
+        raise ValueError("annotations must be a noisycal.Annotations, got "
+                         f"{type(annotations).__name__}")
+    if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
+        raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
+                         "predict")
+    if not np.array_equal(np.asarray(annotations.classes), np.asarray(fit.classes)):
+        raise ValueError(f"annotations have classes {list(annotations.classes)} but the fit "
+                         f"has {list(fit.classes)}")
+    pos = {v: i for i, v in enumerate(np.asarray(fit.annotators).tolist())}
+    unknown = [a for a in annotations.annotators.tolist() if a not in pos]
+    if unknown:
+        raise ValueError(f"annotations name annotator(s) the fit has not seen: {unknown[:5]}")
+    amap = np.array([pos[a] for a in annotations.annotators.tolist()], dtype=np.int32)
+    arr = annotations.engine_arrays()
+    L = fit.group_prevalence.shape[0]
+    g = _group_codes(groups, annotations.n_items, L)
+    with x64():
+        data = make_data(arr.item, amap[arr.annotator], arr.label, n_items=arr.n_items,
+                         n_annotators=len(fit.annotators), n_classes=len(fit.classes),
+                         group=g, n_groups=L)
+        post, _ = e_step(jnp.asarray(fit.group_prevalence), jnp.asarray(fit.confusion),
+                         data, None)
+        return np.asarray(post)
+
+
+def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
+    """Validated group indices 0..L-1 of new items (zeros when not given)."""
+    if groups is None:
+        return np.zeros(n_items, np.int32)
+    g = np.asarray(groups)
+    if g.shape != (n_items,) or g.dtype.kind not in "iu" or g.min() < 0 or g.max() >= L:
+        raise ValueError(f"groups must give each of the {n_items} new items an integer group "
+                         f"index in 0..{L - 1}, got {g.dtype} values of shape {g.shape}")
+    return g.astype(np.int32)
+
+
+def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
+                  n_ratings: int, *, J: int, L: int) -> tuple[str, str]:
+    """Identification problems of a Dawid–Skene data design, whatever the estimates.
+
+    Parameters
+    ----------
+    label_counts : (K,) int
+        Ratings per observed class.
+    classes : (K,)
+        Class labels (named in the message).
+    n_params : int
+        Free parameters of the model.
+    n_ratings : int
+        Ratings fitted.
+    J, L : int
+        Annotators and groups.
+
+    Returns
+    -------
+    (status, message)
+        'unobserved_class' when a class is never rated (its prevalence and channel rows
+        are then set by the starts or the prior, not the data); 'not_identified' when
+        the model has more free parameters than the L (K^J - 1) free frequencies of
+        complete rating patterns; 'over_parametrised' when it has more free
+        parameters than ratings (a saturated fit); else ('ok', '').
+    """
+    K = len(classes)
+    absent = [classes[k] for k in np.flatnonzero(np.asarray(label_counts) == 0)]
+    if absent:
+        return "unobserved_class", (f"class(es) {absent} never occur in the ratings: "
+                                    "their prevalence and channels are not identified")
+    # J log K can be large: the count is then effectively infinite
+    cells = L * (K ** J - 1) if J * np.log(K) < 60 else np.inf
+    if n_params > cells:
+        return "not_identified", (f"{n_params} free parameters but only {cells} free "
+                                  "pattern frequencies: the model is over-parametrised")
+    if n_params > n_ratings:
+        return "over_parametrised", (f"{n_params} free parameters from {n_ratings} "
+                                     "ratings: the fit is saturated, its estimates are "
+                                     "not determined by the data")
+    return "ok", ""
+
+
+def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bool
+                    ) -> tuple[str, str]:
+    """Status of finite point estimates: convergence, small binary gaps, boundary.
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    converged : bool
+
+    Returns
+    -------
+    (status, message)
+        'not_converged'; 'small_gap' when a binary annotator's gap
+        ``|confusion[j, 1, 1] - confusion[j, 0, 1]|`` is at most 1e-4 (its channel
+        carries no information about the class); 'boundary' when a marginal model's
+        prevalence is below :data:`BOUNDARY`; else ('ok', '').
+    """
+    from ..correction import GAP_THRESHOLD
+
+    if not converged:
+        return "not_converged", "the iteration limit was reached before the tolerance"
+    if confusion.shape[1] == 2:
+        gaps = confusion[:, 1, 1] - confusion[:, 0, 1]
+        small = np.flatnonzero(np.abs(gaps) <= GAP_THRESHOLD)
+        if small.size:
+            return "small_gap", (f"annotator(s) {small.tolist()} have |gap| <= "
+                                 f"{GAP_THRESHOLD:g}: their channel carries no "
+                                 "information about the class")
+    if prevalence.shape[0] == 1 and np.min(prevalence) < BOUNDARY:
+        return "boundary", (f"a class prevalence is below {BOUNDARY:g}: the estimate "
+                            "is on the boundary of the parameter space")
+    return "ok", ""
