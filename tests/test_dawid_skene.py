@@ -45,25 +45,7 @@ def test_multistart_finds_at_least_the_papers_likelihood(ds1979):
     assert len(multi.details["start_objectives"]) == 10
 
 
-def test_em_loglik_equals_numpyro_log_density(ds1979):
-    from numpyro.infer.util import log_density
-
-    fit = nc.DawidSkene().fit(ds1979, init="soft_vote", n_starts=1)
-    arr = ds1979.engine_arrays()
-    with jax.enable_x64(True):
-        data = dsm.make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
-                             n_annotators=arr.n_annotators, n_classes=arr.n_classes)
-        params = {"prevalence": jnp.asarray(fit.group_prevalence),
-                  "confusion": jnp.clip(jnp.asarray(fit.confusion), 1e-12, None)}
-        params["confusion"] = params["confusion"] / params["confusion"].sum(-1, keepdims=True)
-        kw = dict(n_items=arr.n_items, n_annotators=arr.n_annotators, n_classes=4)
-        lj, trace = log_density(dsm.dawid_skene, (data.item, data.annotator, data.label), kw,
-                                params)
-        prior = sum(float(jnp.sum(site["fn"].log_prob(site["value"])))
-                    for site in trace.values()
-                    if site["type"] == "sample" and not site["is_observed"])
-        em_ll = float(dsm.log_likelihood(params, data))
-    assert float(lj) - prior == pytest.approx(em_ll, abs=1e-8)
+# the likelihood identity (EM, NumPyro, enumeration) is tested in test_em_likelihood.py
 
 
 # ------------------------------------------------------------------ simulation recovery

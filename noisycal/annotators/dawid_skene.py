@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 import jax
-import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
@@ -32,13 +31,14 @@ from .._validation import check_array, check_choice, check_int
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
-from ..engines.ds_nuts import (
+from ..engines.ds_numpyro import (
     chain_diagnostics,
     chain_status,
     ds_model_kwargs,
+    fit_mle,
+    nuts_init_params,
     sample_dawid_skene,
 )
-from ..engines.em import posteriors_at
 from ..engines.results import AnnotatorFit, design_status, estimate_status, predict
 from ..engines.starts import multistart_em, orient
 
@@ -432,24 +432,12 @@ class DawidSkene:
                  alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
                  seed: Seed, orientation: str, anchor: int, max_iter: int,
                  tol: float) -> AnnotatorFit:
-        from noisycal.models.dawid_skene import dawid_skene, one_coin_confusion
-
-        from ..engines.mle import fit_map
-
-        K = ann.n_classes
         use_prior = alpha is not None or beta is not None
-        jgold = None if gold is None else jnp.asarray(gold)
         with x64():
             data = _ds_data(ann, group, L)
-            res = fit_map(dawid_skene, model_args=(data.item, data.annotator, data.label),
-                          model_kwargs=ds_model_kwargs(data, L, alpha, beta, gold,
-                                                     one_coin=self._one_coin),
-                          seed=seed, prior=use_prior, max_iter=max_iter, tol=tol)
-            prev = np.asarray(res.params["prevalence"]).reshape(L, K)
-            conf = (np.asarray(one_coin_confusion(jnp.asarray(res.params["accuracy"]), K))
-                    if self._one_coin else np.asarray(res.params["confusion"]))
-            post = np.asarray(posteriors_at(jnp.asarray(prev)[None], jnp.asarray(conf)[None],
-                                            data, gold=jgold)[0])
+        prev, conf, post, res = fit_mle(
+            data, ds_model_kwargs(data, L, alpha, beta, gold, one_coin=self._one_coin),
+            gold=gold, seed=seed, prior=use_prior, max_iter=max_iter, tol=tol)
         perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation,
                       anchor)
         post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
@@ -464,38 +452,18 @@ class DawidSkene:
                              "group_index": _group_index(group, ann.n_items),
                              "gold": gold is not None, "max_iter": max_iter, "tol": tol})
 
-    def _nuts_init(self, ann: Annotations, group: np.ndarray | None, L: int,
-                   alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, *, seed: Seed,
-                   orientation: str, anchor: int) -> dict:
-        """Chain starts at the MAP-EM estimate under the same priors, so that all chains
-        begin in the vote-aligned mode (a chain that still wanders into a mirrored mode
-        is relabelled afterwards)."""
-        with warnings.catch_warnings():  # the start's own status does not concern the user
-            warnings.simplefilter("ignore", IdentifiabilityWarning)
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            em = self._fit_em(ann, group, L, alpha, beta, gold, seed=seed,
-                              orientation=orientation, anchor=anchor, init="mixed",
-                              n_starts=4, max_iter=1000, tol=1e-8, n_boot=0,
-                              screen_gaps=False)
-        init_conf = np.clip(em.confusion, 1e-4, None)
-        init_conf /= init_conf.sum(-1, keepdims=True)
-        init_prev = np.clip(em.group_prevalence, 1e-4, None)
-        init_prev /= init_prev.sum(-1, keepdims=True)
-        init_params = {"prevalence": init_prev}
-        if self._one_coin:
-            init_params["accuracy"] = np.clip(init_conf[:, 0, 0], 1e-4, 1 - 1e-4)
-        else:
-            init_params["confusion"] = init_conf
-        return init_params
-
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, *, seed: Seed,
                   orientation: str, anchor: int, num_chains: int, num_warmup: int,
                   num_samples: int, progress_bar: bool, rhat_threshold: float,
                   chain_method: str) -> AnnotatorFit:
         K, J = ann.n_classes, ann.n_annotators
-        init_params = self._nuts_init(ann, group, L, alpha, beta, gold, seed=seed,
-                                      orientation=orientation, anchor=anchor)
+        # every chain starts at the MAP-EM estimate under the same priors (4 starts)
+        em = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
+                           init="mixed", n_starts=4, max_iter=1000, tol=1e-8,
+                           rng_key=jax.random.split(as_key(seed))[0],
+                           orientation=orientation, anchor=anchor)
+        init_params = nuts_init_params(em.prevalence, em.confusion, one_coin=self._one_coin)
         with x64():
             data = _ds_data(ann, group, L)
         nd = sample_dawid_skene(

@@ -1,8 +1,9 @@
-"""NUTS for the Dawid–Skene family: sampling, per-draw relabelling, diagnostics.
+"""The Dawid–Skene NumPyro model under the generic engines: gradient MLE and NUTS.
 
-The sampler is :func:`noisycal.engines.nuts.sample_nuts` on the NumPyro model
-:func:`noisycal.models.dawid_skene.dawid_skene` (latent class marginalised by
-logsumexp). Every draw is then relabelled (:mod:`noisycal.engines.relabel`) before
+:func:`fit_mle` runs :func:`noisycal.engines.mle.fit_map` on the model's log density (a
+cross-check of EM). For NUTS, the sampler is :func:`noisycal.engines.nuts.sample_nuts`
+on the NumPyro model :func:`noisycal.models.dawid_skene.dawid_skene` (latent class
+marginalised by logsumexp). Every draw is then relabelled (:mod:`noisycal.engines.relabel`) before
 R-hat and ESS are computed, so label switching between chains does not masquerade as
 non-convergence.
 """
@@ -22,8 +23,8 @@ from .._warnings import IdentifiabilityWarning
 from .em import loglik_at, posteriors_at, vote_agreement
 from .relabel import anchor_perm, hungarian_perm, relabel_draws
 
-__all__ = ["ds_model_kwargs", "draw_perms", "NUTSDraws", "sample_dawid_skene",
-           "chain_diagnostics", "chain_status"]
+__all__ = ["ds_model_kwargs", "fit_mle", "nuts_init_params", "draw_perms", "NUTSDraws",
+           "sample_dawid_skene", "chain_diagnostics", "chain_status"]
 
 
 def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarray | None,
@@ -46,6 +47,76 @@ def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarra
                 n_groups=L, alpha=None if alpha is None else jnp.asarray(alpha),
                 beta=None if beta is None else jnp.asarray(beta), one_coin=one_coin,
                 gold=None if gold is None else jnp.asarray(gold))
+
+
+def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: Seed,
+            prior: bool, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray,
+                                                              np.ndarray, Any]:
+    """Gradient MLE (or MAP with ``prior=True``) of a Dawid–Skene model.
+
+    Parameters
+    ----------
+    data : DSData
+    model_kwargs : dict
+        From :func:`ds_model_kwargs`.
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown); their posteriors are clamped.
+    seed : int or jax key
+        Start of the optimiser.
+    prior : bool
+        Maximise the log posterior instead of the log-likelihood.
+    max_iter : int
+    tol : float
+        See :func:`noisycal.engines.mle.fit_map`.
+
+    Returns
+    -------
+    prevalence (L, K), confusion (J, K, K), posteriors (n_items, K), MLEResult
+        In the latent labelling of the optimum (not yet oriented).
+    """
+    from noisycal.models.dawid_skene import dawid_skene, one_coin_confusion
+
+    from .mle import fit_map
+
+    K, L = data.n_classes, data.n_groups
+    with x64():
+        res = fit_map(dawid_skene, model_args=(data.item, data.annotator, data.label),
+                      model_kwargs=model_kwargs, seed=seed, prior=prior, max_iter=max_iter,
+                      tol=tol)
+        prev = np.asarray(res.params["prevalence"]).reshape(L, K)
+        conf = (np.asarray(one_coin_confusion(jnp.asarray(res.params["accuracy"]), K))
+                if model_kwargs["one_coin"] else np.asarray(res.params["confusion"]))
+        post = np.asarray(posteriors_at(jnp.asarray(prev)[None], jnp.asarray(conf)[None],
+                                        data, gold=None if gold is None else
+                                        jnp.asarray(gold))[0])
+    return prev, conf, post, res
+
+
+def nuts_init_params(prevalence: np.ndarray, confusion: np.ndarray, *, one_coin: bool
+                     ) -> dict:
+    """Chain starting values from a point estimate (the MAP-EM fit under the same priors).
+
+    Starting all chains in the vote-aligned mode; a chain that still wanders into a
+    mirrored mode is relabelled afterwards. Entries are floored at 1e-4 and
+    renormalised, since NUTS starts in the interior of the simplex.
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    one_coin : bool
+        Start the ``accuracy`` site (the diagonal) instead of ``confusion``.
+    """
+    conf = np.clip(confusion, 1e-4, None)
+    conf /= conf.sum(-1, keepdims=True)
+    prev = np.clip(prevalence, 1e-4, None)
+    prev /= prev.sum(-1, keepdims=True)
+    init = {"prevalence": prev}
+    if one_coin:
+        init["accuracy"] = np.clip(conf[:, 0, 0], 1e-4, 1 - 1e-4)
+    else:
+        init["confusion"] = conf
+    return init
 
 
 def draw_perms(vote: np.ndarray, prevalence: np.ndarray, confusion: np.ndarray, data: Any,
