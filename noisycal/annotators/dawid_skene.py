@@ -39,7 +39,13 @@ from ..engines.ds_numpyro import (
     nuts_init_params,
     sample_dawid_skene,
 )
-from ..engines.results import AnnotatorFit, design_status, estimate_status, predict
+from ..engines.results import (
+    AnnotatorFit,
+    check_seed,
+    design_status,
+    estimate_status,
+    predict,
+)
 from ..engines.starts import multistart_em, orient
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict"]
@@ -65,15 +71,6 @@ def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
 def _group_index(group: np.ndarray | None, n_items: int) -> np.ndarray:
     """Each item's group code (zeros for a marginal model), as stored in fit details."""
     return np.zeros(n_items, np.int64) if group is None else np.asarray(group, np.int64)
-
-
-def _check_seed(seed: object) -> Seed:
-    """An int in the signed 64-bit range or a JAX key (``as_key`` checks the rest)."""
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-        if not -2**63 <= int(seed) < 2**63:
-            raise ValueError(f"seed must be an int in [-2**63, 2**63) or a JAX key, got {seed}")
-    as_key(seed)  # raises ValueError naming seed for other types
-    return seed
 
 
 def _check_tol(tol: object) -> float:
@@ -347,7 +344,7 @@ class DawidSkene:
         ann, group, L = self._check(annotations, groups)
         K, J = ann.n_classes, ann.n_annotators
         anchor = self._anchor(orientation, anchor, opts, K, J)
-        seed = _check_seed(seed)
+        seed = check_seed(seed)
         alpha, beta = self._priors(K, J, method)
         gold_idx = self._gold(ann, gold)
         if J == 1 and L == 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -14,7 +15,8 @@ from .._jax import x64
 from .._typing import ArrayLike, Seed
 from .._validation import check_level
 
-__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "BOUNDARY"]
+__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "check_seed",
+           "BOUNDARY"]
 
 #: A marginal prevalence below this is reported as a boundary estimate.
 BOUNDARY = 1e-6
@@ -108,13 +110,24 @@ class AnnotatorFit:
         """Bootstrap refits over items of an EM fit, computed on demand (and cached).
 
         The same refits as ``fit(..., n_boot=n_boot)`` would store in ``draws``: EM on
-        resampled items, started from the fitted posteriors (vmapped, seeded). Returns
-        ``{'prevalence', 'confusion', 'n_boot', 'boot_converged'}``.
+        resampled items, started from the fitted posteriors (vmapped, seeded).
+
+        Parameters
+        ----------
+        n_boot : int, default=1000
+            Number of refits (at least 1).
+        seed : int or jax key, default=0
+
+        Returns
+        -------
+        mapping
+            ``{'prevalence', 'confusion', 'n_boot', 'boot_converged'}``.
         """
         from .._jax import as_key
         from .._validation import check_int
 
         n_boot = check_int(n_boot, "n_boot", minimum=1)
+        check_seed(seed)
         if self.refit is None:
             raise ValueError("bootstrap refits need an EM fit made in this session (the "
                              "refit is not kept when a fit is pickled); this fit is "
@@ -172,19 +185,38 @@ class AnnotatorFit:
         frame["value"] = frame["value"].astype(np.float64)
         return frame
 
-    def conf_int(self, level: float = 0.9, *, n_boot: int = 1000,
-                 seed: Seed = 0) -> pd.DataFrame:
+    def conf_int(self, level: float = 0.9, *, n_boot: int | None = None,
+                 seed: Seed | None = None) -> pd.DataFrame:
         """Equal-tailed intervals of every parameter.
 
         NUTS fits: credible intervals from the posterior draws. EM fits: percentile
         bootstrap intervals from ``draws`` when the fit stored them
         (``fit(..., n_boot=...)``), else from ``n_boot`` refits computed now with
-        ``seed`` (:meth:`bootstrap_draws`). Columns: the ``to_frame`` columns plus
-        ``low`` and ``high``.
+        ``seed`` (:meth:`bootstrap_draws`).
+
+        Parameters
+        ----------
+        level : float, default=0.9
+            A fraction in (0, 1).
+        n_boot : int, default=1000
+            Refits computed now; only for an EM fit without stored draws.
+        seed : int or jax key, default=0
+            Seed of those refits; only for an EM fit without stored draws.
+
+        Returns
+        -------
+        DataFrame
+            The ``to_frame`` columns plus ``low`` and ``high``; ``attrs`` hold the
+            ``level`` and the interval ``kind``.
         """
         level = check_level(level)
         draws = self.draws
-        if draws is None:
+        if draws is not None:
+            for name, value in (("n_boot", n_boot), ("seed", seed)):
+                if value is not None:
+                    raise ValueError(f"{name} applies to refits computed now; this fit has "
+                                     "stored draws, which conf_int uses")
+        else:
             if self.refit is None:
                 if self.method == "em":
                     raise ValueError("this EM fit has no stored draws and no refit (the "
@@ -192,7 +224,8 @@ class AnnotatorFit:
                                      "n_boot > 0 to store bootstrap draws")
                 raise ValueError(f"this {self.method!r} fit has no draws: use method='em' "
                                  "(bootstrap) or method='nuts' (posterior) for intervals")
-            draws = self.bootstrap_draws(n_boot, seed=seed)
+            draws = self.bootstrap_draws(1000 if n_boot is None else n_boot,
+                                         seed=0 if seed is None else seed)
         a = (1.0 - level) / 2.0
         frame = self.to_frame()
         prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
@@ -205,7 +238,12 @@ class AnnotatorFit:
         return frame
 
     def summary(self) -> pd.DataFrame:
-        """Print and return a statsmodels-like summary (header and parameter table)."""
+        """A statsmodels-like summary table (never prints).
+
+        The parameter table (with ``low``/``high`` when the fit has draws); the header
+        (model, method, sizes, loglik, AIC, BIC, status and message) is in
+        ``table.attrs['header']``, the numbers also as separate ``attrs`` entries.
+        """
         table = self.conf_int() if self.draws is not None else self.to_frame()
         head = (f"{self.model} fit by {self.method}: {self.n_items} items, "
                 f"{len(self.annotators)} annotators, {len(self.classes)} classes\n"
@@ -213,8 +251,8 @@ class AnnotatorFit:
                 f"n_params {self.n_params}  iterations {self.n_iter}  status {self.status}")
         if self.message:
             head += f"\n{self.message}"
-        print(head)
-        print(table.to_string(index=False))
+        table.attrs.update(header=head, loglik=self.loglik, aic=self.aic, bic=self.bic,
+                           n_params=self.n_params, status=self.status, message=self.message)
         return table
 
     def to_arviz(self) -> Any:
@@ -324,6 +362,27 @@ def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
     return g.astype(np.int32)
 
 
+def check_seed(seed: object) -> Seed:
+    """``seed`` as given, after checking it is an int in [-2**63, 2**63) or a JAX key.
+
+    Parameters
+    ----------
+    seed : object
+
+    Raises
+    ------
+    ValueError
+        Naming ``seed`` (Python ints beyond 64 bits would overflow inside JAX).
+    """
+    from .._jax import as_key
+
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        if not -2**63 <= int(seed) < 2**63:
+            raise ValueError(f"seed must be an int in [-2**63, 2**63) or a JAX key, got {seed}")
+    as_key(seed)  # raises ValueError naming seed for other types
+    return seed
+
+
 def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
                   n_ratings: int, *, J: int, L: int) -> tuple[str, str]:
     """Identification problems of a Dawid–Skene data design, whatever the estimates.
@@ -351,7 +410,7 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         parameters than ratings (a saturated fit); else ('ok', '').
     """
     K = len(classes)
-    absent = [classes[k] for k in np.flatnonzero(np.asarray(label_counts) == 0)]
+    absent = np.asarray(classes)[np.asarray(label_counts) == 0].tolist()
     if absent:
         return "unobserved_class", (f"class(es) {absent} never occur in the ratings: "
                                     "their prevalence and channels are not identified")
