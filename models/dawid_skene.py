@@ -75,7 +75,16 @@ class DSData(NamedTuple):
 def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_items: int,
               n_annotators: int, n_classes: int, group: np.ndarray | None = None,
               n_groups: int = 1) -> DSData:
-    """Pack index arrays (ratings sorted by item for fast segment sums)."""
+    """Pack index arrays (ratings sorted by item for fast segment sums).
+
+    Parameters
+    ----------
+    item, annotator, label : int arrays of shape (n_ratings,)
+    n_items, n_annotators, n_classes : int
+    group : int array of shape (n_items,), optional
+        Group of each item (zeros when not given).
+    n_groups : int, default=1
+    """
     item = np.asarray(item, dtype=np.int32)
     order = np.argsort(item, kind="stable")
     g = np.zeros(n_items, dtype=np.int32) if group is None else np.asarray(group, np.int32)
@@ -85,7 +94,14 @@ def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_i
 
 
 def one_coin_confusion(accuracy: jax.Array, n_classes: int) -> jax.Array:
-    """Confusion matrices (J, K, K) of one-coin annotators with the given accuracies."""
+    """Confusion matrices (J, K, K) of one-coin annotators with the given accuracies.
+
+    Parameters
+    ----------
+    accuracy : (J,)
+        Probability of the true class; the rest is spread evenly over the others.
+    n_classes : int
+    """
     K = n_classes
     off = (1.0 - accuracy) / (K - 1)
     eye = jnp.eye(K)
@@ -97,6 +113,12 @@ def class_log_likelihood(params: dict, data: DSData) -> jax.Array:
 
     ``ll[i, k] = sum_{r: item_r = i} log confusion[annotator_r, k, label_r]``.
     Repeated ratings of one item by one annotator enter as independent ratings.
+
+    Parameters
+    ----------
+    params : dict
+        ``confusion`` (J, K, K).
+    data : DSData
     """
     conf = params["confusion"]
     J, K = conf.shape[0], conf.shape[-1]
@@ -108,7 +130,14 @@ def class_log_likelihood(params: dict, data: DSData) -> jax.Array:
 
 
 def joint_log_likelihood(params: dict, data: DSData) -> jax.Array:
-    """``log prevalence[g_i, k] + ll[i, k]``: each item's ratings and class k, (n_items, K)."""
+    """``log prevalence[g_i, k] + ll[i, k]``: each item's ratings and class k, (n_items, K).
+
+    Parameters
+    ----------
+    params : dict
+        ``prevalence`` (n_groups, K) and ``confusion`` (J, K, K).
+    data : DSData
+    """
     log_prev = jnp.log(jnp.maximum(params["prevalence"], LOG_FLOOR))[data.group]
     return class_log_likelihood(params, data) + log_prev
 
@@ -118,6 +147,12 @@ def item_log_likelihood(joint: jax.Array, gold: jax.Array | None = None) -> jax.
 
     ``logsumexp`` over the latent class; an item with a known class (``gold[i] >= 0``)
     contributes the joint log-probability of that class and its ratings instead.
+
+    Parameters
+    ----------
+    joint : (n_items, K)
+        From :func:`joint_log_likelihood`.
+    gold : int array of shape (n_items,), optional
     """
     lse = jax.nn.logsumexp(joint, axis=1)
     if gold is None:

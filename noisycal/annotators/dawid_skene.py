@@ -504,9 +504,9 @@ class OneCoinDawidSkene(DawidSkene):
 class GroupedDawidSkene(DawidSkene):
     """Dawid–Skene with observed item groups: a prevalence per group.
 
-    Groups are, for example, bins of a classifier's score (the joint score-bin model of
-    paper 003, section 3.7). With two annotators, two groups and two classes and shared
-    channels this is the Hui–Walter model.
+    Groups are, for example, bins of a classifier's score (the joint score-bin EM of
+    "Noisy-Label Calibration with Multiple Unreliable Labels"). With two annotators, two
+    groups and two classes and shared channels this is the Hui–Walter (1980) model.
 
     Parameters
     ----------

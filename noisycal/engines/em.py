@@ -75,7 +75,19 @@ class EMState(NamedTuple):
 
 def log_prior(prevalence: jax.Array, confusion: jax.Array, alpha: jax.Array | None,
               beta: jax.Array | None, one_coin: bool) -> jax.Array:
-    """Log Dirichlet prior density up to constants (0 when no prior is given)."""
+    """Log Dirichlet prior density up to constants (0 when no prior is given).
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    alpha : (K,), optional
+        Dirichlet prior of each group's prevalence.
+    beta : (K, K) or (J, K, K), optional
+        Dirichlet prior of each confusion row; for the one-coin model the accuracy gets
+        Beta(beta[0, 0], (K - 1) beta[0, 1]).
+    one_coin : bool
+    """
     lp = jnp.zeros(())
     if alpha is not None:
         lp += jnp.sum((alpha - 1.0) * jnp.log(jnp.maximum(prevalence, LOG_FLOOR)))
@@ -95,8 +107,18 @@ def e_step(prevalence: jax.Array, confusion: jax.Array, data: DSData,
            gold: jax.Array | None) -> tuple[jax.Array, jax.Array]:
     """Item posteriors and each item's log-likelihood, shapes (n_items, K) and (n_items,).
 
-    Items with a gold label (``gold >= 0``) have their posterior clamped to it, and
-    contribute the joint log-probability of their class and ratings.
+    The E-step of Dawid and Skene (1979), "Maximum likelihood estimation of observer
+    error-rates using the EM algorithm" (their Eq. 2.5), on the model's own likelihood
+    (:func:`noisycal.models.dawid_skene.joint_log_likelihood`).
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    data : DSData
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown): those items have their posterior clamped
+        and contribute the joint log-probability of their class and ratings.
     """
     joint = joint_log_likelihood({"prevalence": prevalence, "confusion": confusion}, data)
     lse = item_log_likelihood(joint, gold)
@@ -113,8 +135,23 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     """Closed-form (MAP-)M-step: prevalence per group and confusion matrices.
 
     With Dirichlet priors the pseudo-counts ``alpha - 1`` and ``beta - 1`` are added to the
-    expected counts (posterior mode on the probability scale). ``weights`` (n_items,)
-    weight the items (bootstrap refits).
+    expected counts (posterior mode on the probability scale).
+
+    Parameters
+    ----------
+    post : (n_items, K)
+        Item posteriors from the E-step.
+    data : DSData
+    alpha, beta : optional
+        Dirichlet priors (see :func:`log_prior`).
+    one_coin : bool
+        One accuracy per annotator instead of full confusion rows.
+    weights : (n_items,), optional
+        Item weights (rating-pattern counts, bootstrap multiplicities).
+
+    Returns
+    -------
+    prevalence (L, K), confusion (J, K, K)
     """
     K, J, L = data.n_classes, data.n_annotators, data.n_groups
     if weights is not None:
@@ -151,7 +188,34 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
 def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
            weights: jax.Array | None = None) -> EMState:
-    """EM from initial item posteriors until the mean objective changes by < ``tol``."""
+    """EM from initial item posteriors until the mean objective changes by < ``tol``.
+
+    A ``lax.while_loop`` of M-step then E-step; the objective is the mean
+    log-likelihood per (weighted) item, plus the mean log prior for MAP-EM.
+
+    Parameters
+    ----------
+    post0 : (n_items, K)
+        Initial posteriors (gold items are clamped before the first M-step).
+    data : DSData
+    gold : int array of shape (n_items,), optional
+        Known classes, ``-1`` where unknown.
+    alpha, beta : optional
+        Dirichlet priors (MAP-EM).
+    one_coin : bool
+    max_iter : int
+        At most this many iterations (at least one runs).
+    tol : float
+        Convergence tolerance on the objective.
+    weights : (n_items,), optional
+        Item weights (pattern counts or bootstrap multiplicities).
+
+    Returns
+    -------
+    EMState
+        ``loglik`` is the log-likelihood at the returned parameters (the number EM
+        monitors, without the prior).
+    """
     n = data.n_items if weights is None else jnp.sum(weights)
 
     def objective(prev: jax.Array, conf: jax.Array, loglik: jax.Array) -> jax.Array:
@@ -199,9 +263,22 @@ def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
            weights: jax.Array | None = None) -> EMState:
-    """Run EM from a stack of starts ``post0`` of shape (n_starts, n_items, K), vmapped
-    and jitted (the sizes in ``data`` are static). ``weights`` count each row's items
-    (rating patterns: see :func:`collapse_patterns`)."""
+    """Run EM from several starts, vmapped and jitted (the sizes in ``data`` are static).
+
+    Parameters
+    ----------
+    post0 : (n_starts, n_items, K)
+        Start posteriors.
+    data, gold, alpha, beta, one_coin, max_iter, tol
+        As in :func:`run_em`.
+    weights : (n_items,), optional
+        Items each row stands for (rating patterns: see :func:`collapse_patterns`).
+
+    Returns
+    -------
+    EMState
+        Stacked over the starts.
+    """
     arrays, sizes = split_data(data)
     return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                    max_iter=max_iter, tol=tol)
@@ -218,6 +295,15 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
     multiplicity. A pattern is identified by two independent 64-bit multiset hashes
     (sums of fixed pseudo-random keys of its codes), so two different patterns collide
     with probability about 2**-128 per pair.
+
+    Parameters
+    ----------
+    item : int array of shape (n_ratings,)
+    code : int array of shape (n_ratings,)
+        One code per (annotator, label) pair, e.g. ``annotator * K + label``.
+    n_items : int
+    extra : tuple of (n_items,) int arrays
+        Item keys that must also match (group, gold class).
 
     Returns
     -------
@@ -370,7 +456,19 @@ def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData,
 
 def vote_agreement(prevalence: jax.Array, confusion: jax.Array, data: DSData,
                    vote: jax.Array) -> jax.Array:
-    """Per parameter set, ``posterior.T @ vote`` (D, K, K) with ``vote`` an (n_items, K)
-    one-hot matrix: how much each latent class agrees with each voted class."""
+    """How much each latent class agrees with each voted class, per parameter set.
+
+    Parameters
+    ----------
+    prevalence, confusion, data
+        As in :func:`posteriors_at`.
+    vote : (n_items, K)
+        One-hot majority vote.
+
+    Returns
+    -------
+    (D, K, K)
+        ``posterior.T @ vote`` at each parameter set.
+    """
     arrays, sizes = split_data(data)
     return _draws_map(prevalence, confusion, arrays, vote, None, sizes=sizes, mode="agree")
