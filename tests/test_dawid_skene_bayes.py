@@ -72,6 +72,8 @@ def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
                                   rhat_threshold=1.05)
     assert fit.details["relabelled_chains"] == [1]
     assert fit.details["max_rhat"] < 1.05
+    # 200 draws per chain on a small simulation: the posterior mean is within about two
+    # posterior SDs (~0.035) of the truth; 0.08 is 0.27 relative on the 0.3 class
     np.testing.assert_allclose(fit.prevalence, [0.3, 0.7], atol=0.08)
 
 

@@ -331,6 +331,8 @@ class DawidSkene:
         -------
         AnnotatorFit
         """
+        # long only by its docstring (the arguments of three engines); the work is
+        # validation here and inference in the engines
         check_choice(method, "method", ("em", "mle", "nuts"))
         opts = self._options(method, dict(
             init=init, n_starts=n_starts, n_boot=n_boot, screen_gaps=screen_gaps,
