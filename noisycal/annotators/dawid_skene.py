@@ -16,7 +16,6 @@ error-rates using the EM algorithm. Applied Statistics 28(1), 20-28.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from typing import Any
 
@@ -39,6 +38,7 @@ from ..engines.ds_numpyro import (
     nuts_init_params,
     sample_dawid_skene,
 )
+from ..engines.options import method_options
 from ..engines.results import (
     AnnotatorFit,
     check_seed,
@@ -49,15 +49,6 @@ from ..engines.results import (
 from ..engines.starts import multistart_em, orient
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict"]
-
-#: EM-only arguments of ``fit`` and their defaults.
-EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False}
-#: Arguments of EM and gradient MLE (defaults by method).
-ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8}, "mle": {"max_iter": 1000, "tol": 1e-9}}
-#: NUTS-only arguments of ``fit`` and their defaults.
-NUTS_DEFAULTS = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000,
-                 "progress_bar": True, "rhat_threshold": 1.01, "chain_method": "vectorized"}
-
 
 def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
     from noisycal.models.dawid_skene import make_data
@@ -71,13 +62,6 @@ def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
 def _group_index(group: np.ndarray | None, n_items: int) -> np.ndarray:
     """Each item's group code (zeros for a marginal model), as stored in fit details."""
     return np.zeros(n_items, np.int64) if group is None else np.asarray(group, np.int64)
-
-
-def _check_tol(tol: object) -> float:
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) \
-            or not tol > 0:
-        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
-    return float(tol)
 
 
 def _check_groups(groups: ArrayLike, n_items: int) -> tuple[np.ndarray, int]:
@@ -200,40 +184,6 @@ class DawidSkene:
         return out
 
     @staticmethod
-    def _options(method: str, given: dict[str, Any]) -> dict[str, Any]:
-        """Reject the arguments of other methods, fill and validate this method's."""
-        owners = {**{k: "'em'" for k in EM_DEFAULTS},
-                  **{k: "'em' or 'mle'" for k in ITER_DEFAULTS["em"]},
-                  **{k: "'nuts'" for k in NUTS_DEFAULTS}}
-        allowed = {"em": {**EM_DEFAULTS, **ITER_DEFAULTS["em"]}, "mle": ITER_DEFAULTS["mle"],
-                   "nuts": NUTS_DEFAULTS}[method]
-        for name, value in given.items():
-            if value is not None and name not in allowed:
-                raise ValueError(f"{name} applies to method={owners[name]} only; it has no "
-                                 f"effect with method={method!r}")
-        opts = {k: (d if given[k] is None else given[k]) for k, d in allowed.items()}
-        if "max_iter" in opts:
-            opts["max_iter"] = check_int(opts["max_iter"], "max_iter", minimum=1)
-            opts["tol"] = _check_tol(opts["tol"])
-        if method == "em":
-            check_choice(opts["init"], "init", ("mixed", "soft_vote", "moments"))
-            opts["n_starts"] = check_int(opts["n_starts"], "n_starts", minimum=1)
-            opts["n_boot"] = check_int(opts["n_boot"], "n_boot", minimum=0)
-            if not isinstance(opts["screen_gaps"], bool | np.bool_):
-                raise ValueError("screen_gaps must be True or False, got "
-                                 f"{opts['screen_gaps']!r}")
-            opts["screen_gaps"] = bool(opts["screen_gaps"])
-        if method == "nuts":
-            from ..engines.nuts import check_sampler_options
-
-            c, w, s = check_sampler_options(
-                opts["num_chains"], opts["num_warmup"], opts["num_samples"],
-                opts["chain_method"], opts["progress_bar"], opts["rhat_threshold"],
-                min_warmup=1)
-            opts.update(num_chains=c, num_warmup=w, num_samples=s)
-        return opts
-
-    @staticmethod
     def _anchor(orientation: str, anchor: object, opts: dict, K: int, J: int) -> int:
         """The anchor annotator where it is used (else ``anchor`` must not be given)."""
         check_choice(orientation, "orientation", ("vote", "anchor"))
@@ -334,7 +284,7 @@ class DawidSkene:
         # long only by its docstring (the arguments of three engines); the work is
         # validation here and inference in the engines
         check_choice(method, "method", ("em", "mle", "nuts"))
-        opts = self._options(method, dict(
+        opts = method_options(method, dict(
             init=init, n_starts=n_starts, n_boot=n_boot, screen_gaps=screen_gaps,
             max_iter=max_iter, tol=tol, num_chains=num_chains, num_warmup=num_warmup,
             num_samples=num_samples, progress_bar=progress_bar,
