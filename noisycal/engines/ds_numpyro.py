@@ -259,10 +259,18 @@ def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2
                    f"{int(moved.sum())} draw(s) were relabelled to the "
                    f"{'anchor' if orientation == 'anchor' else 'majority-vote'} orientation")
         warnings.warn(message, IdentifiabilityWarning, stacklevel=stacklevel + 1)
-    return {"max_rhat": float(max(np.nanmax(rhat[v].values) for v in names)),
-            "min_ess_bulk": float(min(np.nanmin(ess[v].values) for v in names)),
+    return {"max_rhat": _finite_extreme(rhat, names, np.max),
+            "min_ess_bulk": _finite_extreme(ess, names, np.min),
             "num_divergences": int(draws.diverging.sum()), "switched": switched,
             "chains": moved.shape[0], "relabel_message": message}
+
+
+def _finite_extreme(ds: Any, names: tuple, reduce: Any) -> float:
+    """Max or min over the finite entries of some ArviZ variables (NaN when none is
+    finite: R-hat of a single chain)."""
+    vals = np.concatenate([np.ravel(ds[v].values) for v in names])
+    vals = vals[np.isfinite(vals)]
+    return float(reduce(vals)) if vals.size else float("nan")
 
 
 def chain_status(diag: dict, rhat_threshold: float) -> tuple[str, str]:

@@ -33,7 +33,7 @@ class AnnotatorFit:
     method : str
         ``'em'`` (MLE or MAP-EM), ``'mle'`` (gradient) or ``'nuts'``.
     classes, annotators, items : ndarray
-        Labels of the classes (sorted), annotators and items.
+        Labels of the classes (in the annotations' class order), annotators and items.
     group_prevalence : ndarray of shape (n_groups, K)
         Class proportions per group (one row for the marginal model).
     confusion : ndarray of shape (n_annotators, K, K)
