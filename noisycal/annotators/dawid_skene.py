@@ -3,8 +3,9 @@
 Model object -> ``fit(annotations, method=...)`` -> :class:`~noisycal.engines.results.AnnotatorFit`
 (statsmodels style). This module validates the arguments, dispatches to an engine and
 builds the result; the inference lives in :mod:`noisycal.engines` (EM and its starts in
-``em``, ``starts`` and ``resample``, relabelling in ``relabel``, gradient MLE in ``mle``,
-NUTS in ``nuts``). Methods: ``'em'`` (EM, or MAP-EM when Dirichlet priors are given),
+``em``, ``starts`` and ``resample``, relabelling in ``relabel``, gradient MLE and NUTS
+on the NumPyro model in ``ds_numpyro``, which argument belongs to which method in
+``options``). Methods: ``'em'`` (EM, or MAP-EM when Dirichlet priors are given),
 ``'mle'`` (gradient MLE/MAP on the NumPyro log density, a cross-check of EM) and
 ``'nuts'`` (NumPyro NUTS, Stan User's Guide priors by default).
 
