@@ -59,11 +59,11 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 import pandas as pd
 from _output import write_result  # benchmarks/_output.py (run as a script)
-from scipy.optimize import linear_sum_assignment
 
 import jax
 
 import noisycal as nc
+from noisycal.engines.relabel import hungarian_perm
 
 TARGET_SPEEDUP = 30.0
 TARGET_N = 1_000_000
@@ -206,8 +206,7 @@ def compare(fit: object, ds: object, item: np.ndarray, annotator: np.ndarray,
     post_nc = np.asarray(fit.item_posterior)
     post_ck = ds.probas_.reindex(index=fit.items, columns=classes).to_numpy(dtype=float)
     # perm[c] = crowd-kit class matched to noisycal class c
-    rows, cols = linear_sum_assignment(-(post_nc.T @ post_ck))
-    perm = cols[np.argsort(rows)]
+    perm = hungarian_perm(post_ck.T @ post_nc)
     post_ck = post_ck[:, perm]
     prev_ck = ds.priors_.reindex(classes).to_numpy(dtype=float)[perm]
     idx = pd.MultiIndex.from_product([annotators, classes])

@@ -20,7 +20,8 @@ References
 ----------
 Dawid, A. P. and Skene, A. M. (1979). Maximum likelihood estimation of observer
 error-rates using the EM algorithm. Applied Statistics 28(1), 20-28 (Eq. 2.4).
-Paper 003, Eq. 15 and its grouped version (spec section 3.5). Priors: Stan User's Guide,
+"Noisy-Label Calibration with Multiple Unreliable Labels": the annotator-channel
+likelihood and its version with a prevalence per score group. Priors: Stan User's Guide,
 "Data coding and diagnostic accuracy models" (alpha = 3, beta_kk = 2.5 K, beta_kk' = 1).
 """
 
@@ -37,6 +38,8 @@ __all__ = [
     "DSData",
     "make_data",
     "class_log_likelihood",
+    "joint_log_likelihood",
+    "item_log_likelihood",
     "log_likelihood",
     "one_coin_confusion",
     "default_priors",
@@ -44,7 +47,7 @@ __all__ = [
     "MODELS",
 ]
 
-#: Probabilities are floored at this value inside logarithms (spec-003 section 3.6 gap).
+#: Probabilities are floored at this value inside logarithms (log 0 would be -inf).
 LOG_FLOOR = 1e-300
 
 
@@ -72,7 +75,16 @@ class DSData(NamedTuple):
 def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_items: int,
               n_annotators: int, n_classes: int, group: np.ndarray | None = None,
               n_groups: int = 1) -> DSData:
-    """Pack index arrays (ratings sorted by item for fast segment sums)."""
+    """Pack index arrays (ratings sorted by item for fast segment sums).
+
+    Parameters
+    ----------
+    item, annotator, label : int arrays of shape (n_ratings,)
+    n_items, n_annotators, n_classes : int
+    group : int array of shape (n_items,), optional
+        Group of each item (zeros when not given).
+    n_groups : int, default=1
+    """
     item = np.asarray(item, dtype=np.int32)
     order = np.argsort(item, kind="stable")
     g = np.zeros(n_items, dtype=np.int32) if group is None else np.asarray(group, np.int32)
@@ -82,7 +94,14 @@ def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_i
 
 
 def one_coin_confusion(accuracy: jax.Array, n_classes: int) -> jax.Array:
-    """Confusion matrices (J, K, K) of one-coin annotators with the given accuracies."""
+    """Confusion matrices (J, K, K) of one-coin annotators with the given accuracies.
+
+    Parameters
+    ----------
+    accuracy : (J,)
+        Probability of the true class; the rest is spread evenly over the others.
+    n_classes : int
+    """
     K = n_classes
     off = (1.0 - accuracy) / (K - 1)
     eye = jnp.eye(K)
@@ -94,6 +113,12 @@ def class_log_likelihood(params: dict, data: DSData) -> jax.Array:
 
     ``ll[i, k] = sum_{r: item_r = i} log confusion[annotator_r, k, label_r]``.
     Repeated ratings of one item by one annotator enter as independent ratings.
+
+    Parameters
+    ----------
+    params : dict
+        ``confusion`` (J, K, K).
+    data : DSData
     """
     conf = params["confusion"]
     J, K = conf.shape[0], conf.shape[-1]
@@ -104,10 +129,51 @@ def class_log_likelihood(params: dict, data: DSData) -> jax.Array:
                                indices_are_sorted=True)
 
 
-def log_likelihood(params: dict, data: DSData) -> jax.Array:
-    """Marginal log-likelihood ``sum_i log sum_k prevalence[g_i, k] exp(ll[i, k])``."""
+def joint_log_likelihood(params: dict, data: DSData) -> jax.Array:
+    """``log prevalence[g_i, k] + ll[i, k]``: each item's ratings and class k, (n_items, K).
+
+    Parameters
+    ----------
+    params : dict
+        ``prevalence`` (n_groups, K) and ``confusion`` (J, K, K).
+    data : DSData
+    """
     log_prev = jnp.log(jnp.maximum(params["prevalence"], LOG_FLOOR))[data.group]
-    return jnp.sum(jax.nn.logsumexp(class_log_likelihood(params, data) + log_prev, axis=1))
+    return class_log_likelihood(params, data) + log_prev
+
+
+def item_log_likelihood(joint: jax.Array, gold: jax.Array | None = None) -> jax.Array:
+    """Each item's log-likelihood (n_items,) from its joint (n_items, K).
+
+    ``logsumexp`` over the latent class; an item with a known class (``gold[i] >= 0``)
+    contributes the joint log-probability of that class and its ratings instead.
+
+    Parameters
+    ----------
+    joint : (n_items, K)
+        From :func:`joint_log_likelihood`.
+    gold : int array of shape (n_items,), optional
+    """
+    lse = jax.nn.logsumexp(joint, axis=1)
+    if gold is None:
+        return lse
+    known = gold >= 0
+    at_gold = jnp.take_along_axis(joint, jnp.where(known, gold, 0)[:, None], axis=1)[:, 0]
+    return jnp.where(known, at_gold, lse)
+
+
+def log_likelihood(params: dict, data: DSData, gold: jax.Array | None = None) -> jax.Array:
+    """Marginal log-likelihood ``sum_i log sum_k prevalence[g_i, k] exp(ll[i, k])``.
+
+    Parameters
+    ----------
+    params : dict
+        ``prevalence`` (n_groups, K) and ``confusion`` (J, K, K).
+    data : DSData
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown); see :func:`item_log_likelihood`.
+    """
+    return jnp.sum(item_log_likelihood(joint_log_likelihood(params, data), gold))
 
 
 def default_priors(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +190,8 @@ def default_priors(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
 def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None = None, *,
                 n_items: int, n_annotators: int, n_classes: int, group: jax.Array | None = None,
                 n_groups: int = 1, alpha: jax.Array | None = None,
-                beta: jax.Array | None = None, one_coin: bool = False) -> None:
+                beta: jax.Array | None = None, one_coin: bool = False,
+                gold: jax.Array | None = None) -> None:
     """NumPyro Dawid–Skene model with the true class marginalised by logsumexp.
 
     Parameters
@@ -142,6 +209,23 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         Dirichlet prior on each confusion row (default 2.5 K on the diagonal, 1 off it).
         With ``one_coin=True`` the accuracy prior is Beta(beta[0, 0], (K - 1) beta[0, 1]),
         the marginal law of a diagonal entry under that Dirichlet.
+    one_coin : bool, default=False
+        One accuracy per annotator (site ``"accuracy"``) instead of full confusion rows.
+    gold : int array of shape (n_items,), optional
+        Known true classes (``-1`` where unknown): those items enter the likelihood with
+        their class instead of the mixture (observed data only).
+
+    Examples
+    --------
+    Simulate ratings from the prior (``label=None``):
+
+    >>> import jax, numpy as np
+    >>> from numpyro.handlers import seed, trace
+    >>> item = np.repeat(np.arange(4), 3); annotator = np.tile(np.arange(3), 4)
+    >>> tr = trace(seed(dawid_skene, 0)).get_trace(item, annotator, n_items=4,
+    ...                                             n_annotators=3, n_classes=2)
+    >>> tr["label"]["value"].shape, tr["y"]["value"].shape
+    ((12,), (4,))
     """
     import numpyro  # imported here so that `import noisycal` stays light
     import numpyro.distributions as dist
@@ -164,6 +248,9 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         with numpyro.plate("annotator", J, dim=-2), numpyro.plate("class", K, dim=-1):
             confusion = numpyro.sample("confusion", dist.Dirichlet(beta, validate_args=False))
     if label is None:
+        if gold is not None:
+            raise ValueError("gold applies to observed labels; simulation (label=None) "
+                             "draws the true classes")
         with numpyro.plate("item", n_items, dim=-1):
             y = numpyro.sample("y", dist.Categorical(prevalence[g]))
         with numpyro.plate("rating", item.shape[0], dim=-1):
@@ -171,7 +258,7 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         return
     data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
     numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
-                                             "confusion": confusion}, data))
+                                             "confusion": confusion}, data, gold))
 
 
 MODELS = {"dawid_skene": dawid_skene}

@@ -72,6 +72,8 @@ def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
                                   rhat_threshold=1.05)
     assert fit.details["relabelled_chains"] == [1]
     assert fit.details["max_rhat"] < 1.05
+    # 200 draws per chain on a small simulation: the posterior mean is within about two
+    # posterior SDs (~0.035) of the truth; 0.08 is 0.27 relative on the 0.3 class
     np.testing.assert_allclose(fit.prevalence, [0.3, 0.7], atol=0.08)
 
 
@@ -115,3 +117,19 @@ def test_nuts_credible_interval_coverage():
     coverage = hits / total
     print(f"NUTS 90% credible coverage of confusion entries: {coverage:.3f} ({total} checks)")
     assert 0.85 <= coverage <= 0.95
+
+
+def test_nuts_honours_gold_labels():
+    """Gold labels enter the NUTS likelihood (the model's own) and clamp posteriors."""
+    sim = nc.simulate.dawid_skene(120, [0.4, 0.6], CONF, seed=5)
+    ann = sim.annotations
+    idx = np.arange(0, 120, 4)
+    gold = {ann.items[i].item(): int(sim.true_class[i]) for i in idx}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nc.NoisycalWarning)
+        fit = nc.DawidSkene().fit(ann, method="nuts", gold=gold, num_chains=1,
+                                  num_warmup=150, num_samples=150, progress_bar=False)
+    assert fit.details["gold"]
+    np.testing.assert_array_equal(fit.item_posterior[idx], np.eye(2)[sim.true_class[idx]])
+    free = np.setdiff1d(np.arange(120), idx)
+    assert np.all(fit.item_posterior[free].max(1) < 1.0)

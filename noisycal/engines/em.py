@@ -18,7 +18,9 @@ import jax.numpy as jnp
 from noisycal.models.dawid_skene import (
     LOG_FLOOR,
     DSData,
-    class_log_likelihood,
+    item_log_likelihood,
+    joint_log_likelihood,
+    make_data,
     one_coin_confusion,
 )
 
@@ -31,7 +33,9 @@ __all__ = [
     "m_step",
     "run_em",
     "fit_em",
-    "bootstrap_em",
+    "split_data",
+    "pattern_data",
+    "PatternData",
     "collapse_patterns",
     "log_prior",
 ]
@@ -71,7 +75,19 @@ class EMState(NamedTuple):
 
 def log_prior(prevalence: jax.Array, confusion: jax.Array, alpha: jax.Array | None,
               beta: jax.Array | None, one_coin: bool) -> jax.Array:
-    """Log Dirichlet prior density up to constants (0 when no prior is given)."""
+    """Log Dirichlet prior density up to constants (0 when no prior is given).
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    alpha : (K,), optional
+        Dirichlet prior of each group's prevalence.
+    beta : (K, K) or (J, K, K), optional
+        Dirichlet prior of each confusion row; for the one-coin model the accuracy gets
+        Beta(beta[0, 0], (K - 1) beta[0, 1]).
+    one_coin : bool
+    """
     lp = jnp.zeros(())
     if alpha is not None:
         lp += jnp.sum((alpha - 1.0) * jnp.log(jnp.maximum(prevalence, LOG_FLOOR)))
@@ -91,19 +107,26 @@ def e_step(prevalence: jax.Array, confusion: jax.Array, data: DSData,
            gold: jax.Array | None) -> tuple[jax.Array, jax.Array]:
     """Item posteriors and each item's log-likelihood, shapes (n_items, K) and (n_items,).
 
-    Items with a gold label (``gold >= 0``) have their posterior clamped to it, and
-    contribute the joint log-probability of their class and ratings.
+    The E-step of Dawid and Skene (1979), "Maximum likelihood estimation of observer
+    error-rates using the EM algorithm" (their Eq. 2.5), on the model's own likelihood
+    (:func:`noisycal.models.dawid_skene.joint_log_likelihood`).
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    data : DSData
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown): those items have their posterior clamped
+        and contribute the joint log-probability of their class and ratings.
     """
-    ll = class_log_likelihood({"confusion": confusion}, data)
-    joint = ll + jnp.log(jnp.maximum(prevalence, LOG_FLOOR))[data.group]
-    lse = jax.nn.logsumexp(joint, axis=1)
-    post = jnp.exp(joint - lse[:, None])
+    joint = joint_log_likelihood({"prevalence": prevalence, "confusion": confusion}, data)
+    lse = item_log_likelihood(joint, gold)
+    post = jnp.exp(joint - jax.nn.logsumexp(joint, axis=1)[:, None])
     if gold is not None:
         known = gold >= 0
         onehot = jax.nn.one_hot(jnp.where(known, gold, 0), data.n_classes, dtype=post.dtype)
         post = jnp.where(known[:, None], onehot, post)
-        lse = jnp.where(known, jnp.take_along_axis(
-            joint, jnp.where(known, gold, 0)[:, None], axis=1)[:, 0], lse)
     return post, lse
 
 
@@ -112,8 +135,23 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     """Closed-form (MAP-)M-step: prevalence per group and confusion matrices.
 
     With Dirichlet priors the pseudo-counts ``alpha - 1`` and ``beta - 1`` are added to the
-    expected counts (posterior mode on the probability scale). ``weights`` (n_items,)
-    weight the items (bootstrap refits).
+    expected counts (posterior mode on the probability scale).
+
+    Parameters
+    ----------
+    post : (n_items, K)
+        Item posteriors from the E-step.
+    data : DSData
+    alpha, beta : optional
+        Dirichlet priors (see :func:`log_prior`).
+    one_coin : bool
+        One accuracy per annotator instead of full confusion rows.
+    weights : (n_items,), optional
+        Item weights (rating-pattern counts, bootstrap multiplicities).
+
+    Returns
+    -------
+    prevalence (L, K), confusion (J, K, K)
     """
     K, J, L = data.n_classes, data.n_annotators, data.n_groups
     if weights is not None:
@@ -150,7 +188,34 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
 def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
            weights: jax.Array | None = None) -> EMState:
-    """EM from initial item posteriors until the mean objective changes by < ``tol``."""
+    """EM from initial item posteriors until the mean objective changes by < ``tol``.
+
+    A ``lax.while_loop`` of M-step then E-step; the objective is the mean
+    log-likelihood per (weighted) item, plus the mean log prior for MAP-EM.
+
+    Parameters
+    ----------
+    post0 : (n_items, K)
+        Initial posteriors (gold items are clamped before the first M-step).
+    data : DSData
+    gold : int array of shape (n_items,), optional
+        Known classes, ``-1`` where unknown.
+    alpha, beta : optional
+        Dirichlet priors (MAP-EM).
+    one_coin : bool
+    max_iter : int
+        At most this many iterations (at least one runs).
+    tol : float
+        Convergence tolerance on the objective.
+    weights : (n_items,), optional
+        Item weights (pattern counts or bootstrap multiplicities).
+
+    Returns
+    -------
+    EMState
+        ``loglik`` is the log-likelihood at the returned parameters (the number EM
+        monitors, without the prior).
+    """
     n = data.n_items if weights is None else jnp.sum(weights)
 
     def objective(prev: jax.Array, conf: jax.Array, loglik: jax.Array) -> jax.Array:
@@ -198,44 +263,25 @@ def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
            weights: jax.Array | None = None) -> EMState:
-    """Run EM from a stack of starts ``post0`` of shape (n_starts, n_items, K), vmapped
-    and jitted (the sizes in ``data`` are static). ``weights`` count each row's items
-    (rating patterns: see :func:`collapse_patterns`)."""
+    """Run EM from several starts, vmapped and jitted (the sizes in ``data`` are static).
+
+    Parameters
+    ----------
+    post0 : (n_starts, n_items, K)
+        Start posteriors.
+    data, gold, alpha, beta, one_coin, max_iter, tol
+        As in :func:`run_em`.
+    weights : (n_items,), optional
+        Items each row stands for (rating patterns: see :func:`collapse_patterns`).
+
+    Returns
+    -------
+    EMState
+        Stacked over the starts.
+    """
     arrays, sizes = split_data(data)
     return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                    max_iter=max_iter, tol=tol)
-
-
-@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "n_boot"))
-def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax.Array | None,
-                  alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
-                  sizes: tuple, one_coin: bool, max_iter: int, tol: float,
-                  n_boot: int) -> EMState:
-    data = DSData(*arrays, *sizes)
-    n = pattern.shape[0]
-
-    def one(key: jax.Array) -> EMState:
-        idx = jax.random.randint(key, (n,), 0, n, dtype=jnp.int32)
-        w = jnp.zeros(data.n_items).at[pattern[idx]].add(1.0)
-        st = run_em(post0, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
-                    tol=tol, weights=w)
-        return st._replace(post=jnp.zeros((0,)))  # do not keep n_boot posteriors
-
-    return jax.lax.map(one, jax.random.split(rng_key, n_boot))
-
-
-def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.Array | None,
-                 alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
-                 one_coin: bool, max_iter: int, tol: float, n_boot: int) -> EMState:
-    """EM refits on ``n_boot`` bootstrap resamples of the items, each started from
-    ``post0`` (the fitted posteriors), so labels keep their orientation.
-
-    ``data`` holds one row per rating pattern and ``pattern`` (n_items,) maps every
-    original item to its pattern; a resample of items becomes pattern weights.
-    """
-    arrays, sizes = split_data(data)
-    return _bootstrap_em(rng_key, post0, arrays, gold, alpha, beta, pattern, sizes=sizes,
-                         one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=n_boot)
 
 
 def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
@@ -249,6 +295,15 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
     multiplicity. A pattern is identified by two independent 64-bit multiset hashes
     (sums of fixed pseudo-random keys of its codes), so two different patterns collide
     with probability about 2**-128 per pair.
+
+    Parameters
+    ----------
+    item : int array of shape (n_ratings,)
+    code : int array of shape (n_ratings,)
+        One code per (annotator, label) pair, e.g. ``annotator * K + label``.
+    n_items : int
+    extra : tuple of (n_items,) int arrays
+        Item keys that must also match (group, gold class).
 
     Returns
     -------
@@ -282,15 +337,71 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
     return pattern.astype(np.int32), rep, counts
 
 
+class PatternData(NamedTuple):
+    """Ratings collapsed to distinct rating patterns (see :func:`collapse_patterns`).
+
+    Attributes
+    ----------
+    data : DSData
+        One row per pattern (float64 context of the caller).
+    pattern : (n_items,) int
+        Pattern of every original item.
+    representative : (n_patterns,) int
+        One original item of each pattern.
+    counts : (n_patterns,) int
+        Items per pattern (EM weights).
+    gold : (n_patterns,) int or None
+        Gold class of each pattern (``-1`` when unknown).
+    """
+
+    data: DSData
+    pattern: np.ndarray
+    representative: np.ndarray
+    counts: np.ndarray
+    gold: np.ndarray | None
+
+
+def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
+                 n_items: int, n_annotators: int, n_classes: int, group: np.ndarray | None,
+                 n_groups: int, gold: np.ndarray | None = None) -> PatternData:
+    """Collapse ratings to distinct patterns and pack them for EM (the same EM fit).
+
+    Parameters
+    ----------
+    item, annotator, label : int arrays of shape (n_ratings,)
+    n_items, n_annotators, n_classes : int
+    group : int array of shape (n_items,), optional
+        Group of each item (patterns never mix groups).
+    n_groups : int
+    gold : int array of shape (n_items,), optional
+        Known classes, ``-1`` where unknown (patterns never mix gold classes).
+
+    Returns
+    -------
+    PatternData
+    """
+    K = n_classes
+    g_items = np.zeros(n_items, np.int32) if group is None else np.asarray(group, np.int32)
+    gold_items = np.full(n_items, -1, np.int32) if gold is None else np.asarray(gold, np.int32)
+    pattern, rep, counts = collapse_patterns(
+        np.asarray(item, np.int64), np.asarray(annotator, np.int64) * K + label, n_items,
+        extra=(g_items, gold_items))
+    keep = np.isin(item, rep)
+    pos = np.full(n_items, -1, np.int64)
+    pos[rep] = np.arange(rep.size)
+    data = make_data(pos[item[keep]], annotator[keep], label[keep], n_items=rep.size,
+                     n_annotators=n_annotators, n_classes=K, group=g_items[rep],
+                     n_groups=n_groups)
+    return PatternData(data, pattern, rep, counts, None if gold is None else gold_items[rep])
 
 
 @partial(jax.jit, static_argnames=("sizes", "mode"))
 def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote: jax.Array,
-               *, sizes: tuple, mode: str) -> jax.Array:
+               gold: jax.Array | None, *, sizes: tuple, mode: str) -> jax.Array:
     data = DSData(*arrays, *sizes)
 
     def one(pc: tuple) -> jax.Array:
-        post, lse = e_step(pc[0], pc[1], data, None)
+        post, lse = e_step(pc[0], pc[1], data, gold)
         if mode == "agree":
             return post.T @ vote
         if mode == "loglik":
@@ -302,26 +413,62 @@ def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote:
 
 
 def posteriors_at(prevalence: jax.Array, confusion: jax.Array, data: DSData, *,
-                  mean: bool = False) -> jax.Array:
-    """E-step posteriors at D parameter sets (``prevalence`` (D, L, K), ``confusion``
-    (D, J, K, K)): shape (D, n_items, K), or with ``mean=True`` their average over the
-    D sets (n_items, K), the Rao-Blackwellised posteriors of a sampler's draws. Jitted
-    with the sizes static, so same-shaped refits reuse the compiled code."""
+                  mean: bool = False, gold: jax.Array | None = None) -> jax.Array:
+    """E-step posteriors at D parameter sets.
+
+    Jitted with the sizes static, so same-shaped refits reuse the compiled code.
+
+    Parameters
+    ----------
+    prevalence : (D, L, K)
+    confusion : (D, J, K, K)
+    data : DSData
+    mean : bool, default=False
+        Average over the D sets (the Rao-Blackwellised posteriors of a sampler's draws).
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown); their posteriors are clamped.
+
+    Returns
+    -------
+    (D, n_items, K), or (n_items, K) with ``mean=True``.
+    """
     arrays, sizes = split_data(data)
-    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), sizes=sizes,
+    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), gold, sizes=sizes,
                       mode="mean" if mean else "each")
 
 
-def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData) -> jax.Array:
-    """Marginal log-likelihood (D,) at D parameter sets (shapes as in posteriors_at)."""
+def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData,
+              gold: jax.Array | None = None) -> jax.Array:
+    """Log-likelihood (D,) at D parameter sets.
+
+    Parameters
+    ----------
+    prevalence, confusion, data
+        As in :func:`posteriors_at`.
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown): those items contribute the joint
+        log-probability of their class and ratings, as in :func:`e_step`.
+    """
     arrays, sizes = split_data(data)
-    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), sizes=sizes,
+    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), gold, sizes=sizes,
                       mode="loglik")
 
 
 def vote_agreement(prevalence: jax.Array, confusion: jax.Array, data: DSData,
                    vote: jax.Array) -> jax.Array:
-    """Per parameter set, ``posterior.T @ vote`` (D, K, K) with ``vote`` an (n_items, K)
-    one-hot matrix: how much each latent class agrees with each voted class."""
+    """How much each latent class agrees with each voted class, per parameter set.
+
+    Parameters
+    ----------
+    prevalence, confusion, data
+        As in :func:`posteriors_at`.
+    vote : (n_items, K)
+        One-hot majority vote.
+
+    Returns
+    -------
+    (D, K, K)
+        ``posterior.T @ vote`` at each parameter set.
+    """
     arrays, sizes = split_data(data)
-    return _draws_map(prevalence, confusion, arrays, vote, sizes=sizes, mode="agree")
+    return _draws_map(prevalence, confusion, arrays, vote, None, sizes=sizes, mode="agree")

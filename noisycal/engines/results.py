@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -10,10 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._typing import Seed
+from .._jax import x64
+from .._typing import ArrayLike, Seed
 from .._validation import check_level
 
-__all__ = ["AnnotatorFit"]
+__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "check_seed",
+           "BOUNDARY"]
+
+#: A marginal prevalence below this is reported as a boundary estimate.
+BOUNDARY = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,7 +33,7 @@ class AnnotatorFit:
     method : str
         ``'em'`` (MLE or MAP-EM), ``'mle'`` (gradient) or ``'nuts'``.
     classes, annotators, items : ndarray
-        Labels of the classes (sorted), annotators and items.
+        Labels of the classes (in the annotations' class order), annotators and items.
     group_prevalence : ndarray of shape (n_groups, K)
         Class proportions per group (one row for the marginal model).
     confusion : ndarray of shape (n_annotators, K, K)
@@ -40,7 +46,8 @@ class AnnotatorFit:
         Free parameters.
     status : str
         ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
-        ``'not_identified'``.
+        ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
+        (see :func:`design_status` and :func:`estimate_status`).
     message : str
     converged : bool
     n_iter : int
@@ -103,13 +110,24 @@ class AnnotatorFit:
         """Bootstrap refits over items of an EM fit, computed on demand (and cached).
 
         The same refits as ``fit(..., n_boot=n_boot)`` would store in ``draws``: EM on
-        resampled items, started from the fitted posteriors (vmapped, seeded). Returns
-        ``{'prevalence', 'confusion', 'n_boot', 'boot_converged'}``.
+        resampled items, started from the fitted posteriors (vmapped, seeded).
+
+        Parameters
+        ----------
+        n_boot : int, default=1000
+            Number of refits (at least 1).
+        seed : int or jax key, default=0
+
+        Returns
+        -------
+        mapping
+            ``{'prevalence', 'confusion', 'n_boot', 'boot_converged'}``.
         """
         from .._jax import as_key
         from .._validation import check_int
 
         n_boot = check_int(n_boot, "n_boot", minimum=1)
+        check_seed(seed)
         if self.refit is None:
             raise ValueError("bootstrap refits need an EM fit made in this session (the "
                              "refit is not kept when a fit is pickled); this fit is "
@@ -167,19 +185,38 @@ class AnnotatorFit:
         frame["value"] = frame["value"].astype(np.float64)
         return frame
 
-    def conf_int(self, level: float = 0.9, *, n_boot: int = 1000,
-                 seed: Seed = 0) -> pd.DataFrame:
+    def conf_int(self, level: float = 0.9, *, n_boot: int | None = None,
+                 seed: Seed | None = None) -> pd.DataFrame:
         """Equal-tailed intervals of every parameter.
 
         NUTS fits: credible intervals from the posterior draws. EM fits: percentile
         bootstrap intervals from ``draws`` when the fit stored them
         (``fit(..., n_boot=...)``), else from ``n_boot`` refits computed now with
-        ``seed`` (:meth:`bootstrap_draws`). Columns: the ``to_frame`` columns plus
-        ``low`` and ``high``.
+        ``seed`` (:meth:`bootstrap_draws`).
+
+        Parameters
+        ----------
+        level : float, default=0.9
+            A fraction in (0, 1).
+        n_boot : int, default=1000
+            Refits computed now; only for an EM fit without stored draws.
+        seed : int or jax key, default=0
+            Seed of those refits; only for an EM fit without stored draws.
+
+        Returns
+        -------
+        DataFrame
+            The ``to_frame`` columns plus ``low`` and ``high``; ``attrs`` hold the
+            ``level`` and the interval ``kind``.
         """
         level = check_level(level)
         draws = self.draws
-        if draws is None:
+        if draws is not None:
+            for name, value in (("n_boot", n_boot), ("seed", seed)):
+                if value is not None:
+                    raise ValueError(f"{name} applies to refits computed now; this fit has "
+                                     "stored draws, which conf_int uses")
+        else:
             if self.refit is None:
                 if self.method == "em":
                     raise ValueError("this EM fit has no stored draws and no refit (the "
@@ -187,7 +224,8 @@ class AnnotatorFit:
                                      "n_boot > 0 to store bootstrap draws")
                 raise ValueError(f"this {self.method!r} fit has no draws: use method='em' "
                                  "(bootstrap) or method='nuts' (posterior) for intervals")
-            draws = self.bootstrap_draws(n_boot, seed=seed)
+            draws = self.bootstrap_draws(1000 if n_boot is None else n_boot,
+                                         seed=0 if seed is None else seed)
         a = (1.0 - level) / 2.0
         frame = self.to_frame()
         prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
@@ -200,7 +238,12 @@ class AnnotatorFit:
         return frame
 
     def summary(self) -> pd.DataFrame:
-        """Print and return a statsmodels-like summary (header and parameter table)."""
+        """A statsmodels-like summary table (never prints).
+
+        The parameter table (with ``low``/``high`` when the fit has draws); the header
+        (model, method, sizes, loglik, AIC, BIC, status and message) is in
+        ``table.attrs['header']``, the numbers also as separate ``attrs`` entries.
+        """
         table = self.conf_int() if self.draws is not None else self.to_frame()
         head = (f"{self.model} fit by {self.method}: {self.n_items} items, "
                 f"{len(self.annotators)} annotators, {len(self.classes)} classes\n"
@@ -208,8 +251,8 @@ class AnnotatorFit:
                 f"n_params {self.n_params}  iterations {self.n_iter}  status {self.status}")
         if self.message:
             head += f"\n{self.message}"
-        print(head)
-        print(table.to_string(index=False))
+        table.attrs.update(header=head, loglik=self.loglik, aic=self.aic, bic=self.bic,
+                           n_params=self.n_params, status=self.status, message=self.message)
         return table
 
     def to_arviz(self) -> Any:
@@ -240,12 +283,179 @@ class AnnotatorFit:
     def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
         """P(true class | ratings) for new items under the point estimates.
 
-        See :func:`noisycal.annotators.predict`.
+        Parameters
+        ----------
+        annotations : Annotations
+            Ratings of the new items (see :func:`predict`).
+        groups : array-like of int, optional
+            Group index of each new item (grouped fits).
         """
-        from ..annotators import predict
-
         return predict(self, annotations, groups)
 
     def __repr__(self) -> str:
         return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
                 f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
+
+
+def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
+            ) -> np.ndarray:
+    """P(true class | ratings) for new items, using a fit's point estimates.
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A Dawid–Skene family fit with finite estimates.
+    annotations : Annotations
+        Ratings of the new items: the fit's classes (same order) and a subset of its
+        annotators.
+    groups : array-like of int, optional
+        Grouped fits: each new item's group as an index into the fitted groups
+        (default group 0).
+
+    Returns
+    -------
+    ndarray of shape (n_new_items, K)
+    """
+    import jax.numpy as jnp
+
+    from noisycal.models.dawid_skene import make_data
+
+    from ..data import Annotations
+    from .em import e_step
+
+    if not isinstance(fit, AnnotatorFit):
+        raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")
+    if not isinstance(annotations, Annotations):
+        raise ValueError("annotations must be a noisycal.Annotations, got "
+                         f"{type(annotations).__name__}")
+    if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
+        raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
+                         "predict")
+    if not np.array_equal(np.asarray(annotations.classes), np.asarray(fit.classes)):
+        raise ValueError(f"annotations have classes {list(annotations.classes)} but the fit "
+                         f"has {list(fit.classes)}")
+    pos = {v: i for i, v in enumerate(np.asarray(fit.annotators).tolist())}
+    unknown = [a for a in annotations.annotators.tolist() if a not in pos]
+    if unknown:
+        raise ValueError(f"annotations name annotator(s) the fit has not seen: {unknown[:5]}")
+    amap = np.array([pos[a] for a in annotations.annotators.tolist()], dtype=np.int32)
+    arr = annotations.engine_arrays()
+    L = fit.group_prevalence.shape[0]
+    g = _group_codes(groups, annotations.n_items, L)
+    with x64():
+        data = make_data(arr.item, amap[arr.annotator], arr.label, n_items=arr.n_items,
+                         n_annotators=len(fit.annotators), n_classes=len(fit.classes),
+                         group=g, n_groups=L)
+        post, _ = e_step(jnp.asarray(fit.group_prevalence), jnp.asarray(fit.confusion),
+                         data, None)
+        return np.asarray(post)
+
+
+def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
+    """Validated group indices 0..L-1 of new items (zeros when not given)."""
+    if groups is None:
+        return np.zeros(n_items, np.int32)
+    g = np.asarray(groups)
+    if g.shape != (n_items,) or g.dtype.kind not in "iu" or g.min() < 0 or g.max() >= L:
+        raise ValueError(f"groups must give each of the {n_items} new items an integer group "
+                         f"index in 0..{L - 1}, got {g.dtype} values of shape {g.shape}")
+    return g.astype(np.int32)
+
+
+def check_seed(seed: object) -> Seed:
+    """``seed`` as given, after checking it is an int in [-2**63, 2**63) or a JAX key.
+
+    Parameters
+    ----------
+    seed : object
+
+    Raises
+    ------
+    ValueError
+        Naming ``seed`` (Python ints beyond 64 bits would overflow inside JAX).
+    """
+    from .._jax import as_key
+
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        if not -2**63 <= int(seed) < 2**63:
+            raise ValueError(f"seed must be an int in [-2**63, 2**63) or a JAX key, got {seed}")
+    as_key(seed)  # raises ValueError naming seed for other types
+    return seed
+
+
+def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
+                  n_ratings: int, *, J: int, L: int) -> tuple[str, str]:
+    """Identification problems of a Dawid–Skene data design, whatever the estimates.
+
+    Parameters
+    ----------
+    label_counts : (K,) int
+        Ratings per observed class.
+    classes : (K,)
+        Class labels (named in the message).
+    n_params : int
+        Free parameters of the model.
+    n_ratings : int
+        Ratings fitted.
+    J, L : int
+        Annotators and groups.
+
+    Returns
+    -------
+    (status, message)
+        'unobserved_class' when a class is never rated (its prevalence and channel rows
+        are then set by the starts or the prior, not the data); 'not_identified' when
+        the model has more free parameters than the L (K^J - 1) free frequencies of
+        complete rating patterns; 'over_parametrised' when it has more free
+        parameters than ratings (a saturated fit); else ('ok', '').
+    """
+    K = len(classes)
+    absent = np.asarray(classes)[np.asarray(label_counts) == 0].tolist()
+    if absent:
+        return "unobserved_class", (f"class(es) {absent} never occur in the ratings: "
+                                    "their prevalence and channels are not identified")
+    # J log K can be large: the count is then effectively infinite
+    cells = L * (K ** J - 1) if J * np.log(K) < 60 else np.inf
+    if n_params > cells:
+        return "not_identified", (f"{n_params} free parameters but only {cells} free "
+                                  "pattern frequencies: the model is over-parametrised")
+    if n_params > n_ratings:
+        return "over_parametrised", (f"{n_params} free parameters from {n_ratings} "
+                                     "ratings: the fit is saturated, its estimates are "
+                                     "not determined by the data")
+    return "ok", ""
+
+
+def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bool
+                    ) -> tuple[str, str]:
+    """Status of finite point estimates: convergence, small binary gaps, boundary.
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    converged : bool
+
+    Returns
+    -------
+    (status, message)
+        'not_converged'; 'small_gap' when a binary annotator's gap
+        ``|confusion[j, 1, 1] - confusion[j, 0, 1]|`` is at most 1e-4 (its channel
+        carries no information about the class); 'boundary' when a marginal model's
+        prevalence is below :data:`BOUNDARY`; else ('ok', '').
+    """
+    from ..correction import GAP_THRESHOLD
+
+    if not converged:
+        return "not_converged", "the iteration limit was reached before the tolerance"
+    if confusion.shape[1] == 2:
+        gaps = confusion[:, 1, 1] - confusion[:, 0, 1]
+        small = np.flatnonzero(np.abs(gaps) <= GAP_THRESHOLD)
+        if small.size:
+            return "small_gap", (f"annotator(s) {small.tolist()} have |gap| <= "
+                                 f"{GAP_THRESHOLD:g}: their channel carries no "
+                                 "information about the class")
+    if prevalence.shape[0] == 1 and np.min(prevalence) < BOUNDARY:
+        return "boundary", (f"a class prevalence is below {BOUNDARY:g}: the estimate "
+                            "is on the boundary of the parameter space")
+    return "ok", ""

@@ -1,0 +1,299 @@
+"""The Dawid–Skene NumPyro model under the generic engines: gradient MLE and NUTS.
+
+:func:`fit_mle` runs :func:`noisycal.engines.mle.fit_map` on the model's log density (a
+cross-check of EM). For NUTS, the sampler is :func:`noisycal.engines.nuts.sample_nuts`
+on the NumPyro model :func:`noisycal.models.dawid_skene.dawid_skene` (latent class
+marginalised by logsumexp). Every draw is then relabelled (:mod:`noisycal.engines.relabel`) before
+R-hat and ESS are computed, so label switching between chains does not masquerade as
+non-convergence.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import jax.numpy as jnp
+
+from .._jax import as_key, x64
+from .._typing import Seed
+from .._warnings import IdentifiabilityWarning
+from .em import loglik_at, posteriors_at, vote_agreement
+from .relabel import anchor_perm, hungarian_perm, relabel_draws
+
+__all__ = ["ds_model_kwargs", "fit_mle", "nuts_init_params", "draw_perms", "NUTSDraws",
+           "sample_dawid_skene", "chain_diagnostics", "chain_status"]
+
+
+def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarray | None,
+                    gold: np.ndarray | None, *, one_coin: bool) -> dict:
+    """Keyword arguments of the NumPyro model for packed ratings ``data``.
+
+    Parameters
+    ----------
+    data : DSData
+    L : int
+        Number of groups (the group vector is passed only when L > 1).
+    alpha, beta : ndarray, optional
+        Dirichlet priors (the model's defaults when None).
+    gold : int array of shape (n_items,), optional
+        Known classes, ``-1`` where unknown.
+    one_coin : bool
+    """
+    return dict(n_items=data.n_items, n_annotators=data.n_annotators,
+                n_classes=data.n_classes, group=data.group if L > 1 else None,
+                n_groups=L, alpha=None if alpha is None else jnp.asarray(alpha),
+                beta=None if beta is None else jnp.asarray(beta), one_coin=one_coin,
+                gold=None if gold is None else jnp.asarray(gold))
+
+
+def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: Seed,
+            prior: bool, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray,
+                                                              np.ndarray, Any]:
+    """Gradient MLE (or MAP with ``prior=True``) of a Dawid–Skene model.
+
+    Parameters
+    ----------
+    data : DSData
+    model_kwargs : dict
+        From :func:`ds_model_kwargs`.
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown); their posteriors are clamped.
+    seed : int or jax key
+        Start of the optimiser.
+    prior : bool
+        Maximise the log posterior instead of the log-likelihood.
+    max_iter : int
+    tol : float
+        See :func:`noisycal.engines.mle.fit_map`.
+
+    Returns
+    -------
+    prevalence (L, K), confusion (J, K, K), posteriors (n_items, K), MLEResult
+        In the latent labelling of the optimum (not yet oriented).
+    """
+    from noisycal.models.dawid_skene import dawid_skene, one_coin_confusion
+
+    from .mle import fit_map
+
+    K, L = data.n_classes, data.n_groups
+    with x64():
+        res = fit_map(dawid_skene, model_args=(data.item, data.annotator, data.label),
+                      model_kwargs=model_kwargs, seed=seed, prior=prior, max_iter=max_iter,
+                      tol=tol)
+        prev = np.asarray(res.params["prevalence"]).reshape(L, K)
+        conf = (np.asarray(one_coin_confusion(jnp.asarray(res.params["accuracy"]), K))
+                if model_kwargs["one_coin"] else np.asarray(res.params["confusion"]))
+        post = np.asarray(posteriors_at(jnp.asarray(prev)[None], jnp.asarray(conf)[None],
+                                        data, gold=None if gold is None else
+                                        jnp.asarray(gold))[0])
+    return prev, conf, post, res
+
+
+def nuts_init_params(prevalence: np.ndarray, confusion: np.ndarray, *, one_coin: bool
+                     ) -> dict:
+    """Chain starting values from a point estimate (the MAP-EM fit under the same priors).
+
+    Starting all chains in the vote-aligned mode; a chain that still wanders into a
+    mirrored mode is relabelled afterwards. Entries are floored at 1e-4 and
+    renormalised, since NUTS starts in the interior of the simplex.
+
+    Parameters
+    ----------
+    prevalence : (L, K)
+    confusion : (J, K, K)
+    one_coin : bool
+        Start the ``accuracy`` site (the diagonal) instead of ``confusion``.
+    """
+    conf = np.clip(confusion, 1e-4, None)
+    conf /= conf.sum(-1, keepdims=True)
+    prev = np.clip(prevalence, 1e-4, None)
+    prev /= prev.sum(-1, keepdims=True)
+    init = {"prevalence": prev}
+    if one_coin:
+        init["accuracy"] = np.clip(conf[:, 0, 0], 1e-4, 1 - 1e-4)
+    else:
+        init["confusion"] = conf
+    return init
+
+
+def draw_perms(vote: np.ndarray, prevalence: np.ndarray, confusion: np.ndarray, data: Any,
+               orientation: str, anchor: int) -> np.ndarray:
+    """One relabelling per draw (label-switching guard).
+
+    Parameters
+    ----------
+    vote : int array of shape (n_items,)
+        Majority vote, the reference labelling of ``orientation='vote'``.
+    prevalence : (D, L, K)
+    confusion : (D, J, K, K)
+    data : DSData
+    orientation : {'vote', 'anchor'}
+        Hungarian on the agreement of each draw's posteriors with the vote, or the sign
+        of annotator ``anchor``'s gap (two classes).
+    anchor : int
+
+    Returns
+    -------
+    perms : (D, K)
+    """
+    if orientation == "anchor":
+        return anchor_perm(confusion, anchor)
+    K = prevalence.shape[-1]
+    vote1h = jnp.asarray(np.eye(K)[np.asarray(vote)])
+    agree = vote_agreement(jnp.asarray(prevalence), jnp.asarray(confusion), data, vote1h)
+    return hungarian_perm(np.asarray(agree))
+
+
+class NUTSDraws(NamedTuple):
+    """Relabelled NUTS draws of a Dawid–Skene model and their summaries.
+
+    Attributes
+    ----------
+    prevalence : (C, S, L, K)
+    confusion : (C, S, J, K, K)
+        Draws by chain and sample, relabelled.
+    diverging : (C, S) bool
+    moved : (C, S) bool
+        Draws relabelled away from the most common permutation.
+    post : (n_items, K)
+        Posteriors averaged over the draws (Rao-Blackwellised).
+    loglik : float
+        Log-likelihood at the posterior means.
+    """
+
+    prevalence: np.ndarray
+    confusion: np.ndarray
+    diverging: np.ndarray
+    moved: np.ndarray
+    post: np.ndarray
+    loglik: float
+
+
+def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_params: dict, *,
+                       gold: np.ndarray | None, num_chains: int, num_warmup: int,
+                       num_samples: int, seed: Seed, progress_bar: bool, chain_method: str,
+                       orientation: str, anchor: int) -> NUTSDraws:
+    """Sample a Dawid–Skene model with NUTS and relabel every draw.
+
+    Parameters
+    ----------
+    data : DSData
+    vote : int array of shape (n_items,)
+        Majority vote (reference labelling).
+    model_kwargs : dict
+        From :func:`ds_model_kwargs`.
+    init_params : dict
+        Starting values of the chains (constrained space).
+    gold : int array of shape (n_items,), optional
+    num_chains, num_warmup, num_samples, progress_bar, chain_method
+        Validated NUTS settings.
+    seed : int or jax key
+    orientation, anchor
+        See :func:`draw_perms`.
+
+    Returns
+    -------
+    NUTSDraws
+    """
+    from noisycal.models.dawid_skene import dawid_skene
+
+    from .nuts import sample_nuts
+
+    C, S = num_chains, num_samples
+    L, J, K = data.n_groups, data.n_annotators, data.n_classes
+    jgold = None if gold is None else jnp.asarray(gold)
+    with x64():
+        samples, diverging = sample_nuts(
+            dawid_skene, model_args=(data.item, data.annotator, data.label),
+            model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
+            num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),
+            progress_bar=progress_bar, chain_method=chain_method, target_accept_prob=0.8,
+            max_tree_depth=10, dense_mass=False)
+        prev_s = np.array(samples["prevalence"]).reshape(C, S, L, K)
+        conf_s = np.array(samples["confusion"]).reshape(C, S, J, K, K)
+        perms = draw_perms(vote, prev_s.reshape(-1, L, K), conf_s.reshape(-1, J, K, K), data,
+                           orientation, anchor)
+        prev_s, conf_s, moved = relabel_draws(prev_s, conf_s, perms)
+        prev_d, conf_d = prev_s.reshape(-1, L, K), conf_s.reshape(-1, J, K, K)
+        post = np.asarray(posteriors_at(jnp.asarray(prev_d), jnp.asarray(conf_d), data,
+                                        mean=True, gold=jgold))
+        loglik = float(loglik_at(jnp.asarray(prev_d.mean(0))[None],
+                                 jnp.asarray(conf_d.mean(0))[None], data, gold=jgold)[0])
+    return NUTSDraws(prev_s, conf_s, np.asarray(diverging), moved, post, loglik)
+
+
+def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2) -> dict:
+    """R-hat, bulk ESS and divergences of relabelled chains.
+
+    Warns (:class:`~noisycal.IdentifiabilityWarning`) when a chain was relabelled.
+
+    Parameters
+    ----------
+    draws : NUTSDraws
+    orientation : {'vote', 'anchor'}
+        Named in the relabelling message.
+    stacklevel : int, default=2
+        Of the relabelling warning.
+
+    Returns
+    -------
+    dict
+        ``max_rhat``, ``min_ess_bulk``, ``num_divergences``, ``switched`` (relabelled
+        chains), ``chains`` and ``relabel_message``.
+    """
+    from .nuts import _arviz
+
+    az = _arviz()
+    idata = az.from_dict(posterior={"prevalence": draws.prevalence,
+                                    "confusion": draws.confusion})
+    rhat, ess = az.rhat(idata), az.ess(idata)
+    names = ("prevalence", "confusion")
+    moved = draws.moved
+    switched = [c for c in range(moved.shape[0]) if moved[c].any()]
+    message = ""
+    if switched:
+        message = (f"chain(s) {switched} visited a different class order; "
+                   f"{int(moved.sum())} draw(s) were relabelled to the "
+                   f"{'anchor' if orientation == 'anchor' else 'majority-vote'} orientation")
+        warnings.warn(message, IdentifiabilityWarning, stacklevel=stacklevel + 1)
+    return {"max_rhat": _finite_extreme(rhat, names, np.max),
+            "min_ess_bulk": _finite_extreme(ess, names, np.min),
+            "num_divergences": int(draws.diverging.sum()), "switched": switched,
+            "chains": moved.shape[0], "relabel_message": message}
+
+
+def _finite_extreme(ds: Any, names: tuple, reduce: Any) -> float:
+    """Max or min over the finite entries of some ArviZ variables (NaN when none is
+    finite: R-hat of a single chain)."""
+    vals = np.concatenate([np.ravel(ds[v].values) for v in names])
+    vals = vals[np.isfinite(vals)]
+    return float(reduce(vals)) if vals.size else float("nan")
+
+
+def chain_status(diag: dict, rhat_threshold: float) -> tuple[str, str]:
+    """Status of relabelled chains: 'not_converged' when the largest R-hat reaches
+    ``rhat_threshold`` (several chains) or any transition diverged.
+
+    Parameters
+    ----------
+    diag : dict
+        From :func:`chain_diagnostics`.
+    rhat_threshold : float
+
+    Returns
+    -------
+    (status, message)
+        The message also names relabelled chains (status stays 'ok' for those).
+    """
+    status = "ok"
+    parts = [diag["relabel_message"]] if diag["relabel_message"] else []
+    if diag["chains"] > 1 and not diag["max_rhat"] < rhat_threshold:
+        status = "not_converged"
+        parts.append(f"max R-hat {diag['max_rhat']:.3f} >= {rhat_threshold:g}")
+    if diag["num_divergences"]:
+        status = "not_converged"
+        parts.append(f"{diag['num_divergences']} divergent transitions")
+    return status, "; ".join(parts)

@@ -1,0 +1,93 @@
+"""The settings of the Dawid–Skene engines: which ``fit`` argument belongs to which method.
+
+``DawidSkene.fit`` takes the arguments of three engines; :func:`method_options` rejects
+the ones that do not apply to the chosen method (a ``ValueError`` naming them) and fills
+in and validates the ones that do.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_choice, check_int
+from .nuts import check_sampler_options
+
+__all__ = ["EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "method_options", "check_tol"]
+
+#: EM-only arguments of ``fit`` and their defaults.
+EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False}
+#: Arguments of EM and gradient MLE (defaults by method).
+ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8}, "mle": {"max_iter": 1000, "tol": 1e-9}}
+#: NUTS-only arguments of ``fit`` and their defaults.
+NUTS_DEFAULTS = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000,
+                 "progress_bar": True, "rhat_threshold": 1.01, "chain_method": "vectorized"}
+
+
+def check_tol(tol: object) -> float:
+    """A positive finite tolerance (not a string, not a bool).
+
+    Parameters
+    ----------
+    tol : object
+    """
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) \
+            or not tol > 0:
+        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+    return float(tol)
+
+
+def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
+    """Reject the arguments of other methods, fill in and validate this method's.
+
+    Parameters
+    ----------
+    method : {'em', 'mle', 'nuts'}
+    given : dict
+        Every method-specific argument of ``fit`` by name, ``None`` when not given.
+
+    Returns
+    -------
+    dict
+        This method's arguments, defaults filled in, validated.
+
+    Raises
+    ------
+    ValueError
+        Naming an argument given for a method it does not apply to, or a bad value.
+
+    Examples
+    --------
+    >>> method_options("mle", {"n_starts": None, "max_iter": 50, "tol": None})
+    {'max_iter': 50, 'tol': 1e-09}
+    """
+    owners = {**{k: "'em'" for k in EM_DEFAULTS},
+              **{k: "'em' or 'mle'" for k in ITER_DEFAULTS["em"]},
+              **{k: "'nuts'" for k in NUTS_DEFAULTS}}
+    allowed = {"em": {**EM_DEFAULTS, **ITER_DEFAULTS["em"]}, "mle": ITER_DEFAULTS["mle"],
+               "nuts": NUTS_DEFAULTS}[method]
+    for name, value in given.items():
+        if value is not None and name not in allowed:
+            raise ValueError(f"{name} applies to method={owners[name]} only; it has no "
+                             f"effect with method={method!r}")
+    opts = {k: (d if given[k] is None else given[k]) for k, d in allowed.items()}
+    if "max_iter" in opts:
+        opts["max_iter"] = check_int(opts["max_iter"], "max_iter", minimum=1)
+        opts["tol"] = check_tol(opts["tol"])
+    if method == "em":
+        check_choice(opts["init"], "init", ("mixed", "soft_vote", "moments"))
+        opts["n_starts"] = check_int(opts["n_starts"], "n_starts", minimum=1)
+        opts["n_boot"] = check_int(opts["n_boot"], "n_boot", minimum=0)
+        if not isinstance(opts["screen_gaps"], bool | np.bool_):
+            raise ValueError("screen_gaps must be True or False, got "
+                             f"{opts['screen_gaps']!r}")
+        opts["screen_gaps"] = bool(opts["screen_gaps"])
+    if method == "nuts":
+        c, w, s = check_sampler_options(
+            opts["num_chains"], opts["num_warmup"], opts["num_samples"],
+            opts["chain_method"], opts["progress_bar"], opts["rhat_threshold"],
+            min_warmup=1)
+        opts.update(num_chains=c, num_warmup=w, num_samples=s)
+    return opts

@@ -1,0 +1,201 @@
+"""Bad-input catalogue: the Dawid–Skene family (fit, predict, AnnotatorFit methods).
+
+Collected by tests/test_bad_inputs.py (not a test module on its own).
+"""
+
+from functools import cache
+
+import numpy as np
+
+import noisycal as nc
+from noisycal.annotators import predict
+
+_W = np.array([[0, 0, 0], [1, 1, 1], [1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 0, 0],
+               [1, 1, 1], [0, 1, 0], [1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 0, 0]])
+_W3 = np.array([[0, 0, 1], [1, 1, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], [2, 1, 2],
+                [0, 0, 0], [1, 1, 1], [2, 2, 2], [0, 1, 0], [1, 1, 1], [2, 2, 1]])
+_G = np.array([0, 1] * 6)
+
+
+def _ann():
+    return nc.Annotations.from_wide(_W)
+
+
+def _ann3():
+    return nc.Annotations.from_wide(_W3)
+
+
+def _fit(**kw):
+    return nc.DawidSkene().fit(_ann(), **kw)
+
+
+@cache
+def _em_fit():
+    return nc.DawidSkene(2).fit(_ann(), n_starts=2, seed=0)
+
+
+@cache
+def _mle_fit():
+    return nc.DawidSkene(2).fit(_ann(), method="mle", seed=0)
+
+
+def _grouped(groups, **kw):
+    return nc.GroupedDawidSkene(2).fit(_ann(), groups=groups, **kw)
+
+
+def _nan_groups():
+    g = _G.astype(float)
+    g[3] = np.nan
+    return g
+
+
+def _none_groups():
+    g = _G.astype(object)
+    g[0] = None
+    return g
+
+
+R, S, W = "raises", "status", "warns"
+VE = ValueError
+
+CASES = [
+    # ---------------------------------------------------------------- fit: method options
+    ("ds_fit_method_unknown", lambda: _fit(method="gibbs"), R, VE, r"method"),
+    ("ds_mle_rejects_n_starts", lambda: _fit(method="mle", n_starts=-5), R, VE, r"n_starts"),
+    ("ds_mle_rejects_n_boot", lambda: _fit(method="mle", n_boot=-1), R, VE, r"n_boot"),
+    ("ds_mle_rejects_screen_gaps", lambda: _fit(method="mle", screen_gaps="yes"), R, VE,
+     r"screen_gaps"),
+    ("ds_mle_rejects_init", lambda: _fit(method="mle", init="soft_vote"), R, VE, r"init"),
+    ("ds_mle_rejects_num_chains", lambda: _fit(method="mle", num_chains=2), R, VE,
+     r"num_chains"),
+    ("ds_nuts_rejects_max_iter", lambda: _fit(method="nuts", max_iter=10), R, VE,
+     r"max_iter"),
+    ("ds_nuts_rejects_tol", lambda: _fit(method="nuts", tol=1e-6), R, VE, r"tol"),
+    ("ds_nuts_rejects_n_starts", lambda: _fit(method="nuts", n_starts=3), R, VE, r"n_starts"),
+    ("ds_em_rejects_num_warmup", lambda: _fit(num_warmup=10), R, VE, r"num_warmup"),
+    ("ds_em_rejects_rhat_threshold", lambda: _fit(rhat_threshold=1.1), R, VE,
+     r"rhat_threshold"),
+    ("ds_em_rejects_chain_method", lambda: _fit(chain_method="parallel"), R, VE,
+     r"chain_method"),
+    # ---------------------------------------------------------------- fit: EM values
+    ("ds_em_n_starts_zero", lambda: _fit(n_starts=0), R, VE, r"n_starts"),
+    ("ds_em_n_starts_negative", lambda: _fit(n_starts=-5), R, VE, r"n_starts"),
+    ("ds_em_n_starts_float", lambda: _fit(n_starts=2.0), R, VE, r"n_starts"),
+    ("ds_em_max_iter_zero", lambda: _fit(max_iter=0), R, VE, r"max_iter"),
+    ("ds_em_tol_string", lambda: _fit(tol="1e-8"), R, VE, r"tol"),
+    ("ds_em_tol_nan", lambda: _fit(tol=float("nan")), R, VE, r"tol"),
+    ("ds_em_tol_negative", lambda: _fit(tol=-1e-8), R, VE, r"tol"),
+    ("ds_em_n_boot_negative", lambda: _fit(n_boot=-1), R, VE, r"n_boot"),
+    ("ds_em_screen_gaps_string", lambda: _fit(screen_gaps="yes"), R, VE, r"screen_gaps"),
+    ("ds_em_init_unknown", lambda: _fit(init="random"), R, VE, r"init"),
+    ("ds_mle_max_iter_zero", lambda: _fit(method="mle", max_iter=0), R, VE, r"max_iter"),
+    ("ds_nuts_num_chains_zero", lambda: _fit(method="nuts", num_chains=0), R, VE,
+     r"num_chains"),
+    ("ds_nuts_chain_method_unknown", lambda: _fit(method="nuts", chain_method="gpu"), R, VE,
+     r"chain_method"),
+    ("ds_nuts_progress_bar_string", lambda: _fit(method="nuts", progress_bar="no"), R, VE,
+     r"progress_bar"),
+    ("ds_nuts_rhat_threshold_below_one", lambda: _fit(method="nuts", rhat_threshold=0.9), R,
+     VE, r"rhat_threshold"),
+    # ---------------------------------------------------------------- fit: seed, anchor
+    ("ds_seed_2_pow_64", lambda: _fit(seed=2**64), R, VE, r"seed"),
+    ("ds_seed_float", lambda: _fit(seed=1.5), R, VE, r"seed"),
+    ("ds_seed_none", lambda: _fit(seed=None), R, VE, r"seed"),
+    ("ds_anchor_without_use", lambda: _fit(anchor=1), R, VE, r"anchor"),
+    ("ds_anchor_out_of_range", lambda: _fit(orientation="anchor", anchor=7), R, VE,
+     r"anchor"),
+    ("ds_anchor_negative", lambda: _fit(screen_gaps=True, anchor=-1), R, VE, r"anchor"),
+    ("ds_orientation_unknown", lambda: _fit(orientation="majority"), R, VE, r"orientation"),
+    ("ds_orientation_anchor_three_classes",
+     lambda: nc.DawidSkene().fit(_ann3(), orientation="anchor"), R, VE, r"orientation"),
+    ("ds_init_moments_three_classes",
+     lambda: nc.DawidSkene().fit(_ann3(), init="moments"), R, VE, r"init"),
+    ("ds_screen_gaps_three_classes",
+     lambda: nc.DawidSkene().fit(_ann3(), screen_gaps=True), R, VE, r"screen_gaps"),
+    # ---------------------------------------------------------------- fit: data, priors
+    ("ds_annotations_array", lambda: nc.DawidSkene().fit(_W), R, VE, r"annotations"),
+    ("ds_annotations_one_item",
+     lambda: nc.DawidSkene().fit(nc.Annotations.from_wide(_W[1:2], classes=[0, 1])), R, VE,
+     r"annotations"),
+    ("ds_n_classes_mismatch", lambda: nc.DawidSkene(3).fit(_ann()), R, VE, r"n_classes"),
+    ("ds_n_classes_one", lambda: nc.DawidSkene(1).fit(_ann()), R, VE, r"n_classes"),
+    ("ds_n_classes_float", lambda: nc.DawidSkene(2.0).fit(_ann()), R, VE, r"n_classes"),
+    ("ds_alpha_wrong_shape", lambda: nc.DawidSkene(alpha=np.ones(3)).fit(_ann()), R, VE,
+     r"alpha"),
+    ("ds_alpha_zero", lambda: nc.DawidSkene(alpha=np.array([1.0, 0.0])).fit(_ann()), R, VE,
+     r"alpha"),
+    ("ds_beta_wrong_shape", lambda: nc.DawidSkene(beta=np.ones((2, 3))).fit(_ann()), R, VE,
+     r"beta"),
+    ("ds_beta_nan", lambda: nc.DawidSkene(beta=np.full((2, 2), np.nan)).fit(_ann()), R, VE,
+     r"beta"),
+    ("ds_onecoin_beta_not_one_coin",
+     lambda: nc.OneCoinDawidSkene(beta=np.array([[5.0, 1.0], [2.0, 5.0]])).fit(_ann()), R,
+     VE, r"beta"),
+    ("ds_onecoin_beta_per_annotator",
+     lambda: nc.OneCoinDawidSkene(beta=np.ones((3, 2, 2))).fit(_ann()), R, VE, r"beta"),
+    ("ds_gold_not_dict", lambda: _fit(gold=[0, 1]), R, VE, r"gold"),
+    ("ds_gold_unknown_item", lambda: _fit(gold={99: 0}), R, VE, r"gold"),
+    ("ds_gold_unknown_class", lambda: _fit(gold={0: 5}), R, VE, r"gold"),
+    # ---------------------------------------------------------------- groups
+    ("ds_groups_on_marginal_model", lambda: _fit(groups=_G), R, VE, r"groups"),
+    ("ds_grouped_without_groups", lambda: nc.GroupedDawidSkene(2).fit(_ann()), R, VE,
+     r"groups"),
+    ("ds_grouped_nan_groups", lambda: _grouped(_nan_groups()), R, VE, r"groups"),
+    ("ds_grouped_none_groups", lambda: _grouped(_none_groups()), R, VE, r"groups"),
+    ("ds_grouped_groups_wrong_length", lambda: _grouped(_G[:5]), R, VE, r"groups"),
+    ("ds_grouped_groups_2d", lambda: _grouped(_G[:, None]), R, VE, r"groups"),
+    ("ds_grouped_single_group", lambda: _grouped(np.zeros(12)), R, VE, r"groups"),
+    ("ds_grouped_mixed_types", lambda: _grouped(np.array([0, "a"] * 6, dtype=object)), R,
+     VE, r"groups"),
+    ("ds_grouped_channels_unknown",
+     lambda: nc.GroupedDawidSkene(2, channels="x").fit(_ann(), groups=_G), R, VE,
+     r"channels"),
+    # ---------------------------------------------------------------- predict
+    ("ds_predict_not_annotations", lambda: predict(_em_fit(), _W), R, VE, r"annotations"),
+    ("ds_predict_not_a_fit", lambda: predict("fit", _ann()), R, VE, r"fit"),
+    ("ds_predict_unknown_annotator",
+     lambda: predict(_em_fit(), nc.Annotations.from_arrays([0, 1], [5, 5], [0, 1])), R, VE,
+     r"annotator"),
+    ("ds_predict_class_mismatch",
+     lambda: predict(_em_fit(), nc.Annotations.from_arrays([0, 1], [0, 0], [0, 2])), R, VE,
+     r"classes"),
+    ("ds_predict_groups_out_of_range", lambda: predict(_em_fit(), _ann(), groups=_G), R, VE,
+     r"groups"),
+    ("ds_predict_groups_float",
+     lambda: predict(_em_fit(), _ann(), groups=np.zeros(12)), R, VE, r"groups"),
+    ("ds_predict_method_groups_wrong_length",
+     lambda: _em_fit().predict(_ann(), groups=np.zeros(3, int)), R, VE, r"groups"),
+    # ---------------------------------------------------------------- AnnotatorFit methods
+    ("ds_conf_int_level_percent", lambda: _em_fit().conf_int(level=90), R, VE, r"level"),
+    ("ds_conf_int_level_zero", lambda: _em_fit().conf_int(level=0.0), R, VE, r"level"),
+    ("ds_conf_int_level_string", lambda: _em_fit().conf_int(level="0.9"), R, VE, r"level"),
+    ("ds_conf_int_n_boot_zero", lambda: _em_fit().conf_int(n_boot=0), R, VE, r"n_boot"),
+    ("ds_conf_int_seed_overflow", lambda: _em_fit().conf_int(seed=2**64), R, VE, r"seed"),
+    ("ds_conf_int_mle_has_no_draws", lambda: _mle_fit().conf_int(), R, VE, r"draws"),
+    ("ds_bootstrap_draws_n_boot_negative", lambda: _em_fit().bootstrap_draws(-3), R, VE,
+     r"n_boot"),
+    ("ds_bootstrap_draws_mle", lambda: _mle_fit().bootstrap_draws(10), R, VE, r"refit"),
+    # ---------------------------------------------------------------- statuses and warnings
+    ("ds_status_unobserved_class",
+     lambda: nc.DawidSkene(3).fit(nc.Annotations.from_wide(_W, classes=[0, 1, 2])), S, None,
+     r"unobserved_class.*\[2\]"),
+    ("ds_warns_unobserved_class",
+     lambda: nc.DawidSkene(3).fit(nc.Annotations.from_wide(_W, classes=[0, 1, 2])), W,
+     nc.IdentifiabilityWarning, r"never occur"),
+    ("ds_status_saturated_two_items",
+     lambda: nc.DawidSkene(2).fit(nc.Annotations.from_wide(_W[1:3])), S, None,
+     r"over_parametrised|not_identified"),
+    ("ds_status_two_binary_annotators_not_identified",
+     lambda: nc.DawidSkene(2).fit(nc.Annotations.from_wide(_W[:, :2])), S, None,
+     r"not_identified.*free parameters"),
+    ("ds_status_one_annotator",
+     lambda: nc.DawidSkene(2).fit(nc.Annotations.from_wide(_W[:, :1])), S, None,
+     r"not_identified.*one annotator"),
+    ("ds_status_not_converged", lambda: _fit(max_iter=1, n_starts=1), S, None,
+     r"not_converged"),
+    ("ds_warns_not_converged", lambda: _fit(max_iter=1, n_starts=1), W,
+     nc.ConvergenceWarning, r"iteration limit"),
+    ("ds_predict_not_identified_fit",
+     lambda: predict(nc.DawidSkene(2).fit(nc.Annotations.from_wide(_W[:, :1])), _ann()), R,
+     VE, r"fit"),
+]
