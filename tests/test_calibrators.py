@@ -267,7 +267,7 @@ def test_joint_map_warns_bad_input_and_params():
         nc.calibrators.JointMap(orientation="up").fit(probs=z, annotations=A)
     assert jm.get_params() == {"n_bins": 5, "n_starts": 10, "max_iter": 1000, "tol": 1e-8,
                                "seed": 0, "orientation": "anchor", "anchor": 0}
-    with pytest.raises(ValueError, match="seed must fit"):
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[-2\*\*63, 2\*\*63\)"):
         nc.calibrators.JointMap(seed=2**64).fit(probs=z, annotations=A)
     with pytest.raises(ValueError, match="tol"):
         nc.calibrators.JointMap(tol="1e-8").fit(probs=z, annotations=A)

@@ -27,7 +27,7 @@ import jax
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int
+from .._validation import check_array, check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
@@ -42,7 +42,6 @@ from ..engines.ds_numpyro import (
 from ..engines.options import method_options
 from ..engines.results import (
     AnnotatorFit,
-    check_seed,
     design_status,
     estimate_status,
     predict,
@@ -128,6 +127,10 @@ class DawidSkene:
             raise ValueError("annotations must be a noisycal.Annotations "
                              f"(got {type(ann).__name__}); build one with "
                              "Annotations.from_long / from_wide / from_arrays")
+        if not ann.annotators_known:
+            raise ValueError("annotations were built by Annotations.from_counts, so annotator "
+                             "identities are unknown; a per-annotator model needs who rated "
+                             "what (use from_long / from_wide / from_arrays)")
         K = ann.n_classes
         if self.n_classes is not None:
             k = check_int(self.n_classes, "n_classes", minimum=2)
@@ -488,9 +491,13 @@ class GroupedDawidSkene(DawidSkene):
                 arr = ann.engine_arrays()
                 who = np.array([f"{ann.annotators[a]}|{levels[g]}" for a, g in
                                 zip(arr.annotator, codes[arr.item], strict=True)])
+                seen = set(who)  # annotator x group pairs, annotator-major, as they occur
+                order = [p for p in (f"{a}|{lv}" for a in ann.annotators for lv in levels)
+                         if p in seen]
                 annotations = Annotations.from_arrays(ann.items[arr.item], who,
                                                       ann.classes[arr.label],
-                                                      classes=ann.classes)
+                                                      classes=ann.classes, items=ann.items,
+                                                      annotators=order)
         return super().fit(annotations, **kwargs)
 
     fit.__doc__ = DawidSkene.fit.__doc__

@@ -7,15 +7,14 @@ in and validates the ones that do.
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, check_real
 from .nuts import check_sampler_options
 
-__all__ = ["EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "method_options", "check_tol"]
+__all__ = ["EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "method_options"]
 
 #: EM-only arguments of ``fit`` and their defaults.
 EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False}
@@ -24,19 +23,6 @@ ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8}, "mle": {"max_iter": 1000
 #: NUTS-only arguments of ``fit`` and their defaults.
 NUTS_DEFAULTS = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000,
                  "progress_bar": True, "rhat_threshold": 1.01, "chain_method": "vectorized"}
-
-
-def check_tol(tol: object) -> float:
-    """A positive finite tolerance (not a string, not a bool).
-
-    Parameters
-    ----------
-    tol : object
-    """
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) \
-            or not tol > 0:
-        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
-    return float(tol)
 
 
 def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +61,7 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
     opts = {k: (d if given[k] is None else given[k]) for k, d in allowed.items()}
     if "max_iter" in opts:
         opts["max_iter"] = check_int(opts["max_iter"], "max_iter", minimum=1)
-        opts["tol"] = check_tol(opts["tol"])
+        opts["tol"] = check_real(opts["tol"], "tol", minimum=0.0, strict=True)
     if method == "em":
         check_choice(opts["init"], "init", ("mixed", "soft_vote", "moments"))
         opts["n_starts"] = check_int(opts["n_starts"], "n_starts", minimum=1)

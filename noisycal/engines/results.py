@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
@@ -12,11 +11,11 @@ import numpy as np
 import pandas as pd
 
 from .._jax import x64
+from .._stats import equal_tailed
 from .._typing import ArrayLike, Seed
-from .._validation import check_level
+from .._validation import check_level, check_seed
 
-__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "check_seed",
-           "BOUNDARY"]
+__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "BOUNDARY"]
 
 #: A marginal prevalence below this is reported as a boundary estimate.
 BOUNDARY = 1e-6
@@ -226,12 +225,11 @@ class AnnotatorFit:
                                  "(bootstrap) or method='nuts' (posterior) for intervals")
             draws = self.bootstrap_draws(1000 if n_boot is None else n_boot,
                                          seed=0 if seed is None else seed)
-        a = (1.0 - level) / 2.0
         frame = self.to_frame()
         prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
         conf = np.asarray(draws["confusion"]).reshape(len(draws["confusion"]), -1)
         allv = np.concatenate([prev, conf], axis=1)
-        lo, hi = np.quantile(allv, [a, 1.0 - a], axis=0)
+        lo, hi = equal_tailed(allv, level, axis=0)
         frame["low"], frame["high"] = lo, hi
         frame.attrs["level"] = level
         frame.attrs["kind"] = "credible-eti" if self.method == "nuts" else "bootstrap-percentile"
@@ -360,27 +358,6 @@ def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
         raise ValueError(f"groups must give each of the {n_items} new items an integer group "
                          f"index in 0..{L - 1}, got {g.dtype} values of shape {g.shape}")
     return g.astype(np.int32)
-
-
-def check_seed(seed: object) -> Seed:
-    """``seed`` as given, after checking it is an int in [-2**63, 2**63) or a JAX key.
-
-    Parameters
-    ----------
-    seed : object
-
-    Raises
-    ------
-    ValueError
-        Naming ``seed`` (Python ints beyond 64 bits would overflow inside JAX).
-    """
-    from .._jax import as_key
-
-    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-        if not -2**63 <= int(seed) < 2**63:
-            raise ValueError(f"seed must be an int in [-2**63, 2**63) or a JAX key, got {seed}")
-    as_key(seed)  # raises ValueError naming seed for other types
-    return seed
 
 
 def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,

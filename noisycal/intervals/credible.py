@@ -1,7 +1,8 @@
-"""Equal-tailed intervals from draws, and the credible interval of NC-ECE.
+"""The credible interval of NC-ECE.
 
-:func:`equal_tailed` is the one equal-tailed quantile rule of the library (bootstrap
-percentile intervals, per-bin bands, credible intervals of posterior draws).
+:func:`equal_tailed` (defined in ``noisycal._stats`` so that the engines can use it too)
+is the one equal-tailed quantile rule of the library (bootstrap percentile intervals,
+per-bin bands, credible intervals of posterior draws).
 """
 
 from __future__ import annotations
@@ -12,44 +13,10 @@ from typing import Any
 import numpy as np
 
 from .._jax import as_numpy_rng
-from .._validation import check_level
+from .._stats import equal_tailed
 from ..correction import corrected_from_channels
 
 __all__ = ["equal_tailed", "nc_ece_credible"]
-
-
-def equal_tailed(values: Any, level: float, *, axis: int | None = 0,
-                 ignore_nan: bool = False) -> tuple[Any, Any]:
-    """Equal-tailed interval: the (1 - level)/2 and (1 + level)/2 quantiles.
-
-    Parameters
-    ----------
-    values : array-like
-        Draws or replicates.
-    level : float
-        Coverage fraction in (0, 1).
-    axis : int or None, default=0
-        Axis holding the draws (None: all values).
-    ignore_nan : bool, default=False
-        Skip NaN draws (``numpy.nanquantile``) instead of propagating them.
-
-    Returns
-    -------
-    low, high : float or ndarray
-        Floats when the result is a scalar.
-
-    Examples
-    --------
-    >>> [round(x, 9) for x in equal_tailed(range(101), 0.9)]
-    [5.0, 95.0]
-    """
-    level = check_level(level)
-    a = (1.0 - level) / 2.0
-    q = np.nanquantile if ignore_nan else np.quantile
-    lo, hi = q(np.asarray(values, dtype=np.float64), [a, 1.0 - a], axis=axis)
-    if np.ndim(lo) == 0:
-        return float(lo), float(hi)
-    return lo, hi
 
 
 def nc_ece_credible(conf: np.ndarray, bins: np.ndarray, target: Any, level: float, *,

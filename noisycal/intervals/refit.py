@@ -167,19 +167,16 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
                 conf: jax.Array, bins: jax.Array, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
                 n_boot: int, statistic: Callable[..., Any]) -> tuple:
-    from ..engines.em import run_em
+    from ..engines.resample import resample_refit
     from ..models.dawid_skene import DSData
 
     data = DSData(*arrays, *sizes)
     n = pattern.shape[0]
-    P, L = sizes[0], sizes[3]
+    L = sizes[3]
 
     def one(key: jax.Array) -> tuple:
-        idx = jax.random.randint(key, (n,), 0, n, dtype=jnp.int32)
-        w = jnp.zeros(n).at[idx].add(1.0)
-        wp = jax.ops.segment_sum(w, pattern, num_segments=P)
-        st = run_em(post0, data, None, alpha_p, beta_p, one_coin=one_coin,
-                    max_iter=max_iter, tol=tol, weights=wp)
+        w, st = resample_refit(key, post0, data, None, alpha_p, beta_p, pattern,
+                               one_coin=one_coin, max_iter=max_iter, tol=tol)
         confusion, group_prev = st.confusion[:, perm, :], st.prevalence[:, perm]
         a, b = confusion[:, 0, 1], confusion[:, 1, 1]
         if fixed_prevalence:
