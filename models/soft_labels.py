@@ -35,8 +35,8 @@ Use :func:`identified_map` to bring any ``(W, b)`` to this representative.
 
 Log-probabilities, not logits
 -----------------------------
-The map acts on log-probabilities, as in Kull et al. (2019). Paper 000's Dirichlet-Soft
-applies ``W`` to logits instead (spec-000 section 2.5); for a full ``W`` the two differ,
+The map acts on log-probabilities, as in Kull et al. (2019). Tao, Luo, Dong & Xu's (2026) Dirichlet-Soft
+applies ``W`` to logits instead (its Section 6); for a full ``W`` the two differ,
 and a map on logits is not even defined by the probabilities alone (logits are
 determined only up to a per-item constant, which a full ``W`` does not ignore), so
 noisycal uses the canonical representative ``log p``.
@@ -44,7 +44,7 @@ noisycal uses the canonical representative ``log p``.
 References
 ----------
 .. [000] L. Tao, H. Luo, M. Dong, C. Xu. "Confidence Calibration under Ambiguous Ground
-   Truth", arXiv:2603.22879, 2026 (paper 000): Dirichlet-Soft, calibration against the
+   Truth", arXiv:2603.22879, 2026: Dirichlet-Soft (Section 6), calibration against the
    annotator distribution.
 .. [Kull2019] M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song,
    P. Flach. "Beyond temperature scaling: Obtaining well-calibrated multiclass
@@ -162,8 +162,8 @@ def dirichlet_soft_labels(log_probs, counts=None, *, n_totals=None, prior_scale=
 
     References
     ----------
-    .. [000] Tao, Luo, Dong, Xu, "Confidence Calibration under Ambiguous Ground Truth",
-       arXiv:2603.22879 (2026), Dirichlet-Soft.
+    .. [000] Tao, Luo, Dong & Xu, "Confidence Calibration under Ambiguous Ground Truth",
+       arXiv:2603.22879 (2026), Dirichlet-Soft (Section 6).
     .. [Kull2019] Kull et al., "Beyond temperature scaling", NeurIPS 2019.
     """
     import numpyro

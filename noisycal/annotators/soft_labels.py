@@ -216,8 +216,10 @@ class DirichletSoftLabels:
     -----
     With ``kappa -> infinity`` the likelihood becomes the multinomial one, and the
     maximum likelihood ``(W, b)`` is soft-label Dirichlet calibration (minimum soft-label
-    cross-entropy) of paper 000. Two differences from that paper's Dirichlet-Soft: the
-    map acts on log-probabilities, as in Kull et al. (paper 000 uses logits, which a full
+    cross-entropy), the Dirichlet-Soft of Tao, Luo, Dong & Xu (2026, Section 6); the
+    overdispersion ``kappa`` and the posterior are noisycal's extension, not theirs. Two
+    differences from their Dirichlet-Soft: the map acts on log-probabilities, as in Kull
+    et al. (Tao et al. use logits, which a full
     ``W`` does not treat the same), and the regulariser is the Normal prior of
     ``method='map'``/``'nuts'`` (shrinking ``W`` towards the identity map) instead of
     ODIR. ``W`` and ``b`` are reported in their identified form (columns of ``W`` and
@@ -225,7 +227,7 @@ class DirichletSoftLabels:
 
     References
     ----------
-    .. [000] Tao, Luo, Dong, Xu, "Confidence Calibration under Ambiguous Ground Truth",
+    .. [000] Tao, Luo, Dong & Xu, "Confidence Calibration under Ambiguous Ground Truth",
        arXiv:2603.22879 (2026).
     .. [1] Kull et al., "Beyond temperature scaling: Obtaining well-calibrated
        multiclass probabilities with Dirichlet calibration", NeurIPS 2019.
@@ -259,7 +261,12 @@ class DirichletSoftLabels:
             positive-class values (then ``counts`` has 2 columns: negative, positive).
         counts : array-like of shape (n_items, n_classes)
             Annotator votes per item and class: non-negative whole numbers, at least one
-            vote per item.
+            vote per item. This is the one annotator model whose fit is not called with
+            ``target=``, for a documented reason: the Dirichlet-multinomial likelihood needs
+            the raw vote counts, because the number of votes per item carries the
+            information about the overdispersion ``kappa``; a target (``targets.soft``)
+            holds only the normalised shares and would lose it. ``probs=``/``logits=`` are
+            the classifier's predictions, as everywhere.
         method : {'mle', 'map', 'nuts'}, default='mle'
             Maximum likelihood, posterior mode, or NUTS posterior sampling.
         seed : int or jax key, default=0
