@@ -35,9 +35,9 @@ Use :func:`identified_map` to bring any ``(W, b)`` to this representative.
 
 Log-probabilities, not logits
 -----------------------------
-The map acts on log-probabilities, as in Kull et al. (2019). Tao, Luo, Dong & Xu's (2026) Dirichlet-Soft
-applies ``W`` to logits instead (its Section 6); for a full ``W`` the two differ,
-and a map on logits is not even defined by the probabilities alone (logits are
+The map acts on log-probabilities, as in Kull et al. (2019). Tao, Luo, Dong & Xu's (2026)
+Dirichlet-Soft applies ``W`` to logits instead (their Section 6); for a full ``W`` the two
+differ, and a map on logits is not even defined by the probabilities alone (logits are
 determined only up to a per-item constant, which a full ``W`` does not ignore), so
 noisycal uses the canonical representative ``log p``.
 

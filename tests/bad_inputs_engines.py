@@ -279,8 +279,10 @@ CASES = [
     ("engines_dsl_unknown_init_site", lambda: _dsl(init_params={"W_full": np.eye(3)}), R,
      ValueError, r"init_params"),
     # statuses and warnings of the engines
-    ("engines_fit_map_max_iter_1_status", lambda: _fit_map(model=_normal_scale, max_iter=1), "status",
-     None, r"not_converged.*max_iter"),
-    ("engines_fit_map_max_iter_1_warns", lambda: _fit_map(model=_normal_scale, max_iter=1), "warns",
+    ("engines_fit_map_max_iter_1_status",
+     lambda: _fit_map(model=_normal_scale, max_iter=1), "status", None,
+     r"not_converged.*max_iter"),
+    ("engines_fit_map_max_iter_1_warns",
+     lambda: _fit_map(model=_normal_scale, max_iter=1), "warns",
      ConvergenceWarning, r"fit_map"),
 ]
