@@ -95,6 +95,8 @@ def test_mle_recovers_parameters(mle_fit):
     assert np.all(np.isfinite(se_W)) and np.all(se_W > 0)
     assert np.all(np.abs(fit.W - Wc) < 4 * se_W), (fit.W - Wc) / se_W
     assert np.all(np.abs(fit.b - bc) < 4 * se_b), (fit.b - bc) / se_b
+    # kappa's standard error here is about 1.4 (7% of 20): rel=0.25 is about 3.5 standard
+    # errors; the 4-standard-error check below is the sharp one
     assert fit.kappa == pytest.approx(KAPPA_TRUE, rel=0.25)
     assert abs(fit.kappa - KAPPA_TRUE) < 4 * fit.std_errors["kappa"]
     assert fit.loglik == pytest.approx(fit.engine_result.loglik)
@@ -166,6 +168,9 @@ def test_binary_positive_class_probabilities():
     # on the logit scale the map is (W[1] - W[0]) @ (log(1 - p), log p) + b[1] - b[0]; the
     # truth 0.5 z + 0.3 = 0.5 log p - 0.5 log(1 - p) + 0.3 lies in that family
     coef = fit.W[1] - fit.W[0]
+    # wide relative to 0.5 and 0.3 only because 400 items with 6 votes each say little:
+    # the standard errors are about 0.09 (coef) and 0.15 (intercept difference), and the
+    # MAP prior shrinks towards the identity map; 0.15 is about 1.7 and 1 standard errors
     np.testing.assert_allclose(coef, [-0.5, 0.5], atol=0.15)
     assert fit.b[1] - fit.b[0] == pytest.approx(0.3, abs=0.15)
     np.testing.assert_allclose(out, fit.predict_proba(probs=1 / (1 + np.exp(-z[:5]))), rtol=1e-9)

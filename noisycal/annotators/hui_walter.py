@@ -182,12 +182,12 @@ def _group_index(groups: ArrayLike, n_items: int, method: str) -> tuple[np.ndarr
     if g.shape != (n_items,):
         raise ValueError(f"groups must have one entry per item ({n_items}), got shape "
                          f"{g.shape}")
-    if g.dtype.kind == "c" or (g.dtype.kind not in "biufUS" and not np.all(
-            [isinstance(v, str | int | float | np.number) for v in g.ravel()])):
-        raise ValueError(f"groups must be numbers or strings, got dtype {g.dtype}")
     if g.dtype.kind in "fO" and np.any(pd.isna(g)):
         raise ValueError("groups must be finite numbers or labels, without missing values; "
                          f"found {int(np.sum(pd.isna(g)))} NaN or None")
+    if g.dtype.kind == "c" or (g.dtype.kind not in "biufUS" and not np.all(
+            [isinstance(v, str | int | float | np.number) for v in g.ravel()])):
+        raise ValueError(f"groups must be numbers or strings, got dtype {g.dtype}")
     if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
         raise ValueError("groups must be finite, found an infinite value")
     if method == "gmm" and g.dtype.kind not in "biuf":
