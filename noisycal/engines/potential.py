@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -43,13 +44,17 @@ def user_stacklevel() -> int:
     Counts the consecutive innermost frames that live in the ``noisycal`` package or in
     ``noisycal.models`` (this function's frame included), like numpyro's
     ``find_stack_level``.
-    """
-    import noisycal
-    import noisycal.models
 
-    dirs = tuple(
-        os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (noisycal, noisycal.models)
-    )
+    Returns
+    -------
+    int
+    """
+    # noisycal's own directory from this file's place, noisycal.models' from sys.modules
+    # (no import of the top-level package from inside it: no import circle)
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    models = sys.modules.get("noisycal.models")
+    dirs = (here + os.sep,) + (() if models is None else (
+        os.path.dirname(os.path.abspath(models.__file__)) + os.sep,))
     frame = inspect.currentframe()
     n = 0
     while frame is not None:
@@ -304,6 +309,8 @@ def build_potential(model: Callable[..., Any], rebuild: Callable[[list], tuple[t
     ValueError
         If the model has discrete latent sites or ``init_shapes`` names an unknown site.
     """
+    # (over 80 lines with its docstring: the closures below share the traced site
+    # metadata and ``unravel``, so they are built together)
     from jax.flatten_util import ravel_pytree
     from numpyro.handlers import seed, substitute
     from numpyro.infer import init_to_uniform
