@@ -265,6 +265,8 @@ CASES = [
      ValueError, r"probs|logits"),
     ("engines_dsl_probs_zero",
      lambda: _dsl(probs=np.vstack([_P[:-1], [1.0, 0.0, 0.0]])), R, ValueError, r"probs"),
+    ("engines_dsl_prior_scale_under_mle", lambda: _dsl(prior_scale=0.5, method="mle"), R,
+     ValueError, r"prior_scale"),
     ("engines_dsl_method_unknown", lambda: _dsl(method="em"), R, ValueError, r"method"),
     ("engines_dsl_nuts_option_under_mle", lambda: _dsl(num_chains=2), R, ValueError,
      r"num_chains"),

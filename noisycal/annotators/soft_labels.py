@@ -200,7 +200,9 @@ class DirichletSoftLabels:
     prior_scale : float, default=1.0
         Standard deviation of the Normal priors ``W ~ Normal(I, prior_scale)`` and
         ``b ~ Normal(0, prior_scale)`` (elementwise); ``log kappa ~ Normal(log 10, 1.5)``.
-        Used by ``method='map'`` and ``'nuts'``; ignored by ``'mle'``.
+        Used by ``method='map'`` and ``'nuts'``; a maximum likelihood fit
+        (``method='mle'``) has no prior and refuses a ``prior_scale`` other than the
+        default rather than ignore it.
 
     Examples
     --------
@@ -295,6 +297,9 @@ class DirichletSoftLabels:
         if unknown:
             raise ValueError(f"unknown option(s) {unknown} for method={method!r}; allowed: "
                              f"{list(_ENGINE_OPTIONS[method])}")
+        if method == "mle" and self.prior_scale != 1.0:
+            raise ValueError(f"prior_scale={self.prior_scale:g} applies only to method='map' "
+                             "or 'nuts' (a maximum likelihood fit has no prior)")
         log_p, _ = _log_predictions(probs, logits)
         n_items, n_classes = log_p.shape
         c = _check_counts(counts, n_items, n_classes)
