@@ -86,6 +86,18 @@ def identified_map(W, b):
     probabilities ``softmax(W l + b)`` are unchanged.
 
     Works on NumPy and JAX arrays, with any leading batch axes (e.g. posterior draws).
+
+    Parameters
+    ----------
+    W : array of shape (..., n_classes, n_classes)
+        Calibration matrix (output class, input class).
+    b : array of shape (..., n_classes)
+        Intercept.
+
+    Returns
+    -------
+    tuple of arrays
+        ``(W, b)`` with columns of ``W`` and ``b`` summing to zero.
     """
     xp = jnp if isinstance(W, jax.Array) or isinstance(b, jax.Array) else np
     W = xp.asarray(W)
@@ -94,7 +106,21 @@ def identified_map(W, b):
 
 
 def calibration_map(W, b, log_probs):
-    """Calibrated log-probabilities ``log_softmax(W @ log_probs_i + b)``, shape (n, K)."""
+    """Calibrated log-probabilities ``log_softmax(W @ log_probs_i + b)``.
+
+    Parameters
+    ----------
+    W : array of shape (n_classes, n_classes)
+        Calibration matrix (output class, input class).
+    b : array of shape (n_classes,)
+        Intercept.
+    log_probs : array of shape (n_items, n_classes)
+        The classifier's log-probabilities.
+
+    Returns
+    -------
+    jax.Array of shape (n_items, n_classes)
+    """
     logits = jnp.einsum("kj,ij->ik", W, log_probs) + b
     return jax.nn.log_softmax(logits, axis=-1)
 
