@@ -1,4 +1,5 @@
-"""Hui–Walter method of moments and grouped GMM (paper 003, spec sections 3.2 and 3.3)."""
+"""Hui–Walter method of moments and grouped GMM (Hui & Walter, 1980; Definition D.1 of
+"Noisy-Label Calibration with Multiple Unreliable Labels")."""
 
 import warnings
 

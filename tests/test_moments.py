@@ -172,3 +172,12 @@ def test_hui_walter_refuses_missing_groups_and_mom_only_options():
     with pytest.warns(nc._warnings.IdentifiabilityWarning, match="same mean"):
         fit = nc.HuiWalter().fit(A, groups=np.repeat(["low", "high"], 6))
     assert list(fit.details["groups"]) == ["high", "low"] and fit.status == "infeasible_mom"
+
+
+def test_unchecked_r_hat_is_said_in_the_message():
+    kw = dict(model_args=(Y,), num_warmup=20, progress_bar=False, cache=False)
+    one = nuts.run_nuts(normal_scale, num_chains=1, num_samples=20, **kw)
+    few = nuts.run_nuts(normal_scale, num_chains=2, num_samples=3, **kw)
+    for res in (one, few):
+        assert math.isnan(res.max_rhat)
+        assert "R-hat needs at least 2 chains and 4 draws" in res.message

@@ -521,8 +521,10 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
     status, message = convergence_status(max_rhat, n_div, rhat_threshold, worst=worst)
     if status != "ok":
         warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
-    elif num_chains == 1:
-        message = "R-hat needs at least 2 chains; it was not checked"
+    elif not math.isfinite(max_rhat):
+        message = ("R-hat needs at least 2 chains and 4 draws per chain; it was not checked"
+                   if num_chains == 1 or num_samples < 4 else
+                   "R-hat is undefined (no parameter varies); it was not checked")
     return NUTSResult(
         samples=samples, diagnostics=table, num_divergences=n_div, max_rhat=max_rhat,
         min_ess_bulk=min_ess, status=status, message=message, num_chains=num_chains,
