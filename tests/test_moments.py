@@ -181,3 +181,15 @@ def test_unchecked_r_hat_is_said_in_the_message():
     for res in (one, few):
         assert math.isnan(res.max_rhat)
         assert "R-hat needs at least 2 chains and 4 draws" in res.message
+
+
+def test_nuts_conf_int_is_the_equal_tailed_quantiles():
+    res = nuts.run_nuts(normal_scale, model_args=(Y,), num_chains=2, num_warmup=50,
+                        num_samples=50, progress_bar=False, rhat_threshold=2.0)
+    ci = res.conf_int(level=0.8)
+    flat = res.flat_samples()["sigma"]
+    assert list(ci.index) == ["mu", "sigma"]
+    assert ci.loc["sigma", "lower"] == pytest.approx(np.quantile(flat, 0.1), rel=1e-12)
+    assert ci.loc["sigma", "upper"] == pytest.approx(np.quantile(flat, 0.9), rel=1e-12)
+    with pytest.raises(ValueError, match="level"):
+        res.conf_int(level=90)

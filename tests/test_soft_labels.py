@@ -200,6 +200,10 @@ def test_nuts_posterior_recovers_parameters(recovery_data):
     assert fit.engine_result.num_divergences == 0
     idata = fit.to_arviz()
     assert idata.posterior["W"].shape == (2, 300, K, K)
+    ci = fit.conf_int(level=0.9)
+    assert ci.loc["kappa", "lower"] == pytest.approx(np.quantile(fit.draws["kappa"], 0.05))
+    assert ci.loc["kappa", "lower"] < fit.kappa < ci.loc["kappa", "upper"]
+    assert list(ci.index) == list(fit.summary().index)
     p = fit.predict_proba(logits=logits[:7])
     assert p.shape == (7, K)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
@@ -263,3 +267,8 @@ def test_predict_proba_checks_classes(mle_fit):
         mle_fit.predict_proba(probs=np.array([[0.5, 0.5]]))
     with pytest.raises(ValueError, match="exactly one"):
         mle_fit.predict_proba()
+
+
+def test_conf_int_needs_draws(mle_fit):
+    with pytest.raises(ValueError, match="conf_int needs posterior draws"):
+        mle_fit.conf_int()

@@ -171,6 +171,32 @@ class SoftLabelFit:
             table = table.join(diag[["r_hat", "ess_bulk", "ess_tail"]], how="left")
         return table
 
+    def conf_int(self, level: float = 0.9) -> pd.DataFrame:
+        """Equal-tailed posterior credible intervals of ``W``, ``b`` and ``kappa`` (NUTS).
+
+        Parameters
+        ----------
+        level : float, default=0.9
+            Credible level, a fraction in (0, 1).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per scalar parameter (as in ``summary()``), columns ``lower`` and
+            ``upper``.
+
+        Raises
+        ------
+        ValueError
+            For a fit without draws (``method='mle'`` or ``'map'``: use ``std_errors``).
+        """
+        if self.draws is None:
+            raise ValueError(f"conf_int needs posterior draws (method='nuts'); this fit is "
+                             f"method={self.method!r}, see std_errors")
+        from ..engines.nuts import draws_conf_int
+
+        return draws_conf_int(self.draws, level)
+
     def to_frame(self) -> pd.DataFrame:
         """The ``summary()`` table as a tidy DataFrame (``parameter`` as a column)."""
         return self.summary().reset_index()

@@ -31,13 +31,14 @@ import pandas as pd
 
 from .._jax import as_key, x64
 from .._typing import Seed
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, check_level
 from .._warnings import ConvergenceWarning
 from .potential import (
     FlatPotential,
     build_potential,
     check_model_inputs,
     check_seed,
+    entry_names,
     split_inputs,
     user_stacklevel,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "check_sampler_options",
     "convergence_status",
     "diagnostics_table",
+    "draws_conf_int",
     "import_arviz",
     "run_nuts",
     "sample_nuts",
@@ -99,6 +101,33 @@ def to_inference_data(samples: Mapping[str, np.ndarray],
     """
     az = import_arviz()
     return az.from_dict(posterior=dict(samples), sample_stats=dict(sample_stats or {}))
+
+
+def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFrame:
+    """Equal-tailed intervals of draws with one leading draw axis, one row per entry.
+
+    Parameters
+    ----------
+    draws : dict of str to ndarray
+        Draws of each site, shape ``(n_draws, ...)``.
+    level : float
+        Credible level, a fraction in (0, 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``parameter`` (``'W[0, 1]'``), columns ``lower`` and ``upper``.
+    """
+    level = check_level(level)
+    rows = []
+    for name, d in draws.items():
+        d = np.asarray(d, dtype=np.float64)
+        lo, hi = np.quantile(d.reshape(d.shape[0], -1), [(1 - level) / 2, (1 + level) / 2],
+                             axis=0)
+        labels = entry_names(name, d.shape[1:])
+        rows += [{"parameter": lab, "lower": float(a), "upper": float(b)}
+                 for lab, a, b in zip(labels, lo, hi, strict=True)]
+    return pd.DataFrame(rows, columns=["parameter", "lower", "upper"]).set_index("parameter")
 
 
 def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
@@ -206,6 +235,23 @@ class NUTSResult:
     def flat_samples(self) -> dict[str, np.ndarray]:
         """Draws with the chain and draw axes merged: ``(num_chains * num_samples, ...)``."""
         return {k: v.reshape((-1,) + v.shape[2:]) for k, v in self.samples.items()}
+
+    def conf_int(self, level: float = 0.9) -> pd.DataFrame:
+        """Equal-tailed posterior credible intervals of every scalar entry.
+
+        Parameters
+        ----------
+        level : float, default=0.9
+            Credible level, a fraction in (0, 1).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``parameter`` (as in ``diagnostics``), columns ``lower`` and ``upper``:
+            the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the draws, all
+            chains together.
+        """
+        return draws_conf_int(self.flat_samples(), level)
 
     def summary(self) -> pd.DataFrame:
         """The ``diagnostics`` table."""
