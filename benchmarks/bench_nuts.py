@@ -78,6 +78,7 @@ import jax.numpy as jnp
 
 import noisycal as nc
 from noisycal.datasets._dawid_skene_1979 import POSITIONS_OBSERVER, RATINGS
+from noisycal.engines.nuts import import_arviz
 from noisycal.models.dawid_skene import default_priors
 
 TARGET_SPEEDUP = 2.0
@@ -90,16 +91,6 @@ def pkg_version(name: str) -> str | None:
         return version(name)
     except PackageNotFoundError:
         return None
-
-
-def import_arviz() -> object:
-    # ArviZ 0.2x prints a once-a-day FutureWarning about its refactor on import
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
-                                category=FutureWarning)
-        import arviz
-
-    return arviz
 
 
 # ---------------------------------------------------------------- noisycal

@@ -35,16 +35,16 @@ Use :func:`identified_map` to bring any ``(W, b)`` to this representative.
 
 Log-probabilities, not logits
 -----------------------------
-The map acts on log-probabilities, as in Kull et al. (2019). Paper 000's Dirichlet-Soft
-applies ``W`` to logits instead (spec-000 section 2.5); for a full ``W`` the two differ,
-and a map on logits is not even defined by the probabilities alone (logits are
+The map acts on log-probabilities, as in Kull et al. (2019). Tao, Luo, Dong & Xu's (2026)
+Dirichlet-Soft applies ``W`` to logits instead (their Section 6); for a full ``W`` the two
+differ, and a map on logits is not even defined by the probabilities alone (logits are
 determined only up to a per-item constant, which a full ``W`` does not ignore), so
 noisycal uses the canonical representative ``log p``.
 
 References
 ----------
 .. [000] L. Tao, H. Luo, M. Dong, C. Xu. "Confidence Calibration under Ambiguous Ground
-   Truth", arXiv:2603.22879, 2026 (paper 000): Dirichlet-Soft, calibration against the
+   Truth", arXiv:2603.22879, 2026: Dirichlet-Soft (Section 6), calibration against the
    annotator distribution.
 .. [Kull2019] M. Kull, M. Perello-Nieto, M. Kängsepp, T. Silva Filho, H. Song,
    P. Flach. "Beyond temperature scaling: Obtaining well-calibrated multiclass
@@ -86,6 +86,18 @@ def identified_map(W, b):
     probabilities ``softmax(W l + b)`` are unchanged.
 
     Works on NumPy and JAX arrays, with any leading batch axes (e.g. posterior draws).
+
+    Parameters
+    ----------
+    W : array of shape (..., n_classes, n_classes)
+        Calibration matrix (output class, input class).
+    b : array of shape (..., n_classes)
+        Intercept.
+
+    Returns
+    -------
+    tuple of arrays
+        ``(W, b)`` with columns of ``W`` and ``b`` summing to zero.
     """
     xp = jnp if isinstance(W, jax.Array) or isinstance(b, jax.Array) else np
     W = xp.asarray(W)
@@ -94,7 +106,21 @@ def identified_map(W, b):
 
 
 def calibration_map(W, b, log_probs):
-    """Calibrated log-probabilities ``log_softmax(W @ log_probs_i + b)``, shape (n, K)."""
+    """Calibrated log-probabilities ``log_softmax(W @ log_probs_i + b)``.
+
+    Parameters
+    ----------
+    W : array of shape (n_classes, n_classes)
+        Calibration matrix (output class, input class).
+    b : array of shape (n_classes,)
+        Intercept.
+    log_probs : array of shape (n_items, n_classes)
+        The classifier's log-probabilities.
+
+    Returns
+    -------
+    jax.Array of shape (n_items, n_classes)
+    """
     logits = jnp.einsum("kj,ij->ik", W, log_probs) + b
     return jax.nn.log_softmax(logits, axis=-1)
 
@@ -162,8 +188,8 @@ def dirichlet_soft_labels(log_probs, counts=None, *, n_totals=None, prior_scale=
 
     References
     ----------
-    .. [000] Tao, Luo, Dong, Xu, "Confidence Calibration under Ambiguous Ground Truth",
-       arXiv:2603.22879 (2026), Dirichlet-Soft.
+    .. [000] Tao, Luo, Dong & Xu, "Confidence Calibration under Ambiguous Ground Truth",
+       arXiv:2603.22879 (2026), Dirichlet-Soft (Section 6).
     .. [Kull2019] Kull et al., "Beyond temperature scaling", NeurIPS 2019.
     """
     import numpyro

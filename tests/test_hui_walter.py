@@ -1,4 +1,5 @@
-"""Hui–Walter method of moments and grouped GMM (paper 003, spec sections 3.2 and 3.3)."""
+"""Hui–Walter method of moments and grouped GMM (Hui & Walter, 1980; Definition D.1 of
+"Noisy-Label Calibration with Multiple Unreliable Labels")."""
 
 import warnings
 
@@ -10,9 +11,9 @@ import jax
 import jax.numpy as jnp
 
 import noisycal as nc
-import noisycal.annotators.hui_walter as hw
-from noisycal.annotators.hui_walter import (
-    equal_count_groups,
+import noisycal.engines.moments as moments_engine
+from noisycal.annotators.hui_walter import equal_count_groups
+from noisycal.engines.moments import (
     gmm_fit_moments,
     grouped_moments,
     hui_walter_inverse,
@@ -87,7 +88,7 @@ def test_bad_input(A, groups, match):
 def test_moment_triple_is_exact_on_population_frequencies():
     from itertools import product
 
-    from noisycal.annotators.hui_walter import moment_triple
+    from noisycal.annotators import moment_triple
 
     mu, a, b = 0.25, np.array([0.10, 0.15, 0.20]), np.array([0.80, 0.90, 0.85])
     rows, N = [], 32_000  # every pattern probability is a multiple of 1/32000
@@ -213,7 +214,7 @@ def test_gmm_recovers_exact_population_moments_four_groups(monkeypatch):
         np.testing.assert_allclose(sol.theta, THETA4, atol=1e-6)
         assert 0 <= sol.objective < 1e-14
     # the random starts alone get there too (no closed-form start)
-    monkeypatch.setattr(hw, "_mom_start", lambda moments, n_groups: None)
+    monkeypatch.setattr(moments_engine, "_mom_start", lambda moments, n_groups: None)
     sol = gmm_fit_moments(q, 4, n_starts=3, seed=1)
     assert sol.start_kinds == ("random",) * 3
     np.testing.assert_allclose(sol.theta, THETA4, atol=1e-6)
@@ -259,7 +260,7 @@ def test_gmm_identity_agrees_with_statsmodels_gmm():
     conditions and identity weight reaches the same interior minimum."""
     from statsmodels.sandbox.regression.gmm import GMM
 
-    from noisycal.annotators.hui_walter import grouped_moments
+    from noisycal.engines.moments import grouped_moments
 
     A, g = _simulate(20_000, A4, B4, MU4, seed=1)
     L, n = 4, g.size

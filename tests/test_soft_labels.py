@@ -95,6 +95,8 @@ def test_mle_recovers_parameters(mle_fit):
     assert np.all(np.isfinite(se_W)) and np.all(se_W > 0)
     assert np.all(np.abs(fit.W - Wc) < 4 * se_W), (fit.W - Wc) / se_W
     assert np.all(np.abs(fit.b - bc) < 4 * se_b), (fit.b - bc) / se_b
+    # kappa's standard error here is about 1.4 (7% of 20): rel=0.25 is about 3.5 standard
+    # errors; the 4-standard-error check below is the sharp one
     assert fit.kappa == pytest.approx(KAPPA_TRUE, rel=0.25)
     assert abs(fit.kappa - KAPPA_TRUE) < 4 * fit.std_errors["kappa"]
     assert fit.loglik == pytest.approx(fit.engine_result.loglik)
@@ -166,6 +168,9 @@ def test_binary_positive_class_probabilities():
     # on the logit scale the map is (W[1] - W[0]) @ (log(1 - p), log p) + b[1] - b[0]; the
     # truth 0.5 z + 0.3 = 0.5 log p - 0.5 log(1 - p) + 0.3 lies in that family
     coef = fit.W[1] - fit.W[0]
+    # wide relative to 0.5 and 0.3 only because 400 items with 6 votes each say little:
+    # the standard errors are about 0.09 (coef) and 0.15 (intercept difference), and the
+    # MAP prior shrinks towards the identity map; 0.15 is about 1.7 and 1 standard errors
     np.testing.assert_allclose(coef, [-0.5, 0.5], atol=0.15)
     assert fit.b[1] - fit.b[0] == pytest.approx(0.3, abs=0.15)
     np.testing.assert_allclose(out, fit.predict_proba(probs=1 / (1 + np.exp(-z[:5]))), rtol=1e-9)
@@ -177,6 +182,8 @@ def test_nuts_posterior_recovers_parameters(recovery_data):
     fit = DirichletSoftLabels().fit(
         logits=logits, counts=counts, method="nuts", num_chains=2, num_warmup=300,
         num_samples=300, progress_bar=False, seed=jax.random.key(0), rhat_threshold=1.05,
+        chain_method="sequential",  # the draws this test was written for (run_nuts' default
+        # is now 'vectorized', whose floating-point path differs: R-hat 1.056 on this seed)
     )
     assert fit.status == "ok", fit.message
     assert fit.draws["W"].shape == (600, K, K)
@@ -193,6 +200,10 @@ def test_nuts_posterior_recovers_parameters(recovery_data):
     assert fit.engine_result.num_divergences == 0
     idata = fit.to_arviz()
     assert idata.posterior["W"].shape == (2, 300, K, K)
+    ci = fit.conf_int(level=0.9)
+    assert ci.loc["kappa", "lower"] == pytest.approx(np.quantile(fit.draws["kappa"], 0.05))
+    assert ci.loc["kappa", "lower"] < fit.kappa < ci.loc["kappa", "upper"]
+    assert list(ci.index) == list(fit.summary().index)
     p = fit.predict_proba(logits=logits[:7])
     assert p.shape == (7, K)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
@@ -256,3 +267,8 @@ def test_predict_proba_checks_classes(mle_fit):
         mle_fit.predict_proba(probs=np.array([[0.5, 0.5]]))
     with pytest.raises(ValueError, match="exactly one"):
         mle_fit.predict_proba()
+
+
+def test_conf_int_needs_draws(mle_fit):
+    with pytest.raises(ValueError, match="conf_int needs posterior draws"):
+        mle_fit.conf_int()

