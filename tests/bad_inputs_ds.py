@@ -199,3 +199,19 @@ CASES = [
      lambda: predict(nc.DawidSkene(2).fit(nc.Annotations.from_wide(_W[:, :1])), _ann()), R,
      VE, r"fit"),
 ]
+
+
+def _from_counts():
+    return nc.Annotations.from_counts(np.array([[2, 1], [0, 3], [1, 2], [3, 0]]))
+
+
+CASES += [
+    ("ds-from-counts-anonymous", lambda: nc.DawidSkene(2).fit(_from_counts()),
+     "raises", ValueError, r"from_counts.*annotator identities are unknown"),
+    ("ds-grouped-from-counts-anonymous",
+     lambda: nc.GroupedDawidSkene(2).fit(_from_counts(), groups=[0, 1, 0, 1]),
+     "raises", ValueError, r"from_counts.*annotator identities are unknown"),
+    ("ds-hui-walter-from-counts-anonymous",
+     lambda: nc.HuiWalter().fit(_from_counts(), groups=[0, 1, 0, 1]),
+     "raises", ValueError, r"from_counts.*annotator identities are unknown"),
+]

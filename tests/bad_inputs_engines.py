@@ -58,7 +58,7 @@ def _ecg(scores=(0.1, 0.5, 0.3, 0.9), **kwargs):
 
 
 def _gmm_moments(**kwargs):
-    from noisycal.engines.moments import gmm_fit_moments
+    from noisycal.engines.gmm import gmm_fit_moments
 
     kwargs.setdefault("moments", np.full(6, 0.4))
     kwargs.setdefault("n_groups", 2)

@@ -339,7 +339,7 @@ def test_moment_start_is_proposition_d2():
     A, ann = _binary_annotations(200_000, a, b, 0.35, seed=0)
     _, ann3 = _binary_annotations(200_000, a[:3], b[:3], 0.35, seed=0)
     prev, conf, note = _moment_start(ann3, None, 1, 0)
-    ref = nc.annotators.hui_walter.moment_triple(ann3.to_wide())
+    ref = nc.annotators.moment_triple(ann3.to_wide())
     assert note == ""
     np.testing.assert_allclose(conf[:, 0, 1], ref["a"], atol=1e-12)
     np.testing.assert_allclose(conf[:, 1, 1], ref["b"], atol=1e-12)

@@ -246,20 +246,20 @@ def test_nuts_reproducible_and_flags_poor_mixing(y):
 
 def test_nuts_reuses_its_compiled_sampler_with_data_as_arguments(y):
     """A second fit on new data of the same shape compiles nothing and samples the new data."""
-    from noisycal.engines import nuts as engine
+    from noisycal.engines import nuts_program
 
     kw = dict(num_chains=2, num_warmup=150, num_samples=200, seed=3, progress_bar=False,
               rhat_threshold=1.2, cache=True)
     y2 = y[::-1] + 1.0
     run_nuts(normal_mean, model_args=(y,), **kw)
-    n_programs = len(engine._PROGRAMS)
-    prog = next(reversed(engine._PROGRAMS.values()))
+    n_programs = len(nuts_program.PROGRAMS)
+    prog = next(reversed(nuts_program.PROGRAMS.values()))
     compiled = prog.sample._cache_size()
     r2 = run_nuts(normal_mean, model_args=(y2,), **kw)
-    assert len(engine._PROGRAMS) == n_programs
+    assert len(nuts_program.PROGRAMS) == n_programs
     assert prog.sample._cache_size() == compiled
     # the cached program gives exactly what a freshly built one gives for y2 ...
-    engine._PROGRAMS.clear()
+    nuts_program.PROGRAMS.clear()
     r3 = run_nuts(normal_mean, model_args=(y2,), **kw)
     np.testing.assert_array_equal(r2.samples["mu"], r3.samples["mu"])
     # ... which is y2's posterior (its mean is 1 above y's; posterior sd 0.28)

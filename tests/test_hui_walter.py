@@ -11,10 +11,10 @@ import jax
 import jax.numpy as jnp
 
 import noisycal as nc
-import noisycal.engines.moments as moments_engine
+import noisycal.engines.gmm as gmm_engine
 from noisycal.annotators.hui_walter import equal_count_groups
+from noisycal.engines.gmm import gmm_fit_moments
 from noisycal.engines.moments import (
-    gmm_fit_moments,
     grouped_moments,
     hui_walter_inverse,
     hui_walter_moments,
@@ -214,7 +214,7 @@ def test_gmm_recovers_exact_population_moments_four_groups(monkeypatch):
         np.testing.assert_allclose(sol.theta, THETA4, atol=1e-6)
         assert 0 <= sol.objective < 1e-14
     # the random starts alone get there too (no closed-form start)
-    monkeypatch.setattr(moments_engine, "_mom_start", lambda moments, n_groups: None)
+    monkeypatch.setattr(gmm_engine, "_mom_start", lambda moments, n_groups: None)
     sol = gmm_fit_moments(q, 4, n_starts=3, seed=1)
     assert sol.start_kinds == ("random",) * 3
     np.testing.assert_allclose(sol.theta, THETA4, atol=1e-6)

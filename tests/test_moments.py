@@ -16,9 +16,10 @@ import numpyro.distributions as dist
 
 import noisycal as nc
 from noisycal._jax import x64
-from noisycal.engines import mle, nuts
+from noisycal._validation import check_seed
+from noisycal.engines import gmm, mle, nuts
 from noisycal.engines import moments as mom
-from noisycal.engines.potential import build_potential, check_seed, split_inputs
+from noisycal.engines.potential import build_potential, split_inputs
 
 Y = np.array([0.3, -0.2, 1.1, 0.4, 0.9, 1.6, -0.4])
 
@@ -114,9 +115,9 @@ def test_public_arviz_helpers():
 
 
 def test_j_test_matches_chi_squared():
-    j, df, p = mom.j_test(7.5, 5)
+    j, df, p = gmm.j_test(7.5, 5)
     assert (j, df) == (7.5, 6) and p == pytest.approx(chi2.sf(7.5, 6), rel=1e-12)
-    j, df, p = mom.j_test(0.1, 2)
+    j, df, p = gmm.j_test(0.1, 2)
     assert df == 0 and math.isnan(p)
 
 
@@ -135,13 +136,13 @@ def test_two_step_gmm_on_exact_population_moments():
         cov.append((EXX - np.outer(EX, EX)) / 1000)
     cov = np.array(cov)
     for weight in ("identity", "efficient"):
-        sol, details = mom.two_step_gmm(q, cov, counts, weight=weight)
+        sol, details = gmm.two_step_gmm(q, cov, counts, weight=weight)
         np.testing.assert_allclose(sol.theta, theta, atol=1e-6)
         assert sol.objective < 1e-12
     assert details["j_df"] == 4 and details["j_pvalue"] == pytest.approx(1.0, abs=1e-6)
     assert details["weight_ridge_groups"] == []
     with pytest.raises(ValueError, match="weight"):
-        mom.two_step_gmm(q, cov, counts, weight="optimal")
+        gmm.two_step_gmm(q, cov, counts, weight="optimal")
 
 
 def test_triple_core_and_re_export():

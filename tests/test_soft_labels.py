@@ -10,6 +10,7 @@ from numpyro.handlers import seed, substitute, trace
 from numpyro.infer.util import log_density
 
 from noisycal._jax import x64
+from noisycal.annotators.soft_labels import DirichletSoftLabels, SoftLabelFit
 from noisycal.models.soft_labels import (
     MODELS,
     dirichlet_soft_labels,
@@ -17,7 +18,6 @@ from noisycal.models.soft_labels import (
     identity_map,
     log_likelihood,
 )
-from noisycal.annotators.soft_labels import DirichletSoftLabels, SoftLabelFit
 
 K = 3
 W_TRUE = 0.6 * np.eye(K) + np.array([[0.0, 0.1, -0.05], [0.05, 0.0, 0.1], [-0.1, 0.05, 0.0]])

@@ -17,19 +17,11 @@ import numpy as np
 import pandas as pd
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int
+from .._validation import check_array, check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..data import Annotations
-from ..engines.moments import (
-    GMM_NOTE,
-    active_constraints,
-    check_open_unit,
-    hui_walter_inverse,
-    moment_jacobian,
-    sample_moments,
-    two_step_gmm,
-)
-from ..engines.potential import check_seed
+from ..engines.gmm import GMM_NOTE, active_constraints, check_open_unit, two_step_gmm
+from ..engines.moments import hui_walter_inverse, moment_jacobian, sample_moments
 from ..engines.results import AnnotatorFit
 
 __all__ = ["HuiWalter", "equal_count_groups"]
@@ -211,6 +203,9 @@ def _as_two_annotators(annotations: Annotations | ArrayLike
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Validate two fully rated binary annotators; returns (A, items, annotators, classes)."""
     if isinstance(annotations, Annotations):
+        if not annotations.annotators_known:
+            raise ValueError("annotations were built by Annotations.from_counts, so annotator "
+                             "identities are unknown; HuiWalter needs who rated what")
         if annotations.n_annotators != 2 or annotations.n_classes != 2:
             raise ValueError("annotations must have exactly 2 annotators and 2 classes for "
                              f"HuiWalter, got {annotations.n_annotators} and "

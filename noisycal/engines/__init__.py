@@ -1,9 +1,19 @@
-"""Inference engines: EM / MAP-EM (:mod:`~noisycal.engines.em`), gradient MLE/MAP
-(:mod:`~noisycal.engines.mle`), NUTS (:mod:`~noisycal.engines.nuts`), the one
-NumPyro-model-to-flat-potential builder both of the last two use
-(:mod:`~noisycal.engines.potential`), moment and GMM estimators of binary annotator channels
-(:mod:`~noisycal.engines.moments`), and the fit result type
-(:mod:`~noisycal.engines.results`)."""
+"""Inference engines, model-agnostic where possible.
+
+- :mod:`~noisycal.engines.em`: vmapped multi-start EM / MAP-EM on distinct rating patterns;
+  :mod:`~noisycal.engines.starts` (soft-vote, random and triple-moment starts, orientation,
+  the gap screen), :mod:`~noisycal.engines.relabel` (the one Hungarian relabelling) and
+  :mod:`~noisycal.engines.resample` (the one EM resample step of every bootstrap refit).
+- :mod:`~noisycal.engines.potential`: the one NumPyro-model-to-flat-potential builder, used by
+  gradient MLE/MAP (:mod:`~noisycal.engines.mle`) and NUTS (:mod:`~noisycal.engines.nuts`,
+  compiled programs in :mod:`~noisycal.engines.nuts_program`, diagnostics and the one
+  convergence rule in :mod:`~noisycal.engines.diagnostics`);
+  :mod:`~noisycal.engines.ds_numpyro` drives both for the Dawid–Skene family.
+- :mod:`~noisycal.engines.moments` (Hui–Walter moments and inverse, the three-annotator
+  moment estimator) and :mod:`~noisycal.engines.gmm` (the constrained grouped GMM, J test).
+- :mod:`~noisycal.engines.options` (which fit argument belongs to which method) and
+  :mod:`~noisycal.engines.results` (the fit result type, :class:`AnnotatorFit`).
+"""
 
 from .mle import MLEResult, fit_map
 from .nuts import NUTSResult, convergence_status, run_nuts

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from .._jax import as_key, x64
 from .._typing import Seed
 from .._warnings import IdentifiabilityWarning
+from .diagnostics import convergence_status
 from .em import loglik_at, posteriors_at, vote_agreement
 from .relabel import anchor_perm, hungarian_perm, relabel_draws
 
@@ -244,9 +245,9 @@ def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2
         ``max_rhat``, ``min_ess_bulk``, ``num_divergences``, ``switched`` (relabelled
         chains), ``chains`` and ``relabel_message``.
     """
-    from .nuts import _arviz
+    from .diagnostics import import_arviz
 
-    az = _arviz()
+    az = import_arviz()
     idata = az.from_dict(posterior={"prevalence": draws.prevalence,
                                     "confusion": draws.confusion})
     rhat, ess = az.rhat(idata), az.ess(idata)
@@ -274,8 +275,9 @@ def _finite_extreme(ds: Any, names: tuple, reduce: Any) -> float:
 
 
 def chain_status(diag: dict, rhat_threshold: float) -> tuple[str, str]:
-    """Status of relabelled chains: 'not_converged' when the largest R-hat reaches
-    ``rhat_threshold`` (several chains) or any transition diverged.
+    """Status of relabelled chains by the one NUTS rule
+    (:func:`noisycal.engines.diagnostics.convergence_status`): 'not_converged' when the
+    largest R-hat is above ``rhat_threshold`` (several chains) or any transition diverged.
 
     Parameters
     ----------
@@ -288,12 +290,7 @@ def chain_status(diag: dict, rhat_threshold: float) -> tuple[str, str]:
     (status, message)
         The message also names relabelled chains (status stays 'ok' for those).
     """
-    status = "ok"
+    max_rhat = diag["max_rhat"] if diag["chains"] > 1 else float("nan")
+    status, message = convergence_status(max_rhat, diag["num_divergences"], rhat_threshold)
     parts = [diag["relabel_message"]] if diag["relabel_message"] else []
-    if diag["chains"] > 1 and not diag["max_rhat"] < rhat_threshold:
-        status = "not_converged"
-        parts.append(f"max R-hat {diag['max_rhat']:.3f} >= {rhat_threshold:g}")
-    if diag["num_divergences"]:
-        status = "not_converged"
-        parts.append(f"{diag['num_divergences']} divergent transitions")
-    return status, "; ".join(parts)
+    return status, "; ".join(parts + ([message] if message else []))

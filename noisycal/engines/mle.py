@@ -26,12 +26,11 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import Seed
-from .._validation import check_choice, check_int
+from .._validation import check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from .potential import (
     build_potential,
     check_model_inputs,
-    check_seed,
     entry_names,
     split_inputs,
     trace_initial,

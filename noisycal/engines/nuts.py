@@ -20,25 +20,33 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._jax import as_key, x64
 from .._typing import Seed
-from .._validation import check_choice, check_int, check_level
+from .._validation import check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning
+from .diagnostics import (
+    convergence_status,
+    diagnostics_table,
+    draws_conf_int,
+    import_arviz,
+    to_inference_data,
+)
+from .nuts_program import (
+    INIT_ATTEMPTS,
+    Program,
+    concrete_errors,
+    get_program,
+    parallel_runner,
+)
 from .potential import (
-    FlatPotential,
-    build_potential,
     check_model_inputs,
-    check_seed,
-    entry_names,
     split_inputs,
     user_stacklevel,
 )
@@ -54,133 +62,6 @@ __all__ = [
     "sample_nuts",
     "to_inference_data",
 ]
-
-#: Compiled samplers kept for reuse (least recently used dropped first).
-_MAX_PROGRAMS = 16
-#: Initial points tried per chain before giving up (finite log density and gradient).
-_INIT_ATTEMPTS = 100
-_PROGRAMS: OrderedDict[Any, _Program] = OrderedDict()
-
-
-def _concrete_errors() -> tuple[type[Exception], ...]:
-    import jax
-
-    return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
-            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
-
-
-def import_arviz() -> Any:
-    """Import ArviZ lazily, without letting its once-a-day import notice escape.
-
-    ArviZ 0.2x emits a ``FutureWarning`` about its refactor on the first import of the
-    day; it says nothing about the user's analysis, so it is silenced for the import only.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning
-        )
-        import arviz
-
-    return arviz
-
-
-def to_inference_data(samples: Mapping[str, np.ndarray],
-                      sample_stats: Mapping[str, np.ndarray] | None = None) -> Any:
-    """Draws as an ``arviz.InferenceData``.
-
-    Parameters
-    ----------
-    samples : dict of str to ndarray
-        Posterior draws with leading ``(chain, draw)`` axes.
-    sample_stats : dict of str to ndarray or None, default=None
-        Per-transition statistics (``diverging``, say) of shape ``(chain, draw)``.
-
-    Returns
-    -------
-    arviz.InferenceData
-    """
-    az = import_arviz()
-    return az.from_dict(posterior=dict(samples), sample_stats=dict(sample_stats or {}))
-
-
-def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFrame:
-    """Equal-tailed intervals of draws with one leading draw axis, one row per entry.
-
-    Parameters
-    ----------
-    draws : dict of str to ndarray
-        Draws of each site, shape ``(n_draws, ...)``.
-    level : float
-        Credible level, a fraction in (0, 1).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``parameter`` (``'W[0, 1]'``), columns ``lower`` and ``upper``.
-    """
-    level = check_level(level)
-    rows = []
-    for name, d in draws.items():
-        d = np.asarray(d, dtype=np.float64)
-        lo, hi = np.quantile(d.reshape(d.shape[0], -1), [(1 - level) / 2, (1 + level) / 2],
-                             axis=0)
-        labels = entry_names(name, d.shape[1:])
-        rows += [{"parameter": lab, "lower": float(a), "upper": float(b)}
-                 for lab, a, b in zip(labels, lo, hi, strict=True)]
-    return pd.DataFrame(rows, columns=["parameter", "lower", "upper"]).set_index("parameter")
-
-
-def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
-    """Per-entry posterior summaries and convergence diagnostics.
-
-    Parameters
-    ----------
-    samples : dict of str to ndarray
-        Draws with leading ``(chain, draw)`` axes.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per scalar entry (``'W[0, 1]'``), with columns ``mean``, ``sd``,
-        ``mcse_mean``, ``ess_bulk``, ``ess_tail`` and ``r_hat`` (rank-normalised split
-        R-hat and ESS of Vehtari et al. 2021, computed by ArviZ). Entries that do not
-        vary have NaN diagnostics; ``r_hat`` is NaN with a single chain, and every
-        diagnostic is NaN with fewer than 4 draws.
-    """
-    az = import_arviz()
-    samples = {k: np.asarray(v, dtype=np.float64) for k, v in samples.items()}
-    columns = ["mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]
-    if not samples:
-        return pd.DataFrame(columns=columns)
-    n_chains, n_draws = next(iter(samples.values())).shape[:2]
-    idata = az.from_dict(posterior=samples)
-    stats = {}
-    enough = n_draws >= 4
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        # constant entries (e.g. a fixed deterministic) give NaN diagnostics, not warnings
-        warnings.filterwarnings("ignore", category=RuntimeWarning)
-        if enough:
-            stats["mcse_mean"] = az.mcse(idata, method="mean")
-            stats["ess_bulk"] = az.ess(idata, method="bulk")
-            stats["ess_tail"] = az.ess(idata, method="tail")
-        if enough and n_chains >= 2:
-            stats["r_hat"] = az.rhat(idata)
-    rows = []
-    for name, draws in samples.items():
-        shape = draws.shape[2:]
-        flat = draws.reshape(n_chains * n_draws, -1)
-        labels = [name] if not shape else [
-            f"{name}[{', '.join(map(str, idx))}]" for idx in np.ndindex(*shape)
-        ]
-        per = {col: np.ravel(np.asarray(ds[name].values, dtype=np.float64))
-               for col, ds in stats.items()}
-        for j, label in enumerate(labels):
-            row = {"parameter": label, "mean": float(flat[:, j].mean()),
-                   "sd": float(flat[:, j].std(ddof=1)) if flat.shape[0] > 1 else math.nan}
-            for col in columns[2:]:
-                row[col] = float(per[col][j]) if col in per else math.nan
-            rows.append(row)
-    return pd.DataFrame(rows, columns=["parameter", *columns]).set_index("parameter")
 
 
 @dataclass(frozen=True, eq=False)
@@ -464,15 +345,15 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
             cache = getattr(model, "__module__", "").startswith("noisycal.")
         shapes = {k: tuple(v.shape) for k, v in values.items()}
         try:
-            prog = _program(model, signature, rebuild, arrays, shapes, cache=cache,
+            prog = get_program(model, signature, rebuild, arrays, shapes, cache=cache,
                             **settings)
-        except _concrete_errors():
+        except concrete_errors():
             # the model needs concrete values of an array input (a plate size held in a
             # 0-d array, Python control flow on data): bake the arrays in, uncached
             signature, arrays, rebuild = split_inputs(tuple(model_args),
                                                        dict(model_kwargs or {}),
                                                        arrays_static=True)
-            prog = _program(model, signature, rebuild, arrays, shapes, cache=False,
+            prog = get_program(model, signature, rebuild, arrays, shapes, cache=False,
                             **settings)
         if chain_method == "parallel" or progress_bar:
             key_run, key_init = jax.random.split(rng_key)
@@ -481,7 +362,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
             data = (arrays, fixed)
             keys = jax.random.split(key_run, num_chains)
             if chain_method == "parallel":
-                z, div = _parallel(prog, num_warmup, num_samples)(keys, x_init, data)
+                z, div = parallel_runner(prog, num_warmup, num_samples)(keys, x_init, data)
             elif chain_method == "vectorized":
                 z, div = _run_chain(prog, keys, x_init, data, num_warmup, num_samples,
                                     f"{num_chains} chains", vectorized=True)
@@ -506,7 +387,7 @@ def _check_start(ok: Any) -> None:
     if not bool(np.all(np.asarray(ok))):
         raise ValueError(
             "could not find initial parameters with a finite log density and "
-            f"gradient in {_INIT_ATTEMPTS} attempts; check the model and its data, or "
+            f"gradient in {INIT_ATTEMPTS} attempts; check the model and its data, or "
             "pass init_params"
         )
 
@@ -519,7 +400,7 @@ def _chunks(n: int) -> list[int]:
     return [size] * (n // size) + ([n % size] if n % size else [])
 
 
-def _run_chain(prog: _Program, key: Any, x: Any, data: tuple, num_warmup: int,
+def _run_chain(prog: Program, key: Any, x: Any, data: tuple, num_warmup: int,
                num_samples: int, label: str, *, vectorized: bool = False
                ) -> tuple[Any, Any]:
     """One chain (or, ``vectorized``, all chains in lockstep) with a progress bar: it
@@ -547,14 +428,6 @@ def _run_chain(prog: _Program, key: Any, x: Any, data: tuple, num_warmup: int,
     return jnp.concatenate(zs, axis=axis), jnp.concatenate(divs, axis=axis)
 
 
-@lru_cache(maxsize=_MAX_PROGRAMS)
-def _parallel(prog: _Program, num_warmup: int, num_samples: int) -> Callable:
-    import jax
-
-    return jax.pmap(lambda k, x, d: prog.run(k, x, d, num_warmup, num_samples),
-                    in_axes=(0, 0, None))
-
-
 def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num_chains: int,
             num_warmup: int, num_samples: int, rhat_threshold: float) -> NUTSResult:
     table = diagnostics_table(samples)
@@ -577,236 +450,3 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
         num_warmup=num_warmup, num_samples=num_samples, rhat_threshold=rhat_threshold,
         diverging=diverging,
     )
-
-
-
-def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float, *,
-                       worst: str | None = None) -> tuple[str, str]:
-    """The one NUTS convergence rule: R-hat strictly above the threshold, or divergences.
-
-    Parameters
-    ----------
-    max_rhat : float
-        Largest R-hat over the parameters; NaN (one chain, or too few draws) is not
-        checked.
-    n_divergent : int
-        Divergent transitions after warmup, all chains together.
-    rhat_threshold : float
-        The run is flagged when ``max_rhat > rhat_threshold`` (strictly).
-    worst : str or None, default=None
-        Name of the parameter with the largest R-hat, for the message.
-
-    Returns
-    -------
-    tuple of str
-        ``('ok', '')`` or ``('not_converged', message)``.
-
-    Examples
-    --------
-    >>> convergence_status(1.005, 0, 1.01)
-    ('ok', '')
-    >>> convergence_status(1.01, 0, 1.01)
-    ('ok', '')
-    >>> convergence_status(1.2, 3, 1.01)[0]
-    'not_converged'
-    """
-    problems = []
-    if max_rhat > rhat_threshold:
-        where = f" (at {worst})" if worst else ""
-        problems.append(f"max R-hat {max_rhat:.3f}{where} exceeds {rhat_threshold:g}")
-    if n_divergent > 0:
-        problems.append(f"{int(n_divergent)} divergent transition(s) after warmup")
-    if not problems:
-        return "ok", ""
-    return "not_converged", ("NUTS: " + "; ".join(problems)
-                             + "; run longer chains, raise target_accept_prob or reparameterise")
-
-
-# ---------------------------------------------------------------- compiled programs
-#
-# A fit's data enter the compiled functions as arguments, never as constants baked into
-# a closure, so a second fit of the same model with data of the same shapes (a warm
-# refit, a simulation study, a bootstrap) reuses the compiled sampler instead of
-# tracing and compiling it again. Programs are cached by the model function, the
-# static (non-array) part of its inputs, the shapes and dtypes of the array part and
-# the sampler settings.
-
-
-
-class _Program(NamedTuple):
-    """The jitted pieces of NUTS on one model; ``data`` is ``(arrays, fixed)`` throughout.
-
-    ``arrays`` are the model's array inputs and ``fixed`` its ``param`` sites' values.
-    """
-
-    names: tuple[str, ...]  # latent sites
-    init_chains: Callable  # (key, arrays, init_values, C) -> (x (C, d), fixed, ok (C,))
-    start: Callable  # (key, x, data, num_warmup) -> HMCState
-    advance: Callable  # (state, data, n) -> state after n transitions
-    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
-    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
-    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, diverging)
-    start_all: Callable  # start, advance and collect vmapped over chains (progress bar)
-    advance_all: Callable
-    collect_all: Callable
-    constrain: Callable  # (z (chains, draws, d), data) -> dict of constrained values
-    sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
-
-
-def _initialiser(pot: FlatPotential) -> Callable:
-    """``(key, arrays, values, C) -> (x (C, d), fixed, ok (C,))``: a start for each chain.
-
-    Sites without given values start uniformly in (-2, 2) (unconstrained); each chain
-    retries up to ``_INIT_ATTEMPTS`` times until the potential and its gradient are finite.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    def attempt(key: jax.Array, dyn: list, values: dict) -> tuple:
-        x, fixed = pot.initial(key, dyn, values)
-        pe, grad = jax.value_and_grad(pot.potential)(x, (dyn, fixed))
-        return x, fixed, jnp.isfinite(pe) & jnp.all(jnp.isfinite(grad))
-
-    def find_start(key: jax.Array, dyn: list, values: dict) -> tuple:
-        keys = jax.random.split(key, _INIT_ATTEMPTS)
-        x, fixed, ok = attempt(keys[0], dyn, values)
-
-        def body(c: tuple) -> tuple:
-            return (c[0] + 1, *attempt(keys[c[0]], dyn, values))
-
-        _, x, fixed, ok = jax.lax.while_loop(lambda c: ~c[3] & (c[0] < _INIT_ATTEMPTS),
-                                             body, (1, x, fixed, ok))
-        return x, fixed, ok
-
-    def init_chains(key: jax.Array, dyn: list, values: dict, num_chains: int) -> tuple:
-        x, fixed, ok = jax.vmap(find_start, (0, None, None))(
-            jax.random.split(key, num_chains), dyn, values)
-        return x, jax.tree_util.tree_map(lambda v: v[0], fixed), ok
-
-    return init_chains
-
-
-class _Kernels(NamedTuple):
-    """NUTS on a potential, unjitted: start, advance/collect in chunks, or run at once."""
-
-    start: Callable  # (key, x, data, num_warmup) -> HMCState
-    advance: Callable  # (state, data, n) -> state after n transitions
-    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
-    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
-
-
-def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: int,
-             dense_mass: bool) -> _Kernels:
-    import jax
-    import jax.numpy as jnp
-    from numpyro.infer.hmc import hmc
-
-    init_kernel, sample_kernel = hmc(
-        potential_fn_gen=lambda data: partial(pot.potential, data=data), algo="NUTS")
-
-    def start(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int) -> Any:
-        return init_kernel(x, num_warmup, dense_mass=dense_mass,
-                           target_accept_prob=target_accept_prob,
-                           max_tree_depth=max_tree_depth, model_args=(data,), rng_key=key)
-
-    def advance(state: Any, data: tuple, n: int) -> Any:
-        return jax.lax.fori_loop(0, n, lambda _, s: sample_kernel(s, model_args=(data,)),
-                                 state)
-
-    def collect(state: Any, data: tuple, n: int) -> tuple[Any, tuple]:
-        def body(s: Any, _: None) -> tuple[Any, tuple]:
-            s = sample_kernel(s, model_args=(data,))
-            return s, (s.z, s.diverging)
-
-        return jax.lax.scan(body, state, None, length=n)
-
-    def run(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
-            num_samples: int) -> tuple:
-        # one loop over warmup and sampling (one copy of the kernel to compile); draw
-        # i is written at row max(i - num_warmup, 0), so warmup rows are overwritten
-        state = start(key, x, data, num_warmup)
-
-        def body(i: jax.Array, carry: tuple) -> tuple:
-            s, zs, divs = carry
-            s = sample_kernel(s, model_args=(data,))
-            j = jnp.maximum(i - num_warmup, 0)
-            return s, zs.at[j].set(s.z), divs.at[j].set(s.diverging)
-
-        zs = jnp.zeros((num_samples, x.shape[0]), x.dtype)
-        divs = jnp.zeros(num_samples, bool)
-        _, zs, divs = jax.lax.fori_loop(0, num_warmup + num_samples, body,
-                                        (state, zs, divs))
-        return zs, divs
-
-    return _Kernels(start, advance, collect, run)
-
-
-def _build_program(model: Callable, rebuild: Callable, arrays: list,
-                   init_shapes: dict[str, tuple], *, target_accept_prob: float,
-                   max_tree_depth: int, dense_mass: bool) -> _Program:
-    import jax
-
-    pot = build_potential(model, rebuild, arrays, init_shapes, init_strategy="uniform")
-    init_chains = _initialiser(pot)
-    k = _kernels(pot, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
-                 dense_mass=dense_mass)
-
-    def run_chains(keys: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
-                   num_samples: int, vectorized: bool) -> tuple:
-        def one(key: jax.Array, x0: jax.Array) -> tuple:
-            return k.run(key, x0, data, num_warmup, num_samples)
-
-        if vectorized:
-            return jax.vmap(one)(keys, x)
-        return jax.lax.map(lambda kx: one(*kx), (keys, x))  # one chain after another
-
-    def constrain_draws(z: jax.Array, data: tuple) -> dict:
-        return jax.vmap(jax.vmap(pot.constrain, (0, None)), (0, None))(z, data)
-
-    def sample(key: jax.Array, dyn: list, values: dict, num_chains: int, num_warmup: int,
-               num_samples: int, vectorized: bool) -> tuple:
-        key_run, key_init = jax.random.split(key)
-        x, fixed, ok = init_chains(key_init, dyn, values, num_chains)
-        data = (dyn, fixed)
-        z, div = run_chains(jax.random.split(key_run, num_chains), x, data, num_warmup,
-                            num_samples, vectorized)
-        return constrain_draws(z, data), div, ok
-
-    return _Program(
-        names=pot.latent,
-        init_chains=jax.jit(init_chains, static_argnums=3),
-        start=jax.jit(k.start, static_argnums=3),
-        advance=jax.jit(k.advance, static_argnums=2),
-        collect=jax.jit(k.collect, static_argnums=2),
-        run=jax.jit(k.run, static_argnums=(3, 4)),
-        run_chains=jax.jit(run_chains, static_argnums=(3, 4, 5)),
-        start_all=jax.jit(lambda key, x, d, w: jax.vmap(
-            lambda ki, xi: k.start(ki, xi, d, w))(key, x), static_argnums=3),
-        advance_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.advance(si, d, n))(st),
-                            static_argnums=2),
-        collect_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.collect(si, d, n))(st),
-                            static_argnums=2),
-        constrain=jax.jit(constrain_draws),
-        sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
-    )
-
-
-def _program(model: Callable, signature: Any, rebuild: Callable, arrays: list,
-             init_shapes: dict[str, tuple], *, cache: bool, **settings: Any) -> _Program:
-    key = (model, signature, tuple(sorted(init_shapes.items())),
-           tuple(sorted(settings.items())))
-    if not cache:
-        return _build_program(model, rebuild, arrays, init_shapes, **settings)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable static input: build without caching
-        return _build_program(model, rebuild, arrays, init_shapes, **settings)
-    prog = _PROGRAMS.get(key)
-    if prog is None:
-        prog = _build_program(model, rebuild, arrays, init_shapes, **settings)
-        _PROGRAMS[key] = prog
-        while len(_PROGRAMS) > _MAX_PROGRAMS:
-            _PROGRAMS.popitem(last=False)
-    else:
-        _PROGRAMS.move_to_end(key)
-    return prog

@@ -30,7 +30,6 @@ __all__ = [
     "FlatPotential",
     "build_potential",
     "check_model_inputs",
-    "check_seed",
     "entry_names",
     "split_inputs",
     "trace_initial",
@@ -372,31 +371,3 @@ def build_potential(model: Callable[..., Any], rebuild: Callable[[list], tuple[t
         return loglik, log_prior, log_jac
 
     return FlatPotential(latent, names, initial, potential, log_parts, constrain)
-
-
-def check_seed(seed: object) -> object:
-    """Refuse an int ``seed`` that JAX cannot hold (outside the int64 range).
-
-    ``jax.random.key`` raises an ``OverflowError`` deep inside JAX for such ints; this
-    check names the argument instead. Keys and other values pass through unchanged (the
-    engines' ``as_key`` checks them).
-
-    Parameters
-    ----------
-    seed : object
-        The user's ``seed=``.
-
-    Returns
-    -------
-    object
-        ``seed`` itself.
-
-    Raises
-    ------
-    ValueError
-        If ``seed`` is an int outside ``[-2**63, 2**63)``.
-    """
-    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
-        if not -(2**63) <= int(seed) < 2**63:
-            raise ValueError(f"seed must be an int in [-2**63, 2**63) or a JAX key, got {seed!r}")
-    return seed

@@ -259,9 +259,9 @@ class AnnotatorFit:
         NUTS fits keep (chain, draw); EM fits give one chain of the bootstrap refits
         (or a single draw of the point estimate when there are none).
         """
-        from .nuts import _arviz
+        from .diagnostics import import_arviz
 
-        az = _arviz()
+        az = import_arviz()
         if self.method == "nuts" and "chains" in self.details:
             c = int(self.details["chains"])
             post = {k: np.asarray(v).reshape(c, -1, *np.shape(v)[1:])

@@ -25,6 +25,7 @@ from .._jax import as_numpy_rng, x64
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
 from .em import fit_em, pattern_data, posteriors_at
+from .moments import triple_core
 from .relabel import anchor_perm, hungarian_perm
 from .resample import bootstrap_em
 
@@ -70,9 +71,8 @@ def moment_start(ann: Annotations, group: np.ndarray | None, L: int, anchor: int
     both = seen[:, anchor] & seen[:, j1] & seen[:, j2]
     if both.sum() < 3:
         return None, None, "fewer than 3 items rated by the anchor triple"
-    from ..annotators.hui_walter import _triple_core
 
-    core = _triple_core(X[both][:, [anchor, j1, j2]])
+    core = triple_core(X[both][:, [anchor, j1, j2]])
     if core is None:
         return None, None, "the anchor triple is not informative (C12 C13 C23 <= 0)"
     mu, d_anchor, _, _ = core

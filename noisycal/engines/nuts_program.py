@@ -1,0 +1,224 @@
+"""The compiled NUTS programs: one per model, data shapes and sampler settings, cached.
+
+A fit's data enter the compiled functions as arguments, never as constants baked into a
+closure, so a second fit of the same model with data of the same shapes (a warm refit, a
+simulation study, a bootstrap) reuses the compiled sampler instead of tracing and
+compiling it again. Programs are cached by the model function, the static (non-array) part
+of its inputs, the shapes and dtypes of the array part and the sampler settings.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import lru_cache, partial
+from typing import Any, NamedTuple
+
+from .potential import (
+    FlatPotential,
+    build_potential,
+)
+
+#: Compiled samplers kept for reuse (least recently used dropped first).
+MAX_PROGRAMS = 16
+
+
+#: Initial points tried per chain before giving up (finite log density and gradient).
+INIT_ATTEMPTS = 100
+
+
+PROGRAMS: OrderedDict[Any, Program] = OrderedDict()
+
+
+def concrete_errors() -> tuple[type[Exception], ...]:
+    import jax
+
+    return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
+
+
+@lru_cache(maxsize=MAX_PROGRAMS)
+def parallel_runner(prog: Program, num_warmup: int, num_samples: int) -> Callable:
+    import jax
+
+    return jax.pmap(lambda k, x, d: prog.run(k, x, d, num_warmup, num_samples),
+                    in_axes=(0, 0, None))
+
+
+class Program(NamedTuple):
+    """The jitted pieces of NUTS on one model; ``data`` is ``(arrays, fixed)`` throughout.
+
+    ``arrays`` are the model's array inputs and ``fixed`` its ``param`` sites' values.
+    """
+
+    names: tuple[str, ...]  # latent sites
+    init_chains: Callable  # (key, arrays, init_values, C) -> (x (C, d), fixed, ok (C,))
+    start: Callable  # (key, x, data, num_warmup) -> HMCState
+    advance: Callable  # (state, data, n) -> state after n transitions
+    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
+    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, diverging)
+    start_all: Callable  # start, advance and collect vmapped over chains (progress bar)
+    advance_all: Callable
+    collect_all: Callable
+    constrain: Callable  # (z (chains, draws, d), data) -> dict of constrained values
+    sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
+
+
+def _initialiser(pot: FlatPotential) -> Callable:
+    """``(key, arrays, values, C) -> (x (C, d), fixed, ok (C,))``: a start for each chain.
+
+    Sites without given values start uniformly in (-2, 2) (unconstrained); each chain
+    retries up to ``INIT_ATTEMPTS`` times until the potential and its gradient are finite.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def attempt(key: jax.Array, dyn: list, values: dict) -> tuple:
+        x, fixed = pot.initial(key, dyn, values)
+        pe, grad = jax.value_and_grad(pot.potential)(x, (dyn, fixed))
+        return x, fixed, jnp.isfinite(pe) & jnp.all(jnp.isfinite(grad))
+
+    def find_start(key: jax.Array, dyn: list, values: dict) -> tuple:
+        keys = jax.random.split(key, INIT_ATTEMPTS)
+        x, fixed, ok = attempt(keys[0], dyn, values)
+
+        def body(c: tuple) -> tuple:
+            return (c[0] + 1, *attempt(keys[c[0]], dyn, values))
+
+        _, x, fixed, ok = jax.lax.while_loop(lambda c: ~c[3] & (c[0] < INIT_ATTEMPTS),
+                                             body, (1, x, fixed, ok))
+        return x, fixed, ok
+
+    def init_chains(key: jax.Array, dyn: list, values: dict, num_chains: int) -> tuple:
+        x, fixed, ok = jax.vmap(find_start, (0, None, None))(
+            jax.random.split(key, num_chains), dyn, values)
+        return x, jax.tree_util.tree_map(lambda v: v[0], fixed), ok
+
+    return init_chains
+
+
+class _Kernels(NamedTuple):
+    """NUTS on a potential, unjitted: start, advance/collect in chunks, or run at once."""
+
+    start: Callable  # (key, x, data, num_warmup) -> HMCState
+    advance: Callable  # (state, data, n) -> state after n transitions
+    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
+
+
+def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: int,
+             dense_mass: bool) -> _Kernels:
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer.hmc import hmc
+
+    init_kernel, sample_kernel = hmc(
+        potential_fn_gen=lambda data: partial(pot.potential, data=data), algo="NUTS")
+
+    def start(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int) -> Any:
+        return init_kernel(x, num_warmup, dense_mass=dense_mass,
+                           target_accept_prob=target_accept_prob,
+                           max_tree_depth=max_tree_depth, model_args=(data,), rng_key=key)
+
+    def advance(state: Any, data: tuple, n: int) -> Any:
+        return jax.lax.fori_loop(0, n, lambda _, s: sample_kernel(s, model_args=(data,)),
+                                 state)
+
+    def collect(state: Any, data: tuple, n: int) -> tuple[Any, tuple]:
+        def body(s: Any, _: None) -> tuple[Any, tuple]:
+            s = sample_kernel(s, model_args=(data,))
+            return s, (s.z, s.diverging)
+
+        return jax.lax.scan(body, state, None, length=n)
+
+    def run(key: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
+            num_samples: int) -> tuple:
+        # one loop over warmup and sampling (one copy of the kernel to compile); draw
+        # i is written at row max(i - num_warmup, 0), so warmup rows are overwritten
+        state = start(key, x, data, num_warmup)
+
+        def body(i: jax.Array, carry: tuple) -> tuple:
+            s, zs, divs = carry
+            s = sample_kernel(s, model_args=(data,))
+            j = jnp.maximum(i - num_warmup, 0)
+            return s, zs.at[j].set(s.z), divs.at[j].set(s.diverging)
+
+        zs = jnp.zeros((num_samples, x.shape[0]), x.dtype)
+        divs = jnp.zeros(num_samples, bool)
+        _, zs, divs = jax.lax.fori_loop(0, num_warmup + num_samples, body,
+                                        (state, zs, divs))
+        return zs, divs
+
+    return _Kernels(start, advance, collect, run)
+
+
+def _build_program(model: Callable, rebuild: Callable, arrays: list,
+                   init_shapes: dict[str, tuple], *, target_accept_prob: float,
+                   max_tree_depth: int, dense_mass: bool) -> Program:
+    import jax
+
+    pot = build_potential(model, rebuild, arrays, init_shapes, init_strategy="uniform")
+    init_chains = _initialiser(pot)
+    k = _kernels(pot, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
+                 dense_mass=dense_mass)
+
+    def run_chains(keys: jax.Array, x: jax.Array, data: tuple, num_warmup: int,
+                   num_samples: int, vectorized: bool) -> tuple:
+        def one(key: jax.Array, x0: jax.Array) -> tuple:
+            return k.run(key, x0, data, num_warmup, num_samples)
+
+        if vectorized:
+            return jax.vmap(one)(keys, x)
+        return jax.lax.map(lambda kx: one(*kx), (keys, x))  # one chain after another
+
+    def constrain_draws(z: jax.Array, data: tuple) -> dict:
+        return jax.vmap(jax.vmap(pot.constrain, (0, None)), (0, None))(z, data)
+
+    def sample(key: jax.Array, dyn: list, values: dict, num_chains: int, num_warmup: int,
+               num_samples: int, vectorized: bool) -> tuple:
+        key_run, key_init = jax.random.split(key)
+        x, fixed, ok = init_chains(key_init, dyn, values, num_chains)
+        data = (dyn, fixed)
+        z, div = run_chains(jax.random.split(key_run, num_chains), x, data, num_warmup,
+                            num_samples, vectorized)
+        return constrain_draws(z, data), div, ok
+
+    return Program(
+        names=pot.latent,
+        init_chains=jax.jit(init_chains, static_argnums=3),
+        start=jax.jit(k.start, static_argnums=3),
+        advance=jax.jit(k.advance, static_argnums=2),
+        collect=jax.jit(k.collect, static_argnums=2),
+        run=jax.jit(k.run, static_argnums=(3, 4)),
+        run_chains=jax.jit(run_chains, static_argnums=(3, 4, 5)),
+        start_all=jax.jit(lambda key, x, d, w: jax.vmap(
+            lambda ki, xi: k.start(ki, xi, d, w))(key, x), static_argnums=3),
+        advance_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.advance(si, d, n))(st),
+                            static_argnums=2),
+        collect_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.collect(si, d, n))(st),
+                            static_argnums=2),
+        constrain=jax.jit(constrain_draws),
+        sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
+    )
+
+
+def get_program(model: Callable, signature: Any, rebuild: Callable, arrays: list,
+             init_shapes: dict[str, tuple], *, cache: bool, **settings: Any) -> Program:
+    key = (model, signature, tuple(sorted(init_shapes.items())),
+           tuple(sorted(settings.items())))
+    if not cache:
+        return _build_program(model, rebuild, arrays, init_shapes, **settings)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable static input: build without caching
+        return _build_program(model, rebuild, arrays, init_shapes, **settings)
+    prog = PROGRAMS.get(key)
+    if prog is None:
+        prog = _build_program(model, rebuild, arrays, init_shapes, **settings)
+        PROGRAMS[key] = prog
+        while len(PROGRAMS) > MAX_PROGRAMS:
+            PROGRAMS.popitem(last=False)
+    else:
+        PROGRAMS.move_to_end(key)
+    return prog
