@@ -17,7 +17,7 @@ import numpyro.distributions as dist
 import noisycal as nc
 from noisycal._jax import x64
 from noisycal._validation import check_seed
-from noisycal.engines import gmm, mle, nuts
+from noisycal.engines import gmm, mle, nuts, nuts_program
 from noisycal.engines import moments as mom
 from noisycal.engines.potential import build_potential, split_inputs
 
@@ -60,7 +60,7 @@ def test_mle_and_nuts_use_the_one_builder(monkeypatch):
         return build_potential(*args, **kwargs)
 
     monkeypatch.setattr(mle, "build_potential", counting)
-    monkeypatch.setattr(nuts, "build_potential", counting)
+    monkeypatch.setattr(nuts_program, "build_potential", counting)
     fit = mle.fit_map(normal_scale, model_args=(Y,), prior=False)
     assert fit.status == "ok"
     assert fit.params["mu"] == pytest.approx(Y.mean(), abs=1e-6)
