@@ -113,6 +113,15 @@ class Target:
         """Number of items (rows)."""
         return int(self.values.shape[0])
 
+    def to_frame(self) -> Any:
+        """The target matrix as a pandas DataFrame: one row per item (indexed by the item
+        ids when the target has them), one column per class."""
+        import pandas as pd
+
+        columns = list(self.classes) if self.classes is not None else None
+        index = pd.Index(self.items, name="item") if self.items is not None else None
+        return pd.DataFrame(self.values, index=index, columns=columns)
+
     @property
     def n_classes(self) -> int:
         """Number of classes (columns)."""

@@ -113,3 +113,83 @@ def test_voted_targets_from_string_labels():
     yes = list(ann.classes).index("yes")
     assert v.values[0, yes] == 1.0 and v.values[1, yes] == 0.0
     assert list(v.classes) == list(ann.classes)
+
+
+# ---------------------------------------------------------------- results
+def _results():
+    """One of every fitted result type, as small as will fit."""
+    from noisycal.engines.mle import fit_map
+    from noisycal.engines.nuts import run_nuts
+
+    import numpyro
+    import numpyro.distributions as dist
+
+    ds = nc.datasets.load_dawid_skene_1979()
+    em = nc.DawidSkene(4).fit(ds, n_starts=2, n_boot=20, seed=0)
+    nuts = nc.DawidSkene(4).fit(ds, method="nuts", num_chains=2, num_warmup=60,
+                                num_samples=60, progress_bar=False, seed=0)
+    y = np.random.default_rng(0).normal(1.0, 2.0, 40)
+
+    def normal(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+        numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
+
+    mle = fit_map(normal, model_args=(y,), seed=0)
+    engine_nuts = run_nuts(normal, model_args=(y,), num_chains=2, num_warmup=60,
+                           num_samples=60, progress_bar=False, seed=0, rhat_threshold=2.0)
+    z, t = _binary(200)
+    est = nc.ece(z, t, n_boot=50)
+    return {"em": em, "nuts": nuts, "mle": mle, "engine_nuts": engine_nuts, "estimate": est}
+
+
+@pytest.fixture(scope="module")
+def results():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short chains may warn; the API is what is tested
+        return _results()
+
+
+@pytest.mark.parametrize("name", ["em", "nuts", "mle", "engine_nuts", "estimate"])
+def test_summary_returns_a_table_and_never_prints(results, name, capsys):
+    table = results[name].summary()
+    assert isinstance(table, pd.DataFrame) and len(table) > 0
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("name", ["em", "nuts", "mle", "engine_nuts", "estimate"])
+def test_every_fitted_result_has_a_tidy_frame(results, name):
+    frame = results[name].to_frame()
+    assert isinstance(frame, pd.DataFrame) and len(frame) > 0
+    assert isinstance(frame.index, pd.RangeIndex)  # tidy: identifiers are columns
+
+
+@pytest.mark.parametrize("name", ["nuts", "engine_nuts"])
+def test_bayesian_results_convert_to_arviz(results, name):
+    idata = results[name].to_arviz()
+    assert "posterior" in idata.groups()
+
+
+@pytest.mark.parametrize("name", ["em", "nuts", "engine_nuts"])
+def test_conf_int_wherever_draws_exist(results, name):
+    narrow = results[name].conf_int(level=0.5)
+    wide = results[name].conf_int(level=0.9)
+    lo = [c for c in wide.columns if c in ("low", "lower")][0]
+    hi = [c for c in wide.columns if c in ("high", "upper")][0]
+    assert np.all(wide[lo].to_numpy() <= narrow[lo].to_numpy() + 1e-12)
+    assert np.all(wide[hi].to_numpy() >= narrow[hi].to_numpy() - 1e-12)
+    assert np.any(wide[hi].to_numpy() - wide[lo].to_numpy() > 0)
+    with pytest.raises(ValueError, match="level"):
+        results[name].conf_int(level=90)
+
+
+def test_targets_have_a_frame_with_item_ids_and_classes():
+    ann = nc.Annotations.from_long(pd.DataFrame({"item": ["b", "b", "a"], "annotator": [1, 2, 1],
+                                                 "label": ["cat", "dog", "dog"]}),
+                                   item="item", annotator="annotator", label="label",
+                                   classes=["dog", "cat"])
+    frame = nc.targets.soft(ann).to_frame()
+    assert list(frame.index) == ["b", "a"] and list(frame.columns) == ["dog", "cat"]
+    np.testing.assert_allclose(frame.to_numpy(), [[0.5, 0.5], [1.0, 0.0]])

@@ -5,7 +5,8 @@
 # calibration metrics: top-label ECE, classwise ECE, MCE, the debiased L2 ECE, Brier
 # score, NLL, and the calibration slope and intercept. Against the **soft labels** (the
 # annotators' distribution over classes) we report the same metrics. Beside them sits the
-# true-label ECE of paper 000 in two forms:
+# true-label ECE of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous
+# Ground Truth", in two forms:
 #
 # - the Monte-Carlo form: draw labels from the annotator distribution and average the
 #   ECEs of the draws;
@@ -40,7 +41,7 @@ from noisycal.datasets import load_cifar10_logits, load_cifar10h
 from noisycal.plots import reliability_diagram
 
 LEVEL = 0.9
-N_BINS = 15  # paper 000's bin count
+N_BINS = 15  # the bin count of Tao, Luo, Dong & Xu (2026)
 CLASSWISE_CLASS = 3  # "cat" in CIFAR-10, the class humans disagree about most
 
 
@@ -80,7 +81,7 @@ def load_data(source: str, n_items: int, *, explicit_n: bool) -> Data:
 # ## The report
 #
 # Each metric is called twice, once per target. The top-label ECE against the soft target
-# is exactly paper 000's expected true-label ECE, so that cell is computed with
+# is exactly the expected true-label ECE of Tao et al. (2026), so that cell is computed with
 # `nc.true_label_ece(form="expected")`. The Monte-Carlo form draws `n_draws` label sets.
 # Its bootstrap resamples items and keeps each item's draws.
 
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     print(wide(table).to_string())
     print()
     print("soft labels: ECE (top-label) against the annotator distribution is the expected "
-          "true-label ECE of paper 000; the MC row averages the ECEs of labels drawn from "
+          "true-label ECE of Tao et al. (2026); the MC row averages the ECEs of labels drawn from "
           "it (its interval reflects item sampling, not Monte-Carlo error).")
     if data.true_probs is not None:
         oracle = nc.ece(logits=data.logits, target=data.true_probs, n_bins=N_BINS,

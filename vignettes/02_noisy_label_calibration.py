@@ -1,5 +1,7 @@
 # %% [markdown]
-# # Calibration against labels nobody observed (paper 003)
+# # Calibration against labels nobody observed
+#
+# After "Noisy-Label Calibration with Multiple Unreliable Labels".
 #
 # Three annotators label every item with their own false-positive and false-negative
 # rates; the true label is never seen. We fit the annotator channels three ways
@@ -10,7 +12,7 @@
 # Bayesian bootstrap) and the finite-sample bound of Theorem 1. Then we recalibrate on a
 # split with naive and with corrected targets, and with the auxiliary Joint map.
 #
-# Default data: paper 003's Gaussian toy (shifted truth, population binned ECE 0.0896).
+# Default data: the paper's Gaussian toy (shifted truth, population binned ECE 0.0896).
 # `--data cifar10n`: DenseNet-40 validation scores (animal vs vehicle) with the three
 # CIFAR-10N human labels (needs the shared data).
 #
@@ -30,7 +32,7 @@ import pandas as pd
 
 import noisycal as nc
 
-POPULATION_ECE_B = 0.089625  # shifted toy, M = 10 (spec-003 section 9)
+POPULATION_ECE_B = 0.089625  # shifted toy, M = 10 (population binned ECE, by quadrature)
 ANIMALS = [2, 3, 4, 5, 6, 7]  # bird, cat, deer, dog, frog, horse
 
 

@@ -219,6 +219,11 @@ class MLEResult:
                 rows.append({"parameter": label, "estimate": float(v), "std_err": float(s)})
         return pd.DataFrame(rows).set_index("parameter")
 
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table of every scalar parameter entry: ``parameter``, ``estimate``,
+        ``std_err`` (the :meth:`summary` with the parameter as a column)."""
+        return self.summary().reset_index()
+
 
 
 def fit_map(

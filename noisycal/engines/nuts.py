@@ -138,6 +138,11 @@ class NUTSResult:
         """The ``diagnostics`` table."""
         return self.diagnostics
 
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table of every scalar entry: ``parameter``, posterior ``mean``, ``sd``,
+        ``mcse_mean``, ``ess_bulk``, ``ess_tail``, ``r_hat``."""
+        return self.diagnostics.reset_index()
+
     def to_arviz(self) -> Any:
         """The draws as an ``arviz.InferenceData`` (posterior and ``diverging``)."""
         stats = None if self.diverging is None else {"diverging": self.diverging}
