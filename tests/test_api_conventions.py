@@ -118,11 +118,11 @@ def test_voted_targets_from_string_labels():
 # ---------------------------------------------------------------- results
 def _results():
     """One of every fitted result type, as small as will fit."""
-    from noisycal.engines.mle import fit_map
-    from noisycal.engines.nuts import run_nuts
-
     import numpyro
     import numpyro.distributions as dist
+
+    from noisycal.engines.mle import fit_map
+    from noisycal.engines.nuts import run_nuts
 
     ds = nc.datasets.load_dawid_skene_1979()
     em = nc.DawidSkene(4).fit(ds, n_starts=2, n_boot=20, seed=0)
