@@ -109,6 +109,18 @@ class _ScoreMap(Calibrator):
         self._check_fitted()
         return expit(self._eta(binary_scores(probs, logits, check_eps(self.eps))))
 
+    def _fit_inputs(self, probs: ArrayLike | None, logits: ArrayLike | None, target: object,
+                    *, positive: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """Checked ``(s, y, low, high)`` of ``fit``: clipped log-odds, positive-class target
+        and the box (``positive``: its low end must be > 0), in this order of checks."""
+        eps = check_eps(self.eps)
+        lo, hi = check_box(self.bounds, positive=positive)
+        s = binary_scores(probs, logits, eps)
+        y = positive_target(target, s.shape[0])
+        check_alignment(logits if probs is None else probs,
+                        "logits" if probs is None else "probs", target, "target")
+        return s, y, lo, hi
+
     def _finish(self, best: optimize.OptimizeResult, at_bound: bool,
                 not_identified: str | None) -> None:
         """Set ``objective_``, ``at_bound_``, ``status_`` and ``message_`` (and warn)."""
@@ -205,12 +217,7 @@ class TemperatureScaling(_ScoreMap):
             aligned (pandas predictions whose index differs from the target's items),
             or ``eps`` or ``bounds`` is invalid.
         """
-        eps = check_eps(self.eps)
-        lo, hi = check_box(self.bounds, positive=True)
-        s = binary_scores(probs, logits, eps)
-        y = positive_target(target, s.shape[0])
-        check_alignment(logits if probs is None else probs,
-                        "logits" if probs is None else "probs", target, "target")
+        s, y, lo, hi = self._fit_inputs(probs, logits, target, positive=True)
 
         def f(logt: np.ndarray) -> tuple[float, np.ndarray]:
             t = math.exp(float(logt[0]))
@@ -304,12 +311,7 @@ class PlattScaling(_ScoreMap):
             aligned (pandas predictions whose index differs from the target's items),
             or ``eps`` or ``bounds`` is invalid.
         """
-        eps = check_eps(self.eps)
-        lo, hi = check_box(self.bounds, positive=False)
-        s = binary_scores(probs, logits, eps)
-        y = positive_target(target, s.shape[0])
-        check_alignment(logits if probs is None else probs,
-                        "logits" if probs is None else "probs", target, "target")
+        s, y, lo, hi = self._fit_inputs(probs, logits, target, positive=False)
 
         def f(p: np.ndarray) -> tuple[float, np.ndarray]:
             eta = p[0] * s + p[1]
