@@ -20,8 +20,8 @@ from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarn
 from ..annotators import DawidSkene, GroupedDawidSkene
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
-from ._base import Calibrator, check_alignment, check_unit_scores
-from .scaling import MAX_BINS_PER_ITEM
+from ._base import check_alignment, check_unit_scores
+from .scaling import MAX_BINS_PER_ITEM, _BinnedMap
 
 __all__ = ["JointMap"]
 
@@ -54,7 +54,7 @@ def _as_annotations(annotations: object) -> Annotations:
     return ann
 
 
-class JointMap(Calibrator):
+class JointMap(_BinnedMap):
     r"""Auxiliary Joint map: the bin prevalences of the joint score-bin EM.
 
     :math:`g_{\mathrm{Joint}}(z) = \hat\mu_{g(z)}`, where :math:`g(z)` is the
@@ -164,7 +164,7 @@ class JointMap(Calibrator):
     ((5,), 'ok')
     """
 
-    _fitted_attr = "values_"
+    _map_name = "JointMap"
 
     def __init__(self, *, n_bins: int = 10, n_starts: int = 10, max_iter: int = 1000,
                  tol: float = 1e-8, seed: Seed = 0, orientation: str = "anchor",
@@ -257,36 +257,3 @@ class JointMap(Calibrator):
             if not issubclass(w.category, NoisycalWarning):
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return fit
-
-    def predict_proba(self, *, probs: ArrayLike | None = None,
-                      logits: ArrayLike | None = None) -> np.ndarray:
-        """The map's value at each score: ``values_`` of the score's bin.
-
-        Parameters
-        ----------
-        probs : array-like of shape (n,)
-            Scores in [0, 1].
-        logits : None
-            Not accepted (the bins are on the probability scale); present to give a
-            clear error.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-
-        Raises
-        ------
-        NotFittedError
-            If called before ``fit``.
-        ValueError
-            If ``logits`` is given, or ``probs`` is missing, not 1-D, not finite or
-            outside [0, 1].
-        """
-        self._check_fitted()
-        if logits is not None:
-            raise ValueError("logits= is not accepted: JointMap bins probabilities; pass "
-                             "probs= (scores in [0, 1])")
-        if probs is None:
-            raise ValueError("probs is required (scores in [0, 1])")
-        z = check_unit_scores(probs, "probs")
-        return self.values_[equal_width_bins(z, len(self.values_))]

@@ -330,7 +330,47 @@ class PlattScaling(_ScoreMap):
         return self
 
 
-class HistogramBinning(Calibrator):
+class _BinnedMap(Calibrator):
+    """A map constant on equal-width score bins: shared ``predict_proba`` (``values_``)."""
+
+    _fitted_attr = "values_"
+    _map_name: str  # the class's name in predict_proba's error
+
+    def predict_proba(self, *, probs: ArrayLike | None = None,
+                      logits: ArrayLike | None = None) -> np.ndarray:
+        """The map's value at each score: ``values_`` of the score's bin.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,)
+            Positive-class scores in [0, 1].
+        logits : None
+            Not accepted (the bins are on the probability scale); present to give a
+            clear error.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+
+        Raises
+        ------
+        NotFittedError
+            If called before ``fit``.
+        ValueError
+            If ``logits`` is given, or ``probs`` is missing, not 1-D, not finite or
+            outside [0, 1].
+        """
+        self._check_fitted()
+        if logits is not None:
+            raise ValueError(f"logits= is not accepted: {self._map_name} bins probabilities; "
+                             "pass probs= (scores in [0, 1])")
+        if probs is None:
+            raise ValueError("probs is required (scores in [0, 1])")
+        z = check_unit_scores(probs, "probs")
+        return self.values_[equal_width_bins(z, len(self.values_))]
+
+
+class HistogramBinning(_BinnedMap):
     """Fixed-bin projected histogram binning.
 
     Histogram binning (Zadrozny & Elkan, 2001) in the projected form of "Noisy-Label
@@ -369,7 +409,7 @@ class HistogramBinning(Calibrator):
     ([0.0, 0.6666666666666666], [0.0, 0.6666666666666666])
     """
 
-    _fitted_attr = "values_"
+    _map_name = "HistogramBinning"
 
     def __init__(self, *, n_bins: int = 10) -> None:
         self.n_bins = n_bins
@@ -418,39 +458,6 @@ class HistogramBinning(Calibrator):
                                                                   self.values_)))
         self._set_status("ok", "", None)
         return self
-
-    def predict_proba(self, *, probs: ArrayLike | None = None,
-                      logits: ArrayLike | None = None) -> np.ndarray:
-        """Bin values of the scores' bins.
-
-        Parameters
-        ----------
-        probs : array-like of shape (n,)
-            Positive-class scores in [0, 1].
-        logits : None
-            Not accepted (the bins are on the probability scale); present to give a
-            clear error.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-
-        Raises
-        ------
-        NotFittedError
-            If called before ``fit``.
-        ValueError
-            If ``logits`` is given, or ``probs`` is missing, not 1-D, not finite or
-            outside [0, 1].
-        """
-        self._check_fitted()
-        if logits is not None:
-            raise ValueError("logits= is not accepted: HistogramBinning bins probabilities; "
-                             "pass probs= (scores in [0, 1])")
-        if probs is None:
-            raise ValueError("probs is required (scores in [0, 1])")
-        z = check_unit_scores(probs, "probs")
-        return self.values_[equal_width_bins(z, len(self.values_))]
 
     def bound(self, target: object, *, level: float = 0.9, channel_term: float = 0.0) -> float:
         """Proposition 2: ECE(g o f) <= d_ch + (B + 1) sqrt(2 (J log 2 + log(4/eta)) / n_rec).
