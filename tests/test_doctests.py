@@ -11,14 +11,24 @@ import noisycal
 
 
 def _modules():
+    import noisycal.models
+
     names = ["noisycal"]
     for info in pkgutil.walk_packages(noisycal.__path__, prefix="noisycal."):
         if ".experiments" not in info.name:
             names.append(info.name)
-    return sorted(names)
+    # noisycal.models is mapped to the top-level models/ folder, which the walk above does
+    # not reach
+    names += [info.name for info in
+              pkgutil.walk_packages(noisycal.models.__path__, prefix="noisycal.models.")]
+    return sorted(set(names))
 
 
 MODULES = _modules()
+
+
+def test_models_are_walked_too():
+    assert "noisycal.models.dawid_skene" in MODULES and "noisycal.engines.em" in MODULES
 
 
 def test_doctests_exist():
