@@ -160,7 +160,7 @@ CASES = [
     ("metrics-ece-refit-string", lambda: nc.ece(_Z, _Y, refit_channels="yes"), "raises", V,
      r"refit_channels"),
     ("metrics-ece-bound-hard-target", lambda: nc.ece(_Z, _Y, interval="bound"), "raises", V,
-     r"corrected"),
+     r"interval='bound'"),
     ("metrics-ece-bound-top-label",
      lambda: nc.ece(_P, nc.targets.corrected(_A, **_AB), interval="bound",
                     kind="top_label"), "raises", V, r"positive_class"),
@@ -219,7 +219,7 @@ CASES = [
      r"groups applies only to new annotations"),
     ("metrics-ece-credible-em-target",
      lambda: nc.ece(_Z, nc.targets.corrected(_A, **_AB), interval="credible"), "raises", V,
-     r"NUTS"),
+     r"interval='credible'"),
     ("metrics-ece-refit-no-fit",
      lambda: nc.ece(_Z, nc.targets.corrected(_A, **_AB), refit_channels=True, n_boot=10),
      "raises", V, r"refit_channels"),
@@ -258,7 +258,7 @@ CASES = [
         np.array([0.2, 0.4, 0.6]), np.ones(3, int)), "status", None, r"undefined"),
     ("metrics-slope-probability-one", lambda: nc.calibration_slope(np.array([1.0, 0.5]),
                                                                    np.array([1, 0])),
-     "raises", V, r"confidences"),
+     "raises", V, r"probs"),
     ("metrics-slope-cov-type", lambda: nc.calibration_slope(_Z, _Y, cov_type="HC3"), "raises",
      V, r"cov_type"),
     ("metrics-slope-seed-overflow", lambda: nc.calibration_slope(_Z, _Y, seed=2**64),
@@ -400,9 +400,18 @@ CASES = [
         np.random.default_rng(0).random(60), _ann(), seed=2**64), "raises", V, r"seed"),
     ("metrics-crossfit-n-bins", lambda: nc.metrics.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), n_bins=10**6), "raises", V, r"n_bins"),
+    ("metrics-crossfit-n-folds-and-folds", lambda: nc.metrics.nc_ece_crossfit(
+        np.random.default_rng(0).random(60), _ann(), n_folds=3, folds=np.arange(60) % 2),
+     "raises", V, r"give n_folds or folds, not both"),
+    ("metrics-crossfit-series-misaligned", lambda: nc.metrics.nc_ece_crossfit(
+        pd.Series(np.random.default_rng(0).random(60), index=np.arange(60)[::-1]), _ann()),
+     "raises", V, r"probs: the predictions' item ids do not match"),
+    ("metrics-crossfit-items-misaligned", lambda: nc.metrics.nc_ece_crossfit(
+        np.random.default_rng(0).random(60), _ann(), items=np.arange(1, 61)),
+     "raises", V, r"items: the predictions' item ids do not match"),
     # ---- generic bootstrap and Estimate
     ("metrics-bootstrap-no-arrays", lambda: bootstrap(weighted_mean), "raises", V,
-     r"array"),
+     r"arrays"),
     ("metrics-bootstrap-rows", lambda: bootstrap(weighted_mean, np.ones(3), np.ones(4)),
      "raises", V, r"arrays\[1\]"),
     ("metrics-bootstrap-n-boot", lambda: bootstrap(weighted_mean, np.ones(3), n_boot=0),
