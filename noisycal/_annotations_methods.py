@@ -123,7 +123,7 @@ class AnnotationsMethods:
             raises if any item is tied.
         seed : int or jax PRNG key, default=None
             Randomness for ``tie='random'``; the same seed gives the same votes. Untied
-            items never depend on it.
+            items never depend on it. Given with another ``tie`` rule it raises.
 
         Returns
         -------
@@ -133,13 +133,16 @@ class AnnotationsMethods:
         Raises
         ------
         ValueError
-            If ``tie`` is not an option, ``tie='random'`` is used without ``seed``, or
+            If ``tie`` is not an option, ``tie='random'`` is used without ``seed`` (or
+            ``seed`` with another rule), or
             ``tie='raise'`` and some item is tied, or ``seed`` is not an int in the
             int64 range or a JAX key.
         """
         check_choice(tie, "tie", TIE_OPTIONS)
         if seed is not None:
             check_seed(seed)
+            if tie != "random":
+                raise ValueError(f"seed applies only to tie='random', got tie={tie!r}")
         if tie == "random" and seed is None:
             raise ValueError("seed is required with tie='random' (pass seed=0, or any int, "
                              "for reproducible tie-breaking)")

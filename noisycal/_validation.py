@@ -30,6 +30,7 @@ __all__ = [
     "check_batch_size",
     "check_real",
     "check_n_bins",
+    "MAX_BINS_PER_ITEM",
     "check_not_swapped",
     "user_stacklevel",
     "prediction_items",
@@ -40,6 +41,8 @@ __all__ = [
 
 #: Rows of a probability matrix must sum to 1 within this absolute tolerance.
 PROB_ATOL = 1e-6
+#: At most this many bins per item (binned metrics and binned calibrators alike).
+MAX_BINS_PER_ITEM = 10
 
 
 def check_level(level: object, name: str = "level") -> float:
@@ -129,25 +132,27 @@ def check_batch_size(batch_size: object) -> int | None:
 
 
 def check_n_bins(n_bins: object, n_items: int) -> int:
-    """A bin count: an integer >= 1 and at most ``max(n_items, 100)``.
+    """A bin count: an integer >= 1 and at most ``MAX_BINS_PER_ITEM`` (10) per item.
 
     Many more bins than items leave almost every bin empty (and a bootstrap's per-bin
-    arrays grow with n_bins), so such a request is refused rather than computed.
+    arrays grow with n_bins), so such a request is refused rather than computed. The one
+    rule of the binned metrics and the binned calibrators.
 
     Parameters
     ----------
     n_bins : int
     n_items : int
+        The items the bins are filled with (the fitting items of a calibrator).
 
     Returns
     -------
     int
     """
     n_bins = check_int(n_bins, "n_bins", minimum=1)
-    cap = max(int(n_items), 100)
-    if n_bins > cap:
-        raise ValueError(f"n_bins={n_bins} is far above the number of items ({n_items}): "
-                         f"at most max(n_items, 100) = {cap} bins are allowed")
+    if n_bins > MAX_BINS_PER_ITEM * int(n_items):
+        raise ValueError(f"n_bins={n_bins} is far above the {n_items} item(s): at most "
+                         f"{MAX_BINS_PER_ITEM} bins per item are allowed (almost every bin "
+                         "would be empty)")
     return n_bins
 
 

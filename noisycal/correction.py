@@ -34,7 +34,8 @@ from .data import Annotations
 
 __all__ = ["iv_weights", "rule_weights", "channel_weights", "correction_range",
            "check_binary_channels", "check_prevalence", "one_hot_ratings",
-           "corrected_labels", "corrected_from_channels",
+           "corrected_labels", "corrected_from_channels", "gap_invertible",
+           "marginal_prevalence", "fit_prevalence",
            "WEIGHT_RULES", "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
 
 WEIGHT_RULES = ("iv", "equal", "gap", "squared_gap")
@@ -65,13 +66,21 @@ def check_binary_channels(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.nd
         raise ValueError(f"a and b must have the same length, got {a.shape} and {b.shape}")
     if np.any((a < 0) | (a > 1) | (b < 0) | (b > 1)):
         raise ValueError("channel rates a and b must lie in [0, 1]")
-    gap = b - a
-    if np.any(gap <= GAP_THRESHOLD):
-        bad = np.flatnonzero(gap <= GAP_THRESHOLD).tolist()
+    ok = gap_invertible(a, b)
+    if not np.all(ok):
+        bad = np.flatnonzero(~ok).tolist()
         raise ValueError(f"annotator(s) {bad} have b - a <= {GAP_THRESHOLD:g}: their channel "
                          "cannot be inverted (exclude them with informative=, or check the "
                          "orientation)")
     return a, b
+
+
+def gap_invertible(a: Any, b: Any) -> Any:
+    """Whether each two-class channel can be inverted: b_j - a_j > ``GAP_THRESHOLD``.
+
+    Works on NumPy and JAX arrays (jit-safe).
+    """
+    return b - a > GAP_THRESHOLD
 
 
 def check_prevalence(prevalence: object, name: str = "prevalence") -> float:
@@ -249,13 +258,48 @@ def one_hot_ratings(annotations: Annotations | ArrayLike, n_classes: int | None
     return onehot, seen, np.arange(K), None
 
 
-def _fit_prevalence(fit: Any) -> float:
-    """The marginal prevalence of a (grouped) fit: sum_g (n_g / n) mu_g."""
+def marginal_prevalence(group_prevalence: Any, sizes: Any, xp: Any = np) -> Any:
+    r"""The marginal prevalence of a grouped model: :math:`\sum_g n_g \mu_g / \sum_g n_g`.
+
+    Parameters
+    ----------
+    group_prevalence : array of shape (n_groups,)
+        P(Y = 1) in each group.
+    sizes : array of shape (n_groups,)
+        Items (or item weights) per group.
+    xp : module, default=numpy
+        ``numpy`` or ``jax.numpy`` (jit-safe).
+
+    Returns
+    -------
+    float or 0-d array
+    """
+    return xp.sum(sizes * group_prevalence) / xp.sum(sizes)
+
+
+def fit_prevalence(fit: Any) -> float:
+    """The marginal prevalence P(Y = 1) of a (grouped) two-class fit, groups weighted by size.
+
+    Parameters
+    ----------
+    fit : fitted annotator model
+        With ``group_prevalence`` (n_groups, 2) and, for several groups,
+        ``details['group_index']`` (the group of each fitted item).
+
+    Returns
+    -------
+    float
+    """
     gp = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))[:, 1]
     gi = getattr(fit, "details", {}).get("group_index")
-    sizes = (np.bincount(gi, minlength=gp.size) if gi is not None
-             and len(gi) == fit.n_items else np.ones(gp.size))
-    return float(np.sum(sizes * gp) / np.sum(sizes))
+    if gi is not None and len(gi) == fit.n_items:
+        sizes = np.bincount(np.asarray(gi), minlength=gp.size)
+    elif gp.size == 1:
+        sizes = np.ones(1)
+    else:
+        raise ValueError(f"fit has {gp.size} groups but no group index of its "
+                         f"{fit.n_items} items; its marginal prevalence is not defined")
+    return float(marginal_prevalence(gp, sizes))
 
 
 def _channels(fit: Any, confusion: ArrayLike | None, a: ArrayLike | None,
@@ -366,7 +410,7 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
         raise ValueError("confusion rows must be probability distributions")
     source = "given" if prevalence is not None else None
     if fit is not None and prevalence is None and K == 2:
-        prevalence, source = _fit_prevalence(fit), "fit"
+        prevalence, source = fit_prevalence(fit), "fit"
     mask = _informative_mask(informative, J)
     if K == 2:
         check_binary_channels(C[mask, 0, 1], C[mask, 1, 1])
@@ -374,13 +418,10 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
     if np.any(sv <= GAP_THRESHOLD):
         raise ValueError("confusion: a confusion matrix is (nearly) singular and cannot be "
                          "inverted; exclude that annotator with informative=")
-    inv = np.zeros_like(C)
-    inv[mask] = np.linalg.inv(C[mask])
-    per = np.einsum("njk,jkl->njl", onehot, inv)  # e_{A_ij} C_j^{-1}, (n, J, K)
+    per = _per_annotator(onehot, C, mask, np)  # e_{A_ij} C_j^{-1}, (n, J, K)
     alpha, rule, prevalence, plug = _alpha(weights, C, mask, per, seen, prevalence)
     source = plug or source
-    w = np.where(seen & mask, alpha[None, :], 0.0)
-    tot = w.sum(axis=1, keepdims=True)
+    tot = np.where(seen & mask, alpha[None, :], 0.0).sum(axis=1)
     if np.any(tot <= 0):
         raise ValueError(f"annotations: {int(np.sum(tot <= 0))} item(s) have no rating from "
                          "an informative annotator with positive weight")
@@ -388,36 +429,50 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
     if fit is not None and getattr(fit, "method", None) == "nuts" \
             and getattr(fit, "draws", None) is not None:
         draws = np.asarray(fit.draws["confusion"])
-    return np.einsum("nj,njk->nk", w / tot, per), {
+    return _combine(per, seen, mask, alpha, np), {
         "weights": alpha, "rule": rule, "confusion": C, "prevalence": prevalence,
         "prevalence_source": source, "informative": mask, "ratings": onehot,
         "observed": seen, "channel_draws": draws, "fit": fit, "classes": classes,
         "items": items}
 
 
-def corrected_from_channels(ratings: np.ndarray, observed: np.ndarray, mask: np.ndarray,
-                            alpha: np.ndarray, confusion: np.ndarray) -> np.ndarray:
+def _per_annotator(ratings: Any, confusion: Any, mask: Any, xp: Any) -> Any:
+    """e_{A_ij} C_j^{-1} for every (item, annotator), zero for annotators outside ``mask``."""
+    eye = xp.eye(confusion.shape[-1])
+    inv = xp.linalg.inv(xp.where(mask[:, None, None], confusion, eye))
+    return xp.einsum("njk,jkl->njl", ratings, xp.where(mask[:, None, None], inv, 0.0))
+
+
+def _combine(per: Any, observed: Any, mask: Any, alpha: Any, xp: Any) -> Any:
+    """Weights alpha renormalised over each item's observed informative raters."""
+    w = xp.where(observed & mask, alpha[None, :], 0.0)
+    return xp.einsum("nj,njk->nk", w / w.sum(axis=1, keepdims=True), per)
+
+
+def corrected_from_channels(ratings: Any, observed: Any, mask: Any, alpha: Any,
+                            confusion: Any, *, xp: Any = np) -> Any:
     """Corrected target (n, K) for given one-hot ratings, weights and channels.
 
-    The same formula as :func:`corrected_labels`, without validation: used to recompute
-    the target for every posterior draw of the channels.
+    The formula of :func:`corrected_labels` (which uses the same two steps), without
+    validation: used to recompute the target for every posterior draw of the channels
+    and, on JAX arrays, for every channel refit of the bootstrap. The caller checks that
+    the informative channels are invertible (:func:`gap_invertible` for two classes).
 
     Parameters
     ----------
-    ratings : ndarray of shape (n_items, n_annotators, K)
-    observed : ndarray of bool, shape (n_items, n_annotators)
-    mask : ndarray of bool, shape (n_annotators,)
+    ratings : array of shape (n_items, n_annotators, K)
+        One-hot ratings (zero rows where missing).
+    observed : array of bool, shape (n_items, n_annotators)
+    mask : array of bool, shape (n_annotators,)
         Informative annotators.
-    alpha : ndarray of shape (n_annotators,)
+    alpha : array of shape (n_annotators,)
         Weights.
-    confusion : ndarray of shape (n_annotators, K, K)
+    confusion : array of shape (n_annotators, K, K)
+    xp : module, default=numpy
+        ``numpy`` or ``jax.numpy`` (jit-safe).
 
     Returns
     -------
-    ndarray of shape (n_items, K)
+    array of shape (n_items, K)
     """
-    inv = np.zeros_like(confusion)
-    inv[mask] = np.linalg.inv(confusion[mask])
-    per = np.einsum("njk,jkl->njl", ratings, inv)
-    w = np.where(observed & mask, alpha[None, :], 0.0)
-    return np.einsum("nj,njk->nk", w / w.sum(axis=1, keepdims=True), per)
+    return _combine(_per_annotator(ratings, confusion, mask, xp), observed, mask, alpha, xp)

@@ -253,7 +253,7 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
         argmax convention), a seeded uniform choice among the tied classes, or a
         ``ValueError``.
     seed : int or jax key, optional
-        Required with ``tie='random'``.
+        Required with ``tie='random'``; refused with the other rules.
 
     Returns
     -------
@@ -365,7 +365,7 @@ def posterior(annotations: Annotations | None, fit: Any, *,
         A fitted :class:`~noisycal.DawidSkene` (or one-coin, grouped, Hui–Walter) model.
         A fit whose status is not 'ok' gives a target with that status.
     groups : array-like, optional
-        Groups of the new items, for grouped models.
+        Groups of the new items, for grouped models (only with ``annotations``).
 
     Returns
     -------
@@ -389,6 +389,9 @@ def posterior(annotations: Annotations | None, fit: Any, *,
         raise ValueError("fit must be a fitted annotator model (an AnnotatorFit), got "
                          f"{type(fit).__name__}")
     if annotations is None:
+        if groups is not None:
+            raise ValueError("groups applies only to new annotations: with annotations=None "
+                             "the fitted items keep the groups they were fitted with")
         post = np.asarray(fit.item_posterior, dtype=np.float64)
         items = getattr(fit, "items", None)
     else:

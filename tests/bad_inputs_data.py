@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from noisycal import simulate
+from noisycal import simulate, targets
 from noisycal._warnings import NumericalWarning
 from noisycal.data import Annotations
 from noisycal.datasets import load_chaosnli, load_cifar10_logits, load_cifar10h, load_cifar10n
@@ -220,6 +220,12 @@ CASES = [
      "raises", V, r"seed must be an integer in \[-2\*\*63, 2\*\*63\)"),
     ("data-vote-seed-string", lambda: _tied().majority_vote(tie="random", seed="0"),
      "raises", V, r"seed must be an int or a JAX PRNG key"),
+    ("data-vote-seed-with-lowest", lambda: _tied().majority_vote(seed=0),
+     "raises", V, r"seed applies only to tie='random'"),
+    ("data-vote-seed-with-raise", lambda: _tied().majority_vote(tie="raise", seed=3),
+     "raises", V, r"seed applies only to tie='random'"),
+    ("data-voted-seed-with-lowest", lambda: targets.voted(_tied(), seed=0),
+     "raises", V, r"seed applies only to tie='random'"),
     ("data-kappa-single-ratings", lambda: Annotations.from_counts([[1, 0], [0, 1]]).fleiss_kappa(),
      "raises", V, r"fleiss_kappa needs items with at least 2 ratings"),
     ("data-agreement-single-ratings",

@@ -49,12 +49,21 @@ def test_metrics_check_predictions_against_the_target_items():
 
 
 def test_posterior_rows_follow_the_annotations_item_order():
-    ann, _ = _annotations(60, seed=2)
+    wide, _ = _annotations(60, seed=2)
+    rng = np.random.default_rng(5)
+    long = pd.DataFrame({"item": wide.items[wide.item_index],
+                         "annotator": wide.annotators[wide.annotator_index],
+                         "label": wide.classes[wide.label_index]})
+    long = long.iloc[rng.permutation(len(long))].reset_index(drop=True)
+    first_seen = pd.unique(long["item"])  # the order the rows introduce the items
+    assert not np.array_equal(first_seen, np.sort(first_seen))
+    ann = nc.Annotations.from_long(long, item="item", annotator="annotator", label="label")
     fit = nc.DawidSkene(2).fit(ann, seed=0)
     post = nc.targets.posterior(None, fit)
-    np.testing.assert_array_equal(post.items, fit.items)
+    np.testing.assert_array_equal(fit.items, first_seen)
+    np.testing.assert_array_equal(post.items, first_seen)
     new = nc.targets.posterior(ann, fit)
-    np.testing.assert_array_equal(new.items, ann.items)
+    np.testing.assert_array_equal(new.items, first_seen)
     np.testing.assert_allclose(new.values, fit.item_posterior, atol=1e-10)
 
 

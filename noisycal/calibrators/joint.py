@@ -15,13 +15,13 @@ import warnings
 import numpy as np
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_real, check_seed
+from .._validation import check_choice, check_int, check_n_bins, check_real, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
 from ..annotators import DawidSkene, GroupedDawidSkene
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
 from ._base import check_alignment, check_unit_scores
-from .scaling import MAX_BINS_PER_ITEM, _BinnedMap
+from .scaling import _BinnedMap
 
 __all__ = ["JointMap"]
 
@@ -207,9 +207,7 @@ class JointMap(_BinnedMap):
         check_seed(self.seed)
         check_choice(self.orientation, "orientation", ("anchor", "vote"))
         z = check_unit_scores(probs, "probs")
-        if J > MAX_BINS_PER_ITEM * z.size:
-            raise ValueError(f"n_bins={J} is far above the {z.size} fitting item(s): at most "
-                             f"{MAX_BINS_PER_ITEM} bins per item are allowed")
+        check_n_bins(J, z.size)
         ann = _as_annotations(annotations)
         if ann.n_items != z.shape[0]:
             raise ValueError(f"annotations must cover the items of probs: annotations have "

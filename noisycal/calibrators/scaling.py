@@ -33,7 +33,7 @@ from scipy import optimize
 from scipy.special import expit, log_expit
 
 from .._typing import ArrayLike
-from .._validation import check_int, check_level
+from .._validation import MAX_BINS_PER_ITEM, check_int, check_level, check_n_bins
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..correction import correction_range
 from ..intervals.bounds import hoeffding_radius
@@ -53,10 +53,6 @@ __all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS", "MAX
 #: Default score clipping level eps of s(z) = logit(clip(z, eps, 1 - eps)) (the paper
 #: leaves it open; any 0 < eps < 0.5 is accepted).
 EPS = 1e-6
-
-#: HistogramBinning refuses more than this many bins per fitting item (almost every bin
-#: would be empty, and the map the overall mean almost everywhere).
-MAX_BINS_PER_ITEM = 10
 
 
 def _objective(eta: np.ndarray, y: np.ndarray) -> float:
@@ -439,10 +435,7 @@ class HistogramBinning(_BinnedMap):
         """
         J = check_int(self.n_bins, "n_bins", minimum=1)
         z = check_unit_scores(probs, "probs")
-        if J > MAX_BINS_PER_ITEM * z.size:
-            raise ValueError(f"n_bins={J} is far above the {z.size} fitting item(s): at most "
-                             f"{MAX_BINS_PER_ITEM} bins per item are allowed (almost every "
-                             "bin would be empty)")
+        check_n_bins(J, z.size)
         y = positive_target(target, z.shape[0])
         check_alignment(probs, "probs", target, "target")
         b = equal_width_bins(z, J)

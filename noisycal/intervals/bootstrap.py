@@ -68,7 +68,7 @@ def cluster_codes(cluster: ArrayLike | None, n: int) -> tuple[np.ndarray | None,
     return codes.astype(np.int32), int(codes.max()) + 1
 
 
-def replicate_weights(rng_key: jax.Array, n: int, codes: jax.Array | None,
+def replicate_weights(rng_key: jax.Array, codes: jax.Array | None,
                       n_clusters: int) -> jax.Array:
     """Multinomial bootstrap weights of the n rows (clusters resampled whole when given)."""
     idx = jax.random.randint(rng_key, (n_clusters,), 0, n_clusters, dtype=jnp.int32)
@@ -153,14 +153,14 @@ def _warned(interval: tuple[float, float], status: str, message: str
     return interval, status, message
 
 
-@partial(jax.jit, static_argnames=("statistic", "n", "n_clusters", "n_boot", "batch_size"))
+@partial(jax.jit, static_argnames=("statistic", "n_clusters", "n_boot", "batch_size"))
 def _generic_replicates(rng_key: jax.Array, arrays: tuple, codes: jax.Array | None, *,
-                        statistic: Callable, n: int, n_clusters: int, n_boot: int,
+                        statistic: Callable, n_clusters: int, n_boot: int,
                         batch_size: int) -> jax.Array:
     keys = jax.random.split(rng_key, n_boot)
 
     def one(key: jax.Array) -> jax.Array:
-        return statistic(replicate_weights(key, n, codes, n_clusters), *arrays)
+        return statistic(replicate_weights(key, codes, n_clusters), *arrays)
 
     return jax.lax.map(one, keys, batch_size=batch_size)
 
@@ -231,7 +231,7 @@ def bootstrap(
     max_jackknife_groups = check_int(max_jackknife_groups, "max_jackknife_groups", minimum=2)
     arrs = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
     if not arrs:
-        raise ValueError("bootstrap needs at least one data array")
+        raise ValueError("arrays: bootstrap needs at least one data array (none given)")
     n = arrs[0].shape[0]
     for i, a in enumerate(arrs):
         if a.ndim == 0 or a.shape[0] != n:
@@ -246,7 +246,7 @@ def bootstrap(
         jarrs = tuple(jnp.asarray(a) for a in arrs)
         jcodes = None if codes is None else jnp.asarray(codes)
         theta = float(statistic(jnp.ones(n), *jarrs))
-        reps = np.asarray(_generic_replicates(key, jarrs, jcodes, statistic=statistic, n=n,
+        reps = np.asarray(_generic_replicates(key, jarrs, jcodes, statistic=statistic,
                                               n_clusters=n_clusters, n_boot=n_boot,
                                               batch_size=bs))
         jack = None

@@ -21,16 +21,73 @@ not added here.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_choice, check_level
+from .._validation import check_array, check_choice, check_level
 from ..correction import correction_range
 
-__all__ = ["BOUND_MODES", "nc_ece_bound", "hoeffding_radius"]
+__all__ = ["BOUND_MODES", "nc_ece_bound", "hoeffding_radius", "check_bound_options"]
 
 BOUND_MODES = ("binned_only", "oracle", "radius")
+#: The bound option that belongs to each mode (the other modes refuse it).
+_MODE_OPTION = {"oracle": "true_channels", "radius": "channel_radius"}
+
+
+def _check_true_channels(true_channels: object) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(true_channels, str | bytes) or not hasattr(true_channels, "__len__") \
+            or len(true_channels) != 2:
+        raise ValueError("true_channels must be a pair (a, b) of rate arrays, got "
+                         f"{true_channels!r}")
+    a, b = (check_array(x, "true_channels", ndim=1) for x in true_channels)
+    if a.shape != b.shape or np.any((a < 0) | (a > 1) | (b < 0) | (b > 1)):
+        raise ValueError("true_channels must be two rate arrays (a, b) of equal length in "
+                         "[0, 1]")
+    return a, b
+
+
+def check_bound_options(mode: object, channel_radius: object, true_channels: object,
+                        same_sample: object, *, interval_bound: bool = True) -> dict:
+    """Validated options of the NC-ECE bound (see :func:`nc_ece_bound`).
+
+    Every option is checked whether or not it is used. ``channel_radius`` belongs to
+    ``mode='radius'`` and ``true_channels`` to ``mode='oracle'``: given with another mode
+    they raise, as does any non-default option when ``interval_bound`` is False (the
+    metric was not asked for ``interval='bound'``).
+
+    Returns
+    -------
+    dict
+        ``mode``, ``channel_radius`` (float or None), ``true_channels`` ((a, b) arrays or
+        None), ``same_sample``.
+    """
+    check_choice(mode, "bound_mode", BOUND_MODES)
+    if not isinstance(same_sample, bool | np.bool_):
+        raise ValueError(f"same_sample must be True or False, got {same_sample!r}")
+    if channel_radius is not None:
+        if isinstance(channel_radius, bool) or not isinstance(channel_radius, numbers.Real) \
+                or not channel_radius >= 0 or not math.isfinite(channel_radius):
+            raise ValueError("channel_radius must be a finite number >= 0, got "
+                             f"{channel_radius!r}")
+        channel_radius = float(channel_radius)
+    if true_channels is not None:
+        true_channels = _check_true_channels(true_channels)
+    given = {"bound_mode": mode != "binned_only", "channel_radius": channel_radius is not None,
+             "true_channels": true_channels is not None, "same_sample": bool(same_sample)}
+    if not interval_bound and any(given.values()):
+        name = next(k for k, v in given.items() if v)
+        raise ValueError(f"{name} applies only to interval='bound'")
+    for other, option in _MODE_OPTION.items():
+        if given[option] and mode != other:
+            raise ValueError(f"{option} applies only to bound_mode={other!r}, not "
+                             f"bound_mode={mode!r}")
+    if interval_bound and mode in _MODE_OPTION and not given[_MODE_OPTION[mode]]:
+        need = "true_channels=(a, b)" if mode == "oracle" else "a channel_radius >= 0"
+        raise ValueError(f"bound_mode={mode!r} needs {need}")
+    return {"mode": mode, "channel_radius": channel_radius, "true_channels": true_channels,
+            "same_sample": bool(same_sample)}
 
 
 def hoeffding_radius(b_hat: float, n: int, n_bins: int, level: float, *,
@@ -91,12 +148,14 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
     level : float
         1 - eta.
     mode : {'binned_only', 'oracle', 'radius'}, default='binned_only'
+        Options of another mode raise (see :func:`check_bound_options`).
     channel_radius : float, optional
         r >= max_j max(|a_hat_j - a_j|, |b_hat_j - b_j|), for ``mode='radius'``.
     true_channels : (a, b), optional
         The true rates, for ``mode='oracle'``.
     same_sample : bool, default=False
-        Channels fitted on the evaluation sample (Proposition 1: log(6K/eta)).
+        Channels fitted on the evaluation sample (Proposition 1 of "Noisy-Label Calibration
+        with Multiple Unreliable Labels": log(6K/eta)).
 
     Returns
     -------
@@ -104,7 +163,9 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
     details : dict
         B_hat, sampling_radius, channel_term, expectation_bias_bound, bound_mode, ...
     """
-    check_choice(mode, "bound_mode", BOUND_MODES)
+    opts = check_bound_options(mode, channel_radius, true_channels, same_sample)
+    channel_radius, true_channels = opts["channel_radius"], opts["true_channels"]
+    same_sample = opts["same_sample"]
     if getattr(target, "kind", None) != "corrected" or target.n_classes != 2:
         raise ValueError("interval='bound' needs a two-class corrected target "
                          "(nc.targets.corrected); it bounds NC-ECE only")
@@ -122,19 +183,13 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
     sampling = hoeffding_radius(B, n, M, level, union=6.0 * K if same_sample else 2.0)
     bias = B * float(np.sum(np.sqrt(np.asarray(counts) / n))) / math.sqrt(n)
     if mode == "oracle":
-        if true_channels is None:
-            raise ValueError("bound_mode='oracle' needs true_channels=(a, b)")
-        a_true, b_true = (np.asarray(x, dtype=np.float64) for x in true_channels)
+        a_true, b_true = true_channels
         if a_true.shape != a_hat.shape or b_true.shape != b_hat.shape:
             raise ValueError(f"true_channels must give {K} rates each")
         e = np.maximum(np.abs(a_hat - a_true), np.abs(b_hat - b_true))
         channel = float(np.sum(alpha[use] * e[use] / delta[use]))
         note = "channel term exact (oracle channels)"
     elif mode == "radius":
-        if isinstance(channel_radius, bool) or not isinstance(channel_radius, int | float) \
-                or not channel_radius >= 0 or not math.isfinite(channel_radius):
-            raise ValueError("bound_mode='radius' needs a finite channel_radius >= 0, got "
-                             f"{channel_radius!r}")
         channel = B * float(channel_radius)
         note = f"channel term B * r with r = {channel_radius:g}"
     else:

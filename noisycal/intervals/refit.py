@@ -36,7 +36,12 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import as_key, x64
-from ..correction import GAP_THRESHOLD, rule_weights
+from ..correction import (
+    corrected_from_channels,
+    gap_invertible,
+    marginal_prevalence,
+    rule_weights,
+)
 
 __all__ = ["nc_ece_refit_replicates"]
 
@@ -138,8 +143,7 @@ def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, 
             None if alpha_p is None else jnp.asarray(alpha_p),
             None if beta_p is None else jnp.asarray(beta_p),
             jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
-            jnp.asarray(np.where(seen[rep], code[rep], 0), jnp.float64),
-            jnp.asarray(seen[rep] & mask), jnp.asarray(mask),
+            jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]), jnp.asarray(mask),
             jnp.asarray(np.asarray(det["weights"], np.float64)),
             jnp.asarray(np.nan if fixed_prev is None else float(fixed_prev)),
             jnp.asarray(conf, jnp.float64), jnp.asarray(bins, jnp.int32),
@@ -162,8 +166,8 @@ def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, 
                                    "statistic"))
 def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: tuple,
                 alpha_p: Any,
-                beta_p: Any, pattern: jax.Array, group: jax.Array, labels: jax.Array,
-                use: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
+                beta_p: Any, pattern: jax.Array, group: jax.Array, ratings: jax.Array,
+                observed: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
                 conf: jax.Array, bins: jax.Array, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
                 n_boot: int, statistic: Callable[..., Any]) -> tuple:
@@ -171,7 +175,6 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
     from ..models.dawid_skene import DSData
 
     data = DSData(*arrays, *sizes)
-    n = pattern.shape[0]
     L = sizes[3]
 
     def one(key: jax.Array) -> tuple:
@@ -184,14 +187,12 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
         else:
             # groups the resample missed have weight 0 here
             wg = jax.ops.segment_sum(w, group, num_segments=L)
-            mu = wg @ group_prev[:, 1] / n
+            mu = marginal_prevalence(group_prev[:, 1], wg, xp=jnp)
         alpha = given if rule == "given" else rule_weights(rule, a, b, mu, mask=mask,
                                                            xp=jnp)
-        ok = jnp.all(jnp.where(mask, b - a > GAP_THRESHOLD, True)) & jnp.isfinite(mu)
-        # corrected label of each pattern, weights renormalised over its observed raters
-        wj = jnp.where(use, alpha[None, :], 0.0)
-        safe_gap = jnp.where(mask & ok, b - a, 1.0)  # excluded annotators have weight 0
-        u = jnp.sum(wj * (labels - a[None, :]) / safe_gap[None, :], 1) / wj.sum(1)
+        ok = jnp.all(jnp.where(mask, gap_invertible(a, b), True)) & jnp.isfinite(mu)
+        # corrected label of each pattern (meaningless where not ok: the caller sets NaN)
+        u = corrected_from_channels(ratings, observed, mask, alpha, confusion, xp=jnp)[:, 1]
         return statistic(w, u[pattern], conf, bins, n_bins), ok, st.converged, a, b
 
     return jax.lax.map(one, jax.random.split(rng_key, n_boot))

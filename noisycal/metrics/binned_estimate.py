@@ -61,7 +61,7 @@ def _replicates(rng_key: jax.Array, data: jax.Array, bins: jax.Array, codes: jax
 
     def one(key: jax.Array) -> tuple[jax.Array, jax.Array]:
         if rebin:
-            w = replicate_weights(key, n, codes, n_clusters)
+            w = replicate_weights(key, codes, n_clusters)
             inner = jax.vmap(lambda cs, o: quantile_inner_edges(cs, w[o], n_bins))(
                 conf_sorted, order)
             b = jax.vmap(assign_bins)(data[:, :, 1], inner)
@@ -70,7 +70,7 @@ def _replicates(rng_key: jax.Array, data: jax.Array, bins: jax.Array, codes: jax
             idx = jax.random.randint(key, (n,), 0, n, dtype=jnp.int32)
             stats = gather_stats(data, bins, idx, n_bins)
         else:
-            w = replicate_weights(key, n, codes, n_clusters)
+            w = replicate_weights(key, codes, n_clusters)
             stats = segment_stats(data, bins, w, n_bins)
         value, _ = metric_from_stats(stats, n_draws, reduce, norm, debias)
         return value, _bin_means(stats, n_draws)
@@ -78,9 +78,8 @@ def _replicates(rng_key: jax.Array, data: jax.Array, bins: jax.Array, codes: jax
     return jax.lax.map(one, keys, batch_size=batch_size)
 
 
-@partial(jax.jit, static_argnames=("n_bins", "n_draws", "reduce", "norm", "debias",
-                                   "batch_size"))
-def _jackknife_items(data: jax.Array, bins: jax.Array, total: jax.Array, *, n_bins: int,
+@partial(jax.jit, static_argnames=("n_draws", "reduce", "norm", "debias", "batch_size"))
+def _jackknife_items(data: jax.Array, bins: jax.Array, total: jax.Array, *,
                      n_draws: int, reduce: str, norm: str, debias: bool,
                      batch_size: int) -> jax.Array:
     """Exact leave-one-item-out values with the bins held fixed."""
@@ -130,8 +129,9 @@ def _run_bootstrap(binned: Binned, data: jax.Array, bins: jax.Array, stats: np.n
     if method == "bca":
         if codes is None:
             jbs = max(1, min(n, 2**22 // max(G * B * C, 1)))
-            jack = np.asarray(_jackknife_items(data, bins, jnp.asarray(stats),
-                                               batch_size=jbs, **cfg))
+            jack = np.asarray(_jackknife_items(
+                data, bins, jnp.asarray(stats), batch_size=jbs,
+                **{k: v for k, v in cfg.items() if k != "n_bins"}))
         else:
             n_groups = min(n_clusters, 1000)
             grp = (codes.astype(np.int64) * n_groups) // n_clusters

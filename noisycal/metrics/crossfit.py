@@ -8,8 +8,16 @@ import numpy as np
 
 from .._jax import as_numpy_rng, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_int, check_level, check_n_bins, check_seed
-from ..correction import correction_range
+from .._validation import (
+    check_array,
+    check_int,
+    check_items,
+    check_level,
+    check_n_bins,
+    check_seed,
+    prediction_items,
+)
+from ..correction import correction_range, fit_prevalence
 from ..data import Annotations
 from ..intervals.bounds import hoeffding_radius
 from ..intervals.estimate import Estimate
@@ -19,11 +27,13 @@ from .binning import equal_width_bins, residual_ece, segment_stats
 __all__ = ["nc_ece_crossfit"]
 
 
-def _fold_ids(folds: ArrayLike | None, n_folds: int, n: int, seed: Seed) -> tuple[np.ndarray,
-                                                                                   int]:
+def _fold_ids(folds: ArrayLike | None, n_folds: int | None, n: int, seed: Seed
+              ) -> tuple[np.ndarray, int]:
     """Fold index 0..F-1 of every item (seeded, or from the user's fold ids)."""
+    if folds is not None and n_folds is not None:
+        raise ValueError("give n_folds or folds, not both (folds fixes the number of folds)")
     if folds is None:
-        F = check_int(n_folds, "n_folds", minimum=2)
+        F = check_int(5 if n_folds is None else n_folds, "n_folds", minimum=2)
         if F > n:
             raise ValueError(f"n_folds={F} exceeds the number of items ({n})")
         return as_numpy_rng(seed).permutation(np.arange(n) % F), F
@@ -42,8 +52,8 @@ def _fold_ids(folds: ArrayLike | None, n_folds: int, n: int, seed: Seed) -> tupl
     return fold, F
 
 
-def _check_inputs(probs: ArrayLike, annotations: Annotations, n_bins: int, level: float,
-                  seed: Seed) -> tuple[np.ndarray, int, float]:
+def _check_inputs(probs: ArrayLike, annotations: Annotations, items: ArrayLike | None,
+                  n_bins: int, level: float, seed: Seed) -> tuple[np.ndarray, int, float]:
     level = check_level(level)
     check_seed(seed)
     z = check_array(probs, "probs", ndim=1)
@@ -52,6 +62,8 @@ def _check_inputs(probs: ArrayLike, annotations: Annotations, n_bins: int, level
     n = annotations.n_items
     if z.shape[0] != n:
         raise ValueError(f"probs has {z.shape[0]} items, annotations have {n}")
+    check_items(annotations.items, prediction_items(probs, None, items),
+                "probs" if items is None else "items")
     if np.any((z < 0) | (z > 1)):
         raise ValueError("probs must lie in [0, 1]")
     return z, check_n_bins(n_bins, n), level
@@ -65,13 +77,13 @@ def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: 
         raise ValueError(f"the channel fit on the folds other than {k} failed: "
                          f"{fit.status} ({fit.message})")
     return corrected(annotations.subset(test), confusion=fit.confusion, weights=weights,
-                     prevalence=float(np.mean(fit.group_prevalence[:, 1])))
+                     prevalence=fit_prevalence(fit))
 
 
 def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = None,
-                    n_folds: int = 5, folds: ArrayLike | None = None, n_bins: int = 10,
-                    weights: str = "iv", level: float = 0.9, seed: Seed = 0,
-                    fit_kwargs: dict | None = None) -> Estimate:
+                    n_folds: int | None = None, folds: ArrayLike | None = None,
+                    n_bins: int = 10, weights: str = "iv", level: float = 0.9, seed: Seed = 0,
+                    fit_kwargs: dict | None = None, items: ArrayLike | None = None) -> Estimate:
     r"""Cross-fitted NC-ECE with its finite-sample interval (binary).
 
     Items are split into F folds fixed before looking at the data (seeded, or given). For
@@ -92,15 +104,16 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     Parameters
     ----------
     probs : array-like of shape (n_items,)
-        Positive-class scores, in the order of ``annotations.items``.
+        Positive-class scores, in the order of ``annotations.items``; a pandas Series'
+        index (or ``items=``) must list those items in that order (else ValueError).
     annotations : Annotations
         Two-class ratings.
     model : annotator model, optional
         Fitted on every training fold; default ``DawidSkene()`` with EM.
-    n_folds : int, default=5
-        F, when ``folds`` is not given.
+    n_folds : int, optional
+        F, the number of seeded folds (default 5); not together with ``folds``.
     folds : array-like of shape (n_items,), optional
-        Fold id of each item (overrides ``n_folds``; no missing ids).
+        Fold id of each item (no missing ids); not together with ``n_folds``.
     n_bins : int, default=10
         Equal-width bins M.
     weights : str, default='iv'
@@ -111,6 +124,15 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
         Seeds the fold assignment (and the fits).
     fit_kwargs : dict, optional
         Extra arguments of ``model.fit``.
+    items : array-like of shape (n_items,), optional
+        Item ids of ``probs`` (default: a pandas index), checked against
+        ``annotations.items``.
+
+    Notes
+    -----
+    The corrected labels of a fold use the IV weights with the marginal prevalence of
+    the fold's fit, its groups weighted by their sizes
+    (:func:`~noisycal.correction.fit_prevalence`).
 
     Returns
     -------
@@ -119,7 +141,7 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     """
     from ..annotators import DawidSkene
 
-    z, M, level = _check_inputs(probs, annotations, n_bins, level, seed)
+    z, M, level = _check_inputs(probs, annotations, items, n_bins, level, seed)
     n = z.shape[0]
     fold, F = _fold_ids(folds, n_folds, n, seed)
     model = DawidSkene() if model is None else model

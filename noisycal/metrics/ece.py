@@ -33,6 +33,7 @@ from .._validation import (
     predictions,
 )
 from ..intervals.bootstrap import BOOTSTRAP_METHODS
+from ..intervals.bounds import check_bound_options
 from ..intervals.estimate import Estimate
 from ..targets import Target, as_target_matrix
 from .binned_estimate import binned_estimate
@@ -42,10 +43,14 @@ from .nc_ece import check_nc_ece_request, nc_ece_interval
 __all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "with_target_status", "PAPER_N_BINS",
            "INTERVALS"]
 
-#: Bin counts used by the four papers: "Confidence Calibration under Ambiguous Ground Truth"
-#: (000) and LWCal (002): 15; "Adaptive Set-Mass Calibration with Conformal Prediction"
-#: (001): 25; "Noisy-Label Calibration with Multiple Unreliable Labels" (003): 10.
-PAPER_N_BINS = {"000": 15, "001": 25, "002": 15, "003": 10}
+#: Bin counts used by the four papers, keyed by a short name of each:
+#: "ambiguous_ground_truth": Tao, Luo, Dong & Xu (2026), "Confidence Calibration under
+#: Ambiguous Ground Truth" (15); "set_mass_conformal": "Adaptive Set-Mass Calibration with
+#: Conformal Prediction" (25); "lwcal": "LWCal: Loss-Weighted Calibration for Tabular
+#: Classifiers with Noisy Calibration Labels" (15); "noisy_label_calibration": "Noisy-Label
+#: Calibration with Multiple Unreliable Labels" (10).
+PAPER_N_BINS = {"ambiguous_ground_truth": 15, "set_mass_conformal": 25, "lwcal": 15,
+                "noisy_label_calibration": 10}
 
 #: Interval kinds the binned metrics offer in this version.
 INTERVALS = (None, "bootstrap", "bound", "credible")
@@ -154,6 +159,10 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     n_bins, level, n_boot, batch_size = _check_common(
         n_bins, P.shape[0], strategy, norm, debias, interval, level, n_boot, method, rebin,
         seed, batch_size)
+    if bound is not None:
+        bound = check_bound_options(bound["mode"], bound["channel_radius"],
+                                    bound["true_channels"], bound["same_sample"],
+                                    interval_bound=interval == "bound")
     kind = _resolve_kind(kind, binary, P.shape[1])
     conf, tgt, groups = group_scores(P, T, kind)
     binned = make_binned(conf, tgt, n_bins, strategy, with_sq=debias)
@@ -197,8 +206,14 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         Item ids of the prediction rows (default: a pandas index); a Target carrying
         item ids must list the same ids in the same order (else ValueError).
     n_bins : int, default=15
-        Number of bins (paper defaults in ``PAPER_N_BINS``); at most
-        ``max(n_items, 100)`` (many more bins than items are refused).
+        Number of bins; at most 10 per item (many more bins than items are refused).
+        The papers' choices are in ``noisycal.metrics.PAPER_N_BINS``:
+        ``'ambiguous_ground_truth'`` (Tao, Luo, Dong & Xu 2026, "Confidence Calibration
+        under Ambiguous Ground Truth") 15, ``'set_mass_conformal'`` ("Adaptive Set-Mass
+        Calibration with Conformal Prediction") 25, ``'lwcal'`` ("LWCal: Loss-Weighted
+        Calibration for Tabular Classifiers with Noisy Calibration Labels") 15,
+        ``'noisy_label_calibration'`` ("Noisy-Label Calibration with Multiple Unreliable
+        Labels") 10.
     kind : {'top_label', 'classwise', 'positive_class'}, optional
         Default: 'positive_class' for 1-D binary input, else 'top_label'.
     strategy : {'uniform', 'quantile'}, default='uniform'
@@ -257,7 +272,9 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         With ``interval='bound'``: how the channel term enters (left out, exact from
         ``true_channels=(a, b)``, or ``B * channel_radius``).
     channel_radius, true_channels, same_sample
-        See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`.
+        See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`. These options
+        and ``bound_mode`` are always validated; given (not at their defaults) without
+        ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
     refit_channels : bool, default=False
         With ``interval='bootstrap'`` and a two-class corrected target built from an EM
         fit: refit the channels (and the aggregation weights) in every replicate, so

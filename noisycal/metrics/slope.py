@@ -50,9 +50,9 @@ def _logit_and_target(probs: ArrayLike | None, target: object, logits: ArrayLike
             others = (m[:, 0] + np.log(np.sum(np.exp(L - m), axis=1)))
     x = lp - others
     if not np.all(np.isfinite(x)):
-        raise ValueError("calibration slope needs confidences strictly inside (0, 1); "
-                         f"{int(np.sum(~np.isfinite(x)))} item(s) have probability 0 or 1 "
-                         "(pass logits= to keep them finite)")
+        raise ValueError("probs: the calibration slope needs confidences strictly inside "
+                         f"(0, 1); {int(np.sum(~np.isfinite(x)))} item(s) have probability 0 "
+                         "or 1 (pass logits= to keep them finite)")
     y = T[np.arange(n), col]
     if np.any(y < 0) or np.any(y > 1):
         raise ValueError("target values for the calibration slope must lie in [0, 1]; "
