@@ -79,12 +79,33 @@ def gap_invertible(a: Any, b: Any) -> Any:
     """Whether each two-class channel can be inverted: b_j - a_j > ``GAP_THRESHOLD``.
 
     Works on NumPy and JAX arrays (jit-safe).
+
+    Parameters
+    ----------
+    a, b : array-like of shape (n_annotators,)
+        False-positive rates P(A = 1 | Y = 0) and true-positive rates P(A = 1 | Y = 1).
+
+    Returns
+    -------
+    bool array of shape (n_annotators,)
     """
     return b - a > GAP_THRESHOLD
 
 
 def check_prevalence(prevalence: object, name: str = "prevalence") -> float:
-    """A prevalence P(Y = 1): a real number in [0, 1] (never parsed from a string)."""
+    """A prevalence P(Y = 1): a real number in [0, 1] (never parsed from a string).
+
+    Parameters
+    ----------
+    prevalence : object
+        The value to check.
+    name : str, default='prevalence'
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    float
+    """
     if isinstance(prevalence, bool) or not isinstance(prevalence, numbers.Real):
         raise ValueError(f"{name} must be a number in [0, 1], got {prevalence!r}")
     value = float(prevalence)

@@ -47,12 +47,38 @@ _CHUNK_ELEMENTS = 2**25
 
 
 def default_batch_size(n_boot: int, per_replicate: int) -> int:
-    """Replicates per vectorised chunk, so one chunk holds at most ~2**25 numbers."""
+    """Replicates per vectorised chunk, so one chunk holds at most ~2**25 numbers.
+
+    Parameters
+    ----------
+    n_boot : int
+        Number of replicates.
+    per_replicate : int
+        Numbers one replicate holds in memory.
+
+    Returns
+    -------
+    int
+        Between 1 and ``n_boot``.
+    """
     return int(max(1, min(n_boot, _CHUNK_ELEMENTS // max(per_replicate, 1))))
 
 
 def cluster_codes(cluster: ArrayLike | None, n: int) -> tuple[np.ndarray | None, int]:
-    """Map cluster labels to codes 0..C-1; ``(None, n)`` when resampling rows."""
+    """Map cluster labels to codes 0..C-1; ``(None, n)`` when resampling rows.
+
+    Parameters
+    ----------
+    cluster : array-like of shape (n,) or None
+        One cluster id per row (None: rows are the sampling units).
+    n : int
+        Number of rows.
+
+    Returns
+    -------
+    codes : ndarray of shape (n,) or None
+    n_clusters : int
+    """
     if cluster is None:
         return None, n
     c = np.asarray(cluster)
@@ -70,7 +96,21 @@ def cluster_codes(cluster: ArrayLike | None, n: int) -> tuple[np.ndarray | None,
 
 def replicate_weights(rng_key: jax.Array, codes: jax.Array | None,
                       n_clusters: int) -> jax.Array:
-    """Multinomial bootstrap weights of the n rows (clusters resampled whole when given)."""
+    """Multinomial bootstrap weights of the n rows (clusters resampled whole when given).
+
+    Parameters
+    ----------
+    rng_key : jax key
+    codes : int array of shape (n,) or None
+        Cluster code of every row (:func:`cluster_codes`); None resamples rows.
+    n_clusters : int
+        Number of clusters (rows when ``codes`` is None).
+
+    Returns
+    -------
+    jax.Array of shape (n,)
+        How often each row is drawn.
+    """
     idx = jax.random.randint(rng_key, (n_clusters,), 0, n_clusters, dtype=jnp.int32)
     cw = jnp.zeros(n_clusters, dtype=jnp.float64).at[idx].add(1.0)
     return cw if codes is None else cw[codes]

@@ -57,6 +57,19 @@ def check_bound_options(mode: object, channel_radius: object, true_channels: obj
     they raise, as does any non-default option when ``interval_bound`` is False (the
     metric was not asked for ``interval='bound'``).
 
+    Parameters
+    ----------
+    mode : {'binned_only', 'oracle', 'radius'}
+        ``bound_mode`` of :func:`noisycal.ece`.
+    channel_radius : float or None
+        Radius of the channel error (``mode='radius'`` only).
+    true_channels : array-like or None
+        The true channels (``mode='oracle'`` only).
+    same_sample : bool
+        Whether the channels were fitted on the evaluated items.
+    interval_bound : bool, default=True
+        Whether ``interval='bound'`` was asked for.
+
     Returns
     -------
     dict

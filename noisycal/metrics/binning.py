@@ -79,6 +79,17 @@ def equal_width_bins(z: np.ndarray, n_bins: int) -> np.ndarray:
     The library's one edge rule: ``[h/J, (h+1)/J)`` bins with the last one
     closed, i.e. ``searchsorted(k / J for k = 1..J-1, z, side='right')``, the same as
     :func:`assign_bins` on :func:`uniform_edges`.
+
+    Parameters
+    ----------
+    z : ndarray of shape (n,)
+        Scores in [0, 1].
+    n_bins : int
+        J, the number of bins.
+
+    Returns
+    -------
+    int ndarray of shape (n,)
     """
     return np.searchsorted(np.arange(1, n_bins) / n_bins, z, side="right")
 
@@ -90,6 +101,18 @@ def quantile_inner_edges(conf_sorted: jax.Array, w_sorted: jax.Array, n_bins: in
     order statistics, k = floor(j * W / n_bins) with W the total weight, so with
     distinct confidences and n divisible by n_bins every bin holds n / n_bins items.
     The same rule serves the sample (unit weights) and bootstrap replicates.
+
+    Parameters
+    ----------
+    conf_sorted : jax.Array of shape (n,)
+        Confidences in increasing order.
+    w_sorted : jax.Array of shape (n,)
+        Their integer weights (bootstrap multiplicities, or ones).
+    n_bins : int
+
+    Returns
+    -------
+    jax.Array of shape (n_bins - 1,)
     """
     cw = jnp.cumsum(w_sorted)
     total = cw[-1]
@@ -102,7 +125,18 @@ def quantile_inner_edges(conf_sorted: jax.Array, w_sorted: jax.Array, n_bins: in
 
 
 def assign_bins(conf: jax.Array, inner_edges: jax.Array) -> jax.Array:
-    """Bin index of each confidence: ``[lo, hi)`` bins, last closed (searchsorted right)."""
+    """Bin index of each confidence: ``[lo, hi)`` bins, last closed (searchsorted right).
+
+    Parameters
+    ----------
+    conf : jax.Array of shape (n,)
+    inner_edges : jax.Array of shape (n_bins - 1,)
+        Increasing inner edges.
+
+    Returns
+    -------
+    int32 jax.Array of shape (n,)
+    """
     return jnp.searchsorted(inner_edges, conf, side="right").astype(jnp.int32)
 
 
@@ -152,7 +186,24 @@ def group_scores(P: np.ndarray, T: np.ndarray, kind: str,
 
 def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str, *,
                 with_sq: bool = True) -> Binned:
-    """Bin the confidences and lay out the per-item statistics."""
+    """Bin the confidences and lay out the per-item statistics.
+
+    Parameters
+    ----------
+    conf : ndarray of shape (n, G)
+        Confidences of G score groups (1 for top-label, K for classwise).
+    tgt : ndarray of shape (n, D, G)
+        Target values (D > 1 for Monte-Carlo draws).
+    n_bins : int
+    strategy : {'uniform', 'quantile'}
+        Equal-width or equal-mass bins.
+    with_sq : bool, default=True
+        Also lay out squared statistics (for L2 norms and per-bin variances).
+
+    Returns
+    -------
+    Binned
+    """
     n, G = conf.shape
     D = tgt.shape[1]
     if strategy == "uniform":
@@ -174,7 +225,21 @@ def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str, *
 
 def segment_stats(data: jax.Array, bins: jax.Array, weights: jax.Array | None,
                   n_bins: int) -> jax.Array:
-    """Weighted per-bin sums, shape (G, n_bins, C)."""
+    """Weighted per-bin sums, shape (G, n_bins, C).
+
+    Parameters
+    ----------
+    data : jax.Array of shape (G, n, C)
+        Per-item statistics of each score group.
+    bins : int jax.Array of shape (G, n)
+    weights : jax.Array of shape (n,) or None
+        Item weights (bootstrap multiplicities); None means ones.
+    n_bins : int
+
+    Returns
+    -------
+    jax.Array of shape (G, n_bins, C)
+    """
 
     def one(d: jax.Array, b: jax.Array) -> jax.Array:
         x = d if weights is None else d * weights[:, None]
@@ -194,6 +259,18 @@ def gather_stats(data: jax.Array, bins: jax.Array, idx: jax.Array, n_bins: int) 
     index) and then added up: when most items share one bin (an overconfident model's
     top bin), a single accumulator serialises the scatter-add, and splitting it measured
     about 1.8x faster on CPU. The result is the same sum in a different order.
+
+    Parameters
+    ----------
+    data : jax.Array of shape (G, n, C)
+    bins : int jax.Array of shape (G, n)
+    idx : int jax.Array of shape (m,)
+        Indices of the resampled items.
+    n_bins : int
+
+    Returns
+    -------
+    jax.Array of shape (G, n_bins, C)
     """
     sub = jnp.bitwise_and(idx, _SPLIT - 1)
 

@@ -36,7 +36,18 @@ _residual_ece_jit = jax.jit(residual_ece, static_argnames=("n_bins",))
 def check_nc_ece_request(interval: str | None, refit_channels: bool, *, reduce: str, norm: str,
                          debias: bool, kind: str, strategy: str, method: str,
                          cluster: Any) -> bool:
-    """Whether the request is an NC-ECE interval; raise if its settings do not allow one."""
+    """Whether the request is an NC-ECE interval; raise if its settings do not allow one.
+
+    Parameters
+    ----------
+    interval, refit_channels, reduce, norm, debias, kind, strategy, method, cluster
+        The arguments of the same names given to :func:`noisycal.ece`.
+
+    Returns
+    -------
+    bool
+        True for ``interval='bound'``, ``'credible'`` or ``refit_channels=True``.
+    """
     if refit_channels and (interval != "bootstrap" or method == "bca" or cluster is not None):
         raise ValueError("refit_channels=True is a bootstrap over items: it needs "
                          "interval='bootstrap', method 'percentile' or 'basic', and no "

@@ -28,7 +28,17 @@ __all__ = ["brier", "nll", "mean_estimate", "weighted_mean"]
 
 
 def weighted_mean(weights: jax.Array, values: jax.Array) -> jax.Array:
-    """``sum(w * x) / sum(w)``: the statistic of a mean under bootstrap weights."""
+    """``sum(w * x) / sum(w)``: the statistic of a mean under bootstrap weights.
+
+    Parameters
+    ----------
+    weights : jax.Array of shape (n,)
+    values : jax.Array of shape (n,)
+
+    Returns
+    -------
+    jax.Array (scalar)
+    """
     return jnp.sum(weights * values) / jnp.sum(weights)
 
 
