@@ -84,7 +84,9 @@ def grouped_moments(theta: ArrayLike, n_groups: int) -> jax.Array:
 
 
 def hui_walter_moments(theta: jax.Array) -> jax.Array:
-    """Model moments Gamma(theta) of theta = (a1, b1, a2, b2, mu0, mu1) (Eq. 13).
+    """Model moments Gamma(theta) of theta = (a1, b1, a2, b2, mu0, mu1).
+
+    Eq. 13 of "Noisy-Label Calibration with Multiple Unreliable Labels".
 
     Returns (q_{1,0}, q_{2,0}, q_{12,0}, q_{1,1}, q_{2,1}, q_{12,1}); the two-group case of
     :func:`grouped_moments`.
