@@ -43,6 +43,15 @@ def _fitted_hist():
     return C.HistogramBinning(n_bins=5).fit(probs=Z, target=Y)
 
 
+def _corrected(weights="iv", b=(0.9, 0.85, 0.8)):
+    ann = nc.Annotations.from_wide(A)
+    return nc.targets.corrected(ann, a=[0.1, 0.15, 0.2], b=list(b), weights=weights)
+
+
+def _hist_on_corrected():
+    return C.HistogramBinning(n_bins=5).fit(probs=Z, target=_corrected())
+
+
 def _est(**kw):
     return nc.ece(Z, Y, n_bins=5, interval=None, **kw)
 
@@ -193,6 +202,15 @@ CASES = [
      R, V, r"channel_term"),
     ("calib-hist-bound-not-corrected", lambda: _fitted_hist().bound(Y),
      R, V, r"target must be the corrected Target"),
+    ("calib-hist-bound-fitted-to-labels", lambda: _fitted_hist().bound(_corrected()),
+     R, V, r"target must be the corrected Target the histogram was fitted to, but its "
+     r"positive-class values differ"),
+    ("calib-hist-bound-other-weights",
+     lambda: _hist_on_corrected().bound(_corrected(weights="equal")),
+     R, V, r"target must be the corrected Target the histogram was fitted to"),
+    ("calib-hist-bound-other-channels",
+     lambda: _hist_on_corrected().bound(_corrected(b=(0.9, 0.85, 0.7))),
+     R, V, r"target must be the corrected Target the histogram was fitted to"),
     # --------------------------------------------------------------------- JointMap
     ("calib-joint-n_bins-zero", lambda: C.JointMap(n_bins=0).fit(probs=Z, annotations=A),
      R, V, r"n_bins must be >= 1"),
