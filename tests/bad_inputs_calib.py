@@ -131,8 +131,10 @@ CASES = [
     ("calib-ts-predict-both", lambda: _ts()(probs=Z, target=Y).predict_proba(probs=Z,
                                                                             logits=Z),
      R, V, r"probs= or logits="),
-    ("calib-ts-predict-eps-changed", lambda: _ts()(probs=Z, target=Y).set_params(eps=0)
-     .predict_proba(probs=Z), R, V, r"eps"),
+    # predict_proba clips with the fit's eps_, so an invalid eps set after fit is caught
+    # by the next fit
+    ("calib-ts-refit-eps-changed", lambda: _ts()(probs=Z, target=Y).set_params(eps=0)
+     .fit(probs=Z, target=Y), R, V, r"eps"),
     ("calib-ts-set-unknown-param", lambda: C.TemperatureScaling().set_params(temp=2.0),
      R, V, r"unknown parameter 'temp'"),
     # ----------------------------------------------------------------- PlattScaling
