@@ -23,6 +23,7 @@ __all__ = ["reliability_diagram"]
 BAR_INTERVALS = (None, "bootstrap", "wilson")
 
 _HARD_ATOL = 1e-6
+_WHOLE_ATOL = 1e-9  # per item: how far count * mean_target may be from a whole number
 
 
 def _select_group(table: pd.DataFrame, group: str | int | None) -> tuple[str, pd.DataFrame]:
@@ -123,12 +124,15 @@ def reliability_diagram(
         targets are 0/1 (see ``hard``), else no bars.
     level : float, optional
         Coverage of the Wilson bars, a fraction in (0, 1); default ``est.level``, else
-        0.9. The bootstrap bars have the estimate's level; another ``level`` is an error.
+        0.9. The bootstrap bars have the estimate's level; another ``level`` is an error,
+        and so is any ``level`` when no bars are drawn.
     hard : bool, optional
         Whether the target values are 0/1 (hard or voted labels), which Wilson intervals
         need. None: inferred from the table: true when every non-empty bin's
         ``count * mean_target`` is a whole number within [0, count] and the estimate is
-        not a true-label ECE.
+        not a true-label ECE. ``True`` does not round: the successes must still be whole
+        numbers (within 1e-9 per item). Only for Wilson bars or none: with bootstrap bars
+        it is an error.
     title : str, optional
         Axes title; default the estimate with its interval, e.g.
         ``'ECE 0.0412 [0.0351, 0.0488] (90% bootstrap)'`` (plus the group and its value
@@ -148,7 +152,8 @@ def reliability_diagram(
         names), ``ax`` is not a matplotlib Axes, ``level`` is not a fraction in (0, 1),
         ``hard`` or ``show_counts`` is not a bool, ``title`` is not a string, or the
         requested ``interval`` is unavailable (no bootstrap columns; Wilson bars for
-        targets that are not 0/1) or ``level`` does not match the bootstrap bars.
+        targets that are not 0/1) or ``level`` does not match the bootstrap bars, or
+        ``hard`` is given with bootstrap bars or ``level`` with no bars.
 
     Notes
     -----
@@ -228,6 +233,10 @@ def _bar_kind(est: Estimate, rows: pd.DataFrame, interval: str | None, level: fl
             raise ValueError("interval='bootstrap' needs the per-bin low/high columns; "
                              "compute the estimate with interval='bootstrap', or use "
                              "interval='wilson' for 0/1 targets")
+        if hard is not None:
+            raise ValueError(f"hard={hard!r} does not apply to bootstrap bars (it decides "
+                             "only whether Wilson bars can be drawn); leave hard=None, or "
+                             "pass interval='wilson'")
         if level is not None and boot_level is not None and abs(level - boot_level) > 1e-12:
             raise ValueError(f"level={level:g} differs from the level of the bootstrap bars "
                              f"({boot_level:g}); recompute the estimate with that level")
@@ -237,8 +246,27 @@ def _bar_kind(est: Estimate, rows: pd.DataFrame, interval: str | None, level: fl
             raise ValueError("interval='wilson' needs 0/1 targets (hard or voted labels); "
                              "these bins hold non-binary target means (pass hard=True to "
                              "override, or use interval='bootstrap')")
+        _check_whole_successes(rows)
         return kind, level if level is not None else (est.level or 0.9)
+    if level is not None:
+        raise ValueError(f"level={level:g} does not apply: no interval bars are drawn (no "
+                         "bootstrap columns, and the targets are not 0/1); leave level=None")
     return None, None
+
+
+def _check_whole_successes(rows: pd.DataFrame) -> None:
+    """Wilson bars need a whole number of successes ``count * mean_target`` in [0, count]
+    in every non-empty bin (within 1e-9 per item); ``hard=True`` does not round them."""
+    cnt = rows["count"].to_numpy(dtype=np.float64)
+    ok = cnt > 0
+    succ = rows["mean_target"].to_numpy(dtype=np.float64)[ok] * cnt[ok]
+    tol = _WHOLE_ATOL * np.maximum(cnt[ok], 1.0)
+    bad = (np.abs(succ - np.round(succ)) > tol) | (succ < -tol) | (succ > cnt[ok] + tol)
+    if np.any(bad):
+        raise ValueError(f"hard=True, but the bins' successes count * mean_target are not "
+                         f"whole numbers in [0, count] (e.g. {succ[bad][0]:.6g}), so there "
+                         "are no 0/1 targets to draw Wilson bars for; pass hard=None or "
+                         "use interval='bootstrap'")
 
 
 def _draw_bins(ax: Axes, sel: pd.DataFrame, kind: str | None,

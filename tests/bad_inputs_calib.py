@@ -43,6 +43,15 @@ def _fitted_hist():
     return C.HistogramBinning(n_bins=5).fit(probs=Z, target=Y)
 
 
+def _corrected(weights="iv", b=(0.9, 0.85, 0.8)):
+    ann = nc.Annotations.from_wide(A)
+    return nc.targets.corrected(ann, a=[0.1, 0.15, 0.2], b=list(b), weights=weights)
+
+
+def _hist_on_corrected():
+    return C.HistogramBinning(n_bins=5).fit(probs=Z, target=_corrected())
+
+
 def _est(**kw):
     return nc.ece(Z, Y, n_bins=5, interval=None, **kw)
 
@@ -122,8 +131,10 @@ CASES = [
     ("calib-ts-predict-both", lambda: _ts()(probs=Z, target=Y).predict_proba(probs=Z,
                                                                             logits=Z),
      R, V, r"probs= or logits="),
-    ("calib-ts-predict-eps-changed", lambda: _ts()(probs=Z, target=Y).set_params(eps=0)
-     .predict_proba(probs=Z), R, V, r"eps"),
+    # predict_proba clips with the fit's eps_, so an invalid eps set after fit is caught
+    # by the next fit
+    ("calib-ts-refit-eps-changed", lambda: _ts()(probs=Z, target=Y).set_params(eps=0)
+     .fit(probs=Z, target=Y), R, V, r"eps"),
     ("calib-ts-set-unknown-param", lambda: C.TemperatureScaling().set_params(temp=2.0),
      R, V, r"unknown parameter 'temp'"),
     # ----------------------------------------------------------------- PlattScaling
@@ -193,6 +204,15 @@ CASES = [
      R, V, r"channel_term"),
     ("calib-hist-bound-not-corrected", lambda: _fitted_hist().bound(Y),
      R, V, r"target must be the corrected Target"),
+    ("calib-hist-bound-fitted-to-labels", lambda: _fitted_hist().bound(_corrected()),
+     R, V, r"target must be the corrected Target the histogram was fitted to, but its "
+     r"positive-class values differ"),
+    ("calib-hist-bound-other-weights",
+     lambda: _hist_on_corrected().bound(_corrected(weights="equal")),
+     R, V, r"target must be the corrected Target the histogram was fitted to"),
+    ("calib-hist-bound-other-channels",
+     lambda: _hist_on_corrected().bound(_corrected(b=(0.9, 0.85, 0.7))),
+     R, V, r"target must be the corrected Target the histogram was fitted to"),
     # --------------------------------------------------------------------- JointMap
     ("calib-joint-n_bins-zero", lambda: C.JointMap(n_bins=0).fit(probs=Z, annotations=A),
      R, V, r"n_bins must be >= 1"),
@@ -258,6 +278,14 @@ CASES = [
     ("calib-plot-group-unknown", lambda: _diagram(group="class_9"), R, V, r"group"),
     ("calib-plot-group-index", lambda: _diagram(group=3), R, V, r"group"),
     ("calib-plot-hard-string", lambda: _diagram(hard="yes"), R, V, r"hard"),
+    ("calib-plot-hard-with-bootstrap-bars",
+     lambda: _diagram(est=nc.ece(Z, Y, n_bins=5, n_boot=20, seed=0), hard=True),
+     R, V, r"hard=True does not apply to bootstrap bars"),
+    ("calib-plot-level-without-bars",
+     lambda: _diagram(hard=False, level=0.8), R, V, r"level=0.8 does not apply"),
+    ("calib-plot-hard-true-soft-successes", lambda: _diagram(
+        est=nc.ece(Z, np.column_stack([1 - Z, Z]), n_bins=5, interval=None), hard=True),
+     R, V, r"hard=True, but the bins' successes"),
     ("calib-plot-show-counts-string", lambda: _diagram(show_counts="no"),
      R, V, r"show_counts"),
     ("calib-plot-title-int", lambda: _diagram(title=3), R, V, r"title"),

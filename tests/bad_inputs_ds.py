@@ -43,6 +43,11 @@ def _grouped(groups, **kw):
     return nc.GroupedDawidSkene(2).fit(_ann(), groups=groups, **kw)
 
 
+@cache
+def _grouped_fit():
+    return _grouped(_G, n_starts=2, seed=0)
+
+
 def _nan_groups():
     g = _G.astype(float)
     g[3] = np.nan
@@ -165,6 +170,10 @@ CASES = [
      lambda: predict(_em_fit(), _ann(), groups=np.zeros(12)), R, VE, r"groups"),
     ("ds_predict_method_groups_wrong_length",
      lambda: _em_fit().predict(_ann(), groups=np.zeros(3, int)), R, VE, r"groups"),
+    ("ds_predict_grouped_fit_without_groups",
+     lambda: predict(_grouped_fit(), _ann()), R, VE, r"groups is required"),
+    ("ds_posterior_grouped_fit_without_groups",
+     lambda: nc.targets.posterior(_ann(), _grouped_fit()), R, VE, r"groups is required"),
     # ---------------------------------------------------------------- AnnotatorFit methods
     ("ds_conf_int_level_percent", lambda: _em_fit().conf_int(level=90), R, VE, r"level"),
     ("ds_conf_int_level_zero", lambda: _em_fit().conf_int(level=0.0), R, VE, r"level"),

@@ -286,5 +286,6 @@ CASES = [
      r"not_converged.*max_iter"),
     ("engines_fit_map_max_iter_1_warns",
      lambda: _fit_map(model=_normal_scale, max_iter=1), "warns",
-     ConvergenceWarning, r"fit_map"),
+     ConvergenceWarning, r"^fit_map: L-BFGS-B did not converge after 1 iterations "
+     r"\(max_iter=1\)"),
 ]

@@ -314,3 +314,28 @@ def test_pandas_inputs_are_checked_for_alignment():
         nc.calibrators.JointMap(n_bins=2, n_starts=2).fit(
             probs=pd.Series(z.to_numpy(), index=[f"x{i}" for i in range(200)]),
             annotations=ann)
+
+
+@pytest.mark.parametrize("cls", [nc.calibrators.TemperatureScaling, nc.calibrators.PlattScaling])
+def test_predict_proba_clips_with_the_eps_of_the_fit(cls):
+    """set_params(eps=...) after fit does not change predictions until the next fit."""
+    z = np.array([0.001, 0.2, 0.4, 0.6, 0.8, 0.999, 0.3, 0.7])
+    y = np.array([0, 0, 1, 0, 1, 1, 0, 1])
+    cal = cls(eps=1e-6).fit(probs=z, target=y)
+    before = cal.predict_proba(probs=z)
+    cal.set_params(eps=0.2)
+    assert cal.eps_ == 1e-6
+    np.testing.assert_array_equal(cal.predict_proba(probs=z), before)
+    cal.fit(probs=z, target=y)
+    assert cal.eps_ == 0.2
+
+
+def test_histogram_bound_checks_its_target_is_the_fitted_one():
+    t = nc.simulate.gaussian_toy(2000, truth="nonlinear", seed=4)
+    U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
+    V = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY)  # IV weights
+    hb = nc.calibrators.HistogramBinning().fit(probs=t.z, target=U)
+    same = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
+    assert hb.bound(same) == hb.bound(U)
+    with pytest.raises(ValueError, match="target must be the corrected Target the histogram"):
+        hb.bound(V)

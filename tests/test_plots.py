@@ -240,3 +240,24 @@ def test_import_noisycal_does_not_import_matplotlib():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+def test_hard_and_level_only_where_they_apply(sim):
+    """hard= with bootstrap bars, level= with no bars, and hard=True on targets that are
+    not 0/1 are errors, not ignored or rounded."""
+    boot = nc.ece(P, Y, n_bins=5, n_boot=50, seed=1)
+    for hard in (True, False):
+        with pytest.raises(ValueError, match=f"hard={hard} does not apply to bootstrap"):
+            reliability_diagram(boot, hard=hard)
+    plain = nc.ece(P, Y, n_bins=5, interval=None)
+    with pytest.raises(ValueError, match="level=0.95 does not apply"):
+        reliability_diagram(plain, hard=False, level=0.95)
+    soft = nc.targets.soft(counts=sim.counts)
+    soft_est = nc.ece(sim.probs, soft, n_bins=10, interval=None)
+    with pytest.raises(ValueError, match="level=0.8 does not apply"):
+        reliability_diagram(soft_est, level=0.8)
+    with pytest.raises(ValueError, match=r"hard=True, but the bins' successes .* not whole"):
+        reliability_diagram(soft_est, hard=True)
+    # where they apply they still work: Wilson bars at the given level, hard labels
+    label, *_ = _bars(reliability_diagram(plain, hard=True, level=0.95))
+    assert label == "95% Wilson interval"

@@ -269,7 +269,8 @@ class DawidSkene:
             NUTS progress bar.
         rhat_threshold : float, default=1.01
             NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
-            after relabelling) reaches it, or when any transition diverged.
+            after relabelling) is strictly greater than it, or when any transition
+            diverged.
         chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
             NUTS: how chains run. 'vectorized' compiles the sampler once for all chains
             (measured fastest on CPU for these small models); 'parallel' needs one JAX

@@ -255,9 +255,9 @@ class DirichletSoftLabels:
 
     References
     ----------
-    .. [000] Tao, Luo, Dong & Xu, "Confidence Calibration under Ambiguous Ground Truth",
+    .. [1] Tao, Luo, Dong & Xu, "Confidence Calibration under Ambiguous Ground Truth",
        arXiv:2603.22879 (2026).
-    .. [1] Kull et al., "Beyond temperature scaling: Obtaining well-calibrated
+    .. [2] Kull et al., "Beyond temperature scaling: Obtaining well-calibrated
        multiclass probabilities with Dirichlet calibration", NeurIPS 2019.
     """
 

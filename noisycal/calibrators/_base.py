@@ -21,6 +21,7 @@ import inspect
 import math
 import numbers
 import warnings
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -289,3 +290,30 @@ def check_alignment(pred: object, pred_name: str, other: object, other_name: str
 def _is_default_index(idx: object) -> bool:
     start, stop, step = (getattr(idx, k, None) for k in ("start", "stop", "step"))
     return start == 0 and step == 1 and stop == len(idx)
+
+
+def target_record(target: object, y: np.ndarray) -> dict:
+    """What identifies a fitting target: its positive-class values ``y``, and the weights
+    and channels of a corrected Target (None otherwise)."""
+    det = getattr(target, "details", None)
+    det = det if isinstance(det, Mapping) else {}
+    has = "weights" in det and "confusion" in det
+    return {"values": np.array(y, dtype=np.float64),
+            "weights": np.array(det["weights"], dtype=np.float64) if has else None,
+            "confusion": np.array(det["confusion"], dtype=np.float64) if has else None}
+
+
+def check_same_target(target: object, fitted: dict, fitted_name: str) -> dict:
+    """The :func:`target_record` of a corrected ``target``, which must equal ``fitted``
+    (the record of the target ``fitted_name`` was fitted to) in values, weights and
+    channels."""
+    record = target_record(target, positive_target(target, fitted["values"].size))
+    for key, what in (("values", "positive-class values"), ("weights", "weights"),
+                      ("confusion", "channels")):
+        if fitted[key] is None or record[key] is None \
+                or record[key].shape != fitted[key].shape \
+                or not np.array_equal(record[key], fitted[key]):
+            raise ValueError(f"target must be the corrected Target {fitted_name} was fitted "
+                             f"to, but its {what} differ from the fitted target's (refit "
+                             "to this target)")
+    return record

@@ -44,8 +44,10 @@ from ._base import (
     check_alignment,
     check_box,
     check_eps,
+    check_same_target,
     check_unit_scores,
     positive_target,
+    target_record,
 )
 
 __all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS", "MAX_BINS_PER_ITEM"]
@@ -103,7 +105,7 @@ class _ScoreMap(Calibrator):
             (``probs`` also in [0, 1]).
         """
         self._check_fitted()
-        return expit(self._eta(binary_scores(probs, logits, check_eps(self.eps))))
+        return expit(self._eta(binary_scores(probs, logits, self.eps_)))
 
     def _fit_inputs(self, probs: ArrayLike | None, logits: ArrayLike | None, target: object,
                     *, positive: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -119,7 +121,9 @@ class _ScoreMap(Calibrator):
 
     def _finish(self, best: optimize.OptimizeResult, at_bound: bool,
                 not_identified: str | None) -> None:
-        """Set ``objective_``, ``at_bound_``, ``status_`` and ``message_`` (and warn)."""
+        """Set ``eps_``, ``objective_``, ``at_bound_``, ``status_`` and ``message_`` (and
+        warn)."""
+        self.eps_ = check_eps(self.eps)  # the clipping of the fit, kept for predict_proba
         self.objective_ = float(best.fun)
         self.at_bound_ = bool(at_bound)
         if not_identified is not None:
@@ -150,7 +154,8 @@ class TemperatureScaling(_ScoreMap):
     ----------
     eps : float, default=1e-6
         Scores are clipped to ``[eps, 1 - eps]`` before the logit (logits to
-        ``[logit(eps), logit(1 - eps)]``). Must satisfy ``0 < eps < 0.5``.
+        ``[logit(eps), logit(1 - eps)]``). Must satisfy ``0 < eps < 0.5``. ``fit``
+        keeps its value as ``eps_``, which ``predict_proba`` uses.
     bounds : (float, float), default=(0.05, 20.0)
         The box ``(low, high)`` for T, ``0 < low < high``.
 
@@ -158,6 +163,9 @@ class TemperatureScaling(_ScoreMap):
     ----------
     temperature_ : float
         The fitted T.
+    eps_ : float
+        The ``eps`` the fit used (``predict_proba`` clips with it, whatever ``eps`` is
+        set to later).
     objective_ : float
         Final mean loss (softplus form).
     at_bound_ : bool
@@ -245,7 +253,8 @@ class PlattScaling(_ScoreMap):
     ----------
     eps : float, default=1e-6
         Scores are clipped to ``[eps, 1 - eps]`` before the logit (logits to
-        ``[logit(eps), logit(1 - eps)]``). Must satisfy ``0 < eps < 0.5``.
+        ``[logit(eps), logit(1 - eps)]``). Must satisfy ``0 < eps < 0.5``. ``fit``
+        keeps its value as ``eps_``, which ``predict_proba`` uses.
     bounds : (float, float), default=(-10.0, 10.0)
         The box ``(low, high)`` shared by the slope u and the intercept v, ``low < high``.
 
@@ -253,6 +262,9 @@ class PlattScaling(_ScoreMap):
     ----------
     slope_, intercept_ : float
         u and v.
+    eps_ : float
+        The ``eps`` the fit used (``predict_proba`` clips with it, whatever ``eps`` is
+        set to later).
     objective_ : float
         Final mean loss (softplus form).
     at_bound_ : bool
@@ -449,6 +461,7 @@ class HistogramBinning(_BinnedMap):
         self.values_ = np.where(counts > 0, np.clip(raw, 0.0, 1.0), fill)
         self.objective_ = float(np.sum(counts / z.size * np.abs(np.nan_to_num(raw) -
                                                                   self.values_)))
+        self._fit_target = target_record(target, y)  # what bound() checks its target by
         self._set_status("ok", "", None)
         return self
 
@@ -463,7 +476,8 @@ class HistogramBinning(_BinnedMap):
         ----------
         target : Target
             The corrected target the histogram was fitted to (its weights and channels
-            give B).
+            give B); ``fit`` records its values, weights and channels, and any other
+            target is an error.
         level : float, default=0.9
             Probability ``1 - eta`` with which the bound holds, a fraction in (0, 1).
         channel_term : float, default=0.0
@@ -472,6 +486,13 @@ class HistogramBinning(_BinnedMap):
         Returns
         -------
         float
+
+        Raises
+        ------
+        ValueError
+            If ``level`` or ``channel_term`` is invalid, or ``target`` is not the
+            corrected Target the histogram was fitted to (same values, weights and
+            channels).
         """
         self._check_fitted()
         level = check_level(level)
@@ -482,8 +503,9 @@ class HistogramBinning(_BinnedMap):
         if "weights" not in det:
             raise ValueError("target must be the corrected Target the histogram was fitted to "
                              "(nc.targets.corrected): bound() needs its weights and channels")
-        C = np.asarray(det["confusion"])
-        B = correction_range(det["weights"], C[:, 0, 1], C[:, 1, 1])
+        record = check_same_target(target, self._fit_target, "the histogram")
+        C = record["confusion"]
+        B = correction_range(record["weights"], C[:, 0, 1], C[:, 1, 1])
         # the same Hoeffding term as the NC-ECE bound, for a range of B + 1 and 4 events
         return channel_term + hoeffding_radius(B + 1.0, int(self.counts_.sum()),
                                                len(self.values_), level, union=4.0)

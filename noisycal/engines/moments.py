@@ -41,6 +41,7 @@ __all__ = [
     "moment_jacobian",
     "moment_triple",
     "sample_moments",
+    "triple_channels",
     "triple_core",
 ]
 
@@ -84,7 +85,9 @@ def grouped_moments(theta: ArrayLike, n_groups: int) -> jax.Array:
 
 
 def hui_walter_moments(theta: jax.Array) -> jax.Array:
-    """Model moments Gamma(theta) of theta = (a1, b1, a2, b2, mu0, mu1) (Eq. 13).
+    """Model moments Gamma(theta) of theta = (a1, b1, a2, b2, mu0, mu1).
+
+    Eq. 13 of "Noisy-Label Calibration with Multiple Unreliable Labels".
 
     Returns (q_{1,0}, q_{2,0}, q_{12,0}, q_{1,1}, q_{2,1}, q_{12,1}); the two-group case of
     :func:`grouped_moments`.
@@ -222,6 +225,37 @@ def triple_core(X: np.ndarray) -> tuple[float, float, float, float] | None:
         float(C13)
 
 
+def triple_channels(mu: float, d_anchor: float, cov: np.ndarray, q: np.ndarray,
+                    anchor: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every annotator's channel from the prevalence and the anchor's gap (Proposition D.2
+    of "Noisy-Label Calibration with Multiple Unreliable Labels").
+
+    ``delta_j = C_aj / (mu (1 - mu) delta_a)`` (``delta_a`` itself for the anchor),
+    ``a_j = q_j - mu delta_j`` and ``b_j = a_j + delta_j``.
+
+    Parameters
+    ----------
+    mu, d_anchor : float
+        Prevalence and the anchor's gap, from :func:`triple_core`.
+    cov : ndarray of shape (J,)
+        Covariance of every annotator's labels with the anchor's (the anchor's own entry
+        is not used).
+    q : ndarray of shape (J,)
+        Every annotator's mean label.
+    anchor : int
+        Index of the anchor.
+
+    Returns
+    -------
+    a, b, delta : ndarray of shape (J,)
+        False- and true-positive rates and their gap ``b - a``; not clipped to [0, 1].
+    """
+    delta = np.asarray(cov, dtype=np.float64) / (mu * (1 - mu) * d_anchor)
+    delta[anchor] = d_anchor
+    a = q - mu * delta
+    return a, a + delta, delta
+
+
 def moment_triple(annotations: ArrayLike, *, anchor: int = 0) -> dict:
     r"""Closed-form channels from three binary annotators (Proposition D.2).
 
@@ -286,10 +320,7 @@ def moment_triple(annotations: ArrayLike, *, anchor: int = 0) -> dict:
                 "status": "infeasible_mom",
                 "message": "C12 C13 C23 <= 0: the triple is not informative"}
     mu, d1, C12, C13 = core
-    v = mu * (1 - mu)
-    delta = np.array([d1, C12 / (v * d1), C13 / (v * d1)])
-    a = q - mu * delta
-    b = a + delta
+    a, b, _ = triple_channels(mu, d1, np.array([0.0, C12, C13]), q, 0)
     back = np.argsort(order)
     a, b = a[back], b[back]
     ok = np.all((a >= 0) & (a <= 1) & (b >= 0) & (b <= 1))

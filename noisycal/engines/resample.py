@@ -3,7 +3,8 @@
 EM runs on distinct rating patterns weighted by their counts
 (:func:`noisycal.engines.em.collapse_patterns`), so a bootstrap resample of the items is
 a vector of pattern weights. :func:`resample_refit` draws one resample and refits EM from
-a given start; it is pure JAX, so callers vmap or ``lax.map`` it and add their own
+a given start (its draw is :func:`multinomial_counts`, the one bootstrap-weight draw); it is
+pure JAX, so callers vmap or ``lax.map`` it and add their own
 statistic of the refit (the fit's parameter draws here, the refit NC-ECE in
 :mod:`noisycal.intervals.refit`).
 """
@@ -11,6 +12,7 @@ statistic of the refit (the fit's parameter draws here, the refit NC-ECE in
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,7 +21,27 @@ from noisycal.models.dawid_skene import DSData
 
 from .em import EMState, run_em, split_data
 
-__all__ = ["resample_weights", "resample_refit", "bootstrap_em"]
+__all__ = ["multinomial_counts", "resample_weights", "resample_refit", "bootstrap_em"]
+
+
+def multinomial_counts(rng_key: jax.Array, n: int, *, dtype: Any = None) -> jax.Array:
+    """Multinomial bootstrap weights: how often each of ``n`` units is drawn in ``n``
+    draws with replacement (the one resample draw of every bootstrap).
+
+    Parameters
+    ----------
+    rng_key : jax key
+    n : int
+        Number of units (static): items, rows or clusters.
+    dtype : dtype, optional
+        Of the counts (default: JAX's default float type).
+
+    Returns
+    -------
+    (n,) array of counts summing to ``n``.
+    """
+    idx = jax.random.randint(rng_key, (n,), 0, n, dtype=jnp.int32)
+    return jnp.zeros(n, dtype=dtype).at[idx].add(1.0)
 
 
 def resample_weights(rng_key: jax.Array, pattern: jax.Array, n_patterns: int
@@ -41,9 +63,7 @@ def resample_weights(rng_key: jax.Array, pattern: jax.Array, n_patterns: int
     pattern_weights : (n_patterns,)
         Their sums per pattern.
     """
-    n = pattern.shape[0]
-    idx = jax.random.randint(rng_key, (n,), 0, n, dtype=jnp.int32)
-    w_items = jnp.zeros(n).at[idx].add(1.0)
+    w_items = multinomial_counts(rng_key, pattern.shape[0])
     return w_items, jax.ops.segment_sum(w_items, pattern, num_segments=n_patterns)
 
 

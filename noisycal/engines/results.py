@@ -286,7 +286,8 @@ class AnnotatorFit:
         annotations : Annotations
             Ratings of the new items (see :func:`predict`).
         groups : array-like of int, optional
-            Group index of each new item (grouped fits).
+            Group index of each new item; required for grouped fits (more than one
+            group).
         """
         return predict(self, annotations, groups)
 
@@ -307,8 +308,8 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
         Ratings of the new items: the fit's classes (same order) and a subset of its
         annotators.
     groups : array-like of int, optional
-        Grouped fits: each new item's group as an index into the fitted groups
-        (default group 0).
+        Grouped fits: each new item's group as an index into the fitted groups;
+        required when the fit has more than one group.
 
     Returns
     -------
@@ -350,8 +351,11 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
 
 
 def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
-    """Validated group indices 0..L-1 of new items (zeros when not given)."""
+    """Validated group indices 0..L-1 of new items (zeros when not given and L == 1)."""
     if groups is None:
+        if L > 1:
+            raise ValueError(f"groups is required: the fit has {L} groups, so each of the "
+                             f"{n_items} new items needs its group index in 0..{L - 1}")
         return np.zeros(n_items, np.int32)
     g = np.asarray(groups)
     if g.shape != (n_items,) or g.dtype.kind not in "iu" or g.min() < 0 or g.max() >= L:

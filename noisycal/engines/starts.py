@@ -25,7 +25,7 @@ from .._jax import as_numpy_rng, x64
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
 from .em import fit_em, pattern_data, posteriors_at
-from .moments import triple_core
+from .moments import triple_channels, triple_core
 from .relabel import anchor_perm, hungarian_perm
 from .resample import bootstrap_em
 
@@ -76,21 +76,17 @@ def moment_start(ann: Annotations, group: np.ndarray | None, L: int, anchor: int
     if core is None:
         return None, None, "the anchor triple is not informative (C12 C13 C23 <= 0)"
     mu, d_anchor, _, _ = core
-    v = mu * (1 - mu)
     J = ann.n_annotators
-    delta = np.empty(J)
+    cov = np.zeros(J)  # with the anchor, over the items both rated (0: too few, no gap)
     q = np.empty(J)
     for j in range(J):
         pair = seen[:, anchor] & seen[:, j]
         q[j] = X[seen[:, j], j].mean()
-        if j == anchor:
-            delta[j] = d_anchor
-        elif pair.sum() >= 2:
+        if j != anchor and pair.sum() >= 2:
             xa, xj = X[pair, anchor], X[pair, j]
-            delta[j] = np.mean((xa - xa.mean()) * (xj - xj.mean())) / (v * d_anchor)
-        else:
-            delta[j] = 0.0
-    a = np.clip(q - mu * delta, 0.01, 0.99)
+            cov[j] = np.mean((xa - xa.mean()) * (xj - xj.mean()))
+    a, _, delta = triple_channels(mu, d_anchor, cov, q, anchor)
+    a = np.clip(a, 0.01, 0.99)  # a start: b keeps the gap from the clipped a
     b = np.clip(a + delta, 0.01, 0.99)
     g = np.zeros(ann.n_items, np.int64) if group is None else group
     mu_g = np.empty(L)
