@@ -365,7 +365,8 @@ def posterior(annotations: Annotations | None, fit: Any, *,
         A fitted :class:`~noisycal.DawidSkene` (or one-coin, grouped, Hui–Walter) model.
         A fit whose status is not 'ok' gives a target with that status.
     groups : array-like, optional
-        Groups of the new items, for grouped models (only with ``annotations``).
+        Groups of the new items, for grouped models (only with ``annotations``); required
+        when the fit has more than one group.
 
     Returns
     -------

@@ -452,6 +452,14 @@ class OneCoinDawidSkene(DawidSkene):
     ``confusion[j]`` has ``accuracy_j`` on the diagonal and ``(1 - accuracy_j) / (K - 1)``
     elsewhere. Priors: ``beta`` (K, K) with one diagonal and one off-diagonal value gives
     the accuracy a Beta(beta_kk, (K - 1) beta_kk') prior.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        K; checked against the annotations' classes when given.
+    alpha, beta : array-like, optional
+        Dirichlet priors on the prevalence (K,) and the confusion rows (K, K), as in
+        :class:`DawidSkene` (with EM, giving either makes the fit MAP-EM).
     """
 
     _model = "one_coin"

@@ -111,8 +111,9 @@ def replicate_weights(rng_key: jax.Array, codes: jax.Array | None,
     jax.Array of shape (n,)
         How often each row is drawn.
     """
-    idx = jax.random.randint(rng_key, (n_clusters,), 0, n_clusters, dtype=jnp.int32)
-    cw = jnp.zeros(n_clusters, dtype=jnp.float64).at[idx].add(1.0)
+    from ..engines.resample import multinomial_counts
+
+    cw = multinomial_counts(rng_key, n_clusters, dtype=jnp.float64)
     return cw if codes is None else cw[codes]
 
 
