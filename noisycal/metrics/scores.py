@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -24,7 +25,34 @@ from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
 from .ece import resolve_inputs, with_target_status
 
-__all__ = ["brier", "nll", "mean_estimate", "weighted_mean"]
+__all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
+           "leaves_unit_interval"]
+
+#: Whether each score is affine in the target row T_i (then its mean against an unbiased
+#: target, such as the noise-corrected one, is unbiased for the mean against the clean
+#: labels). The plain Brier score ||p - T||^2 is quadratic in T; its affine form
+#: ||p||^2 - 2 p.T + 1 (the expected Brier score) and the cross-entropy -T.log p are affine.
+AFFINE_IN_TARGET = {"Brier": False, "expected Brier": True, "affine Brier": True,
+                    "NLL": True}
+
+
+def leaves_unit_interval(T: np.ndarray, target: object) -> bool:
+    """Whether a target may leave [0, 1]: kind 'corrected', or an entry outside [0, 1].
+
+    Parameters
+    ----------
+    T : ndarray of shape (n_items, n_classes)
+        The target matrix.
+    target : object
+        The target argument as given (a Target carries its kind).
+
+    Returns
+    -------
+    bool
+    """
+    if getattr(target, "kind", None) == "corrected":
+        return True
+    return bool(np.any(T < -PROB_ATOL) or np.any(T > 1.0 + PROB_ATOL))
 
 
 def weighted_mean(weights: jax.Array, values: jax.Array) -> jax.Array:
@@ -129,7 +157,20 @@ def brier(
         against a label drawn from the
         target row, :math:`\|p_i - T_i\|^2 + 1 - \|T_i\|^2` (needs probability rows;
         for binary 1-D input the analogue :math:`(p-t)^2 + t(1-t)`). The two differ
-        by a per-item constant, so rankings of predictors agree.
+        by a per-item constant, so rankings of predictors agree. 'expected' is affine
+        in the target, :math:`\|p_i\|^2 - 2 p_i \cdot T_i + 1`, and accepts
+        noise-corrected rows (entries outside [0, 1], rows summing to 1).
+
+        Against a target that leaves [0, 1] (kind ``'corrected'``, or any entry outside
+        [0, 1]), 'plain' also uses this affine form: the squared distance is quadratic in
+        the target and biased for the clean-label Brier score, while the affine form is
+        unbiased for it whenever the target is unbiased for the clean one-hot labels (an
+        extension of ours of the corrected target of "Noisy-Label Calibration with Multiple
+        Unreliable Labels" to proper scores). For one-hot targets the affine form equals the
+        usual Brier score exactly. The Estimate is then named 'affine Brier', and says so in
+        its message; ``details['form']`` is ``'affine'`` or ``'plain'`` and
+        ``details['affine_in_target']`` whether the score computed is affine in the target
+        (see ``AFFINE_IN_TARGET``).
     interval : {'bootstrap', 'wald', None}, default='bootstrap'
     method : {'percentile', 'basic', 'bca'}, default='percentile'
         How the bootstrap interval is read off the replicates (``method=`` means only
@@ -149,23 +190,33 @@ def brier(
     """
     check_choice(variant, "variant", ("plain", "expected"))
     P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
-    if variant == "expected" and (np.any(T < -PROB_ATOL)
-                                  or np.any(np.abs(T.sum(1) - 1) > PROB_ATOL)):
+    outside = leaves_unit_interval(T, target)
+    if (variant == "expected" or outside) and np.any(np.abs(T.sum(1) - 1) > PROB_ATOL):
+        raise ValueError("target: the expected (affine) Brier score needs target rows that "
+                         "sum to 1 (probability rows, or noise-corrected rows)")
+    if variant == "expected" and not outside and np.any(T < -PROB_ATOL):
         raise ValueError("variant='expected' needs target rows that are probability "
-                         "distributions")
+                         "distributions or noise-corrected rows")
+    affine = variant == "expected" or outside
     if binary:
-        t = T[:, 1]
-        losses = (P[:, 1] - t) ** 2
-        if variant == "expected":
-            losses = losses + t * (1.0 - t)
+        p, t = P[:, 1], T[:, 1]
+        # (p - t)^2 + t (1 - t) = p^2 - 2 p t + t: affine in t
+        losses = p**2 - 2.0 * p * t + t if affine else (p - t) ** 2
     else:
-        losses = np.sum((P - T) ** 2, axis=1)
-        if variant == "expected":
-            losses = losses + 1.0 - np.sum(T**2, axis=1)
-    est = mean_estimate(losses, "Brier" if variant == "plain" else "expected Brier",
-                        interval=interval, level=level, n_boot=n_boot, method=method,
-                        seed=seed, cluster=cluster,
-                        details={"variant": variant, "binary": binary})
+        # ||p - T||^2 + 1 - ||T||^2 = ||p||^2 - 2 p.T + 1 for rows summing to 1
+        losses = (np.sum(P**2, axis=1) - 2.0 * np.sum(P * T, axis=1) + 1.0 if affine
+                  else np.sum((P - T) ** 2, axis=1))
+    name = "Brier" if not affine else ("expected Brier" if variant == "expected"
+                                       else "affine Brier")
+    details = {"variant": variant, "binary": binary, "form": "affine" if affine else "plain",
+               "affine_in_target": AFFINE_IN_TARGET[name]}
+    est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
+                        method=method, seed=seed, cluster=cluster, details=details)
+    if outside and variant == "plain" and est.status == "ok":
+        est = dataclasses.replace(est, message=(
+            "the target leaves [0, 1] (noise-corrected), so the plain ||p - T||^2, quadratic "
+            "in T and biased, was replaced by its affine form ||p||^2 - 2 p.T + 1, unbiased "
+            "for the Brier score against the clean labels"))
     return with_target_status(est, target)
 
 
@@ -193,6 +244,14 @@ def nll(
     on a class with non-zero target gives an infinite value and ``status='nonfinite'``
     (no interval).
 
+    Against a target that leaves [0, 1] (kind ``'corrected'``, or any entry outside
+    [0, 1]) the cross-entropy, linear in the target, stays unbiased for the NLL against the
+    clean labels (our reading of the corrected target's unbiasedness in "Noisy-Label
+    Calibration with Multiple Unreliable Labels"), but it is high-variance and can be
+    negative: the value and its interval are returned with a
+    :class:`~noisycal.NumericalWarning`, ``details['high_variance'] = True`` and a
+    message saying so. :func:`noisycal.brier` is the better-behaved score for such targets.
+
     Parameters
     ----------
     probs, logits, target, classes, items : see :func:`noisycal.ece`
@@ -217,6 +276,18 @@ def nll(
     with np.errstate(invalid="ignore"):
         terms = np.where(T != 0.0, -T * logP, 0.0)
     losses = terms.sum(axis=1)
+    outside = leaves_unit_interval(T, target)
+    details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside}
     est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
-                        method=method, seed=seed, cluster=cluster, details={})
+                        method=method, seed=seed, cluster=cluster, details=details)
+    if outside:
+        msg = ("the target leaves [0, 1] (noise-corrected): the cross-entropy is linear in "
+               "the target, so its mean is unbiased for the NLL against the clean labels, but "
+               "the weights -log p_ik multiply the negative and amplified target entries, so "
+               "it has a high variance and can be negative (the clean NLL is >= 0); prefer "
+               "nc.brier (affine form) to compare predictors")
+        if est.value < 0:
+            msg += f"; here it is negative ({est.value:.4g})"
+        warnings.warn(f"NLL: {msg}", NumericalWarning, stacklevel=user_stacklevel())
+        est = dataclasses.replace(est, message=f"{est.message}; {msg}" if est.message else msg)
     return with_target_status(est, target)
