@@ -2,14 +2,17 @@
 
 Temperature scaling (Guo et al., 2017) ``g_T(z) = sigmoid(s(z) / T)`` with
 ``0.05 <= T <= 20`` and Platt scaling (Platt, 1999) ``g_{u,v}(z) = sigmoid(u s(z) + v)``
-with ``-10 <= u, v <= 10``, where ``s(z) = logit(clip(z, eps, 1 - eps))``, fitted by
-minimising the mean of ``softplus(eta_i) - y_i eta_i``. That is the log loss for targets
-in [0, 1], and it stays convex and well defined for noise-corrected targets outside
-[0, 1], which are never clipped. The clipped scores and the compact parameter boxes are
-those of "Noisy-Label Calibration with Multiple Unreliable Labels" (Section 5 and
-Appendix E.2). The projected histogram (Zadrozny & Elkan, 2001; J equal-width bins, bin
-value ``clip(mean target, 0, 1)``, empty bins the projected overall mean) carries that
-paper's Proposition 2 bound.
+with ``-10 <= u, v <= 10``, where ``s(z) = logit(clip(z, eps, 1 - eps))``. ``loss='log'``:
+the mean of ``softplus(eta_i) - y_i eta_i`` (the paper's log loss; unbounded below for
+targets outside [0, 1], so such fits run to the box); ``'brier'``: the affine Brier loss
+``q_i^2 - 2 q_i y_i + y_i``, ``q_i = sigmoid(eta_i)``, bounded below and unbiased for the
+clean-label Brier loss under a corrected target; ``'auto'`` (default, ours): 'brier' for
+targets that leave [0, 1] (kind 'corrected' or any value outside), else 'log'. Targets
+are never clipped. The clipped scores and the compact parameter boxes are those of
+"Noisy-Label Calibration with Multiple Unreliable Labels" (Section 5, Appendix E.2). The
+projected histogram (Zadrozny & Elkan, 2001; J equal-width bins, bin value
+``clip(mean target, 0, 1)``, empty bins the projected overall mean) carries that paper's
+Proposition 2 bound.
 
 References
 ----------
@@ -30,7 +33,7 @@ import numbers
 
 import numpy as np
 from scipy import optimize
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from .._typing import ArrayLike
 from .._validation import MAX_BINS_PER_ITEM, check_int, check_level, check_n_bins
@@ -38,6 +41,7 @@ from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..correction import correction_range
 from ..intervals.bounds import hoeffding_radius
 from ..metrics.binning import equal_width_bins
+from ..metrics.scores import logit_loss, resolve_fit_loss
 from ._base import (
     Calibrator,
     binary_scores,
@@ -57,20 +61,11 @@ __all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS", "MAX
 EPS = 1e-6
 
 
-def _objective(eta: np.ndarray, y: np.ndarray) -> float:
-    # softplus(eta) - y eta, written as -log sigmoid(-eta) - y eta (stable)
-    return float(np.mean(-log_expit(-eta) - y * eta))
-
-
 def _minimise(f: object, starts: list[np.ndarray],
               box: list[tuple[float, float]]) -> optimize.OptimizeResult:
     """L-BFGS-B from each start in the box; the smallest objective wins (first on ties)."""
-    best = None
-    for start in starts:
-        res = optimize.minimize(f, start, jac=True, method="L-BFGS-B", bounds=box)
-        if best is None or res.fun < best.fun:
-            best = res
-    return best
+    fits = [optimize.minimize(f, x, jac=True, method="L-BFGS-B", bounds=box) for x in starts]
+    return min(fits, key=lambda r: r.fun)
 
 
 class _ScoreMap(Calibrator):
@@ -98,31 +93,30 @@ class _ScoreMap(Calibrator):
 
         Raises
         ------
-        NotFittedError
-            If called before ``fit``.
-        ValueError
-            If both or neither input is given, or an input is not a finite 1-D array
-            (``probs`` also in [0, 1]).
+        NotFittedError, ValueError
+            Before ``fit``; if both or neither input is given, or an input is not a finite
+            1-D array (``probs`` also in [0, 1]).
         """
         self._check_fitted()
         return expit(self._eta(binary_scores(probs, logits, self.eps_)))
 
     def _fit_inputs(self, probs: ArrayLike | None, logits: ArrayLike | None, target: object,
                     *, positive: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
-        """Checked ``(s, y, low, high)`` of ``fit``: clipped log-odds, positive-class target
-        and the box (``positive``: its low end must be > 0), in this order of checks."""
+        """Checked ``(s, y, low, high)`` of ``fit`` (clipped log-odds, positive-class target,
+        box with low > 0 if ``positive``), in this order of checks; sets ``loss_``."""
         eps = check_eps(self.eps)
         lo, hi = check_box(self.bounds, positive=positive)
         s = binary_scores(probs, logits, eps)
         y = positive_target(target, s.shape[0])
         check_alignment(logits if probs is None else probs,
                         "logits" if probs is None else "probs", target, "target")
+        self.loss_ = resolve_fit_loss(self.loss, y, target)
+        self._outside = bool(np.any(y < 0.0) or np.any(y > 1.0))
         return s, y, lo, hi
 
     def _finish(self, best: optimize.OptimizeResult, at_bound: bool,
                 not_identified: str | None) -> None:
-        """Set ``eps_``, ``objective_``, ``at_bound_``, ``status_`` and ``message_`` (and
-        warn)."""
+        """Set ``eps_``, ``objective_``, ``at_bound_``, ``status_``, ``message_`` (warn)."""
         self.eps_ = check_eps(self.eps)  # the clipping of the fit, kept for predict_proba
         self.objective_ = float(best.fun)
         self.at_bound_ = bool(at_bound)
@@ -133,10 +127,13 @@ class _ScoreMap(Calibrator):
             self._set_status("not_converged", f"the optimiser stopped before converging: "
                              f"{best.message}", ConvergenceWarning, stacklevel=4)
         elif at_bound:
+            hint = (", or the log loss is unbounded below for this target outside [0, 1]: "
+                    "use loss='brier'") if self.loss_ == "log" and self._outside else ""
             self._set_status("boundary", f"the fit ended on the box bounds={self.bounds!r}: "
                              "the unconstrained minimum lies outside it (the scores carry "
                              "little information about the target, or the target is "
-                             "separable by the scores)", IdentifiabilityWarning, stacklevel=4)
+                             f"separable by the scores{hint})", IdentifiabilityWarning,
+                             stacklevel=4)
         else:
             self._set_status("ok", "", None)
 
@@ -146,9 +143,8 @@ class TemperatureScaling(_ScoreMap):
 
     Guo et al. (2017), with the clipped scores ``s(z) = logit(clip(z, eps, 1 - eps))`` and
     the box ``0.05 <= T <= 20`` of "Noisy-Label Calibration with Multiple Unreliable
-    Labels" (Section 5, Appendix E.2). ``T`` minimises the mean of
-    ``softplus(s_i / T) - y_i s_i / T``, the log loss for targets in [0, 1], which stays
-    convex for noise-corrected targets outside [0, 1] (never clipped).
+    Labels" (Section 5, Appendix E.2), fitted by the loss ``loss`` of ``eta_i = s_i / T``
+    (see the module docstring; targets are never clipped).
 
     Parameters
     ----------
@@ -158,6 +154,9 @@ class TemperatureScaling(_ScoreMap):
         keeps its value as ``eps_``, which ``predict_proba`` uses.
     bounds : (float, float), default=(0.05, 20.0)
         The box ``(low, high)`` for T, ``0 < low < high``.
+    loss : {'auto', 'log', 'brier'}, default='auto'
+        The fitting loss (module docstring): 'auto' is 'brier' for targets that leave
+        [0, 1], else 'log'.
 
     Attributes
     ----------
@@ -166,8 +165,10 @@ class TemperatureScaling(_ScoreMap):
     eps_ : float
         The ``eps`` the fit used (``predict_proba`` clips with it, whatever ``eps`` is
         set to later).
+    loss_ : str
+        The loss the fit used, ``'log'`` or ``'brier'``.
     objective_ : float
-        Final mean loss (softplus form).
+        Final mean loss (of ``loss_``).
     at_bound_ : bool
         Whether T ended on a bound of the box.
     status_ : str
@@ -188,9 +189,11 @@ class TemperatureScaling(_ScoreMap):
     (2.0, 'ok')
     """
 
-    def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (0.05, 20.0)) -> None:
+    def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (0.05, 20.0),
+                 loss: str = "auto") -> None:
         self.eps = eps
         self.bounds = bounds
+        self.loss = loss
 
     def _eta(self, s: np.ndarray) -> np.ndarray:
         return s / self.temperature_
@@ -219,16 +222,15 @@ class TemperatureScaling(_ScoreMap):
         ValueError
             If an input is missing, not finite, of the wrong shape or length, or not
             aligned (pandas predictions whose index differs from the target's items),
-            or ``eps`` or ``bounds`` is invalid.
+            or ``eps``, ``bounds`` or ``loss`` is invalid.
         """
         s, y, lo, hi = self._fit_inputs(probs, logits, target, positive=True)
 
         def f(logt: np.ndarray) -> tuple[float, np.ndarray]:
             t = math.exp(float(logt[0]))
             eta = s / t
-            loss = _objective(eta, y)
-            grad = np.mean((expit(eta) - y) * (-eta))  # d/dlogT
-            return loss, np.array([grad])
+            loss, d = logit_loss(eta, y, self.loss_)
+            return loss, np.array([np.mean(d * (-eta))])  # d/dlogT
 
         starts = [np.array([x]) for x in (0.0, math.log(lo) / 2, math.log(hi) / 2)]
         best = _minimise(f, starts, [(math.log(lo), math.log(hi))])
@@ -257,6 +259,8 @@ class PlattScaling(_ScoreMap):
         keeps its value as ``eps_``, which ``predict_proba`` uses.
     bounds : (float, float), default=(-10.0, 10.0)
         The box ``(low, high)`` shared by the slope u and the intercept v, ``low < high``.
+    loss : {'auto', 'log', 'brier'}, default='auto'
+        As for :class:`TemperatureScaling`.
 
     Attributes
     ----------
@@ -265,8 +269,10 @@ class PlattScaling(_ScoreMap):
     eps_ : float
         The ``eps`` the fit used (``predict_proba`` clips with it, whatever ``eps`` is
         set to later).
+    loss_ : str
+        The loss the fit used, ``'log'`` or ``'brier'``.
     objective_ : float
-        Final mean loss (softplus form).
+        Final mean loss (of ``loss_``).
     at_bound_ : bool
         Whether u or v ended on a bound of the box.
     status_ : str
@@ -287,9 +293,11 @@ class PlattScaling(_ScoreMap):
     (0.7, 0.2)
     """
 
-    def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (-10.0, 10.0)) -> None:
+    def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (-10.0, 10.0),
+                 loss: str = "auto") -> None:
         self.eps = eps
         self.bounds = bounds
+        self.loss = loss
 
     def _eta(self, s: np.ndarray) -> np.ndarray:
         return self.slope_ * s + self.intercept_
@@ -317,14 +325,13 @@ class PlattScaling(_ScoreMap):
         ValueError
             If an input is missing, not finite, of the wrong shape or length, or not
             aligned (pandas predictions whose index differs from the target's items),
-            or ``eps`` or ``bounds`` is invalid.
+            or ``eps``, ``bounds`` or ``loss`` is invalid.
         """
         s, y, lo, hi = self._fit_inputs(probs, logits, target, positive=False)
 
         def f(p: np.ndarray) -> tuple[float, np.ndarray]:
-            eta = p[0] * s + p[1]
-            r = expit(eta) - y
-            return _objective(eta, y), np.array([np.mean(r * s), np.mean(r)])
+            loss, d = logit_loss(p[0] * s + p[1], y, self.loss_)
+            return loss, np.array([np.mean(d * s), np.mean(d)])
 
         starts = [np.array(x) for x in ((1.0, 0.0), (0.5, 0.0), (2.0, 0.0))]
         best = _minimise(f, starts, [(lo, hi), (lo, hi)])

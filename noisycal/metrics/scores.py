@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 from scipy import stats as sps
+from scipy.special import expit, log_expit
 
 import jax
 import jax.numpy as jnp
@@ -26,7 +27,7 @@ from ..intervals.estimate import Estimate
 from .ece import resolve_inputs, with_target_status
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
-           "leaves_unit_interval"]
+           "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES"]
 
 #: Whether each score is affine in the target row T_i (then its mean against an unbiased
 #: target, such as the noise-corrected one, is unbiased for the mean against the clean
@@ -68,6 +69,59 @@ def weighted_mean(weights: jax.Array, values: jax.Array) -> jax.Array:
     jax.Array (scalar)
     """
     return jnp.sum(weights * values) / jnp.sum(weights)
+
+
+#: The losses a binary recalibration map can be fitted with (see :func:`resolve_fit_loss`).
+FIT_LOSSES = ("auto", "log", "brier")
+
+
+def logit_loss(eta: np.ndarray, y: np.ndarray, loss: str) -> tuple[float, np.ndarray]:
+    """Mean fitting loss of log-odds ``eta`` against a positive-class target ``y``.
+
+    Parameters
+    ----------
+    eta : ndarray of shape (n,)
+        Log-odds of the map.
+    y : ndarray of shape (n,)
+        Target (any real values).
+    loss : {'log', 'brier'}
+        'log': ``softplus(eta) - y eta`` (the log loss for y in [0, 1], unbounded below
+        in eta otherwise); 'brier': the affine Brier loss ``q^2 - 2 q y + y`` with
+        ``q = sigmoid(eta)``, bounded below for any y (q lies in [0, 1]).
+
+    Returns
+    -------
+    (float, ndarray of shape (n,))
+        The mean loss and the per-item derivative in ``eta``.
+    """
+    q = expit(eta)
+    if loss == "log":
+        return float(np.mean(-log_expit(-eta) - y * eta)), q - y
+    return float(np.mean(q * q - 2.0 * q * y + y)), 2.0 * (q - y) * q * (1.0 - q)
+
+
+def resolve_fit_loss(loss: object, y: np.ndarray, target: object) -> str:
+    """The loss of a fit: ``'auto'`` is 'brier' for a target that leaves [0, 1], else 'log'.
+
+    Parameters
+    ----------
+    loss : {'auto', 'log', 'brier'}
+    y : ndarray of shape (n,)
+        The positive-class target values.
+    target : object
+        The target as given (a Target of kind 'corrected' counts as leaving [0, 1]).
+
+    Returns
+    -------
+    str
+    """
+    if not isinstance(loss, str) or loss not in FIT_LOSSES:
+        raise ValueError(f"loss must be one of {FIT_LOSSES}, got {loss!r}")
+    if loss != "auto":
+        return loss
+    outside = getattr(target, "kind", None) == "corrected" or bool(
+        np.any(y < 0.0) or np.any(y > 1.0))
+    return "brier" if outside else "log"
 
 
 def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level: float,
