@@ -137,6 +137,12 @@ CASES = [
      .fit(probs=Z, target=Y), R, V, r"eps"),
     ("calib-ts-set-unknown-param", lambda: C.TemperatureScaling().set_params(temp=2.0),
      R, V, r"unknown parameter 'temp'"),
+    ("calib-ts-loss-unknown", lambda: _ts(loss="l2")(probs=Z, target=Y), R, V, r"loss"),
+    ("calib-ts-loss-none", lambda: _ts(loss=None)(probs=Z, target=Y), R, V, r"loss"),
+    # the log loss is unbounded below for a target outside [0, 1]: the fit runs to the
+    # box, and the status says to use the affine Brier loss
+    ("calib-ts-log-loss-outside-boundary", lambda: _status(_ts(loss="log")(
+        probs=Z, target=np.where(Z > 0.5, 1.5, -0.5))), S, None, r"boundary.*loss='brier'"),
     # ----------------------------------------------------------------- PlattScaling
     ("calib-platt-one-item", lambda: _status(_platt()(probs=np.array([0.3]),
                                                       target=np.array([1]))),
@@ -168,6 +174,8 @@ CASES = [
      .predict_proba(probs=np.array([1.2])), R, V, r"probs must lie in \[0, 1\]"),
     ("calib-platt-predict-unfitted", lambda: C.PlattScaling().predict_proba(logits=Z),
      R, NotFittedError, r"not fitted"),
+    ("calib-platt-loss-unknown", lambda: _platt(loss="Brier")(probs=Z, target=Y),
+     R, V, r"loss"),
     # ------------------------------------------------------------- HistogramBinning
     ("calib-hist-empty", lambda: _hist()(probs=np.zeros(0), target=np.zeros(0, int)),
      R, V, r"probs must contain at least one"),
