@@ -175,3 +175,21 @@ def test_cifar10n_densenet_brier_against_corrected_target(cifar):
     assert float(est) == pytest.approx(0.1044, abs=2e-3) and est.name == "affine Brier"
     assert plain == pytest.approx(0.2551, abs=5e-3)
     assert float(nll) < 0 and nll.details["high_variance"]
+
+
+def test_binary_affine_brier_on_the_toy_and_its_interval():
+    A, B = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
+    diffs = []
+    for seed in range(20):
+        t = nc.simulate.gaussian_toy(4000, truth="shifted", seed=seed)
+        U = nc.targets.corrected(t.annotations, a=A, b=B)
+        one_d = float(nc.brier(t.z, U, interval=None))
+        two_col = float(nc.brier(np.column_stack([1 - t.z, t.z]), U, interval=None))
+        assert two_col == pytest.approx(2 * one_d, rel=1e-12)  # K = 2 is twice the binary
+        diffs.append(one_d - float(nc.brier(t.z, t.y, interval=None)))
+    diffs = np.array(diffs)
+    se = diffs.std(ddof=1) / np.sqrt(diffs.size)
+    print(f"binary toy: affine - clean {diffs.mean():.5f} (MC se {se:.5f})")
+    assert abs(diffs.mean()) < 3 * se
+    est = nc.brier(t.z, U, n_boot=200, seed=0)
+    assert est.status == "ok" and est.interval[0] <= float(est) <= est.interval[1]
