@@ -274,9 +274,9 @@ CASES = [
     # ---- brier / nll / true_label_ece
     ("metrics-brier-variant", lambda: nc.brier(_Z, _Y, variant="soft"), "raises", V,
      r"variant"),
-    ("metrics-brier-expected-corrected",
-     lambda: nc.brier(_Z, nc.targets.corrected(_A, **_AB), variant="expected"), "raises",
-     V, r"variant"),
+    ("metrics-brier-expected-rows-not-summing-to-1",
+     lambda: nc.brier(_Z, np.array([[1.3, 0.0]] * len(_Z)), variant="expected"), "raises",
+     V, r"target"),
     ("metrics-brier-interval", lambda: nc.brier(_Z, _Y, interval="bound"), "raises", V,
      r"interval"),
     ("metrics-brier-wald-cluster", lambda: nc.brier(_Z, _Y, interval="wald",
