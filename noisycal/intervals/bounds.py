@@ -113,7 +113,9 @@ def infer_same_sample(target: Any) -> tuple[bool, str]:
     fit = det.get("fit")
     if fit is None:
         return False, "channels given directly (not fitted on these items)"
-    fit_items, items = getattr(fit, "items", None), det.get("items")
+    fit_items = getattr(fit, "items", None)
+    items = getattr(target, "items", None)
+    items = det.get("items") if items is None else items
     if fit_items is not None and items is not None \
             and not np.isin(np.asarray(items), np.asarray(fit_items)).any():
         return False, "channels fitted on items disjoint from the evaluated ones"
