@@ -184,3 +184,38 @@ def test_k3_gap_weights_use_the_smallest_singular_value():
     s = np.array([0.7, 0.4, 0.9])  # sigma_min(c I + d 11') = c for these matrices
     np.testing.assert_allclose(T.details["weights"], s / s.sum(), atol=1e-12)
     assert T.details["weights_rule"] == "gap"
+
+
+class _StubModel:
+    """An annotator model whose fits have fixed channels and a given status."""
+
+    def __init__(self, a, b, status="ok"):
+        self.a, self.b, self.status = np.asarray(a), np.asarray(b), status
+
+    def fit(self, annotations, **kw):
+        fit = _Fit(self.status)
+        fit.confusion = np.stack([np.stack([1 - self.a, self.a], 1),
+                                  np.stack([1 - self.b, self.b], 1)], 1)
+        fit.n_items = annotations.n_items
+        return fit
+
+
+def test_crossfit_uses_the_item_maximum_and_flags_boundary_fits():
+    t, A = _masked_toy(900, 5, WEAK_A, WEAK_B, [0.7, 0.7, 0.9], fallback=2)
+    ann = nc.Annotations.from_wide(A, classes=[0, 1])
+    folds = np.arange(900) % 3
+    est = nc.metrics.nc_ece_crossfit(t.z, ann, model=_StubModel(WEAK_A, WEAK_B),
+                                     folds=folds, n_bins=10, level=0.9)
+    assert est.status == "ok"
+    rad = 0.0
+    for f in est.details["per_fold"]:
+        assert f["B_hat"] == pytest.approx(1 / 0.3)  # some item in each fold has only the weak
+        rad += f["n"] / 900 * (1 / 0.3) * math.sqrt(
+            2 * (10 * math.log(2) + math.log(6 / 0.1)) / f["n"])
+    assert est.details["sampling_radius"] == pytest.approx(rad)
+    with pytest.warns(nc.IdentifiabilityWarning, match="status 'boundary'"):
+        weak = nc.metrics.nc_ece_crossfit(t.z, ann, model=_StubModel(WEAK_A, WEAK_B,
+                                                                     "boundary"),
+                                          folds=folds, n_bins=10)
+    assert weak.status == "channels_boundary" and "identified channels" in weak.message
+    assert float(weak) == pytest.approx(float(est))
