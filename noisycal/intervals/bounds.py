@@ -14,7 +14,12 @@ sample (Theorem 1) and c = 6K (K annotators) for channels fitted on the evaluati
 (Proposition 1; the default infers which from the target's provenance,
 :func:`infer_same_sample`). B-hat is the largest range of a corrected label,
 :func:`target_range` (with missing ratings the maximum over items of sum_j w_ij / delta_j,
-w_ij renormalised over item i's raters: our generalisation). The channel term
+w_ij renormalised over item i's raters: our generalisation). With missing ratings this
+is a plug-in: Hoeffding needs the range over every rating pattern that can occur, and the
+observed maximum reaches it once each possible pattern has been seen (always when every
+item is fully rated; max_j 1/delta_j once an item rated only by the weakest weighted
+annotator is seen). The paper proves Proposition 1 for full ratings; applying it with
+per-item weights is likewise ours. The channel term
 d_ch = sum_j alpha_j e_j / delta_j (e_j the largest error of annotator j's rates; with
 missing ratings the maximum over items of sum_j w_ij e_j / delta_j) is not observable: it
 is exact for known ("oracle") channels, bounded by B r for a user-given channel radius
