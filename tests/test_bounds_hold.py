@@ -219,3 +219,22 @@ def test_crossfit_uses_the_item_maximum_and_flags_boundary_fits():
                                           folds=folds, n_bins=10)
     assert weak.status == "channels_boundary" and "identified channels" in weak.message
     assert float(weak) == pytest.approx(float(est))
+
+
+def test_b_hat_holds_for_dawid_skene_ratings_missing_at_random():
+    """simulate.dawid_skene with p_rate = 0.6 (gaps .8, .7, .4), scores uniform, n = 500,
+    100 seeded runs: max |U - Z| <= B-hat (= 1/0.4) in every run; the paper's
+    sum_j alpha_j / delta_j (1.39) is exceeded in every run."""
+    a, b = np.array([0.1, 0.15, 0.3]), np.array([0.9, 0.85, 0.7])
+    conf = np.stack([np.stack([1 - a, a], 1), np.stack([1 - b, b], 1)], 1)
+    old = new = 0
+    for seed in range(100):
+        sim = nc.simulate.dawid_skene(500, [0.6, 0.4], conf, p_rate=0.6, seed=seed)
+        z = np.random.default_rng(seed).uniform(0, 1, sim.annotations.n_items)
+        U = nc.targets.corrected(sim.annotations, confusion=conf)
+        dev = np.max(np.abs(U.values[:, 1] - z))
+        old += dev > correction_range(U.details["weights"], a, b) + 1e-12
+        new += dev > target_range(U.details) + 1e-12
+    assert new == 0 and old == 100
+    assert target_range(U.details) == pytest.approx(2.5)
+    assert correction_range(U.details["weights"], a, b) == pytest.approx(1.39, abs=0.01)
