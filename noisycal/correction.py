@@ -14,8 +14,10 @@ corrected targets may leave [0, 1]; they are never clipped.
 
 Weights ``alpha`` lie on the simplex: inverse-variance ('iv', Lemma C.6 of that paper with
 its plug-in rule for the prevalence), 'equal', 'gap' (alpha_j proportional to delta_j) or
-'squared_gap'. :func:`correction_range` is the paper's B-hat = sum_j alpha_j / delta_j,
-the range of every corrected label and the scale of its finite-sample bounds.
+'squared_gap'. For K > 2 'iv' falls back to equal weights (NumericalWarning,
+``details['weights_rule']``); 'gap' / 'squared_gap' use the smallest singular value of C_j
+for delta_j (our generalisation). :func:`correction_range` is B-hat, max_i sum_j w_ij /
+delta_j with w_ij renormalised over item i's raters, the scale of the finite-sample bounds.
 
 The :class:`~noisycal.targets.Target` is built in :mod:`noisycal.targets`
 (:func:`noisycal.targets.corrected`); this module returns arrays.
@@ -24,12 +26,14 @@ The :class:`~noisycal.targets.Target` is built in :mod:`noisycal.targets`
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ._typing import ArrayLike
 from ._validation import check_array, check_choice
+from ._warnings import NumericalWarning
 from .data import Annotations
 
 __all__ = ["iv_weights", "rule_weights", "channel_weights", "correction_range",
@@ -60,8 +64,7 @@ def check_binary_channels(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.nd
     a, b : ndarray
         As float64 arrays.
     """
-    a = check_array(a, "a", ndim=1)
-    b = check_array(b, "b", ndim=1)
+    a, b = check_array(a, "a", ndim=1), check_array(b, "b", ndim=1)
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same length, got {a.shape} and {b.shape}")
     if np.any((a < 0) | (a > 1) | (b < 0) | (b > 1)):
@@ -202,13 +205,15 @@ def channel_weights(rule: str, a: ArrayLike, b: ArrayLike, prevalence: float | N
     return rule_weights(rule, a, b, prevalence)
 
 
-def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
-    r"""B-hat, the range of the two-class corrected labels: :math:`\sum_j \alpha_j/\delta_j`.
+def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike,
+                     observed: ArrayLike | None = None) -> float:
+    r"""B-hat, the range of the two-class corrected labels: :math:`\max_i \sum_j w_{ij}/\delta_j`.
 
-    Every corrected label :math:`\hat U_i` lies in an interval of length at most B-hat
-    (over annotators with positive weight), which scales the Hoeffding bounds of
-    "Noisy-Label Calibration with Multiple Unreliable Labels" (Theorem 1, Eq. C.11,
-    Proposition 1).
+    w_ij: alpha_j renormalised over item i's raters, so |U_i - Z_i| <= sum_j w_ij/delta_j.
+    It scales the bounds of "Noisy-Label Calibration with Multiple Unreliable Labels"
+    (Theorem 1, Eq. C.11, Propositions 1 and 2, cross-fitting); the paper's
+    sum_j alpha_j / delta_j with every item fully rated, the maximum over items our
+    generalisation for missing ratings (where the paper's value is not a bound).
 
     Parameters
     ----------
@@ -216,6 +221,8 @@ def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
         The aggregation weights alpha (annotators with weight 0 are left out).
     a, b : array-like of shape (n_annotators,)
         False-positive and true-positive rates, delta_j = b_j - a_j.
+    observed : array-like of bool, shape (n_items, n_annotators), optional
+        Which annotator rated which item. None: every item rated by every annotator.
 
     Returns
     -------
@@ -231,9 +238,17 @@ def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike) -> float:
     if not alpha.shape == a.shape == b.shape:
         raise ValueError(f"weights, a and b must have the same length, got {alpha.shape}, "
                          f"{a.shape} and {b.shape}")
-    delta = b - a
     use = alpha > 0
-    return float(np.sum(alpha[use] / delta[use]))
+    inv = np.where(use, alpha / np.where(use, b - a, 1.0), 0.0)  # alpha_j / delta_j
+    if observed is None:
+        return float(np.sum(inv))
+    obs = np.asarray(observed)
+    if obs.dtype.kind != "b" or obs.ndim != 2 or obs.shape[1] != alpha.size:
+        raise ValueError(f"observed must be a boolean (n_items, {alpha.size}) mask, got "
+                         f"dtype {obs.dtype} and shape {obs.shape}")
+    tot = (obs * alpha).sum(axis=1)
+    rated = tot > 0  # items without a weighted rating are refused by corrected_labels
+    return float(np.max((obs[rated] * inv).sum(axis=1) / tot[rated], initial=0.0))
 
 
 def one_hot_ratings(annotations: Annotations | ArrayLike, n_classes: int | None
@@ -374,13 +389,14 @@ def _alpha(weights: str | ArrayLike, C: np.ndarray, mask: np.ndarray, per: np.nd
         return alpha, "given", prevalence, None
     check_choice(weights, "weights", WEIGHT_RULES)
     rule = weights if (weights != "iv" or K == 2) else "equal"
-    if K > 2:
-        alpha = mask / mask.sum()
-        if rule != "equal":
-            gaps = np.linalg.svd(C, compute_uv=False).min(axis=1)
-            raw = {"gap": gaps, "squared_gap": gaps**2}[rule] * mask
-            alpha = raw / raw.sum()
-        return alpha, rule, prevalence, None
+    if weights == "iv" and K > 2:
+        warnings.warn(f"weights='iv' is implemented for two classes only; with K = {K} "
+                      "equal weights are used (details['weights_rule'])", NumericalWarning,
+                      stacklevel=4)
+    if K > 2:  # 'gap': the smallest singular value of C_j (our generalisation)
+        gaps = np.linalg.svd(C, compute_uv=False).min(axis=1)
+        raw = {"equal": np.ones(J), "gap": gaps, "squared_gap": gaps**2}[rule] * mask
+        return raw / raw.sum(), rule, prevalence, None
     if rule == "iv" and prevalence is None:
         eq = np.where(seen & mask, per[:, :, 1], np.nan)
         prevalence = float(np.nanmean(np.nanmean(eq, axis=1)))
@@ -416,7 +432,9 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
     -------
     values : ndarray of shape (n_items, K)
     details : dict
-        weights, rule, confusion, prevalence (and its source), informative mask,
+        weights, rule, weights_rule (the rule applied: ``'equal (iv is binary only)'``
+        when 'iv' fell back to equal weights for K > 2, with a NumericalWarning),
+        confusion, prevalence (and its source), informative mask,
         ratings, observed mask, channel draws of a NUTS fit, the fit, classes, items.
     """
     if prevalence is not None:
@@ -454,7 +472,9 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
         "weights": alpha, "rule": rule, "confusion": C, "prevalence": prevalence,
         "prevalence_source": source, "informative": mask, "ratings": onehot,
         "observed": seen, "channel_draws": draws, "fit": fit, "classes": classes,
-        "items": items}
+        "items": items,
+        "weights_rule": ("equal (iv is binary only)" if isinstance(weights, str)
+                         and weights == "iv" and K > 2 else rule)}
 
 
 def _per_annotator(ratings: Any, confusion: Any, mask: Any, xp: Any) -> Any:

@@ -53,6 +53,15 @@ def _corrected_from_failed_fit():
     return nc.targets.corrected(_A, _FakeFit())
 
 
+_P3 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.3, 0.4, 0.3]])
+_C3 = np.stack([0.7 * np.eye(3) + 0.1] * 3)
+
+
+def _k3_target(weights="equal"):
+    return nc.targets.corrected(np.array([[0, 1, 0], [1, 1, 2], [2, 2, 2], [0, 1, 1]]),
+                                confusion=_C3, weights=weights)
+
+
 def _simplex_logits():
     return nc.ece(logits=_P, target=_Y, interval=None)
 
@@ -429,4 +438,21 @@ CASES = [
                                                       n_boot=20), "raises", V, r"arrays"),
     ("metrics-correction-range-empty", lambda: correction_range([1.0], [0.1, 0.2], [0.9]),
      "raises", V, r"weights"),
+    ("metrics-correction-range-observed-shape",
+     lambda: correction_range([0.5, 0.5], [0.1, 0.2], [0.9, 0.8], np.ones((4, 3), bool)),
+     "raises", V, r"observed must be a boolean \(n_items, 2\) mask"),
+    # ---- bounds need identified channels; NC-ECE intervals are two-class only
+    ("metrics-ece-bound-fit-not-ok",
+     lambda: nc.ece(_Z, _corrected_from_failed_fit(), interval="bound", n_bins=2),
+     "raises", V, r"interval='bound' needs identified channels.*'not_converged'"),
+    ("metrics-ece-credible-k3", lambda: nc.ece(_P3, _k3_target(), interval="credible",
+                                               n_bins=2),
+     "raises", V, r"interval='credible' is implemented for two classes only"),
+    ("metrics-ece-bound-k3", lambda: nc.ece(_P3, _k3_target(), interval="bound", n_bins=2),
+     "raises", V, r"interval='bound' is implemented for two classes only"),
+    ("metrics-ece-refit-k3", lambda: nc.ece(_P3, _k3_target(), refit_channels=True,
+                                            n_boot=10, n_bins=2),
+     "raises", V, r"refit_channels=True is implemented for two classes only"),
+    ("metrics-targets-corrected-iv-k3", lambda: _k3_target("iv"), "warns",
+     nc.NumericalWarning, r"weights='iv' is implemented for two classes only"),
 ]

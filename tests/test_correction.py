@@ -94,7 +94,12 @@ def test_multiclass_correction_is_unbiased():
         [[0.9, 0.05, 0.05], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]],
     ])
     sim = nc.simulate.dawid_skene(60_000, [0.5, 0.3, 0.2], conf, seed=5)
-    T = nc.targets.corrected(sim.annotations, confusion=conf)
+    # weights='iv' (the default) is binary only: K = 3 falls back to equal weights, with a
+    # NumericalWarning and the rule recorded (this test used to accept the silent fallback)
+    with pytest.warns(nc.NumericalWarning, match="two classes only"):
+        T = nc.targets.corrected(sim.annotations, confusion=conf)
+    assert T.details["weights_rule"] == "equal (iv is binary only)"
+    np.testing.assert_allclose(T.details["weights"], 1 / 3)
     for y in range(3):
         rows = T.values[sim.true_class == y]
         se = rows.std(0, ddof=1) / np.sqrt(len(rows))

@@ -294,13 +294,18 @@ def _is_default_index(idx: object) -> bool:
 
 def target_record(target: object, y: np.ndarray) -> dict:
     """What identifies a fitting target: its positive-class values ``y``, and the weights
-    and channels of a corrected Target (None otherwise)."""
+    and channels of a corrected Target (None otherwise); with them, what its B-hat and
+    bound need: the rating mask ``observed``, the ``informative`` mask and the channel
+    fit's status ``fit_status`` (None where the target does not record them)."""
     det = getattr(target, "details", None)
     det = det if isinstance(det, Mapping) else {}
     has = "weights" in det and "confusion" in det
+    extra = {k: (np.array(det[k], dtype=bool) if has and det.get(k) is not None else None)
+             for k in ("observed", "informative")}
     return {"values": np.array(y, dtype=np.float64),
             "weights": np.array(det["weights"], dtype=np.float64) if has else None,
-            "confusion": np.array(det["confusion"], dtype=np.float64) if has else None}
+            "confusion": np.array(det["confusion"], dtype=np.float64) if has else None,
+            **extra, "fit_status": det.get("fit_status") if has else None}
 
 
 def check_same_target(target: object, fitted: dict, fitted_name: str) -> dict:

@@ -38,8 +38,7 @@ from scipy.special import expit
 from .._typing import ArrayLike
 from .._validation import MAX_BINS_PER_ITEM, check_int, check_level, check_n_bins
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
-from ..correction import correction_range
-from ..intervals.bounds import hoeffding_radius
+from ..intervals.bounds import hoeffding_radius, target_range
 from ..metrics.binning import equal_width_bins
 from ..metrics.scores import logit_loss, resolve_fit_loss
 from ._base import (
@@ -475,6 +474,10 @@ class HistogramBinning(_BinnedMap):
     def bound(self, target: object, *, level: float = 0.9, channel_term: float = 0.0) -> float:
         """Proposition 2: ECE(g o f) <= d_ch + (B + 1) sqrt(2 (J log 2 + log(4/eta)) / n_rec).
 
+        B is B-hat of the fitted target (:func:`noisycal.intervals.bounds.target_range`;
+        with missing ratings the maximum over items of sum_j w_ij / delta_j, our
+        generalisation).
+
         The finite-sample bound on the calibration error of the fitted histogram of
         "Noisy-Label Calibration with Multiple Unreliable Labels" (Proposition 2), with
         ``eta = 1 - level``.
@@ -497,9 +500,9 @@ class HistogramBinning(_BinnedMap):
         Raises
         ------
         ValueError
-            If ``level`` or ``channel_term`` is invalid, or ``target`` is not the
+            If ``level`` or ``channel_term`` is invalid, ``target`` is not the
             corrected Target the histogram was fitted to (same values, weights and
-            channels).
+            channels), or its channel fit's status is not 'ok'.
         """
         self._check_fitted()
         level = check_level(level)
@@ -511,8 +514,12 @@ class HistogramBinning(_BinnedMap):
             raise ValueError("target must be the corrected Target the histogram was fitted to "
                              "(nc.targets.corrected): bound() needs its weights and channels")
         record = check_same_target(target, self._fit_target, "the histogram")
-        C = record["confusion"]
-        B = correction_range(record["weights"], C[:, 0, 1], C[:, 1, 1])
+        if record["fit_status"] not in (None, "ok"):
+            raise ValueError(f"target: bound() needs identified channels, but the channel "
+                             f"fit the target was built from has status "
+                             f"{record['fit_status']!r} (Proposition 2 assumes its channels "
+                             "are identified and consistent)")
+        B = target_range(record)  # max over items of sum_j w_ij / delta_j
         # the same Hoeffding term as the NC-ECE bound, for a range of B + 1 and 4 events
         return channel_term + hoeffding_radius(B + 1.0, int(self.counts_.sum()),
                                                len(self.values_), level, union=4.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,10 @@ from .._validation import (
     check_seed,
     prediction_items,
 )
-from ..correction import correction_range, fit_prevalence
+from .._warnings import IdentifiabilityWarning
+from ..correction import fit_prevalence
 from ..data import Annotations
-from ..intervals.bounds import hoeffding_radius
+from ..intervals.bounds import hoeffding_radius, target_range
 from ..intervals.estimate import Estimate
 from ..targets import corrected
 from .binning import equal_width_bins, residual_ece, segment_stats
@@ -76,8 +78,9 @@ def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: 
     if fit.status not in ("ok", "boundary"):
         raise ValueError(f"the channel fit on the folds other than {k} failed: "
                          f"{fit.status} ({fit.message})")
-    return corrected(annotations.subset(test), confusion=fit.confusion, weights=weights,
-                     prevalence=fit_prevalence(fit))
+    U = corrected(annotations.subset(test), confusion=fit.confusion, weights=weights,
+                  prevalence=fit_prevalence(fit))
+    return U, fit.status, fit.message
 
 
 def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = None,
@@ -97,7 +100,8 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     (absolute values after pooling). The interval adds and subtracts
     :math:`\sum_k (n_k/n) \hat B^{(-k)} \sqrt{2 (M \log 2 + \log(2F/\eta)) / n_k}`
     (:func:`~noisycal.intervals.bounds.hoeffding_radius` with c = 2F, B-hat from
-    :func:`~noisycal.correction.correction_range`) and, like
+    :func:`~noisycal.intervals.bounds.target_range`: with missing ratings the maximum
+    over the fold's items of sum_j w_ij / delta_j) and, like
     ``bound_mode='binned_only'``, assumes exact channels. After "Noisy-Label Calibration
     with Multiple Unreliable Labels" (its Theorem 1 applied per fold).
 
@@ -137,7 +141,10 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     Returns
     -------
     Estimate
-        ``details['per_fold']`` holds each fold's B-hat, radius and channels.
+        ``details['per_fold']`` holds each fold's B-hat, radius, channels and fit status.
+        A fold fit with status 'boundary' gives the Estimate status
+        ``'channels_boundary'`` with a message and an IdentifiabilityWarning (other
+        non-ok fits raise).
     """
     from ..annotators import DawidSkene
 
@@ -150,22 +157,33 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     radius, per_fold = 0.0, []
     for k in range(F):
         test = np.flatnonzero(fold == k)
-        U = _fold_target(model, annotations, np.flatnonzero(fold != k), test, k, weights, kw)
+        U, fit_status, fit_message = _fold_target(model, annotations,
+                                                  np.flatnonzero(fold != k), test, k, weights,
+                                                  kw)
         u[test] = U.values[:, 1]
         C = U.details["confusion"]
-        B = correction_range(U.details["weights"], C[:, 0, 1], C[:, 1, 1])
+        B = target_range(U.details)
         rad_k = hoeffding_radius(B, test.size, M, level, union=2.0 * F)
         radius += test.size / n * rad_k
         per_fold.append({"fold": k, "n": test.size, "B_hat": B, "radius": rad_k,
-                         "a": C[:, 0, 1], "b": C[:, 1, 1]})
+                         "a": C[:, 0, 1], "b": C[:, 1, 1], "fit_status": fit_status,
+                         "fit_message": fit_message})
     bins = equal_width_bins(z, M)
     with x64():
         value = float(residual_ece(np.ones(n), u, z, bins, M))
         stats = np.asarray(segment_stats(np.stack([np.ones(n), z, u], 1)[None], bins[None],
                                          None, M))[0]
     r = (stats[:, 2] - stats[:, 1]) / n  # the per-bin residuals r_l, from the bin sums
+    status, message = "ok", "assumes exact channels (the channel term is not included)"
+    weak = [f for f in per_fold if f["fit_status"] != "ok"]
+    if weak:
+        status = f"channels_{weak[0]['fit_status']}"
+        message = (f"the channel fits of fold(s) {[f['fold'] for f in weak]} have status "
+                   f"{weak[0]['fit_status']!r} ({weak[0]['fit_message']}); the bound assumes "
+                   f"identified channels; {message}")
+        warnings.warn(message, IdentifiabilityWarning, stacklevel=2)
     return Estimate("cross-fitted NC-ECE", value, (max(0.0, value - radius), value + radius),
-                    level, "bound", "hoeffding-union-crossfit", n=n,
-                    message="assumes exact channels (the channel term is not included)",
+                    level, "bound", "hoeffding-union-crossfit", n=n, status=status,
+                    message=message,
                     details={"n_folds": F, "per_fold": per_fold, "sampling_radius": radius,
                              "residuals": r, "n_bins": M})

@@ -170,7 +170,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
              "classwise": f"classwise {name}"}[kind]
     if norm == "l2":
         label = ("debiased " if debias else "") + "L2 " + label
-    nc_request = check_nc_ece_request(interval, bool(refit_channels), reduce=reduce,
+    nc_request = check_nc_ece_request(interval, bool(refit_channels), n_classes=P.shape[1],
+                                      reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
     est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm,
@@ -259,7 +260,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         method: str = "percentile", seed: Seed = 0, cluster: ArrayLike | None = None,
         rebin: bool = False, batch_size: int | None = None, bound_mode: str = "binned_only",
         channel_radius: float | None = None, true_channels: tuple | None = None,
-        same_sample: bool = False, refit_channels: bool = False) -> Estimate:
+        same_sample: bool | None = None, refit_channels: bool = False) -> Estimate:
     r"""Binned expected calibration error against any target.
 
     Parameters
@@ -272,8 +273,12 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         With ``interval='bound'``: how the channel term enters (left out, exact from
         ``true_channels=(a, b)``, or ``B * channel_radius``).
     channel_radius, true_channels, same_sample
-        See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`. These options
-        and ``bound_mode`` are always validated; given (not at their defaults) without
+        See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`.
+        ``same_sample=None`` (default) infers from the target's provenance whether its
+        channels were fitted on the evaluated items (Proposition 1) or not (Theorem 1):
+        :func:`noisycal.intervals.bounds.infer_same_sample`; ``details['statement']``
+        says which was applied. These options and ``bound_mode`` are always validated;
+        given (not at their defaults) without
         ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
     refit_channels : bool, default=False
         With ``interval='bootstrap'`` and a two-class corrected target built from an EM
@@ -302,7 +307,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     With a two-class corrected target (:func:`noisycal.targets.corrected`) this is the
     NC-ECE of "Noisy-Label Calibration with Multiple Unreliable Labels", which has
     three more interval kinds: ``interval='bound'`` (its Theorem 1 / Eq. C.11, or
-    Proposition 1 with ``same_sample=True``; components B-hat, sampling radius and
+    Proposition 1 for channels fitted on the evaluated items; components B-hat, sampling radius and
     channel term in ``details``), ``interval='credible'`` (a corrected target built
     from a NUTS fit: channel posterior draws x Bayesian bootstrap of items) and
     ``refit_channels=True``.

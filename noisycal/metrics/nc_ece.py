@@ -33,7 +33,8 @@ __all__ = ["nc_ece_interval", "check_nc_ece_request"]
 _residual_ece_jit = jax.jit(residual_ece, static_argnames=("n_bins",))
 
 
-def check_nc_ece_request(interval: str | None, refit_channels: bool, *, reduce: str, norm: str,
+def check_nc_ece_request(interval: str | None, refit_channels: bool, *, n_classes: int = 2,
+                         reduce: str, norm: str,
                          debias: bool, kind: str, strategy: str, method: str,
                          cluster: Any) -> bool:
     """Whether the request is an NC-ECE interval; raise if its settings do not allow one.
@@ -42,6 +43,8 @@ def check_nc_ece_request(interval: str | None, refit_channels: bool, *, reduce: 
     ----------
     interval, refit_channels, reduce, norm, debias, kind, strategy, method, cluster
         The arguments of the same names given to :func:`noisycal.ece`.
+    n_classes : int, default=2
+        K, the number of classes of the predictions.
 
     Returns
     -------
@@ -54,6 +57,14 @@ def check_nc_ece_request(interval: str | None, refit_channels: bool, *, reduce: 
                          "cluster")
     if interval not in ("bound", "credible") and not refit_channels:
         return False
+    if n_classes > 2:
+        asked = "refit_channels=True" if refit_channels else f"interval={interval!r}"
+        raise ValueError(f"{asked} is implemented for two classes only: it is an interval for "
+                         "the positive-class NC-ECE of \"Noisy-Label Calibration with "
+                         f"Multiple Unreliable Labels\", and these predictions have {n_classes} "
+                         "classes. For K > 2 use interval='bootstrap' (channels held fixed), "
+                         "or evaluate one class against the rest with a two-class corrected "
+                         "target")
     if reduce != "ece" or norm != "l1" or debias or kind != "positive_class" \
             or strategy != "uniform":
         raise ValueError(f"interval={interval!r}"
