@@ -322,3 +322,26 @@ def check_same_target(target: object, fitted: dict, fitted_name: str) -> dict:
                              f"to, but its {what} differ from the fitted target's (refit "
                              "to this target)")
     return record
+
+
+def minimise_from_starts(f: Any, starts: list[np.ndarray],
+                         box: list[tuple[float, float]]) -> Any:
+    """L-BFGS-B from each start in the box; the smallest objective wins (first on ties).
+
+    Parameters
+    ----------
+    f : callable
+        Objective returning ``(value, gradient)``.
+    starts : list of ndarray
+        Starting points.
+    box : list of (low, high)
+        Bounds of every coordinate.
+
+    Returns
+    -------
+    scipy.optimize.OptimizeResult
+    """
+    from scipy import optimize
+
+    fits = [optimize.minimize(f, x, jac=True, method="L-BFGS-B", bounds=box) for x in starts]
+    return min(fits, key=lambda r: r.fun)

@@ -49,6 +49,7 @@ from ._base import (
     check_eps,
     check_same_target,
     check_unit_scores,
+    minimise_from_starts,
     positive_target,
     target_record,
 )
@@ -58,13 +59,6 @@ __all__ = ["TemperatureScaling", "PlattScaling", "HistogramBinning", "EPS", "MAX
 #: Default score clipping level eps of s(z) = logit(clip(z, eps, 1 - eps)) (the paper
 #: leaves it open; any 0 < eps < 0.5 is accepted).
 EPS = 1e-6
-
-
-def _minimise(f: object, starts: list[np.ndarray],
-              box: list[tuple[float, float]]) -> optimize.OptimizeResult:
-    """L-BFGS-B from each start in the box; the smallest objective wins (first on ties)."""
-    fits = [optimize.minimize(f, x, jac=True, method="L-BFGS-B", bounds=box) for x in starts]
-    return min(fits, key=lambda r: r.fun)
 
 
 class _ScoreMap(Calibrator):
@@ -232,7 +226,7 @@ class TemperatureScaling(_ScoreMap):
             return loss, np.array([np.mean(d * (-eta))])  # d/dlogT
 
         starts = [np.array([x]) for x in (0.0, math.log(lo) / 2, math.log(hi) / 2)]
-        best = _minimise(f, starts, [(math.log(lo), math.log(hi))])
+        best = minimise_from_starts(f, starts, [(math.log(lo), math.log(hi))])
         self.temperature_ = float(math.exp(best.x[0]))
         at_bound = np.isclose(self.temperature_, lo) or np.isclose(self.temperature_, hi)
         flat = None
@@ -333,7 +327,7 @@ class PlattScaling(_ScoreMap):
             return loss, np.array([np.mean(d * s), np.mean(d)])
 
         starts = [np.array(x) for x in ((1.0, 0.0), (0.5, 0.0), (2.0, 0.0))]
-        best = _minimise(f, starts, [(lo, hi), (lo, hi)])
+        best = minimise_from_starts(f, starts, [(lo, hi), (lo, hi)])
         self.slope_, self.intercept_ = (float(x) for x in best.x)
         at_bound = np.any(np.isclose(best.x, lo) | np.isclose(best.x, hi))
         flat = None
