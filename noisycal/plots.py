@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["reliability_diagram"]
 
 #: Interval kinds for the per-bin bars (None picks one, see :func:`reliability_diagram`).
-BAR_INTERVALS = (None, "bootstrap", "wilson")
+BAR_INTERVALS = (None, "stored", "bootstrap", "wilson")
 
 _HARD_ATOL = 1e-6
 _WHOLE_ATOL = 1e-9  # per item: how far count * mean_target may be from a whole number
@@ -94,6 +94,7 @@ def reliability_diagram(
     level: float | None = None,
     hard: bool | None = None,
     title: str | None = None,
+    bands: bool = False,
 ) -> Axes:
     r"""Reliability diagram of a binned calibration estimate, with per-bin interval bars.
 
@@ -115,13 +116,15 @@ def reliability_diagram(
         ``'positive_class'``).
     show_counts : bool, default=True
         Draw the histogram of bin counts.
-    interval : {'bootstrap', 'wilson', None}, default=None
-        The per-bin bars. 'bootstrap': the percentile intervals of the bin's mean target
-        stored in ``est.bins`` (``low``/``high``; present when the estimate was made with
-        ``interval='bootstrap'``). 'wilson': Wilson score intervals for a binomial
-        proportion, from the bin's count and its number of positive targets (0/1 targets
-        only). None: 'bootstrap' when the table has those columns, else 'wilson' when the
-        targets are 0/1 (see ``hard``), else no bars.
+    interval : {'stored', 'bootstrap', 'wilson', None}, default=None
+        The per-bin bars. 'stored' (or its older name 'bootstrap'): the intervals of the
+        bin's mean target stored in ``est.bins`` (``low``/``high``): bootstrap percentile
+        intervals when the estimate was made with ``interval='bootstrap'``, normal
+        intervals (mean target +- z times its standard error) with the default
+        ``interval='inversion'``; the legend says which. 'wilson': Wilson score
+        intervals for a binomial proportion, from the bin's count and its number of
+        positive targets (0/1 targets only). None: 'stored' when the table has those
+        columns, else 'wilson' when the targets are 0/1 (see ``hard``), else no bars.
     level : float, optional
         Coverage of the Wilson bars, a fraction in (0, 1); default ``est.level``, else
         0.9. The bootstrap bars have the estimate's level; another ``level`` is an error,
@@ -133,6 +136,14 @@ def reliability_diagram(
         not a true-label ECE. ``True`` does not round: the successes must still be whole
         numbers (within 1e-9 per item). Only for Wilson bars or none: with bootstrap bars
         it is an error.
+    bands : bool, default=False
+        Also shade consistency bands (Bröcker & Smith 2007, "Increasing the reliability
+        of reliability diagrams"): for every bin, the central ``level`` range of the mean
+        of 0/1 labels that a perfectly calibrated model would show, approximated by
+        Binomial(count, mean confidence) / count (slightly wider than the exact
+        consistency resampling band when confidences vary within the bin). A bin mean
+        outside its band is evidence of miscalibration at that bin. Needs 0/1 targets
+        (see ``hard``); :func:`noisycal.calibration_test` is the corresponding test.
     title : str, optional
         Axes title; default the estimate with its interval, e.g.
         ``'ECE 0.0412 [0.0351, 0.0488] (90% bootstrap)'`` (plus the group and its value
@@ -177,17 +188,25 @@ def reliability_diagram(
     # Long only by its docstring: the work is in the helpers below.
     level = _check_arguments(est, ax=ax, interval=interval, level=level, hard=hard,
                              show_counts=show_counts, title=title)
+    if not isinstance(bands, bool | np.bool_):
+        raise ValueError(f"bands must be True or False, got {bands!r}")
     table = est.bins
     name, rows = _select_group(table, group)
     n_groups = int(pd.unique(table["group"]).shape[0])
     kind, bar_level = _bar_kind(est, rows, interval, level, hard)
+    if bands and not (_looks_hard(est, rows) if hard is None else bool(hard)):
+        raise ValueError("bands=True draws what 0/1 labels from a calibrated model would "
+                         "show: it needs 0/1 targets (hard or voted labels)")
 
     if ax is None:
         import matplotlib.pyplot as plt
 
         fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
         ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
-    values = _draw_bins(ax, rows[rows["count"].to_numpy() > 0], kind, bar_level)
+    nonempty = rows[rows["count"].to_numpy() > 0]
+    if bands:
+        _draw_bands(ax, nonempty, level if level is not None else (est.level or 0.9))
+    values = _draw_bins(ax, nonempty, kind, bar_level, table.attrs.get("interval"))
     _decorate(ax, values, _default_title(est, name, n_groups) if title is None else title)
     if show_counts:
         _draw_counts(ax, rows)
@@ -227,8 +246,8 @@ def _bar_kind(est: Estimate, rows: pd.DataFrame, interval: str | None, level: fl
     boot_level = est.bins.attrs.get("level") or est.level
     kind = interval
     if kind is None:
-        kind = "bootstrap" if _has_bootstrap(rows) else ("wilson" if is_hard else None)
-    if kind == "bootstrap":
+        kind = "stored" if _has_bootstrap(rows) else ("wilson" if is_hard else None)
+    if kind in ("stored", "bootstrap"):
         if not _has_bootstrap(rows):
             raise ValueError("interval='bootstrap' needs the per-bin low/high columns; "
                              "compute the estimate with interval='bootstrap', or use "
@@ -240,7 +259,7 @@ def _bar_kind(est: Estimate, rows: pd.DataFrame, interval: str | None, level: fl
         if level is not None and boot_level is not None and abs(level - boot_level) > 1e-12:
             raise ValueError(f"level={level:g} differs from the level of the bootstrap bars "
                              f"({boot_level:g}); recompute the estimate with that level")
-        return kind, boot_level
+        return "stored", boot_level
     if kind == "wilson":
         if not is_hard:
             raise ValueError("interval='wilson' needs 0/1 targets (hard or voted labels); "
@@ -269,8 +288,24 @@ def _check_whole_successes(rows: pd.DataFrame) -> None:
                          "use interval='bootstrap'")
 
 
+def _draw_bands(ax: Axes, sel: pd.DataFrame, level: float) -> None:
+    """Consistency bands: Binomial(count, mean confidence) / count central ranges."""
+    from scipy import stats as sps
+
+    x = sel["mean_conf"].to_numpy(dtype=np.float64)
+    cnt = sel["count"].to_numpy(dtype=np.float64)
+    p = np.clip(x, 0.0, 1.0)
+    lo = sps.binom.ppf((1.0 - level) / 2, cnt, p) / cnt
+    hi = sps.binom.ppf((1.0 + level) / 2, cnt, p) / cnt
+    half = 0.012
+    for i in range(x.size):
+        ax.fill_between([x[i] - half, x[i] + half], lo[i], hi[i], color="0.6", alpha=0.35,
+                        lw=0, zorder=0.5,
+                        label=f"{level * 100:g}% consistency band" if i == 0 else None)
+
+
 def _draw_bins(ax: Axes, sel: pd.DataFrame, kind: str | None,
-               bar_level: float | None) -> np.ndarray:
+               bar_level: float | None, stored: str | None = None) -> np.ndarray:
     """Identity line, per-bin bars and points of the non-empty bins ``sel``.
 
     Returns the finite y-values drawn (points and bar ends), for the y-limits.
@@ -280,10 +315,11 @@ def _draw_bins(ax: Axes, sel: pd.DataFrame, kind: str | None,
     ax.plot([0.0, 1.0], [0.0, 1.0], ls="--", color="0.55", lw=1.0,
             label="perfect calibration", zorder=1)
     lows = highs = None
-    if kind == "bootstrap":
+    if kind == "stored":
         lows = sel["low"].to_numpy(dtype=np.float64)
         highs = sel["high"].to_numpy(dtype=np.float64)
-        bar_label = f"{bar_level * 100:g}% bootstrap interval"
+        how = "bootstrap" if stored in (None, "bootstrap") else "normal"
+        bar_label = f"{bar_level * 100:g}% {how} interval"
     elif kind == "wilson":
         lows, highs = _wilson(sel["count"].to_numpy(dtype=np.float64), y, bar_level)
         bar_label = f"{bar_level * 100:g}% Wilson interval"

@@ -287,8 +287,14 @@ CASES = [
     ("calib-plot-group-index", lambda: _diagram(group=3), R, V, r"group"),
     ("calib-plot-hard-string", lambda: _diagram(hard="yes"), R, V, r"hard"),
     ("calib-plot-hard-with-bootstrap-bars",
-     lambda: _diagram(est=nc.ece(Z, Y, n_bins=5, n_boot=20, seed=0), hard=True),
+     lambda: _diagram(est=nc.ece(Z, Y, n_bins=5, n_boot=20, seed=0, interval="bootstrap"),
+                      hard=True),
      R, V, r"hard=True does not apply to bootstrap bars"),
+    ("calib-plot-bands-soft-target", lambda: _diagram(
+        est=nc.ece(Z, np.column_stack([1 - Z, Z]) * 0.999 + 0.0005, n_bins=5,
+                   interval=None), bands=True),
+     R, V, r"bands=True .* needs 0/1 targets"),
+    ("calib-plot-bands-string", lambda: _diagram(bands="yes"), R, V, r"bands"),
     ("calib-plot-level-without-bars",
      lambda: _diagram(hard=False, level=0.8), R, V, r"level=0.8 does not apply"),
     ("calib-plot-hard-true-soft-successes", lambda: _diagram(

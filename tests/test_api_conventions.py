@@ -139,7 +139,7 @@ def _results():
     engine_nuts = run_nuts(normal, model_args=(y,), num_chains=2, num_warmup=60,
                            num_samples=60, progress_bar=False, seed=0, rhat_threshold=2.0)
     z, t = _binary(200)
-    est = nc.ece(z, t, n_boot=50)
+    est = nc.ece(z, t, n_boot=200)
     return {"em": em, "nuts": nuts, "mle": mle, "engine_nuts": engine_nuts, "estimate": est}
 
 

@@ -139,7 +139,8 @@ def test_empty_bins_one_class_n1_one_bin():
     # a single item: every replicate equals the estimate, so the bootstrap says nothing
     # about sampling error; the interval is absent (NaN) and the status says why
     with pytest.warns(nc.NumericalWarning, match="replicates are equal"):
-        one = nc.ece(np.array([[0.25, 0.75]]), np.array([1]), n_bins=4, n_boot=20)
+        one = nc.ece(np.array([[0.25, 0.75]]), np.array([1]), n_bins=4, interval="bootstrap",
+                     n_boot=20)
     assert value(one) == pytest.approx(0.25, abs=ATOL)
     assert one.status == "degenerate" and np.isnan(one.low) and np.isnan(one.high)
 
@@ -205,8 +206,8 @@ def test_one_hot_soft_labels_equal_hard_labels():
     onehot = nc.targets.hard(sim.labels, n_classes=3)
     soft = nc.targets.soft(distribution=onehot.values)
     for kind in ("top_label", "classwise"):
-        h = nc.ece(sim.probs, sim.labels, kind=kind, n_boot=50, seed=1)
-        s = nc.ece(sim.probs, soft, kind=kind, n_boot=50, seed=1)
+        h = nc.ece(sim.probs, sim.labels, kind=kind, interval="bootstrap", n_boot=50, seed=1)
+        s = nc.ece(sim.probs, soft, kind=kind, interval="bootstrap", n_boot=50, seed=1)
         assert value(h) == value(s)
         assert h.interval == s.interval
     mc = nc.true_label_ece(sim.probs, soft, n_draws=7, interval=None)
@@ -249,8 +250,9 @@ def test_quantile_bins_have_equal_counts():
 
 def test_quantile_rebin_option():
     sim = nc.simulate.binary_scores(800, slope=0.7, seed=2)
-    fixed = nc.ece(sim.p, sim.y, strategy="quantile", n_boot=200, seed=3)
-    rebinned = nc.ece(sim.p, sim.y, strategy="quantile", rebin=True, n_boot=200, seed=3)
+    fixed = nc.ece(sim.p, sim.y, strategy="quantile", interval="bootstrap", n_boot=200, seed=3)
+    rebinned = nc.ece(sim.p, sim.y, strategy="quantile", rebin=True, interval="bootstrap",
+                      n_boot=200, seed=3)
     assert value(fixed) == value(rebinned)
     assert not np.allclose(fixed.replicates, rebinned.replicates)
     # re-estimated edges track the resample: widths similar, centres close
@@ -289,8 +291,8 @@ def test_true_label_ece_mc_converges_to_its_expectation():
 def test_true_label_ece_expected_form_is_ece_with_soft_target():
     sim = nc.simulate.classifier(300, 4, seed=9)
     S = nc.targets.soft(counts=sim.counts)
-    a = nc.true_label_ece(sim.probs, S, form="expected", n_boot=50, seed=2)
-    b = nc.ece(sim.probs, S, n_boot=50, seed=jax_split_second(2))
+    a = nc.true_label_ece(sim.probs, S, form="expected", interval="bootstrap", n_boot=50, seed=2)
+    b = nc.ece(sim.probs, S, interval="bootstrap", n_boot=50, seed=jax_split_second(2))
     assert value(a) == value(b)
 
 

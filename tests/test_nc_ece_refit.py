@@ -141,7 +141,8 @@ def test_refit_bootstrap_coverage_on_the_toy():
         t, ann = _toy(8000, seed=r)
         T = nc.targets.corrected(ann, nc.DawidSkene(2).fit(ann, seed=r))
         for name, refit in (("conditional", False), ("refit", True)):
-            e = nc.ece(t.z, T, n_bins=10, n_boot=300, seed=r, refit_channels=refit)
+            e = nc.ece(t.z, T, n_bins=10, n_boot=300, seed=r, interval="bootstrap",
+                       refit_channels=refit)
             cover[name] += e.low <= pop <= e.high
             width[name].append(e.high - e.low)
     print("coverage", cover, "mean widths", {k: np.mean(v) for k, v in width.items()})

@@ -89,7 +89,7 @@ def test_wilson_bars_match_statsmodels():
 
 
 def test_wilson_level_defaults_to_the_estimate_level():
-    est = nc.ece(P, Y, n_bins=5, level=0.8, n_boot=50)
+    est = nc.ece(P, Y, n_bins=5, level=0.8, interval="bootstrap", n_boot=50)
     label, _, lo, _ = _bars(reliability_diagram(est, interval="wilson"))
     assert label == "80% Wilson interval"
     ref_lo, _ = proportion_confint(COUNT * TARGET, COUNT, alpha=0.2, method="wilson")
@@ -97,7 +97,7 @@ def test_wilson_level_defaults_to_the_estimate_level():
 
 
 def test_bootstrap_bars_are_the_bins_low_high(sim):
-    est = nc.ece(sim.probs, sim.labels, n_bins=10, n_boot=200, seed=3)
+    est = nc.ece(sim.probs, sim.labels, n_bins=10, interval="bootstrap", n_boot=200, seed=3)
     label, bx, lo, hi = _bars(reliability_diagram(est))  # auto: bootstrap columns present
     assert label == "90% bootstrap interval"
     nonempty = est.bins[est.bins["count"] > 0]
@@ -113,7 +113,7 @@ def test_bootstrap_unavailable_or_level_mismatch_raises():
     est = nc.ece(P, Y, n_bins=5, interval=None)
     with pytest.raises(ValueError, match="interval='bootstrap'"):
         reliability_diagram(est, interval="bootstrap")
-    est = nc.ece(P, Y, n_bins=5, n_boot=50)
+    est = nc.ece(P, Y, n_bins=5, interval="bootstrap", n_boot=50)
     with pytest.raises(ValueError, match="level"):
         reliability_diagram(est, interval="bootstrap", level=0.95)
     with pytest.raises(ValueError, match="interval must be one of"):
@@ -170,7 +170,7 @@ def test_hard_override(sim):
 
 def test_targets_outside_unit_interval_are_not_clipped(sim):
     T = np.eye(3)[sim.labels] * 1.8 - 0.4  # a corrected-looking target in [-0.4, 1.4]
-    est = nc.ece(sim.probs, T, n_bins=10, n_boot=50)
+    est = nc.ece(sim.probs, T, n_bins=10, interval="bootstrap", n_boot=50)
     ax = reliability_diagram(est)
     _, y = _points(ax)
     assert_allclose(y, est.bins.loc[est.bins["count"] > 0, "mean_target"], rtol=1e-12)
@@ -190,7 +190,7 @@ def test_count_histogram(sim):
 
 
 def test_titles():
-    est = nc.ece(P, Y, n_bins=5, n_boot=50)
+    est = nc.ece(P, Y, n_bins=5, interval="bootstrap", n_boot=50)
     title = reliability_diagram(est).get_title()
     assert title == (f"positive-class ECE {est.value:.4f} [{est.low:.4f}, {est.high:.4f}] "
                      "(90% bootstrap)")
@@ -245,7 +245,7 @@ def test_import_noisycal_does_not_import_matplotlib():
 def test_hard_and_level_only_where_they_apply(sim):
     """hard= with bootstrap bars, level= with no bars, and hard=True on targets that are
     not 0/1 are errors, not ignored or rounded."""
-    boot = nc.ece(P, Y, n_bins=5, n_boot=50, seed=1)
+    boot = nc.ece(P, Y, n_bins=5, interval="bootstrap", n_boot=50, seed=1)
     for hard in (True, False):
         with pytest.raises(ValueError, match=f"hard={hard} does not apply to bootstrap"):
             reliability_diagram(boot, hard=hard)
@@ -261,3 +261,23 @@ def test_hard_and_level_only_where_they_apply(sim):
     # where they apply they still work: Wilson bars at the given level, hard labels
     label, *_ = _bars(reliability_diagram(plain, hard=True, level=0.95))
     assert label == "95% Wilson interval"
+
+
+def test_consistency_bands_are_binomial_ranges_and_normal_bars_say_so():
+    from matplotlib.collections import PolyCollection
+    from scipy import stats as sps
+
+    sim = nc.simulate.classifier(2000, 3, temperature=1.0, seed=0)
+    est = nc.ece(sim.probs, sim.labels, n_bins=10)          # default: inverted interval
+    ax = reliability_diagram(est, bands=True)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "90% normal interval" in labels and "90% consistency band" in labels
+    rows = est.bins[est.bins["count"] > 0]
+    polys = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(polys) == len(rows)
+    r = rows.iloc[0]
+    ys = polys[0].get_paths()[0].vertices[:, 1]
+    lo = sps.binom.ppf(0.05, r["count"], r["mean_conf"]) / r["count"]
+    hi = sps.binom.ppf(0.95, r["count"], r["mean_conf"]) / r["count"]
+    assert ys.min() == pytest.approx(lo) and ys.max() == pytest.approx(hi)
+    plt.close("all")

@@ -24,8 +24,9 @@ def _printed(code: str, call: str) -> tuple[float, float, float]:
 
 def test_the_readme_prints_what_the_test_checks():
     code = _quickstart()
-    assert _printed(code, "nc.ece(toy.z, U, n_bins=10) ") == (0.0890, 0.0818, 0.1033)
-    assert "# ECE 0.1... [0.1..., 0.1...] 90% bootstrap (percentile)" in code
+    assert _printed(code, "nc.ece(toy.z, U, n_bins=10) ") == (0.0853, 0.0737, 0.0985)
+    assert ("# ECE 0.18... [0.17..., 0.19...] 90% inversion (parametric), median-unbiased "
+            "estimate") in code
 
 
 @pytest.mark.slow
@@ -39,12 +40,13 @@ def test_readme_quickstart_runs_and_its_numbers_hold(monkeypatch):
     exec(compile(code, str(README), "exec"), namespace)  # noqa: S102
     nc = namespace["nc"]
     est = namespace["est"]
-    # "ECE 0.1... [0.1..., 0.1...] 90% bootstrap (percentile)"
-    assert repr(est).startswith("ECE 0.1") and est.level == 0.9 and est.method == "percentile"
-    assert 0.1 <= est.low < float(est) < est.high < 0.2 and est.status == "ok"
+    # "ECE 0.18... [0.17..., 0.19...] 90% inversion (parametric), median-unbiased estimate"
+    assert repr(est).startswith("ECE 0.18") and est.level == 0.9 and est.kind == "inversion"
+    assert est.estimator == "median-unbiased" and repr(est).endswith("median-unbiased estimate")
+    assert 0.17 <= est.low < float(est) < est.high < 0.2 and est.status == "ok"
     U = namespace["U"]
     assert U.kind == "corrected" and U.status == "ok"
-    # "0.0890 [0.0818, 0.1033], channels fixed" (rounded to 4 decimals as printed)
+    # "0.0853 [0.0737, 0.0985], channels fixed" (rounded to 4 decimals as printed)
     value, low, high = _printed(code, "nc.ece(toy.z, U, n_bins=10) ")
     nc_est = nc.ece(namespace["toy"].z, U, n_bins=10)
     assert (round(float(nc_est), 4), round(nc_est.low, 4), round(nc_est.high, 4)) == (

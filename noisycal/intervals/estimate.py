@@ -47,6 +47,12 @@ class Estimate:
         Extra components (per-class values, settings such as ``n_bins``).
     replicates : ndarray or None
         The bootstrap replicate values, kept for inspection.
+    estimand : str
+        The population quantity the value and interval are about (empty when the metric
+        does not name one).
+    estimator : str
+        How ``value`` was computed from the sample, e.g. ``'plug-in'`` or
+        ``'median-unbiased'`` (empty when there is only one way).
     """
 
     name: str
@@ -62,6 +68,8 @@ class Estimate:
     message: str = ""
     details: Mapping[str, Any] = field(default_factory=dict, repr=False)
     replicates: np.ndarray | None = field(default=None, repr=False)
+    estimand: str = ""
+    estimator: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))
@@ -91,6 +99,8 @@ class Estimate:
                 text += f" {self.kind}"
             if self.method and self.method != self.kind:
                 text += f" ({self.method})"
+        if self.estimator and self.estimator != "plug-in":
+            text += f", {self.estimator} estimate"
         if self.status != "ok":
             text += f" status={self.status!r}"
         return text
@@ -112,5 +122,5 @@ class Estimate:
         return pd.DataFrame([{
             "name": self.name, "value": self.value, "low": self.low, "high": self.high,
             "level": self.level, "kind": self.kind, "method": self.method, "n": self.n,
-            "n_boot": self.n_boot, "status": self.status,
+            "n_boot": self.n_boot, "estimator": self.estimator, "status": self.status,
         }])

@@ -1,7 +1,8 @@
 """Calibration metrics against any target."""
 
+from .calibration_test import CalibrationTest, calibration_test
 from .crossfit import nc_ece_crossfit
-from .ece import INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
+from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
 from .scores import brier, nll
 from .slope import calibration_intercept, calibration_slope
 
@@ -14,6 +15,9 @@ __all__ = [
     "calibration_slope",
     "calibration_intercept",
     "nc_ece_crossfit",
+    "calibration_test",
+    "CalibrationTest",
+    "ESTIMATORS",
     "PAPER_N_BINS",
     "INTERVALS",
 ]

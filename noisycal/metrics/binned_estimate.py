@@ -3,16 +3,20 @@ the per-bin table shared by every binned metric (:mod:`noisycal.metrics.ece`).""
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 import jax
 import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
+from .._validation import user_stacklevel
+from .._warnings import NumericalWarning
 from ..intervals.bootstrap import (
     cluster_codes,
     default_batch_size,
@@ -21,6 +25,8 @@ from ..intervals.bootstrap import (
 )
 from ..intervals.credible import equal_tailed
 from ..intervals.estimate import Estimate
+from ..intervals.inversion import invert_norm
+from .binned_form import bin_gap_se, binned_linear_form
 from .binning import (
     Binned,
     assign_bins,
@@ -170,10 +176,62 @@ def _bin_table(binned: Binned, groups: list, stats: np.ndarray, bin_reps: np.nda
     return table
 
 
+def estimand_text(norm: str, n_groups: int, classwise: bool) -> str:
+    """The population quantity a binned ECE with fixed bins estimates, in words.
+
+    Parameters
+    ----------
+    norm : {'l1', 'l2'}
+    n_groups : int
+    classwise : bool
+
+    Returns
+    -------
+    str
+    """
+    term = ("sum over bins of P(bin) |E[target - confidence | bin]|" if norm == "l1" else
+            "(sum over bins of P(bin) E[target - confidence | bin]^2)^(1/2)")
+    text = f"population binned calibration error with the bins held fixed: {term}"
+    return text + (f", combined over the {n_groups} classes" if classwise else "")
+
+
+def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, level: float,
+              n_boot: int, seed: Seed, codes: np.ndarray | None, n_clusters: int,
+              estimator: str) -> tuple[float, tuple[float, float], dict]:
+    """Inverted-test interval, reported value and details; fills the table's bin bands.
+
+    With no sampling variation (one item, or every item's gap equal) the interval is
+    (NaN, NaN) with status 'degenerate' and a NumericalWarning, as for the bootstrap.
+    """
+    mean, cov, weights = binned_linear_form(binned, norm, codes, n_clusters)
+    if not np.any(np.diag(cov) > 0):
+        message = ("no variation between items (a single item, or every target minus "
+                   "confidence equal within each bin): the data say nothing about "
+                   "sampling error, so no interval is reported")
+        warnings.warn(f"inverted interval: {message}", NumericalWarning,
+                      stacklevel=user_stacklevel())
+        return value, (float("nan"), float("nan")), {"plugin": value, "status": (
+            "degenerate", message)}
+    inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed)
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    se = bin_gap_se(binned).ravel()
+    table["low"] = table["mean_target"] - z * se
+    table["high"] = table["mean_target"] + z * se
+    table.attrs.update({"level": level, "interval": "inversion"})
+    det = {"plugin": value, "median_unbiased": inv.estimate, "p_value_zero": inv.p_value,
+           "lower_is_zero": inv.lower_is_zero, "n_sim": inv.n_sim}
+    if inv.lower_is_zero:
+        det["note"] = ("the interval starts at 0: perfect calibration (error 0) is not "
+                       f"excluded at the {level:g} level (one-sided at 0)")
+    reported = inv.estimate if estimator == "median-unbiased" else value
+    return reported, (inv.low, inv.high), det
+
+
 def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, norm: str,
                      debias: bool, interval: str | None, level: float, n_boot: int,
                      method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
-                     batch_size: int | None, details: dict) -> Estimate:
+                     batch_size: int | None, details: dict,
+                     estimator: str = "plug-in") -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
     Parameters
@@ -186,11 +244,15 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         Name of the estimate.
     reduce, norm, debias
         See :func:`~noisycal.metrics.binning.metric_from_stats`.
-    interval : {'bootstrap', None}
+    interval : {'inversion', 'bootstrap', None}
+        ``'inversion'``: :func:`noisycal.intervals.inversion.invert_norm` with ``n_boot``
+        simulated draws (reduce='ece' and one draw per item only).
     level, n_boot, method, seed, cluster, rebin, batch_size
         As in :func:`noisycal.ece` (already validated).
     details : dict
         Extra details of the estimate.
+    estimator : {'plug-in', 'median-unbiased', 'debiased'}, default='plug-in'
+        Which value to report; 'median-unbiased' needs ``interval='inversion'``.
 
     Returns
     -------
@@ -215,12 +277,22 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         ci, status, message = interval_from_replicates(value, reps, level, method, jack)
     table = _bin_table(binned, groups, stats, bin_reps, level, interval)
     det = dict(details)
+    kind, how = ("bootstrap", method) if ci is not None else (None, None)
+    if interval == "inversion":
+        value, ci, extra = _inverted(binned, table, value, norm=norm, level=level,
+                                     n_boot=n_boot, seed=seed, codes=codes,
+                                     n_clusters=n_clusters, estimator=estimator)
+        status, message = extra.pop("status", (status, message))
+        if status != "ok":
+            estimator = "plug-in" if estimator == "median-unbiased" else estimator
+        det.update(extra)
+        kind, how = "inversion", "parametric"
     det.update(n_bins=binned.n_bins, n_empty_bins=int(np.sum(stats[:, :, 0] == 0)),
                edges=binned.edges)
     if G > 1 or groups[0].startswith("class"):
         det["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
-    return Estimate(name, value, ci, level if ci is not None else None,
-                    "bootstrap" if ci is not None else None,
-                    method if ci is not None else None, n=n,
+    return Estimate(name, value, ci, level if ci is not None else None, kind, how, n=n,
                     n_boot=n_boot if ci is not None else None, bins=table, status=status,
-                    message=message, details=det, replicates=reps)
+                    message=message, details=det, replicates=reps,
+                    estimand=estimand_text(norm, G, G > 1) if reduce == "ece" else "",
+                    estimator=estimator)

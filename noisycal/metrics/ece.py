@@ -41,7 +41,7 @@ from .binning import BIN_STRATEGIES, KINDS, group_scores, make_binned
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 
 __all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "with_target_status", "PAPER_N_BINS",
-           "INTERVALS"]
+           "INTERVALS", "ESTIMATORS", "resolve_estimator"]
 
 #: Bin counts used by the four papers, keyed by a short name of each:
 #: "ambiguous_ground_truth": Tao, Luo, Dong & Xu (2026), "Confidence Calibration under
@@ -53,7 +53,11 @@ PAPER_N_BINS = {"ambiguous_ground_truth": 15, "set_mass_conformal": 25, "lwcal":
                 "noisy_label_calibration": 10}
 
 #: Interval kinds the binned metrics offer in this version.
-INTERVALS = (None, "bootstrap", "bound", "credible")
+INTERVALS = (None, "auto", "inversion", "bootstrap", "bound", "credible")
+
+#: Point estimators of the binned ECE: the plug-in (biased upward near 0) and the
+#: median-unbiased one of the inverted interval (:mod:`noisycal.intervals.inversion`).
+ESTIMATORS = ("plug-in", "median-unbiased")
 
 
 def _check_common(n_bins: object, n_items: int, strategy: object, norm: object,
@@ -70,13 +74,49 @@ def _check_common(n_bins: object, n_items: int, strategy: object, norm: object,
         raise ValueError("debias=True is defined for norm='l2' only (Kumar et al. 2019)")
     check_choice(interval, "interval", INTERVALS)
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
+    n_boot = check_int(n_boot, "n_boot", minimum=100 if interval == "inversion" else 2)
     check_choice(method, "method", BOOTSTRAP_METHODS)
     check_seed(seed)
     if rebin and strategy != "quantile":
         raise ValueError("rebin=True re-estimates equal-mass edges per replicate; it needs "
                          "strategy='quantile'")
     return n_bins, level, n_boot, check_batch_size(batch_size)
+
+
+def resolve_estimator(estimator: str | None, interval: str | None, debias: bool,
+                      reduce: str = "ece") -> str:
+    """The estimator a binned metric reports, checked against its interval.
+
+    Parameters
+    ----------
+    estimator : {'plug-in', 'median-unbiased'} or None
+        None: 'median-unbiased' with ``interval='inversion'``, else 'plug-in'
+        ('debiased' with ``debias=True``).
+    interval : str or None
+    debias : bool
+    reduce : {'ece', 'mce'}, default='ece'
+
+    Returns
+    -------
+    str
+    """
+    if estimator is not None:
+        check_choice(estimator, "estimator", ESTIMATORS)
+    if interval == "inversion":
+        if reduce != "ece":
+            raise ValueError("interval='inversion' is defined for the ECE (a norm of bin "
+                             "means), not the MCE; use interval='bootstrap'")
+    if debias:
+        if estimator == "median-unbiased":
+            raise ValueError("estimator='median-unbiased' and debias=True are two different "
+                             "estimators; give one")
+        return "debiased"
+    if estimator == "median-unbiased" and interval != "inversion":
+        raise ValueError("estimator='median-unbiased' is read off the inverted interval: it "
+                         "needs interval='inversion'")
+    if estimator is None:
+        return "median-unbiased" if interval == "inversion" else "plug-in"
+    return estimator
 
 
 def _resolve_kind(kind: str | None, binary_1d: bool, n_classes: int) -> str:
@@ -152,10 +192,12 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                    method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                    batch_size: int | None, classes: ArrayLike | None = None,
                    items: ArrayLike | None = None, bound: dict | None = None,
-                   refit_channels: bool = False) -> Estimate:
+                   refit_channels: bool = False, estimator: str | None = None) -> Estimate:
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
     P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
+    if interval == "auto":
+        interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
     n_bins, level, n_boot, batch_size = _check_common(
         n_bins, P.shape[0], strategy, norm, debias, interval, level, n_boot, method, rebin,
         seed, batch_size)
@@ -164,6 +206,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                     bound["true_channels"], bound["same_sample"],
                                     interval_bound=interval == "bound")
     kind = _resolve_kind(kind, binary, P.shape[1])
+    estimator = resolve_estimator(estimator, interval, debias, reduce)
     conf, tgt, groups = group_scores(P, T, kind)
     binned = make_binned(conf, tgt, n_bins, strategy, with_sq=debias)
     label = {"top_label": name, "positive_class": f"positive-class {name}",
@@ -179,7 +222,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                            level=level, n_boot=n_boot, method=method, seed=seed,
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
                            details={"kind": kind, "strategy": strategy, "norm": norm,
-                                    "debias": debias, "target_kind": _target_kind(target)})
+                                    "debias": debias, "target_kind": _target_kind(target)},
+                           estimator=estimator)
     if nc_request:
         est = nc_ece_interval(est, conf[:, 0], binned.bins[0], target, interval=interval,
                               refit_channels=bool(refit_channels), level=level,
@@ -220,8 +264,8 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
     strategy : {'uniform', 'quantile'}, default='uniform'
         Equal-width bins, or equal-mass bins whose inner edges are midpoints
         between order statistics (see :func:`~noisycal.metrics.binning.quantile_inner_edges`).
-    interval : {'bootstrap', None, ...}, default='bootstrap'
-        Interval kind (the NC-ECE kinds of :func:`ece` are listed there).
+    interval : {'bootstrap', None, ...}
+        Interval kind (the kinds of :func:`ece` are listed there).
     level : float, default=0.9
         Interval coverage, a fraction in (0, 1).
     n_boot : int, default=1000
@@ -256,11 +300,12 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         logits: ArrayLike | None = None, classes: ArrayLike | None = None,
         items: ArrayLike | None = None, n_bins: int = 15, kind: str | None = None,
         strategy: str = "uniform", norm: str = "l1", debias: bool = False,
-        interval: str | None = "bootstrap", level: float = 0.9, n_boot: int = 1000,
+        interval: str | None = "auto", level: float = 0.9, n_boot: int = 1000,
         method: str = "percentile", seed: Seed = 0, cluster: ArrayLike | None = None,
         rebin: bool = False, batch_size: int | None = None, bound_mode: str = "binned_only",
         channel_radius: float | None = None, true_channels: tuple | None = None,
-        same_sample: bool | None = None, refit_channels: bool = False) -> Estimate:
+        same_sample: bool | None = None, refit_channels: bool = False,
+        estimator: str | None = None) -> Estimate:
     r"""Binned expected calibration error against any target.
 
     Parameters
@@ -269,6 +314,23 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     norm : {'l1', 'l2'}, default='l1'
     debias : bool, default=False
         With ``norm='l2'``: the debiased estimator of Kumar, Liang & Ma (2019).
+    interval : {'auto', 'inversion', 'bootstrap', 'bound', 'credible', None}, default='auto'
+        'auto': 'bootstrap' with ``refit_channels=True`` (the refit bootstrap), else
+        'inversion'. 'inversion': the interval of
+        :func:`noisycal.intervals.inversion.invert_norm`, which inverts a parametric
+        bootstrap test of each candidate value (``n_boot`` Gaussian draws of the bin
+        means, bins held fixed). It covers the population binned ECE near 0 as well as
+        far from it (``benchmarks/README.md`` has the measured coverage), starts at
+        exactly 0 when the data cannot exclude perfect calibration
+        (``details['lower_is_zero']``, with ``details['p_value_zero']`` the test's
+        p-value), and needs one target value per item. 'bootstrap': the item bootstrap
+        read off with ``method``; it inherits the plug-in's upward bias and covers
+        poorly for nearly calibrated models. 'bound' and 'credible': see Notes.
+    estimator : {'plug-in', 'median-unbiased'}, optional
+        The reported value. Default: 'median-unbiased' with ``interval='inversion'``
+        (the candidate value whose simulated median equals the plug-in; it lies inside
+        the interval), else 'plug-in' (the textbook binned ECE, biased upward near 0).
+        ``details['plugin']`` always holds the plug-in with the inverted interval.
     bound_mode : {'binned_only', 'oracle', 'radius'}, default='binned_only'
         With ``interval='bound'``: how the channel term enters (left out, exact from
         ``true_channels=(a, b)``, or ``B * channel_radius``).
@@ -326,7 +388,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
                           classes=classes, items=items,
                           bound={"mode": bound_mode, "channel_radius": channel_radius,
                                  "true_channels": true_channels, "same_sample": same_sample},
-                          refit_channels=refit_channels)
+                          refit_channels=refit_channels, estimator=estimator)
 
 
 @_doc
@@ -377,7 +439,7 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                    logits: ArrayLike | None = None, classes: ArrayLike | None = None,
                    items: ArrayLike | None = None, form: str = "mc", n_draws: int = 100,
                    n_bins: int = 15, kind: str | None = None, strategy: str = "uniform",
-                   interval: str | None = "bootstrap", level: float = 0.9,
+                   interval: str | None = "auto", level: float = 0.9,
                    n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
                    cluster: ArrayLike | None = None, batch_size: int | None = None
                    ) -> Estimate:
@@ -398,6 +460,11 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
         the deterministic version; by Jensen the 'mc' form's expectation is at least it.
     n_draws : int, default=100
         Number of label draws S for ``form='mc'``. The seed also seeds the draws.
+    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
+        'auto': 'inversion' (the inverted-test interval of :func:`ece`, with its
+        median-unbiased estimate) for ``form='expected'``, 'bootstrap' for
+        ``form='mc'``, whose value averages the plug-in ECEs of the draws and so has no
+        one-value-per-item form to invert.
 
     Returns
     -------
@@ -406,7 +473,13 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
         reflects sampling of items, not the Monte-Carlo error of the draws.
     """
     check_choice(form, "form", ("mc", "expected"))
-    check_choice(interval, "interval", (None, "bootstrap"))
+    check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
+    if interval == "auto":
+        interval = "inversion" if form == "expected" else "bootstrap"
+    if interval == "inversion" and form != "expected":
+        raise ValueError("interval='inversion' needs form='expected' (one target value per "
+                         "item); the 'mc' form averages the ECEs of label draws, use "
+                         "interval='bootstrap'")
     n_draws = check_int(n_draws, "n_draws", minimum=1)
     P, _, S, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
     n_bins, level, n_boot, batch_size = _check_common(
@@ -425,6 +498,7 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
     est = binned_estimate(binned, groups, name=label, reduce="ece", norm="l1", debias=False,
                            interval=interval, level=level, n_boot=n_boot, method=method,
                            seed=boot_key, cluster=cluster, rebin=False, batch_size=batch_size,
+                           estimator=resolve_estimator(None, interval, False),
                            details={"kind": kind, "form": form, "n_draws": n_draws
                                     if form == "mc" else None, "strategy": strategy,
                                     "target_kind": "sampled" if form == "mc" else "soft"})

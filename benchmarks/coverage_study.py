@@ -1,0 +1,219 @@
+"""Coverage study: do 90% intervals on the binned ECE cover the population ECE?
+
+Scenarios (population binned ECE with the bins held fixed, known by quadrature or by a
+10^6-draw Monte Carlo of the exact conditional class probabilities):
+
+* ``binary/*``: positive-class ECE, 10 equal-width bins; scores ``p ~ Beta(0.6, 0.6)``
+  (U-shaped) and ``P(Y = 1 | p) = expit(slope * logit(p))``
+  (:func:`noisycal.simulate.binary_scores`), the slope solved for each population ECE.
+  Targets: ``hard`` (the label), ``soft`` (the share of 3 annotator votes drawn from the
+  same probability), ``corrected`` (three annotators with known channels
+  (a, b) = (0.10, 0.80), (0.20, 0.90), (0.15, 0.75), the noise-corrected target of
+  "Noisy-Label Calibration with Multiple Unreliable Labels" with the true channels and
+  equal weights).
+* ``10-class/*``: :func:`noisycal.simulate.classifier` with 10 classes, 15 bins, the
+  temperature solved for each population ECE. ``top/hard``, ``top/soft`` (share of 5
+  votes) and ``classwise/hard`` (whose ECE saturates near 0.098 as the temperature goes
+  to 0, so its largest cell is 0.08 instead of 0.1).
+
+Methods: ``inversion`` (the default interval of :func:`noisycal.ece`, with its
+median-unbiased estimate) everywhere; ``percentile`` (the item bootstrap) in the hard-label
+scenarios for comparison. Each cell reports coverage with its Monte-Carlo standard error
+sqrt(c(1 - c)/reps), the share of intervals that start at 0, the mean width, and the mean
+plug-in and median-unbiased estimates.
+
+Usage::
+
+    python benchmarks/coverage_study.py                  # full grid, 200 replications
+    python benchmarks/coverage_study.py --quick          # 60 replications, n <= 2000
+
+Writes ``benchmarks/output/coverage_study.json`` and prints a markdown table. A reduced
+version runs in ``tests/test_coverage.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+from scipy.special import softmax
+
+import noisycal as nc
+
+ECES = (0.0, 0.005, 0.015, 0.05, 0.1)
+NS = (500, 2000, 20000)
+BETA = (0.6, 0.6)
+CHANNELS = (np.array([0.10, 0.20, 0.15]), np.array([0.80, 0.90, 0.75]))
+
+
+@dataclass
+class Scenario:
+    name: str
+    n_bins: int
+    kind: str
+    population: Callable[[float], float]   # parameter -> population ECE
+    bracket: tuple[float, float]           # parameter range (calibrated at the right end)
+    draw: Callable[[int, float, int], tuple[np.ndarray, object]]
+    eces: tuple = ECES
+
+
+# ----------------------------------------------------------------------------- binary
+
+
+def _binary_pop(slope: float) -> float:
+    return nc.simulate.population_binned_ece(10, slope=slope, a=BETA[0], b=BETA[1])
+
+
+def _binary_draw(target: str) -> Callable:
+    def draw(n: int, slope: float, seed: int) -> tuple[np.ndarray, object]:
+        s = nc.simulate.binary_scores(n, slope=slope, a=BETA[0], b=BETA[1], seed=seed)
+        rng = np.random.default_rng(10_000 + seed)
+        if target == "hard":
+            return s.p, s.y
+        if target == "soft":
+            return s.p, (rng.random((n, 3)) < s.true_prob[:, None]).mean(axis=1)
+        a, b = CHANNELS
+        ratings = (rng.random((n, 3)) < np.where(s.y[:, None] == 1, b, a)).astype(int)
+        return s.p, nc.targets.corrected(ratings, a=a, b=b, weights="equal")
+    return draw
+
+
+# ----------------------------------------------------------------------------- 10-class
+
+
+class _KClassPopulation:
+    """Population top-label / classwise ECE of simulate.classifier by a 10^6-draw Monte Carlo.
+
+    The classifier's argmax and the truth softmax(z) do not depend on the temperature, so
+    one draw of z serves every temperature; the expectation over labels is exact.
+    """
+
+    def __init__(self, n_classes: int = 10, n_bins: int = 15, size: int = 1_000_000):
+        sim = nc.simulate.classifier(size, n_classes, temperature=1.0, n_annotators=1,
+                                     seed=20_261_201)
+        self.z, self.q, self.n_bins = sim.logits, sim.true_probs, n_bins
+
+    def __call__(self, temperature: float, kind: str) -> float:
+        p = softmax(self.z / temperature, axis=1)
+        B = self.n_bins
+        if kind == "top_label":
+            pred = np.argmax(p, axis=1)
+            conf = p[np.arange(p.shape[0]), pred]
+            gap = self.q[np.arange(p.shape[0]), pred] - conf
+            b = np.minimum((conf * B).astype(int), B - 1)
+            return float(np.abs(np.bincount(b, weights=gap, minlength=B)).sum() / p.shape[0])
+        total = 0.0
+        for k in range(p.shape[1]):
+            b = np.minimum((p[:, k] * B).astype(int), B - 1)
+            total += np.abs(np.bincount(b, weights=self.q[:, k] - p[:, k], minlength=B)).sum()
+        return float(total / (p.shape[0] * p.shape[1]))
+
+
+def _kclass_draw(target: str) -> Callable:
+    def draw(n: int, temperature: float, seed: int) -> tuple[np.ndarray, object]:
+        sim = nc.simulate.classifier(n, 10, temperature=temperature, n_annotators=5,
+                                     seed=seed)
+        return sim.probs, sim.labels if target == "hard" else sim.counts / 5.0
+    return draw
+
+
+def scenarios(binary_only: bool = False) -> list[Scenario]:
+    out = [Scenario(f"binary/{t}", 10, "positive_class", _binary_pop, (0.2, 1.0),
+                    _binary_draw(t)) for t in ("hard", "soft", "corrected")]
+    if binary_only:
+        return out
+    kpop = _KClassPopulation()
+    for name, kind, target in (("10-class/top/hard", "top_label", "hard"),
+                               ("10-class/top/soft", "top_label", "soft"),
+                               ("10-class/classwise/hard", "classwise", "hard")):
+        # The classwise ECE of this model saturates near 0.098 as the temperature -> 0,
+        # so its largest cell is 0.08.
+        eces = ECES if kind == "top_label" else ECES[:-1] + (0.08,)
+        out.append(Scenario(name, 15, kind, lambda t, k=kind: kpop(t, k), (0.05, 1.0),
+                            _kclass_draw(target), eces))
+    return out
+
+
+def solve_parameter(sc: Scenario, ece: float) -> tuple[float, float]:
+    """The parameter giving population ECE ``ece`` (calibrated: the bracket's right end)."""
+    lo, hi = sc.bracket
+    if ece == 0.0:
+        return hi, sc.population(hi)
+    par = optimize.brentq(lambda x: sc.population(x) - ece, lo, hi, xtol=1e-10)
+    return par, sc.population(par)
+
+
+def run_cell(sc: Scenario, n: int, par: float, pop: float, reps: int, methods: tuple,
+             n_boot: int) -> list[dict]:
+    rows = {m: {"cover": 0, "zero": 0, "width": [], "value": [], "plugin": []}
+            for m in methods}
+    for r in range(reps):
+        probs, target = sc.draw(n, par, r)
+        for m in methods:
+            kw = {"interval": "inversion"} if m == "inversion" else {
+                "interval": "bootstrap", "method": m}
+            e = nc.ece(probs, target, n_bins=sc.n_bins, kind=sc.kind, n_boot=n_boot,
+                       seed=r, **kw)
+            row = rows[m]
+            row["cover"] += e.low <= pop <= e.high
+            row["zero"] += e.low == 0.0
+            row["width"].append(e.high - e.low)
+            row["value"].append(e.value)
+            row["plugin"].append(e.details.get("plugin", e.value))
+    out = []
+    for m, row in rows.items():
+        c = row["cover"] / reps
+        out.append({"scenario": sc.name, "n": n, "population_ece": pop, "method": m,
+                    "coverage": c, "mc_se": float(np.sqrt(c * (1 - c) / reps)),
+                    "starts_at_zero": row["zero"] / reps,
+                    "mean_width": float(np.mean(row["width"])),
+                    "mean_value": float(np.mean(row["value"])),
+                    "mean_plugin": float(np.mean(row["plugin"])), "reps": reps})
+    return out
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--quick", action="store_true", help="60 replications, n <= 2000")
+    ap.add_argument("--only", default="",
+                    help="comma-separated: run scenarios whose name contains one of these")
+    args = ap.parse_args(argv)
+    reps = 60 if args.quick else args.reps
+    ns = tuple(n for n in NS if n <= 2000) if args.quick else NS
+    results = []
+    t0 = time.perf_counter()
+    print("| scenario | n | population ECE | method | coverage (MC s.e.) | starts at 0 "
+          "| mean width | mean value | mean plug-in |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    wanted = [w for w in args.only.split(",") if w] or [""]
+    for sc in scenarios(binary_only=all(w.startswith("binary") for w in wanted)):
+        if not any(w in sc.name for w in wanted):
+            continue
+        methods = ("inversion", "percentile") if sc.name.endswith("hard") else ("inversion",)
+        for ece in sc.eces:
+            par, pop = solve_parameter(sc, ece)
+            for n in ns:
+                for row in run_cell(sc, n, par, pop, reps, methods, args.n_boot):
+                    results.append(row)
+                    print(f"| {row['scenario']} | {n} | {pop:.4f} | {row['method']} | "
+                          f"{row['coverage']:.3f} ({row['mc_se']:.3f}) | "
+                          f"{row['starts_at_zero']:.2f} | {row['mean_width']:.4f} | "
+                          f"{row['mean_value']:.4f} | {row['mean_plugin']:.4f} |", flush=True)
+    print(f"\n{time.perf_counter() - t0:.0f} s")
+    try:
+        from _output import write_result  # benchmarks/_output.py (run as a script)
+        tag = "_".join(w.replace("/", "-") for w in wanted if w) or "all"
+        write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps})
+    except ImportError:
+        pass
+    return results
+
+
+if __name__ == "__main__":
+    main()

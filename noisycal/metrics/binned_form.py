@@ -1,0 +1,117 @@
+r"""A binned calibration error as a norm of a vector of means, for the inverted interval.
+
+With the bins held fixed and :math:`d_i` = target minus confidence, item i contributes
+:math:`x_{i,(g,b)} = d_{ig}\,1\{i \in \text{bin } b \text{ of group } g\}`; the mean of
+these contributions :math:`\hat m` gives the L1 ECE as :math:`\sum_j a_j|\hat m_j|`
+(:math:`a_j = 1/G`, G = 1 for top-label and positive-class, K for classwise) and the L2
+ECE as :math:`(\sum_j a_j \hat m_j^2)^{1/2}` (:math:`a_j = 1/(G\hat p_j)`, the bin's share
+of items held at its sample value). :func:`noisycal.intervals.inversion.invert_norm`
+turns the triple into an interval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .binning import Binned
+
+__all__ = ["binned_linear_form", "bin_gap_se"]
+
+
+def _item_gaps(binned: Binned) -> np.ndarray:
+    if binned.n_draws != 1:
+        raise ValueError("the inverted interval needs one target value per item "
+                         "(not Monte-Carlo label draws)")
+    return binned.data[:, :, 2] - binned.data[:, :, 1]  # (G, n)
+
+
+def _cross_sums(d: np.ndarray, bins: np.ndarray, B: int) -> np.ndarray:
+    """sum_i x_i x_i^T, (J, J) with J = G * B, built block by block with bincount."""
+    G = d.shape[0]
+    S = np.zeros((G * B, G * B))
+    for g in range(G):
+        for h in range(g, G):
+            block = np.bincount(bins[g].astype(np.int64) * B + bins[h], weights=d[g] * d[h],
+                                minlength=B * B).reshape(B, B)
+            S[g * B:(g + 1) * B, h * B:(h + 1) * B] = block
+            S[h * B:(h + 1) * B, g * B:(g + 1) * B] = block.T
+    return S
+
+
+def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = None,
+                       n_clusters: int | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(mean, cov, weights)`` of a binned L1 or L2 ECE with its bins held fixed.
+
+    Parameters
+    ----------
+    binned : Binned
+        Items laid out by :func:`~noisycal.metrics.binning.make_binned` (one draw).
+    norm : {'l1', 'l2'}
+    codes : ndarray of shape (n,), optional
+        Cluster code of each item; the covariance is then the cluster-robust one
+        (clusters are the sampling units).
+    n_clusters : int, optional
+        Number of clusters (with ``codes``).
+
+    Returns
+    -------
+    mean : ndarray of shape (G * B,)
+    cov : ndarray of shape (G * B, G * B)
+        Estimated covariance of ``mean``: the sample covariance of the contributions
+        (of the cluster totals with ``codes``) over n (times the number of clusters
+        over n squared with ``codes``), with the n - 1 (clusters - 1) divisor.
+    weights : ndarray of shape (G * B,)
+    """
+    d = _item_gaps(binned)
+    G, n = d.shape
+    B = binned.n_bins
+    bins = binned.bins
+    flat = (np.arange(G)[:, None] * B + bins).ravel()
+    J = G * B
+    mean = np.bincount(flat, weights=d.ravel(), minlength=J) / n
+    if codes is None:
+        S = _cross_sums(d, bins, B)
+        cov = (S - n * np.outer(mean, mean)) / (n * max(n - 1, 1))
+    else:
+        C = int(n_clusters)
+        tot = np.zeros((C, J))
+        rows = np.tile(np.asarray(codes, dtype=np.int64), G)
+        np.add.at(tot, (rows, flat), d.ravel())
+        dev = tot - tot.mean(axis=0)
+        cov = (dev.T @ dev) * C / (max(C - 1, 1) * n * n)
+    counts = np.bincount(flat, minlength=J).astype(np.float64)
+    if norm == "l1":
+        weights = np.full(J, 1.0 / G)
+    else:
+        share = counts / n
+        weights = np.where(counts > 0, 1.0 / (G * np.where(counts > 0, share, 1.0)), 0.0)
+    return mean, cov, weights
+
+
+def bin_gap_se(binned: Binned) -> np.ndarray:
+    """Standard error of each bin's mean target minus mean confidence, (G, B).
+
+    The within-bin standard deviation of the gaps over the square root of the count
+    (NaN for bins with fewer than 2 items).
+
+    Parameters
+    ----------
+    binned : Binned
+
+    Returns
+    -------
+    ndarray of shape (G, B)
+    """
+    d = _item_gaps(binned)
+    G, B = d.shape[0], binned.n_bins
+    out = np.full((G, B), np.nan)
+    for g in range(G):
+        cnt = np.bincount(binned.bins[g], minlength=B).astype(np.float64)
+        s1 = np.bincount(binned.bins[g], weights=d[g], minlength=B)
+        s2 = np.bincount(binned.bins[g], weights=d[g] ** 2, minlength=B)
+        ok = cnt >= 2
+        var = np.where(ok, (s2 - s1 ** 2 / np.where(ok, cnt, 1.0))
+                       / np.where(ok, cnt - 1.0, 1.0), np.nan)
+        out[g] = np.where(ok, np.sqrt(np.maximum(var, 0.0) / np.where(ok, cnt, 1.0)), np.nan)
+    return out

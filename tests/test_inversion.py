@@ -1,0 +1,229 @@
+"""The inverted-test interval of the binned ECE (noisycal.intervals.inversion) and the
+calibration test: hand cases, the linear form of the ECE, coverage and p-values by
+simulation with known population values."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import noisycal as nc
+from noisycal.intervals.inversion import invert_norm, norm_of_means
+from noisycal.metrics.binned_form import binned_linear_form
+from noisycal.metrics.binning import group_scores, make_binned
+
+
+def _study():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "coverage_study.py"
+    spec = importlib.util.spec_from_file_location("coverage_study", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["coverage_study"] = mod        # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ----------------------------------------------------------------------------- hand cases
+
+
+def test_one_mean_far_from_zero_gives_the_normal_interval():
+    # J = 1, |m-hat| = 5 standard errors: folding is negligible, so the 90% interval is
+    # 5 +- 1.645 and the median-unbiased estimate is 5.
+    inv = invert_norm(np.array([5.0]), np.array([[1.0]]), np.array([1.0]), n_sim=40_000)
+    z = sps.norm.ppf(0.95)
+    assert inv.low == pytest.approx(5 - z, abs=0.03)
+    assert inv.high == pytest.approx(5 + z, abs=0.03)
+    assert inv.estimate == pytest.approx(5.0, abs=0.03)
+    assert inv.p_value < 1e-3 and not inv.lower_is_zero
+
+
+def test_one_mean_near_zero_gives_a_one_sided_interval_from_zero():
+    # m-hat = 0.01 standard errors: the zero test does not reject, so the interval is
+    # [0, U]. U is where the lower tail alpha_lo(U) = (alpha/2) rho(U) first exceeds
+    # P(|N(U, 1)| <= 0.01), with rho(U) = (power(U) - alpha) / (1 - alpha) and power(U)
+    # the power of the level-alpha zero test, P(|N(U, 1)| > z_{0.95}) (J = 1).
+    from scipy.optimize import brentq
+    T, a, z = 0.01, 0.1, sps.norm.ppf(0.95)
+
+    def gap(u):
+        power = sps.norm.sf(z - u) + sps.norm.cdf(-z - u)
+        a_lo = a / 2 * (power - a) / (1 - a)
+        return a_lo - (sps.norm.cdf(T - u) - sps.norm.cdf(-T - u))
+    U = brentq(gap, 0.3, 3.0)
+    inv = invert_norm(np.array([T]), np.array([[1.0]]), np.array([1.0]), n_sim=40_000)
+    assert inv.low == 0.0 and inv.lower_is_zero and inv.estimate == 0.0
+    assert inv.p_value > 0.95
+    assert inv.high == pytest.approx(U, abs=0.06)
+
+
+def test_the_folded_normal_median_unbiased_estimate():
+    # |m-hat| = 1 with unit variance: the median-unbiased estimate solves
+    # median |N(theta, 1)| = 1, i.e. Phi(1 - theta) - Phi(-1 - theta) = 1/2.
+    from scipy.optimize import brentq
+    theta = brentq(lambda t: sps.norm.cdf(1 - t) - sps.norm.cdf(-1 - t) - 0.5, 0.0, 1.0)
+    inv = invert_norm(np.array([1.0]), np.array([[1.0]]), np.array([1.0]), n_sim=40_000)
+    assert inv.estimate == pytest.approx(theta, abs=0.02)
+    assert inv.low <= inv.estimate <= inv.high
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_estimate_inside_interval_and_interval_monotone_in_level(norm):
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        J = 6
+        m = rng.normal(0, 0.02, J)
+        A = rng.normal(size=(J, J)) * 0.01
+        cov = A @ A.T / J + np.diag(np.full(J, 1e-4))
+        w = rng.uniform(0.5, 2.0, J)
+        i80 = invert_norm(m, cov, w, norm=norm, level=0.8, n_sim=2000, seed=1)
+        i95 = invert_norm(m, cov, w, norm=norm, level=0.95, n_sim=2000, seed=1)
+        assert i80.low <= i80.estimate <= i80.high
+        assert i95.low <= i80.low + 1e-9 and i95.high >= i80.high - 1e-9
+        assert i80.plugin == pytest.approx(float(norm_of_means(m, w, norm)))
+
+
+def test_bad_engine_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="norm"):
+        invert_norm(np.zeros(2), np.eye(2), np.ones(2), norm="l3")
+    with pytest.raises(ValueError, match="cov"):
+        invert_norm(np.zeros(2), np.eye(3), np.ones(2))
+    with pytest.raises(ValueError, match="finite"):
+        invert_norm(np.array([np.nan, 0.0]), np.eye(2), np.ones(2))
+    with pytest.raises(ValueError, match="level"):
+        invert_norm(np.zeros(2), np.eye(2), np.ones(2), level=90)
+
+
+# ----------------------------------------------------------------------------- linear form
+
+
+@pytest.mark.parametrize("kind,norm", [("top_label", "l1"), ("classwise", "l1"),
+                                       ("top_label", "l2"), ("classwise", "l2")])
+def test_the_linear_form_reproduces_the_plug_in_ece(kind, norm):
+    sim = nc.simulate.classifier(800, 4, temperature=0.7, seed=2)
+    plug = nc.ece(sim.probs, sim.labels, kind=kind, norm=norm, n_bins=10, interval=None)
+    conf, tgt, _ = group_scores(sim.probs, np.eye(4)[sim.labels], kind)
+    binned = make_binned(conf, tgt, 10, "uniform", with_sq=False)
+    mean, cov, w = binned_linear_form(binned, norm)
+    assert float(norm_of_means(mean, w, norm)) == pytest.approx(plug.value, rel=1e-12)
+    # The covariance of the means: its diagonal is each bin's sum of squared gaps over n^2
+    # less the mean squared, with the n - 1 divisor (top-label block checked by hand).
+    d = binned.data[0, :, 2] - binned.data[0, :, 1]
+    b = binned.bins[0]
+    n = d.size
+    j = int(np.argmax(np.bincount(b, minlength=10)))
+    x = np.where(b == j, d, 0.0)
+    assert cov[j, j] == pytest.approx(np.var(x, ddof=1) / n, rel=1e-10)
+
+
+def test_cluster_covariance_equals_item_covariance_for_singleton_clusters():
+    sim = nc.simulate.binary_scores(400, slope=0.8, seed=4)
+    conf, tgt, _ = group_scores(np.column_stack([1 - sim.p, sim.p]),
+                                np.eye(2)[sim.y], "positive_class")
+    binned = make_binned(conf, tgt, 10, "uniform", with_sq=False)
+    _, cov_items, _ = binned_linear_form(binned, "l1")
+    _, cov_clusters, _ = binned_linear_form(binned, "l1", np.arange(400), 400)
+    np.testing.assert_allclose(cov_clusters, cov_items, rtol=1e-10, atol=1e-16)
+
+
+# ----------------------------------------------------------------------------- ece API
+
+
+def test_default_ece_reports_the_median_unbiased_value_with_the_plug_in_in_details():
+    sim = nc.simulate.binary_scores(1500, seed=5)          # calibrated
+    est = nc.ece(sim.p, sim.y, n_bins=10)
+    plug = nc.ece(sim.p, sim.y, n_bins=10, interval=None)
+    assert est.kind == "inversion" and est.estimator == "median-unbiased"
+    assert est.details["plugin"] == pytest.approx(plug.value, rel=1e-12)
+    assert plug.estimator == "plug-in"
+    assert est.low <= est.value <= est.high
+    assert est.value < plug.value                             # the plug-in's upward bias
+    assert "held fixed" in est.estimand
+    forced = nc.ece(sim.p, sim.y, n_bins=10, estimator="plug-in")
+    assert forced.value == pytest.approx(plug.value) and forced.interval == est.interval
+
+
+def test_estimator_and_interval_options_are_checked():
+    sim = nc.simulate.binary_scores(200, seed=6)
+    with pytest.raises(ValueError, match="estimator"):
+        nc.ece(sim.p, sim.y, estimator="mean")
+    with pytest.raises(ValueError, match="needs interval='inversion'"):
+        nc.ece(sim.p, sim.y, interval="bootstrap", estimator="median-unbiased")
+    with pytest.raises(ValueError, match="n_boot"):
+        nc.ece(sim.p, sim.y, n_boot=50)
+    with pytest.raises(ValueError, match="MCE"):
+        nc.mce(sim.p, sim.y, interval="inversion")
+    with pytest.raises(ValueError, match="two different"):
+        nc.ece(sim.p, sim.y, norm="l2", debias=True, estimator="median-unbiased")
+
+
+def test_a_clearly_miscalibrated_model_excludes_zero():
+    sim = nc.simulate.binary_scores(3000, slope=0.5, seed=7)
+    est = nc.ece(sim.p, sim.y, n_bins=10)
+    pop = nc.simulate.population_binned_ece(10, slope=0.5)
+    assert est.low > 0 and not est.details["lower_is_zero"] and "note" not in est.details
+    assert est.low <= pop <= est.high
+
+
+# ----------------------------------------------------------------------------- coverage
+
+
+@pytest.fixture(scope="module")
+def study():
+    return _study()
+
+
+@pytest.mark.parametrize("scenario,ece,n,reps", [
+    ("binary/hard", 0.0, 2000, 200),
+    ("binary/hard", 0.015, 2000, 200),
+    ("binary/hard", 0.05, 2000, 200),
+    ("binary/corrected", 0.015, 2000, 200),
+    ("10-class/top/hard", 0.015, 2000, 150),
+])
+def test_default_interval_covers_the_population_ece(study, scenario, ece, n, reps):
+    """The reduced coverage study: 90% default intervals cover in [0.85, 0.95]."""
+    sc = next(s for s in study.scenarios(binary_only=scenario.startswith("binary"))
+              if s.name == scenario)
+    par, pop = study.solve_parameter(sc, ece)
+    row = study.run_cell(sc, n, par, pop, reps, ("inversion",), 1000)[0]
+    assert 0.85 <= row["coverage"] <= 0.95, row
+    assert row["mean_value"] < row["mean_plugin"] + 1e-12
+
+
+# ----------------------------------------------------------------------------- the test
+
+
+def test_calibration_test_p_values_are_uniform_under_the_null():
+    p = []
+    for r in range(200):
+        s = nc.simulate.binary_scores(400, a=0.6, b=0.6, seed=100 + r)
+        p.append(nc.calibration_test(s.p, s.y, n_bins=10, n_boot=200, seed=r).p_value)
+    p = np.array(p)
+    assert 0.05 <= np.mean(p <= 0.1) <= 0.16
+    assert sps.kstest(p, "uniform").pvalue > 0.01
+
+
+def test_calibration_test_has_power_against_overconfidence():
+    rejections = []
+    for r in range(40):
+        s = nc.simulate.binary_scores(2000, slope=0.75, seed=300 + r)
+        rejections.append(nc.calibration_test(s.p, s.y, n_bins=10, n_boot=200,
+                                              seed=r).p_value <= 0.1)
+    assert np.mean(rejections) >= 0.9
+
+
+def test_gaussian_null_equals_the_inverted_interval_p_value():
+    s = nc.simulate.binary_scores(1000, slope=0.9, seed=8)
+    t = nc.calibration_test(s.p, s.y, n_bins=10, method="gaussian", n_boot=1000, seed=3)
+    est = nc.ece(s.p, s.y, n_bins=10, n_boot=1000, seed=3)
+    assert t.p_value == pytest.approx(est.details["p_value_zero"])
+    assert t.statistic == pytest.approx(est.details["plugin"])
+
+
+def test_consistency_needs_one_hot_targets():
+    s = nc.simulate.binary_scores(300, seed=9)
+    with pytest.raises(ValueError, match="one-hot"):
+        nc.calibration_test(s.p, s.true_prob, method="consistency")
+    soft = nc.calibration_test(s.p, s.true_prob, n_bins=10)       # auto: gaussian
+    assert soft.method == "gaussian" and soft.p_value > 0.1
