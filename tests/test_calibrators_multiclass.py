@@ -330,3 +330,9 @@ def test_non_convergence_and_boundary_are_reported():
     with pytest.warns(nc.IdentifiabilityWarning, match="boundary"):
         sep = C.PlattScaling().fit(logits=Z, target=Z.argmax(1))
     assert sep.status_ == "boundary" and sep.at_bound_
+    # the warnings point at the caller's line, not into noisycal
+    with pytest.warns(nc.IdentifiabilityWarning) as rec:
+        C.TemperatureScaling().fit(logits=Z, target=Z.argmax(1))
+    with pytest.warns(nc.ConvergenceWarning) as rec2:
+        C.DirichletCalibration(max_iter=1).fit(logits=Z, target=y)
+    assert rec[0].filename == rec2[0].filename == __file__

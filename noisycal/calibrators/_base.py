@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._typing import ArrayLike
-from .._validation import check_array, check_labels
+from .._validation import check_array, check_labels, user_stacklevel
 from ..targets import Target, as_target_matrix
 
 __all__ = ["Calibrator", "NotFittedError"]
@@ -162,13 +162,16 @@ class Calibrator:
                     requires_fit=True)
 
     def _set_status(self, status: str, message: str, category: type[Warning] | None,
-                    stacklevel: int = 3) -> None:
-        """Store ``status_``/``message_`` and warn (``category``) when the status is not ok."""
+                    stacklevel: int | None = None) -> None:
+        """Store ``status_``/``message_`` and warn (``category``) when the status is not ok;
+        the warning points at the first frame outside noisycal unless ``stacklevel`` is
+        given."""
         self.status_ = status
         self.message_ = message
         if status != "ok" and category is not None:
+            level = user_stacklevel() if stacklevel is None else stacklevel
             warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
-                          stacklevel=stacklevel)
+                          stacklevel=level)
 
 
 # --------------------------------------------------------------------- validators

@@ -184,15 +184,15 @@ def finish_status(cal: Calibrator, *, not_identified: str | None, converged: boo
         Appended to the 'boundary' message.
     """
     if not_identified is not None:
-        cal._set_status("not_identified", not_identified, IdentifiabilityWarning, stacklevel=4)
+        cal._set_status("not_identified", not_identified, IdentifiabilityWarning)
     elif not converged:
         cal._set_status("not_converged", f"the optimiser stopped before converging: "
-                        f"{optimiser}", ConvergenceWarning, stacklevel=4)
+                        f"{optimiser}", ConvergenceWarning)
     elif at_bound:
         cal._set_status("boundary", f"the fit ended on the box bounds={bounds!r}: the "
                         "unconstrained minimum lies outside it (the scores carry little "
                         "information about the target, or the target is separable by the "
-                        f"scores{hint})", IdentifiabilityWarning, stacklevel=4)
+                        f"scores{hint})", IdentifiabilityWarning)
     else:
         cal._set_status("ok", "", None)
 

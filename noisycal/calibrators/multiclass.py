@@ -294,8 +294,9 @@ class PlattScaling(_LbfgsMap):
     Parameters
     ----------
     eps : float, default=1e-6
-        Floor of ``probs=`` before the logarithm (binary:
-        ``logit(clip(p, eps, 1 - eps))``); ``0 < eps < 0.5``. Logits are never clipped.
+        Floor of ``probs=`` before the logarithm (binary: the log-odds
+        ``log max(p, eps) - log max(1 - p, eps)``); ``0 < eps < 0.5``. Logits are never
+        clipped.
     bounds : (float, float), default=(-10.0, 10.0)
         The box ``(low, high)`` shared by every weight and intercept, ``low < high``.
     loss : {'auto', 'log', 'brier'}, default='auto'
@@ -437,7 +438,7 @@ class MatrixScaling(_AffineMap):
 
     Guo et al. (2017); the off-diagonal and intercept regulariser of Kull et al. (2019),
     "Beyond temperature scaling: Obtaining well-calibrated multiclass probabilities with
-    Dirichlet calibration" (Section 3), on the logits as Dirichlet-Hard and -Soft of Tao,
+    Dirichlet calibration", on the logits as Dirichlet-Hard and -Soft of Tao,
     Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth"
     (Section 6) use it. ``probs=`` enter as ``log(max(p, eps))``; a map fitted on
     ``logits=`` predicts only from ``logits=`` (and the reverse).
@@ -463,7 +464,7 @@ class DirichletCalibration(_AffineMap):
     __doc__ = """Dirichlet calibration ``softmax(W log p + b)``, with ODIR.
 
     Kull et al. (2019), "Beyond temperature scaling: Obtaining well-calibrated multiclass
-    probabilities with Dirichlet calibration" (Section 3): the affine map acts on
+    probabilities with Dirichlet calibration": the affine map acts on
     log-probabilities, ``log(max(p, eps))`` for ``probs=`` and ``log_softmax(logits)``
     for ``logits=`` (so either input may be used to predict). Fitted to soft targets it is
     the Dirichlet-Soft of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under

@@ -121,9 +121,10 @@ class TemperatureScaling(SoftmaxMap):
     Parameters
     ----------
     eps : float, default=1e-6
-        Floor of ``probs=`` before the logarithm, ``log(max(p, eps))`` (binary:
-        ``logit(clip(p, eps, 1 - eps))``); ``logits=`` are never clipped. Must satisfy
-        ``0 < eps < 0.5``; ``fit`` keeps it as ``eps_`` for ``predict_proba``.
+        Floor of ``probs=`` before the logarithm, ``log(max(p, eps))`` (binary: the
+        log-odds ``log max(p, eps) - log max(1 - p, eps)``); ``logits=`` are never
+        clipped. Must satisfy ``0 < eps < 0.5``; ``fit`` keeps it as ``eps_`` for
+        ``predict_proba``.
     bounds : (float, float), default=(0.05, 20.0)
         The box ``(low, high)`` for T, ``0 < low < high``.
     loss : {'auto', 'log', 'brier'}, default='auto'
@@ -275,32 +276,30 @@ class TemperatureScaling(SoftmaxMap):
         if kind == "not_identified":
             self._set_status(kind, "every score row is constant (binary: every score is 0.5, "
                              "log-odds 0), so the loss does not depend on T and T is not "
-                             "identified; temperature_ is the start value 1", W, stacklevel=4)
+                             "identified; temperature_ is the start value 1", W)
         elif kind == "not_converged":
             self._set_status(kind, "the optimiser stopped before converging"
-                             + (f": {optimiser}" if optimiser else ""), ConvergenceWarning,
-                             stacklevel=4)
+                             + (f": {optimiser}" if optimiser else ""), ConvergenceWarning)
         elif kind == "infinite_temperature":
             self._set_status(kind, "the loss decreases as T grows without limit (g(0) >= 0: "
                              "the target's mean score m is no larger than the mean "
                              "class-averaged score, so uniform predictions fit best); "
-                             f"temperature_ is the upper end of {box}", W, stacklevel=4)
+                             f"temperature_ is the upper end of {box}", W)
         elif kind == "zero_temperature" and self._outside:
             self._set_status("boundary", "the log loss is unbounded below as T -> 0 for "
                              "this target outside [0, 1] (g stays negative); temperature_ "
-                             f"is the lower end of {box}: use loss='brier'", W, stacklevel=4)
+                             f"is the lower end of {box}: use loss='brier'", W)
         elif kind == "zero_temperature":
             self._set_status("separable", "the scores separate the target: every item's "
                              "target mass sits on its top-scoring class(es), so the loss "
                              "falls as T -> 0 (hard argmax predictions); temperature_ is "
-                             f"the lower end of {box}", W, stacklevel=4)
+                             f"the lower end of {box}", W)
         elif self.at_bound_:
             u = self.unconstrained_temperature_
             where = (f"the unconstrained minimum T = {u:.6g} lies outside it"
                      if np.isfinite(u) and u != t else
                      "the minimum over the box is on its edge (the scores carry little "
                      "information about the target, or separate it)")
-            self._set_status("boundary", f"the fit ended on the box {box}: {where}", W,
-                             stacklevel=4)
+            self._set_status("boundary", f"the fit ended on the box {box}: {where}", W)
         else:
             self._set_status("ok", "", None)
