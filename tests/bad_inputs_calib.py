@@ -62,6 +62,16 @@ def _diagram(est=None, **kw):
     return reliability_diagram(_est() if est is None else est, **kw)
 
 
+# multi-class scaling maps: 60 items, 3 classes
+ZM = _RNG.normal(size=(60, 3)) * 2
+YM = (np.exp(ZM).cumsum(1) / np.exp(ZM).sum(1, keepdims=True) > _RNG.random((60, 1))).argmax(1)
+PM = np.exp(ZM) / np.exp(ZM).sum(1, keepdims=True)
+
+
+def _mc(cls, **params):
+    return lambda **fit: getattr(C, cls)(**params).fit(**fit)
+
+
 R, S, W = "raises", "status", "warns"
 V = ValueError
 
@@ -75,9 +85,10 @@ CASES = [
      S, None, r"not_identified"),
     ("calib-ts-constant-warns", lambda: _ts()(probs=np.full(10, 0.5), target=Y[:10]),
      W, nc.IdentifiabilityWarning, r"not identified"),
-    ("calib-ts-separable-boundary", lambda: _status(_ts()(probs=Z, target=(Z > 0.5)
-                                                          .astype(int))),
-     S, None, r"boundary.*bounds"),
+    # labels separated by the scores: T -> 0, its own status (was 'boundary' before the
+    # exact solve)
+    ("calib-ts-separable", lambda: _status(_ts()(probs=Z, target=(Z > 0.5).astype(int))),
+     S, None, r"separable.*T -> 0.*bounds"),
     ("calib-ts-eps-zero", lambda: _ts(eps=0)(probs=Z, target=Y), R, V, r"eps"),
     ("calib-ts-eps-0.7", lambda: _ts(eps=0.7)(probs=Z, target=Y), R, V, r"eps .*0\.5"),
     ("calib-ts-eps-half", lambda: _ts(eps=0.5)(probs=Z, target=Y), R, V, r"eps"),
@@ -101,8 +112,9 @@ CASES = [
      R, V, r"logits.*infinite"),
     ("calib-ts-probs-above-one", lambda: _ts()(probs=Z + 0.5, target=Y),
      R, V, r"probs must lie in \[0, 1\]"),
-    ("calib-ts-probs-2d", lambda: _ts()(probs=np.column_stack([1 - Z, Z]), target=Y),
-     R, V, r"probs must be 1-D"),
+    # (n, 2) probabilities are a two-class problem now; three dimensions are refused
+    ("calib-ts-probs-3d", lambda: _ts()(probs=np.full((4, 2, 2), 0.5), target=Y[:4]),
+     R, V, r"probs must be 1-D .* or an \(n, n_classes\) matrix"),
     ("calib-ts-probs-empty", lambda: _ts()(probs=np.zeros(0), target=np.zeros(0, int)),
      R, V, r"probs must contain at least one"),
     ("calib-ts-probs-strings", lambda: _ts()(probs=["0.2", "0.4"], target=[0, 1]),
@@ -164,8 +176,10 @@ CASES = [
      R, V, r"bounds"),
     ("calib-platt-bounds-strings", lambda: _platt(bounds=("a", "b"))(probs=Z, target=Y),
      R, V, r"bounds"),
-    ("calib-platt-logits-2d", lambda: _platt()(logits=np.zeros((4, 2)), target=Y[:4]),
-     R, V, r"logits must be 1-D"),
+    # (n, K) logits are multi-class Platt; constant columns do not identify w_k and b_k
+    ("calib-platt-logits-2d-constant", lambda: _status(_platt()(logits=np.zeros((4, 2)),
+                                                                target=Y[:4])),
+     S, None, r"not_identified.*constant"),
     ("calib-platt-logits-scalar", lambda: _platt()(logits=0.3, target=Y[:1]),
      R, V, r"logits must be 1-D"),
     ("calib-platt-probs-negative", lambda: _platt()(probs=Z - 0.5, target=Y),
@@ -303,4 +317,82 @@ CASES = [
     ("calib-plot-show-counts-string", lambda: _diagram(show_counts="no"),
      R, V, r"show_counts"),
     ("calib-plot-title-int", lambda: _diagram(title=3), R, V, r"title"),
+    # ------------------------------------------------- multi-class scaling maps (n, K)
+    ("calib-mc-probs-rows-not-normalised", lambda: _mc("TemperatureScaling")(
+        probs=PM * 0.9, target=YM), R, V, r"rows of probs must sum to 1"),
+    ("calib-mc-probs-negative", lambda: _mc("VectorScaling")(probs=ZM, target=YM),
+     R, V, r"probs must lie in \[0, 1\].*logits="),
+    ("calib-mc-logits-nan", lambda: _mc("PlattScaling")(
+        logits=np.where(ZM > 3, np.nan, ZM), target=YM), R, V, r"logits contains .*NaN"),
+    ("calib-mc-logits-one-column", lambda: _mc("MatrixScaling")(logits=ZM[:, :1], target=YM),
+     R, V, r"logits must have at least 2 columns"),
+    ("calib-mc-logits-look-like-probs", lambda: _mc("TemperatureScaling")(logits=PM,
+                                                                          target=YM),
+     W, nc.NumericalWarning, r"look like probabilities"),
+    ("calib-mc-target-rows-not-summing-to-one", lambda: _mc("TemperatureScaling")(
+        logits=ZM, target=np.eye(3)[YM] * 0.5), R, V, r"target rows must sum to 1"),
+    ("calib-mc-target-wrong-columns", lambda: _mc("VectorScaling")(
+        logits=ZM, target=np.eye(4)[YM]), R, V, r"target must have shape \(60, 3\)"),
+    ("calib-mc-target-label-out-of-range", lambda: _mc("PlattScaling")(
+        logits=ZM, target=np.where(YM == 2, 3, YM)), R, V, r"target"),
+    ("calib-mc-target-length", lambda: _mc("DirichletCalibration")(logits=ZM, target=YM[:-1]),
+     R, V, r"target has 59 labels"),
+    ("calib-mc-target-nan", lambda: _mc("MatrixScaling")(
+        logits=ZM, target=np.where(np.eye(3)[YM] == 1, np.nan, 0.0)), R, V, r"target.*NaN"),
+    ("calib-mc-no-target", lambda: _mc("VectorScaling")(logits=ZM, target=None),
+     R, V, r"target is required"),
+    ("calib-mc-reg-lambda-negative", lambda: _mc("MatrixScaling", reg_lambda=-1e-3)(
+        logits=ZM, target=YM), R, V, r"reg_lambda"),
+    ("calib-mc-reg-mu-string", lambda: _mc("DirichletCalibration", reg_mu="0.1")(
+        logits=ZM, target=YM), R, V, r"reg_mu must be a real number"),
+    ("calib-mc-reg-lambda-inf", lambda: _mc("MatrixScaling", reg_lambda=np.inf)(
+        logits=ZM, target=YM), R, V, r"reg_lambda must be finite"),
+    ("calib-mc-max-iter-zero", lambda: _mc("VectorScaling", max_iter=0)(logits=ZM, target=YM),
+     R, V, r"max_iter must be >= 1"),
+    ("calib-mc-max-iter-float", lambda: _mc("PlattScaling", max_iter=10.0)(
+        logits=ZM, target=YM), R, V, r"max_iter must be an integer"),
+    ("calib-mc-vector-bounds-nonpositive", lambda: _mc("VectorScaling", bounds=(0.0, 5.0))(
+        logits=ZM, target=YM), R, V, r"bounds.*0 < low"),
+    ("calib-mc-matrix-bounds-reversed", lambda: _mc("MatrixScaling", bounds=(5.0, -5.0))(
+        logits=ZM, target=YM), R, V, r"bounds"),
+    ("calib-mc-loss-unknown", lambda: _mc("DirichletCalibration", loss="nll")(
+        logits=ZM, target=YM), R, V, r"loss must be one of"),
+    ("calib-mc-eps-zero", lambda: _mc("DirichletCalibration", eps=0.0)(probs=PM, target=YM),
+     R, V, r"eps must be a number with 0 < eps < 0\.5"),
+    ("calib-mc-predict-unfitted", lambda: C.MatrixScaling().predict_proba(logits=ZM),
+     R, NotFittedError, r"not fitted"),
+    ("calib-mc-predict-other-k", lambda: _mc("TemperatureScaling")(logits=ZM, target=YM)
+     .predict_proba(logits=ZM[:, :2]), R, V, r"shape the map was fitted on, \(n, 3\)"),
+    ("calib-mc-predict-binary-after-matrix", lambda: _mc("VectorScaling")(
+        logits=ZM, target=YM).predict_proba(logits=ZM[:, 0]), R, V, r"logits must have the "
+     r"shape the map was fitted on"),
+    ("calib-mc-predict-probs-after-logits", lambda: _mc("MatrixScaling")(
+        logits=ZM, target=YM).predict_proba(probs=PM), R, V, r"fitted on logits="),
+    ("calib-mc-predict-both", lambda: _mc("PlattScaling")(logits=ZM, target=YM)
+     .predict_proba(logits=ZM, probs=PM), R, V, r"exactly one of probs= or logits="),
+    ("calib-mc-ts-separable", lambda: _status(_mc("TemperatureScaling")(
+        logits=ZM, target=ZM.argmax(1))), S, None, r"separable.*T -> 0"),
+    ("calib-mc-ts-separable-warns", lambda: _mc("TemperatureScaling")(
+        logits=ZM, target=ZM.argmax(1)), W, nc.IdentifiabilityWarning, r"separable"),
+    ("calib-mc-ts-uniform-target", lambda: _status(_mc("TemperatureScaling")(
+        logits=ZM, target=np.full((60, 3), 1 / 3))), S, None,
+     r"infinite_temperature.*grows without limit"),
+    ("calib-mc-ts-constant-rows", lambda: _status(_mc("TemperatureScaling")(
+        logits=np.zeros((60, 3)), target=YM)), S, None, r"not_identified"),
+    # the log loss is unbounded below for rows that leave [0, 1] and favour the top logit
+    ("calib-mc-ts-log-loss-corrected-rows", lambda: _status(_mc("TemperatureScaling",
+                                                                loss="log")(
+        logits=ZM, target=1.75 * np.eye(3)[ZM.argmax(1)] - 0.25)), S, None,
+     r"boundary.*unbounded below.*loss='brier'"),
+    ("calib-mc-matrix-not-converged", lambda: _status(_mc("MatrixScaling", max_iter=1)(
+        logits=ZM, target=YM)), S, None, r"not_converged.*optimiser"),
+    ("calib-mc-matrix-not-converged-warns", lambda: _mc("MatrixScaling", max_iter=1)(
+        logits=ZM, target=YM), W, nc.ConvergenceWarning, r"not_converged"),
+    ("calib-mc-platt-separable-boundary", lambda: _status(_mc("PlattScaling")(
+        logits=ZM, target=ZM.argmax(1))), S, None, r"boundary.*bounds"),
+    ("calib-mc-vector-zero-column", lambda: _status(_mc("VectorScaling")(
+        logits=np.column_stack([ZM[:, :2], np.zeros(60)]), target=YM)), S, None,
+     r"not_identified.*\[2\]"),
+    ("calib-mc-dirichlet-identical-items", lambda: _status(_mc("DirichletCalibration")(
+        probs=np.tile(PM[:1], (60, 1)), target=YM)), S, None, r"not_identified.*same scores"),
 ]

@@ -127,7 +127,21 @@ def test_fits_on_the_box_are_flagged():
     with pytest.warns(nc.IdentifiabilityWarning, match=r"bounds=\(0.05, 20.0\)"):
         t = nc.calibrators.TemperatureScaling().fit(probs=z, target=np.ones(40, int))
     # scores symmetric about 0.5 and an all-positive target: the loss falls as T grows
-    assert t.status_ == "boundary" and t.temperature_ == pytest.approx(20.0, rel=1e-9)
+    # without limit (g(0) = 0 exactly), reported as its own status, T on the upper bound
+    assert t.status_ == "infinite_temperature" and t.temperature_ == 20.0
+    assert t.unconstrained_temperature_ == np.inf and t.at_bound_
+    # labels that the scores separate: the loss falls as T -> 0
+    with pytest.warns(nc.IdentifiabilityWarning, match="status_='separable'"):
+        t = nc.calibrators.TemperatureScaling().fit(probs=z, target=(z > 0.5).astype(int))
+    assert t.status_ == "separable" and t.temperature_ == 0.05
+    assert t.unconstrained_temperature_ == 0.0
+    # a finite optimum outside the box: 'boundary', with the unconstrained T reported
+    b = nc.simulate.binary_scores(5000, slope=0.5, seed=0)
+    with pytest.warns(nc.IdentifiabilityWarning, match=r"unconstrained minimum T = 1\.9"):
+        t = nc.calibrators.TemperatureScaling(bounds=(0.1, 1.5)).fit(probs=b.p, target=b.y)
+    assert t.status_ == "boundary" and t.temperature_ == 1.5
+    assert t.unconstrained_temperature_ == pytest.approx(
+        nc.calibrators.TemperatureScaling().fit(probs=b.p, target=b.y).temperature_, rel=1e-12)
 
 
 def test_a_1d_float_target_is_the_positive_class_column():

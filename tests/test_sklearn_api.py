@@ -17,10 +17,11 @@ positionally with a 2-D feature matrix ``X`` (``check_dont_overwrite_parameters`
 ``check_fit2d_*``, ``check_methods_*_invariance``, the classifier and regressor checks,
 ...). noisycal's calibrators take their inputs as explicit keywords, ``probs=`` or
 ``logits=`` of shape (n,) and ``target=`` (``annotations=`` for ``JointMap``), because
-probabilities and logits are never guessed; and they are binary maps of one score, not
-models of a feature matrix. ``check_estimator`` as a whole therefore cannot run. What those
-checks test is tested here with keyword inputs instead: ``fit`` returns ``self``, leaves
-the parameters untouched (same objects) and adds only attributes ending in ``_``;
+probabilities and logits are never guessed; and they are maps of the scores (binary (n,)
+or, for the scaling maps, (n, K)), not models of a feature matrix. ``check_estimator`` as
+a whole therefore cannot run. What those checks test is tested here with keyword inputs
+instead: ``fit`` returns ``self``, leaves the parameters untouched (same objects) and adds
+only attributes ending in ``_``;
 ``predict_proba`` before ``fit`` raises :class:`noisycal.calibrators.NotFittedError`
 (which ``sklearn.utils.validation.check_is_fitted`` also recognises); refitting is
 idempotent; fitted calibrators pickle; NaN and infinite inputs raise ``ValueError``.
@@ -48,6 +49,9 @@ CAL = nc.calibrators
 ESTIMATORS = [
     CAL.TemperatureScaling(eps=1e-4, bounds=(0.1, 10.0)),
     CAL.PlattScaling(eps=1e-5, bounds=(-5.0, 5.0)),
+    CAL.VectorScaling(eps=1e-5, bounds=(0.1, 10.0), loss="log", max_iter=500),
+    CAL.MatrixScaling(reg_lambda=1e-2, reg_mu=0.0, bounds=(-50.0, 50.0), max_iter=500),
+    CAL.DirichletCalibration(eps=1e-8, reg_lambda=1e-2, loss="log"),
     CAL.HistogramBinning(n_bins=7),
     CAL.JointMap(n_bins=4, n_starts=2, max_iter=200, tol=1e-7, seed=3, orientation="vote",
                  anchor=1),
@@ -170,3 +174,25 @@ def test_calibrators_work_in_a_grid_of_clones():
         assert values[n_bins].shape == (n_bins,)
     assert base.get_params() == {"n_bins": 10}
     np.testing.assert_array_equal(values[10], _fit(CAL.HistogramBinning(), d).values_)
+
+
+@pytest.mark.parametrize("cls", [CAL.TemperatureScaling, CAL.VectorScaling, CAL.PlattScaling,
+                                 CAL.MatrixScaling, CAL.DirichletCalibration])
+def test_multiclass_maps_follow_the_protocol_on_matrices(cls):
+    rng = np.random.default_rng(2)
+    Z = rng.normal(size=(500, 4)) * 2
+    y = (np.exp(Z / 2).cumsum(1) / np.exp(Z / 2).sum(1, keepdims=True)
+         > rng.random((500, 1))).argmax(1)
+    est = cls()
+    before = dict(vars(est))
+    assert est.fit(logits=Z, target=y) is est
+    check_is_fitted(est)
+    assert all(vars(est)[k] is v for k, v in before.items())
+    public = {a for a in set(vars(est)) - set(before) if not a.startswith("_")}
+    assert all(a.endswith("_") for a in public), sorted(public)
+    assert est.status_ == "ok" and est.n_classes_ == 4
+    p1 = est.predict_proba(logits=Z)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict_proba(logits=Z), p1)
+    np.testing.assert_array_equal(clone(est).fit(logits=Z, target=y).predict_proba(logits=Z),
+                                  p1)
+    assert est.__sklearn_tags__().input_tags.two_d_array

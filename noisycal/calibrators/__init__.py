@@ -3,12 +3,16 @@
 Every calibrator is a scikit-learn style estimator (``get_params``/``set_params``,
 ``sklearn.base.clone``, ``fit`` returning ``self``, fitted attributes ending in ``_``)
 without depending on scikit-learn; its inputs are explicit keywords (``probs=`` or
-``logits=``, and ``target=``).
+``logits=``, and ``target=``). The scaling maps (temperature, vector, Platt, matrix,
+Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
 from ._base import Calibrator, NotFittedError
 from .joint import JointMap
-from .scaling import HistogramBinning, PlattScaling, TemperatureScaling
+from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
+from .scaling import HistogramBinning
+from .temperature import TemperatureScaling
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
-           "HistogramBinning", "JointMap"]
+           "VectorScaling", "MatrixScaling", "DirichletCalibration", "HistogramBinning",
+           "JointMap"]

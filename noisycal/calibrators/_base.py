@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._typing import ArrayLike
-from .._validation import check_array, check_labels
+from .._validation import check_array, check_labels, user_stacklevel
 from ..targets import Target, as_target_matrix
 
 __all__ = ["Calibrator", "NotFittedError"]
@@ -162,22 +162,25 @@ class Calibrator:
                     requires_fit=True)
 
     def _set_status(self, status: str, message: str, category: type[Warning] | None,
-                    stacklevel: int = 3) -> None:
-        """Store ``status_``/``message_`` and warn (``category``) when the status is not ok."""
+                    stacklevel: int | None = None) -> None:
+        """Store ``status_``/``message_`` and warn (``category``) when the status is not ok;
+        the warning points at the first frame outside noisycal unless ``stacklevel`` is
+        given."""
         self.status_ = status
         self.message_ = message
         if status != "ok" and category is not None:
+            level = user_stacklevel() if stacklevel is None else stacklevel
             warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
-                          stacklevel=stacklevel)
+                          stacklevel=level)
 
 
 # --------------------------------------------------------------------- validators
 def check_eps(eps: object) -> float:
-    """The score clipping level: a real number with 0 < eps < 0.5."""
+    """The probability floor: a real number with 0 < eps < 0.5."""
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) \
             or not 0.0 < float(eps) < 0.5:
-        raise ValueError(f"eps must be a number with 0 < eps < 0.5 (scores are clipped to "
-                         f"[eps, 1 - eps] before the logit), got {eps!r}")
+        raise ValueError(f"eps must be a number with 0 < eps < 0.5 (probabilities are "
+                         f"floored at eps before the logarithm), got {eps!r}")
     return float(eps)
 
 
@@ -214,22 +217,6 @@ def check_unit_scores(probs: ArrayLike, name: str = "probs") -> np.ndarray:
         raise ValueError(f"{name} must lie in [0, 1], got values in [{z.min():g}, "
                          f"{z.max():g}] (pass logits= if these are logits)")
     return z
-
-
-def binary_scores(probs: ArrayLike | None, logits: ArrayLike | None,
-                  eps: float) -> np.ndarray:
-    """Positive-class log-odds s(z) = logit(clip(z, eps, 1 - eps)) from explicit inputs.
-
-    Logits are clipped to the same range [logit(eps), logit(1 - eps)].
-    """
-    if (probs is None) == (logits is None):
-        raise ValueError("give exactly one of probs= or logits= (binary: shape (n,); "
-                         "they are never guessed)")
-    if logits is not None:
-        s = as_1d(logits, "logits")
-        return np.clip(s, math.log(eps / (1 - eps)), math.log((1 - eps) / eps))
-    z = np.clip(check_unit_scores(probs, "probs"), eps, 1 - eps)
-    return np.log(z) - np.log1p(-z)
 
 
 def positive_target(target: object, n: int) -> np.ndarray:
@@ -325,7 +312,8 @@ def check_same_target(target: object, fitted: dict, fitted_name: str) -> dict:
 
 
 def minimise_from_starts(f: Any, starts: list[np.ndarray],
-                         box: list[tuple[float, float]]) -> Any:
+                         box: list[tuple[float | None, float | None]],
+                         options: Mapping[str, Any] | None = None) -> Any:
     """L-BFGS-B from each start in the box; the smallest objective wins (first on ties).
 
     Parameters
@@ -335,7 +323,9 @@ def minimise_from_starts(f: Any, starts: list[np.ndarray],
     starts : list of ndarray
         Starting points.
     box : list of (low, high)
-        Bounds of every coordinate.
+        Bounds of every coordinate (None: unbounded on that side).
+    options : mapping, optional
+        L-BFGS-B options (``maxiter``, ``ftol``, ``gtol``; scipy's defaults otherwise).
 
     Returns
     -------
@@ -343,5 +333,6 @@ def minimise_from_starts(f: Any, starts: list[np.ndarray],
     """
     from scipy import optimize
 
-    fits = [optimize.minimize(f, x, jac=True, method="L-BFGS-B", bounds=box) for x in starts]
+    fits = [optimize.minimize(f, x, jac=True, method="L-BFGS-B", bounds=box,
+                              options=dict(options or {})) for x in starts]
     return min(fits, key=lambda r: r.fun)

@@ -1,0 +1,275 @@
+"""Inputs, targets and losses shared by the multi-class scaling maps.
+
+Every map of :mod:`noisycal.calibrators.temperature` and
+:mod:`noisycal.calibrators.multiclass` acts on an (n, K) score matrix ``S``:
+
+- ``logits=`` of shape (n, K) are used as given (never clipped);
+- ``probs=`` of shape (n, K) become log-probabilities ``log(max(p, eps))``: ``eps`` is a
+  documented floor (zero probabilities have no logarithm), an argument of every map;
+- 1-D (binary) inputs become the two-column log-probabilities of the positive-class
+  score: ``[log(1 - p), log p]`` floored at ``eps`` for ``probs=``, and the exact
+  ``[log sigmoid(-s), log sigmoid(s)]`` for ``logits=`` (never clipped).
+
+The fitting loss of the maps ``q_i = softmax(eta_i)`` against a target row ``t_i`` (any
+target: hard, soft, voted, corrected, posterior, a matrix) is the log loss
+``-sum_k t_ik log q_ik`` for targets on the simplex, and for targets that leave it (kind
+'corrected', or entries outside [0, 1]) the affine Brier loss
+``sum_k (q_ik^2 - 2 q_ik t_ik + t_ik)``, which is bounded below for any real target,
+equals the Brier score for one-hot rows, and is affine in the target, so it is unbiased
+for the clean-label Brier loss under a noise-corrected target (the same rule as
+:func:`noisycal.brier`). For binary 1-D inputs the Brier loss is halved (the binary
+``q^2 - 2 q y + y`` of the positive class, as in the binary maps and :func:`noisycal.brier`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import log_expit, log_softmax, logsumexp, softmax
+
+from .._typing import ArrayLike
+from .._validation import PROB_ATOL, check_array, check_choice, check_logits
+from .._warnings import ConvergenceWarning, IdentifiabilityWarning
+from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
+from ..targets import as_target_matrix
+from ._base import Calibrator, check_alignment, check_eps, positive_target
+
+__all__ = ["ScoreInput", "SoftmaxMap", "score_matrix", "fit_target", "resolve_loss",
+           "softmax_loss", "finish_status", "EPS"]
+
+#: Default floor eps of the probabilities before the logarithm (``log(max(p, eps))``).
+EPS = 1e-6
+
+
+class ScoreInput:
+    """The score matrix of a call and how it was given.
+
+    Attributes
+    ----------
+    S : ndarray of shape (n, K)
+        Scores the maps act on (logits, or log-probabilities).
+    binary : bool
+        Whether the input was 1-D positive-class scores (then K = 2).
+    given : {'probs', 'logits'}
+        Which argument was given.
+    raw : object
+        The argument as given (for alignment checks).
+    """
+
+    __slots__ = ("S", "binary", "given", "raw")
+
+    def __init__(self, S: np.ndarray, binary: bool, given: str, raw: object) -> None:
+        self.S, self.binary, self.given, self.raw = S, binary, given, raw
+
+
+def _scores(x: ArrayLike, name: str) -> np.ndarray:
+    """A finite float64 array of shape (n,) or (n, K) with n >= 1 and K >= 2."""
+    arr = np.asarray(x) if not hasattr(x, "to_numpy") else x.to_numpy()
+    if getattr(arr, "ndim", 0) not in (1, 2):
+        raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) or an "
+                         f"(n, n_classes) matrix, got shape {np.shape(arr)}")
+    z = check_array(arr, name) if name == "probs" or arr.ndim == 1 else check_logits(arr, name)
+    if z.shape[0] < 1:
+        raise ValueError(f"{name} must contain at least one score, got shape {z.shape}")
+    if z.ndim == 2 and z.shape[1] < 2:
+        raise ValueError(f"{name} must have at least 2 columns (classes), got shape {z.shape}")
+    return z
+
+
+def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, *,
+                 log_probs: bool = False) -> ScoreInput:
+    """The (n, K) scores of explicit ``probs=`` / ``logits=`` (module docstring).
+
+    Parameters
+    ----------
+    probs, logits : array-like of shape (n,) or (n, K), optional
+        Exactly one of them.
+    eps : float
+        Floor of the probabilities before the logarithm.
+    log_probs : bool, default=False
+        Turn (n, K) logits into log-probabilities ``log_softmax(logits)`` (Dirichlet
+        calibration acts on log-probabilities).
+
+    Returns
+    -------
+    ScoreInput
+    """
+    if (probs is None) == (logits is None):
+        raise ValueError("give exactly one of probs= or logits= (shape (n,) for a binary "
+                         "problem, (n, K) otherwise; they are never guessed)")
+    if logits is not None:
+        z = _scores(logits, "logits")
+        if z.ndim == 1:
+            S = np.column_stack([log_expit(-z), log_expit(z)])
+        else:
+            S = log_softmax(z, axis=1) if log_probs else z
+        return ScoreInput(S, z.ndim == 1, "logits", logits)
+    p = _scores(probs, "probs")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError(f"probs must lie in [0, 1], got values in [{p.min():g}, {p.max():g}] "
+                         "(pass logits= if these are logits)")
+    if p.ndim == 1:
+        P = np.column_stack([1.0 - p, p])
+    else:
+        dev = np.abs(p.sum(axis=1) - 1.0)
+        if np.any(dev > PROB_ATOL):
+            i = int(np.argmax(dev))
+            raise ValueError(f"rows of probs must sum to 1 within {PROB_ATOL:g}; row {i} sums "
+                             f"to {p[i].sum():.8g} (normalise them, or pass logits=)")
+        P = p
+    return ScoreInput(np.log(np.maximum(P, eps)), p.ndim == 1, "probs", probs)
+
+
+def fit_target(target: object, x: ScoreInput) -> np.ndarray:
+    """The (n, K) target matrix of a fit, whose rows must sum to 1.
+
+    A binary (1-D) input takes the binary calibrators' targets (0/1 labels, a 1-D float
+    positive-class target, an (n, 2) matrix or a Target); an (n, K) input takes anything
+    :func:`noisycal.targets.as_target_matrix` reads (labels, a matrix, a Target).
+    """
+    n, K = x.S.shape
+    if x.binary:
+        y = positive_target(target, n)
+        T = np.column_stack([1.0 - y, y])
+    else:
+        if target is None:
+            raise ValueError("target is required (labels, an (n, K) matrix or a Target)")
+        T = as_target_matrix(target, n, K)
+        dev = np.abs(T.sum(axis=1) - 1.0)
+        if np.any(dev > PROB_ATOL):
+            i = int(np.argmax(dev))
+            raise ValueError(f"target rows must sum to 1 (probability rows, or noise-corrected "
+                             f"rows) within {PROB_ATOL:g}; row {i} sums to {T[i].sum():.8g}")
+    check_alignment(x.raw, x.given, target, "target")
+    return T
+
+
+def resolve_loss(loss: object, T: np.ndarray, target: object) -> str:
+    """``'log'`` or ``'brier'``: 'auto' is 'brier' for a target that leaves the simplex."""
+    check_choice(loss, "loss", FIT_LOSSES)
+    if loss != "auto":
+        return str(loss)
+    return "brier" if leaves_unit_interval(T, target) else "log"
+
+
+def softmax_loss(eta: np.ndarray, T: np.ndarray, loss: str, binary: bool) -> float:
+    """Mean fitting loss of ``softmax(eta)`` against ``T`` (NumPy; module docstring)."""
+    if loss == "log":
+        return float(np.mean(logsumexp(eta, axis=1) * T.sum(1) - np.sum(T * eta, axis=1)))
+    q = softmax(eta, axis=1)
+    value = float(np.mean(np.sum(q * q - 2.0 * q * T + T, axis=1)))
+    return 0.5 * value if binary else value
+
+
+def finish_status(cal: Calibrator, *, not_identified: str | None, converged: bool,
+                  optimiser: str, at_bound: bool, bounds: object, hint: str = "") -> None:
+    """Set ``status_``/``message_`` of a fitted map (and warn unless 'ok').
+
+    Parameters
+    ----------
+    cal : Calibrator
+        The fitted map.
+    not_identified : str or None
+        Why the parameters are not identified (status 'not_identified').
+    converged : bool
+        Whether the optimiser converged (else 'not_converged', with ``optimiser``).
+    optimiser : str
+        The optimiser's message.
+    at_bound : bool
+        Whether a parameter ended on its box (status 'boundary').
+    bounds : object
+        The box, for the message.
+    hint : str, default=''
+        Appended to the 'boundary' message.
+    """
+    if not_identified is not None:
+        cal._set_status("not_identified", not_identified, IdentifiabilityWarning)
+    elif not converged:
+        cal._set_status("not_converged", f"the optimiser stopped before converging: "
+                        f"{optimiser}", ConvergenceWarning)
+    elif at_bound:
+        cal._set_status("boundary", f"the fit ended on the box bounds={bounds!r}: the "
+                        "unconstrained minimum lies outside it (the scores carry little "
+                        "information about the target, or the target is separable by the "
+                        f"scores{hint})", IdentifiabilityWarning)
+    else:
+        cal._set_status("ok", "", None)
+
+
+class SoftmaxMap(Calibrator):
+    """A map ``softmax(eta(S))`` of the score matrix: shared input handling and prediction.
+
+    Subclasses define ``_eta(S)`` from their fitted parameters; ``_log_probs`` makes (n, K)
+    logits enter as log-probabilities; ``_shift_invariant`` says whether adding a constant
+    to a row of scores leaves the map unchanged (then a map fitted on ``logits=`` may
+    predict from ``probs=`` and vice versa).
+    """
+
+    _fitted_attr = "objective_"
+    _log_probs = False
+    _shift_invariant = False
+
+    def _eta(self, S: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __sklearn_tags__(self) -> Any:  # noqa: ANN401 - sklearn.utils.Tags, sklearn optional
+        """scikit-learn's estimator tags: keyword inputs of shape (n,) or (n, K)."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = True
+        return tags
+
+    def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None,
+                 target: object) -> tuple[ScoreInput, np.ndarray]:
+        """Checked scores and target of ``fit``; sets ``eps_``, ``loss_``, ``n_classes_``,
+        ``binary_`` and ``input_``."""
+        eps = check_eps(self.eps)
+        x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
+        T = fit_target(target, x)
+        self.loss_ = resolve_loss(self.loss, T, target)
+        self.eps_ = eps
+        self.n_classes_ = int(x.S.shape[1])
+        self.binary_ = bool(x.binary)
+        self.input_ = x.given
+        self._outside = leaves_unit_interval(T, target)
+        return x, T
+
+    def predict_proba(self, *, probs: ArrayLike | None = None,
+                      logits: ArrayLike | None = None) -> np.ndarray:
+        """Calibrated probabilities.
+
+        Parameters
+        ----------
+        probs : array-like of shape (n,) or (n, n_classes), optional
+            Probabilities (positive-class ones for a binary map fitted on 1-D scores),
+            floored at the ``eps_`` of the fit before the logarithm.
+        logits : array-like of shape (n,) or (n, n_classes), optional
+            Logits (never clipped). Give exactly one of ``probs`` and ``logits``, of the
+            shape the map was fitted on.
+
+        Returns
+        -------
+        ndarray of shape (n,) or (n, n_classes)
+            Positive-class probabilities for a binary map fitted on 1-D scores, else the
+            calibrated probability matrix.
+
+        Raises
+        ------
+        NotFittedError, ValueError
+            Before ``fit``; if both or neither input is given, an input is not finite,
+            its shape does not match the fit's, or a map that is not shift invariant was
+            fitted on (n, K) ``logits=`` and is given ``probs=`` (or the reverse).
+        """
+        self._check_fitted()
+        x = score_matrix(probs, logits, self.eps_, log_probs=self._log_probs)
+        if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_:
+            fitted = "(n,) binary scores" if self.binary_ else f"(n, {self.n_classes_}) scores"
+            raise ValueError(f"{x.given} must have the shape the map was fitted on, "
+                             f"{fitted}; got shape {np.shape(x.raw)}")
+        if not (self._shift_invariant or self.binary_) and x.given != self.input_:
+            raise ValueError(f"{x.given}: this {type(self).__name__} was fitted on "
+                             f"{self.input_}= and acts on them as given (log-probabilities "
+                             "and logits differ by a per-item constant that changes this "
+                             f"map); pass {self.input_}=")
+        q = softmax(self._eta(x.S), axis=1)
+        return q[:, 1] if self.binary_ else q
