@@ -365,10 +365,22 @@ def test_bootstrap_spread_matches_the_sampling_sd():
 def test_cluster_bootstrap_and_single_item():
     rng = np.random.default_rng(8)
     f = rng.uniform(0, 1, 90)
-    y = (rng.random(90) < f).astype(int)
+    y = (rng.random(90) < f**2).astype(int)
     est = smooth_ece(f, y, n_boot=200, cluster=np.arange(90) // 3)
     assert est.status == "ok" and "by cluster" in est.details["bootstrap"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         one = smooth_ece([0.3], [1], n_boot=20)
     assert one.status == "degenerate" and one.value == pytest.approx(0.7)
+
+
+def test_an_interval_away_from_the_estimate_is_flagged():
+    # calibrated: the value is noise, every replicate adds more, the percentile interval
+    # sits above the estimate; the Estimate says so instead of reporting 'ok'
+    rng = np.random.default_rng(0)
+    f = rng.uniform(0, 1, 2000)
+    y = (rng.random(2000) < f).astype(int)
+    with pytest.warns(nc.NumericalWarning, match="does not contain the estimate"):
+        est = smooth_ece(f, y, n_boot=200)
+    assert est.status == "estimate_outside_interval"
+    assert est.value < est.low and np.median(est.replicates) > 1.2 * est.value
