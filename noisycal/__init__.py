@@ -30,6 +30,7 @@ from .metrics import (
     ece,
     mce,
     nll,
+    smooth_ece,
     true_label_ece,
 )
 from .targets import Target
@@ -58,6 +59,7 @@ __all__ = [
     "ece",
     "mce",
     "true_label_ece",
+    "smooth_ece",
     "brier",
     "nll",
     "calibration_slope",

@@ -9,7 +9,7 @@ import pytest
 import noisycal as nc
 
 METRICS = [nc.ece, nc.mce, nc.true_label_ece, nc.brier, nc.nll, nc.calibration_slope,
-           nc.calibration_intercept]
+           nc.calibration_intercept, nc.smooth_ece]
 
 
 def _binary(n=300, seed=0):

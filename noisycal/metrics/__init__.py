@@ -5,6 +5,7 @@ from .crossfit import nc_ece_crossfit
 from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
 from .scores import brier, nll
 from .slope import calibration_intercept, calibration_slope
+from .smooth import smooth_ece, smooth_ece_linear_form
 
 __all__ = [
     "ece",
@@ -18,6 +19,8 @@ __all__ = [
     "calibration_test",
     "CalibrationTest",
     "ESTIMATORS",
+    "smooth_ece",
+    "smooth_ece_linear_form",
     "PAPER_N_BINS",
     "INTERVALS",
 ]
