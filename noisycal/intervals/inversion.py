@@ -49,7 +49,8 @@ from .._jax import as_numpy_rng
 from .._typing import Seed
 from .._validation import check_choice, check_int, check_level
 
-__all__ = ["Inversion", "invert_norm", "norm_of_means", "simulate_noise", "gaussian_null"]
+__all__ = ["Inversion", "invert_norm", "norm_of_means", "simulate_noise", "gaussian_null",
+           "covariance_factor"]
 
 _BISECT = 48
 
@@ -104,13 +105,29 @@ def norm_of_means(m: np.ndarray, weights: np.ndarray, norm: str) -> np.ndarray:
     return np.sqrt((m * m) @ weights)
 
 
-def simulate_noise(cov: np.ndarray, n_sim: int, seed: Seed) -> np.ndarray:
-    """``n_sim`` draws from :math:`N(0, V)`; V may be singular (eigen-factor, clipped at 0).
+def covariance_factor(cov: np.ndarray) -> np.ndarray:
+    """A factor F with F F^T = V of a symmetric positive semi-definite V (eigenvalues < 0,
+    rounding errors, clipped to 0).
 
     Parameters
     ----------
     cov : ndarray of shape (J, J)
-        Symmetric positive semi-definite covariance.
+
+    Returns
+    -------
+    ndarray of shape (J, J)
+    """
+    w, U = np.linalg.eigh(0.5 * (cov + cov.T))
+    return U * np.sqrt(np.clip(w, 0.0, None))
+
+
+def simulate_noise(factor: np.ndarray, n_sim: int, seed: Seed) -> np.ndarray:
+    """``n_sim`` draws from :math:`N(0, F F^T)`.
+
+    Parameters
+    ----------
+    factor : ndarray of shape (J, r)
+        A covariance factor (:func:`covariance_factor`, or any F with F F^T = V).
     n_sim : int
         Number of draws.
     seed : int or jax key
@@ -119,9 +136,7 @@ def simulate_noise(cov: np.ndarray, n_sim: int, seed: Seed) -> np.ndarray:
     -------
     ndarray of shape (n_sim, J)
     """
-    w, U = np.linalg.eigh(0.5 * (cov + cov.T))
-    factor = U * np.sqrt(np.clip(w, 0.0, None))
-    z = as_numpy_rng(seed).standard_normal((n_sim, cov.shape[0]))
+    z = as_numpy_rng(seed).standard_normal((n_sim, factor.shape[1]))
     return z @ factor.T
 
 
@@ -142,7 +157,7 @@ def gaussian_null(cov: np.ndarray, weights: np.ndarray, norm: str, n_sim: int,
     -------
     ndarray of shape (n_sim,)
     """
-    return norm_of_means(simulate_noise(cov, n_sim, seed), weights, norm)
+    return norm_of_means(simulate_noise(covariance_factor(cov), n_sim, seed), weights, norm)
 
 
 def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str,
@@ -188,9 +203,9 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
     return m_of(0.5 * (lo + hi))
 
 
-def invert_norm(mean: np.ndarray, cov: np.ndarray, weights: np.ndarray, *,
+def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *,
                 norm: str = "l1", level: float = 0.9, n_sim: int = 2000,
-                seed: Seed = 0) -> Inversion:
+                seed: Seed = 0, cov_factor: np.ndarray | None = None) -> Inversion:
     """Confidence interval, median-unbiased estimate and zero-test for a norm of means.
 
     See the module docstring for the construction.
@@ -199,8 +214,9 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray, weights: np.ndarray, *,
     ----------
     mean : ndarray of shape (J,)
         The estimated means :math:`\\hat m`.
-    cov : ndarray of shape (J, J)
-        Estimated covariance of ``mean`` (not of one item's contribution).
+    cov : ndarray of shape (J, J) or None
+        Estimated covariance of ``mean`` (not of one item's contribution); None when
+        ``cov_factor`` is given instead.
     weights : ndarray of shape (J,)
         Non-negative weights :math:`a_j` of the norm.
     norm : {'l1', 'l2'}, default='l1'
@@ -209,6 +225,9 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray, weights: np.ndarray, *,
     n_sim : int, default=2000
         Draws from the Gaussian null (common random numbers for every candidate).
     seed : int or jax key, default=0
+    cov_factor : ndarray of shape (J, r), optional
+        A factor F of the covariance (F F^T = cov), instead of ``cov``: cheaper when the
+        means are linear in fewer than J underlying means (e.g. the smooth ECE's grid).
 
     Returns
     -------
@@ -217,17 +236,23 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray, weights: np.ndarray, *,
     check_choice(norm, "norm", ("l1", "l2"))
     level = check_level(level)
     n_sim = check_int(n_sim, "n_sim", minimum=100)
-    mean, cov, weights = (np.asarray(x, dtype=np.float64) for x in (mean, cov, weights))
+    if (cov is None) == (cov_factor is None):
+        raise ValueError("give exactly one of cov and cov_factor")
+    mean, weights = (np.asarray(x, dtype=np.float64) for x in (mean, weights))
     J = mean.shape[0]
-    if cov.shape != (J, J) or weights.shape != (J,):
-        raise ValueError(f"cov must be ({J}, {J}) and weights ({J},), got {cov.shape} and "
-                         f"{weights.shape}")
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))
+    factor = np.asarray(cov_factor if cov is None else cov, dtype=np.float64)
+    if factor.ndim != 2 or factor.shape[0] != J or (cov is not None and factor.shape[1] != J) \
+            or weights.shape != (J,):
+        raise ValueError(f"cov must be ({J}, {J}) (cov_factor ({J}, r)) and weights ({J},), "
+                         f"got {factor.shape} and {weights.shape}")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))
             and np.all(np.isfinite(weights))) or np.any(weights < 0):
         raise ValueError("mean, cov and weights must be finite, weights non-negative")
+    if cov is not None:
+        factor = covariance_factor(factor)
     alpha = 1.0 - level
-    E = simulate_noise(cov, n_sim, seed)
-    av = weights * np.clip(np.diag(cov), 0.0, None)
+    E = simulate_noise(factor, n_sim, seed)
+    av = weights * np.sum(factor * factor, axis=1)
     T = float(norm_of_means(mean, weights, norm))
 
     def sims(theta0: float) -> np.ndarray:

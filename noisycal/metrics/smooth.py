@@ -13,45 +13,14 @@ reflections at 0 and 1, so it integrates to 1 in u). The paper's default bandwid
 the fixed point :math:`\sigma^*` with :math:`\mathrm{smECE}_{\sigma^*} = \sigma^*`; it is
 unique because :math:`\mathrm{smECE}_\sigma` does not increase with sigma.
 
-How it is computed (exactly, not by binning the items):
-
-- The reflected kernel is the Neumann heat kernel of [0, 1], so
-  :math:`K_\sigma(u, f) = 1 + 2\sum_{j \ge 1} e^{-(j\pi\sigma)^2/2}\cos(j\pi u)\cos(j\pi f)`
-  (Poisson summation of the image sum) and :math:`\hat r_\sigma(u) = \sum_j \lambda_j a_j
-  \cos(j\pi u)` with the item averages :math:`a_j = \frac1n\sum_i d_i\cos(j\pi f_i)`.
-  Terms up to :math:`J \ge 3/\sigma` are kept (rounded up to a multiple of 32, so that
-  nearby bandwidths share compiled bootstrap kernels): the first dropped factor is below
-  :math:`e^{-(3\pi)^2/2} \approx 5\cdot 10^{-20}`.
-- :math:`\hat r_\sigma` is evaluated on the uniform grid :math:`u_k = k/(m-1)` (a DCT-I,
-  done with a real FFT) and integrated with the trapezoid rule. The default grid has
-  :math:`m - 1 = 2000 \cdot 2^k` intervals, k the least integer >= 0 giving at least
-  100 intervals per bandwidth: the error comes only from the kinks of :math:`|\hat r|` at
-  its sign changes and measured below :math:`10^{-6}` relative against a 400001-point grid
-  (bandwidths 0.01 to 0.1, n 300 to 20000); ``n_grid`` sets m.
-- :math:`\sigma^*`: the bracket :math:`[|\bar d|, \overline{|d|}]` always holds it
-  (:math:`\mathrm{smECE}_\sigma` lies between these); sigma is halved from the upper end
-  until :math:`\mathrm{smECE}_\sigma \ge \sigma`, then Brent's method finds the root in
-  the last halving interval (``xtol`` 1e-14, grid and terms held fixed during the search),
-  and the value is recomputed on the grid of :math:`\sigma^*`. Classwise, one bandwidth
-  serves all K classes: the fixed point of the class average.
-
-relplot (apple/ml-calibration) computes the same quantity with a 1001-point linearly
-binned kernel truncated at +-0.5, a 200-point Riemann sum and a 10-step bisection for the
-bandwidth; ``tests/test_smooth_ece.py`` compares the two.
+The numerics are in :mod:`noisycal.metrics.smooth_kernel`, the intervals in
+:mod:`noisycal.metrics.smooth_intervals`.
 """
 
 from __future__ import annotations
 
-import warnings
-from functools import partial
-
 import numpy as np
-from scipy.optimize import brentq
 
-import jax
-import jax.numpy as jnp
-
-from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
 from .._validation import (
     check_batch_size,
@@ -60,226 +29,36 @@ from .._validation import (
     check_level,
     check_real,
     check_seed,
-    user_stacklevel,
 )
-from .._warnings import NumericalWarning
 from ..intervals.bootstrap import (
     BOOTSTRAP_METHODS,
     cluster_codes,
-    default_batch_size,
-    interval_from_replicates,
-    replicate_weights,
 )
 from ..intervals.estimate import Estimate
 from .binning import group_scores
-from .ece import _resolve_kind, _target_kind, resolve_inputs, with_target_status
+from .ece import (
+    _resolve_kind,
+    _target_kind,
+    resolve_estimator,
+    resolve_inputs,
+    with_target_status,
+)
+from .smooth_intervals import _bootstrap, _inverted, smooth_factor
+from .smooth_kernel import (
+    GRID_PER_BANDWIDTH,
+    MIN_BANDWIDTH,
+    MIN_GRID,
+    _Curves,
+    _damping,
+    _fixed_point,
+    _on_grid,
+    grid_size,
+    n_terms,
+    trapezoid_weights,
+)
 
 __all__ = ["smooth_ece", "smooth_ece_linear_form", "grid_size", "n_terms",
            "trapezoid_weights", "MIN_GRID", "GRID_PER_BANDWIDTH", "MIN_BANDWIDTH"]
-
-#: Least number of grid intervals (the grid has ``MIN_GRID + 1`` points).
-MIN_GRID = 2000
-#: Grid intervals per unit of 1 / bandwidth (100 grid steps per bandwidth).
-GRID_PER_BANDWIDTH = 100
-#: Cosine terms per unit of 1 / bandwidth (the dropped factors are below 5e-20).
-TERMS_PER_INV_BANDWIDTH = 3.0
-#: The fixed-point search stops here: a smaller sigma* is reported, not resolved.
-MIN_BANDWIDTH = 1e-4
-#: The number of cosine terms is a multiple of this (fewer distinct compiled shapes).
-_TERM_BLOCK = 32
-#: Leave-one-block-out groups at most, for BCa's acceleration.
-_MAX_JACKKNIFE_GROUPS = 1000
-
-
-# ----------------------------------------------------------------------------- numerics
-
-
-def grid_size(bandwidth: float, n_grid: int | None = None) -> int:
-    """Number of grid points m: ``n_grid`` if given, else ``2000 * 2**k + 1``.
-
-    k is the least integer >= 0 with at least 100 grid intervals per bandwidth sigma.
-
-    Parameters
-    ----------
-    bandwidth : float
-        sigma > 0.
-    n_grid : int, optional
-        An explicit grid size.
-
-    Returns
-    -------
-    int
-    """
-    if n_grid is not None:
-        return int(n_grid)
-    need = GRID_PER_BANDWIDTH / bandwidth
-    k = max(0, int(np.ceil(np.log2(need / MIN_GRID)))) if need > MIN_GRID else 0
-    return MIN_GRID * 2**k + 1
-
-
-def n_terms(bandwidth: float) -> int:
-    """Highest cosine frequency J kept for bandwidth sigma: 3 / sigma, rounded up to 32k."""
-    return int(_TERM_BLOCK * max(1, np.ceil(TERMS_PER_INV_BANDWIDTH / bandwidth / _TERM_BLOCK)))
-
-
-def trapezoid_weights(m: int) -> np.ndarray:
-    """Trapezoid weights (m,) of the grid ``k / (m - 1)``, k = 0..m-1; they sum to 1."""
-    w = np.full(m, 1.0 / (m - 1))
-    w[[0, -1]] *= 0.5
-    return w
-
-
-def _damping(bandwidth: float, J: int) -> np.ndarray:
-    """lambda_j = 2 exp(-(j pi sigma)^2 / 2), lambda_0 = 1: the kernel's cosine weights."""
-    j = np.arange(J + 1)
-    lam = 2.0 * np.exp(-0.5 * (j * np.pi * bandwidth) ** 2)
-    lam[0] = 1.0
-    return lam
-
-
-def _on_grid(c: ArrayLike, m: int, xp: object = np) -> ArrayLike:
-    """``sum_j c[..., j] cos(j pi k / (m - 1))`` for k = 0..m-1 (DCT-I by a real FFT).
-
-    Frequencies at or above 2(m - 1) are folded onto their aliases first (the grid cannot
-    tell them apart), so any number of terms is exact on the grid."""
-    N = 2 * (m - 1)
-    J1 = c.shape[-1]
-    c = xp.pad(c, [(0, 0)] * (c.ndim - 1) + [(0, (-J1) % N)])
-    c = c.reshape(c.shape[:-1] + (-1, N)).sum(axis=-2)
-    return xp.real(xp.fft.rfft(c, axis=-1))
-
-
-def _item_cosines(conf: np.ndarray, J: int) -> np.ndarray:
-    """cos(j pi f_ig) as an array (G, n, J + 1)."""
-    return np.cos(np.pi * conf.T[:, :, None] * np.arange(J + 1))
-
-
-def _coefficients(conf: np.ndarray, resid: np.ndarray, J: int) -> np.ndarray:
-    """a_gj = mean_i d_ig cos(j pi f_ig), shape (G, J + 1), in item chunks of bounded size."""
-    G, n = conf.shape[1], conf.shape[0]
-    out = np.zeros((G, J + 1))
-    step = max(1, 2**22 // (G * (J + 1)))
-    for s in range(0, n, step):
-        cos = _item_cosines(conf[s:s + step], J)
-        out += np.einsum("gij,ig->gj", cos, resid[s:s + step])
-    return out / n
-
-
-class _Curves:
-    """The smoothed residual of every group at any bandwidth, from cached coefficients."""
-
-    def __init__(self, conf: np.ndarray, resid: np.ndarray) -> None:
-        self.conf, self.resid = conf, resid
-        self.J = 0
-        self.a = np.zeros((conf.shape[1], 1))
-
-    def coefficients(self, J: int) -> np.ndarray:
-        if J > self.J:
-            self.J = max(J, 2 * self.J)
-            self.a = _coefficients(self.conf, self.resid, self.J)
-        return self.a[:, :J + 1]
-
-    def residual(self, bandwidth: float, m: int, J: int | None = None) -> np.ndarray:
-        """r(u_k) of every group, shape (G, m)."""
-        J = n_terms(bandwidth) if J is None else J
-        return _on_grid(self.coefficients(J) * _damping(bandwidth, J), m)
-
-    def value(self, bandwidth: float, m: int, J: int | None = None) -> tuple[float, np.ndarray]:
-        per_group = np.abs(self.residual(bandwidth, m, J)) @ trapezoid_weights(m)
-        return float(np.mean(per_group)), per_group
-
-
-def _fixed_point(curves: _Curves, upper: float, n_grid: int | None
-                 ) -> tuple[float, str, str]:
-    """sigma* with smECE_sigma* = sigma*; ``(sigma, status, message)``."""
-    def gap(s: float, m: int, J: int | None = None) -> float:
-        return s - curves.value(s, m, J)[0]
-
-    if gap(upper, grid_size(upper, n_grid)) <= 0.0:
-        return upper, "ok", ""  # residuals of one sign: smECE_sigma = |mean d| for all sigma
-    lo = upper
-    while True:
-        lo, hi = lo / 2.0, lo
-        if lo < MIN_BANDWIDTH:
-            return MIN_BANDWIDTH, "bandwidth_floor", (
-                f"the fixed-point bandwidth lies below {MIN_BANDWIDTH:g} (smECE_sigma < sigma "
-                f"at sigma = {MIN_BANDWIDTH:g}); the value is smECE at that bandwidth, which "
-                f"bounds the fixed-point smooth ECE from below (and {MIN_BANDWIDTH:g} from "
-                "above); pass bandwidth= to choose one")
-        if gap(lo, grid_size(lo, n_grid)) <= 0.0:
-            break
-    m, J = grid_size(lo, n_grid), n_terms(lo)
-    if gap(lo, m, J) > 0.0 or gap(hi, m, J) <= 0.0:  # the end's sign flipped with the grid
-        return (lo if gap(lo, m, J) > 0.0 else hi), "ok", ""
-    root = brentq(gap, lo, hi, args=(m, J), xtol=1e-14, rtol=4 * np.finfo(float).eps)
-    return float(root), "ok", ""
-
-
-# ----------------------------------------------------------------------------- bootstrap
-
-
-def _value_jax(weights: jax.Array, dc: jax.Array, lam: jax.Array, wq: jax.Array,
-               m: int) -> jax.Array:
-    """The smooth ECE under item weights: mean over groups of sum_k wq_k |r_w(u_k)|."""
-    a = jnp.einsum("n,gnj->gj", weights, dc) / jnp.sum(weights)
-    return jnp.mean(jnp.abs(_on_grid(a * lam, m, jnp)) @ wq)
-
-
-@partial(jax.jit, static_argnames=("m", "n_boot", "batch_size", "n_clusters"))
-def _replicates(rng_key: jax.Array, dc: jax.Array, lam: jax.Array, wq: jax.Array,
-                codes: jax.Array | None, *, m: int, n_boot: int, batch_size: int,
-                n_clusters: int) -> jax.Array:
-    keys = jax.random.split(rng_key, n_boot)
-
-    def one(key: jax.Array) -> jax.Array:
-        return _value_jax(replicate_weights(key, codes, n_clusters), dc, lam, wq, m)
-
-    return jax.lax.map(one, keys, batch_size=batch_size)
-
-
-@partial(jax.jit, static_argnames=("m", "n_groups"))
-def _jackknife(dc: jax.Array, lam: jax.Array, wq: jax.Array, group: jax.Array, *, m: int,
-               n_groups: int) -> jax.Array:
-    def loo(g: jax.Array) -> jax.Array:
-        return _value_jax(jnp.where(group == g, 0.0, 1.0), dc, lam, wq, m)
-
-    return jax.lax.map(loo, jnp.arange(n_groups), batch_size=min(n_groups, 64))
-
-
-def _bootstrap(conf: np.ndarray, resid: np.ndarray, bandwidth: float, m: int, value: float,
-               *, level: float, n_boot: int, method: str, seed: Seed,
-               cluster: ArrayLike | None, batch_size: int | None
-               ) -> tuple[tuple[float, float], str, str, np.ndarray]:
-    """Replicates with the bandwidth (and grid) held fixed; interval, status, message, reps."""
-    n, G = conf.shape
-    J = n_terms(bandwidth)
-    codes, n_clusters = cluster_codes(cluster, n)
-    dc = _item_cosines(conf, J) * resid.T[:, :, None]
-    # on CPU, chunks of 64 replicates measured fastest (n 5000 to 20000)
-    bs = batch_size or (min(n_boot, 64) if jax.default_backend() == "cpu"
-                        else default_batch_size(n_boot, n + 4 * G * m))
-    with x64():
-        args = (jnp.asarray(dc), jnp.asarray(_damping(bandwidth, J)),
-                jnp.asarray(trapezoid_weights(m)))
-        reps = np.asarray(_replicates(as_key(seed), *args,
-                                      None if codes is None else jnp.asarray(codes), m=m,
-                                      n_boot=n_boot, batch_size=bs, n_clusters=n_clusters))
-        jack = None
-        if method == "bca":
-            unit = np.arange(n) if codes is None else codes
-            n_groups = min(n_clusters, _MAX_JACKKNIFE_GROUPS)
-            group = ((np.arange(n_clusters) * n_groups) // n_clusters)[unit]
-            jack = np.asarray(_jackknife(*args, jnp.asarray(group, jnp.int32), m=m,
-                                         n_groups=n_groups))
-    interval, status, message = interval_from_replicates(value, reps, level, method, jack)
-    if status == "ok" and not interval[0] <= value <= interval[1]:
-        status, message = "estimate_outside_interval", (
-            f"the {method} bootstrap interval [{interval[0]:.4g}, {interval[1]:.4g}] does not "
-            f"contain the estimate {value:.4g} (replicate median {np.median(reps):.4g}): the "
-            "value is mostly sampling noise here, and the bootstrap of an absolute residual "
-            "is biased upward, so the interval is not reliable")
-        warnings.warn(f"smooth ECE: {message}", NumericalWarning, stacklevel=user_stacklevel())
-    return interval, status, message, reps
 
 
 # ----------------------------------------------------------------------------- public
@@ -312,6 +91,9 @@ def _choose_bandwidth(curves: _Curves, resid: np.ndarray, bandwidth: float | Non
     return _fixed_point(curves, upper, n_grid)
 
 
+_ESTIMAND = ("population smooth ECE at the bandwidth held at sigma = {sigma:.6g}: the integral "
+             "over [0, 1] of |E[K_sigma(u, f)(target - f)]|")
+
 _PARAMS = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         Predicted probabilities (rows sum to 1); a 1-D array holds positive-class
         probabilities of a binary problem. Give ``probs`` or ``logits``.
@@ -338,10 +120,11 @@ _PARAMS = """probs : array-like of shape (n_items, n_classes) or (n_items,)
 def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
                logits: ArrayLike | None = None, classes: ArrayLike | None = None,
                items: ArrayLike | None = None, kind: str | None = None,
-               bandwidth: float | None = None, interval: str | None = "bootstrap",
+               bandwidth: float | None = None, interval: str | None = "auto",
                level: float = 0.9, n_boot: int = 1000, method: str = "percentile",
                seed: Seed = 0, cluster: ArrayLike | None = None,
-               batch_size: int | None = None, n_grid: int | None = None) -> Estimate:
+               batch_size: int | None = None, n_grid: int | None = None,
+               estimator: str | None = None) -> Estimate:
     r"""Smooth ECE (Błasiok & Nakkiran 2023) against any target, with a bootstrap interval.
 
     Błasiok & Nakkiran (2023), "Smooth ECE: Principled Reliability Diagrams via Kernel
@@ -353,13 +136,23 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     Parameters
     ----------
     {params}
-    interval : {'bootstrap', None}, default='bootstrap'
-        The item (or cluster) bootstrap; the bandwidth is held at the sample's value
-        (sigma* or the given one) in every replicate, and the grid with it.
+    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
+        'auto' = 'inversion': the inverted-test interval of
+        :func:`noisycal.intervals.inversion.invert_norm` on the linear form (the smoothed
+        residual on a grid of at least 501 points, or 8 / sigma, as a mean vector with its
+        covariance), the bandwidth held at the sample's value; it starts at 0 when
+        perfect calibration cannot be excluded. 'bootstrap': the item (or cluster)
+        bootstrap with the bandwidth and grid held fixed in every replicate; near
+        calibration it inherits the estimate's upward bias (status
+        'estimate_outside_interval' when it misses its own estimate).
+    estimator : {'plug-in', 'median-unbiased'}, optional
+        The reported value; default 'median-unbiased' with the inverted interval
+        (``details['plugin']`` holds the plug-in), else 'plug-in'.
     level : float, default=0.9
         Interval coverage, a fraction in (0, 1).
     n_boot : int, default=1000
-        Bootstrap replicates (at least 2).
+        Bootstrap replicates (at least 2), or the inverted interval's simulated draws (at
+        least 100).
     method : {'percentile', 'basic', 'bca'}, default='percentile'
         How the bootstrap interval is read off the replicates (BCa's acceleration from a
         leave-one-unit-out jackknife, in at most 1000 blocks).
@@ -397,9 +190,11 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     >>> round(float(nc.smooth_ece(f, f - 0.1, interval=None)), 12)  # every residual -0.1
     0.1
     """
-    check_choice(interval, "interval", (None, "bootstrap"))
+    check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
+    interval = "inversion" if interval == "auto" else interval
+    estimator = resolve_estimator(estimator, interval, False)
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
+    n_boot = check_int(n_boot, "n_boot", minimum=100 if interval == "inversion" else 2)
     check_choice(method, "method", BOOTSTRAP_METHODS)
     check_seed(seed)
     batch_size = check_batch_size(batch_size)
@@ -433,6 +228,16 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     if interval is None or status != "ok":
         return with_target_status(Estimate(label, value, n=n, status=status, message=message,
                                            details=details), target)
+    if interval == "inversion":
+        reported, ci, status, message, extra = _inverted(
+            conf, resid, sigma, m, value, level=level, n_boot=n_boot, seed=seed,
+            cluster=cluster, estimator=estimator)
+        details.update(extra)
+        est = Estimate(label, reported, ci, level, "inversion", "parametric", n=n,
+                       n_boot=n_boot, status=status, message=message, details=details,
+                       estimand=_ESTIMAND.format(sigma=sigma),
+                       estimator=estimator if status == "ok" else "plug-in")
+        return with_target_status(est, target)
     ci, status, message, reps = _bootstrap(
         conf, resid, sigma, m, value, level=level, n_boot=n_boot, method=method, seed=seed,
         cluster=cluster, batch_size=batch_size)
@@ -440,7 +245,8 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
                             f" with the bandwidth held at the sample's {rule.replace('_', '-')}"
                             f" value sigma = {sigma:.6g} and the grid fixed")
     est = Estimate(label, value, ci, level, "bootstrap", method, n=n, n_boot=n_boot,
-                   status=status, message=message, details=details, replicates=reps)
+                   status=status, message=message, details=details, replicates=reps,
+                   estimand=_ESTIMAND.format(sigma=sigma), estimator="plug-in")
     return with_target_status(est, target)
 
 
@@ -487,28 +293,14 @@ def smooth_ece_linear_form(probs: ArrayLike | None = None, target: object = None
     """
     conf, resid, groups, kind, bandwidth, n_grid = _prepare(
         probs, target, logits, classes, items, kind, bandwidth, n_grid)
-    n, G = conf.shape
-    codes, n_units = cluster_codes(cluster, n)
-    curves = _Curves(conf, resid)
-    sigma, status, message = _choose_bandwidth(curves, resid, bandwidth, n_grid)
+    codes, n_units = cluster_codes(cluster, conf.shape[0])
+    sigma, status, message = _choose_bandwidth(_Curves(conf, resid), resid, bandwidth, n_grid)
     if status != "ok":
         raise ValueError(f"bandwidth: no fixed point to build the linear form at ({message})")
-    m, J = grid_size(sigma, n_grid), n_terms(sigma)
-    lam = _damping(sigma, J)
-    basis = np.cos(np.pi * np.outer(np.linspace(0.0, 1.0, m), np.arange(J + 1))) * lam
-    coef = (_item_cosines(conf, J) * resid.T[:, :, None]).transpose(1, 0, 2).reshape(n, -1)
-    if codes is not None:
-        totals = np.zeros((n_units, coef.shape[1]))
-        np.add.at(totals, codes, coef)
-        coef = totals
-    mean = (coef.sum(axis=0) / n).reshape(G, J + 1) @ basis.T
-    if n_units < 2:
-        cov = np.full((G * m, G * m), np.nan)
-    else:
-        S = np.cov(coef, rowvar=False, ddof=1).reshape(G, J + 1, G, J + 1) * n_units / n**2
-        half = np.einsum("kj,gjhl->gkhl", basis, S, optimize=True)  # two matrix products
-        cov = np.einsum("gkhl,pl->gkhp", half, basis, optimize=True).reshape(G * m, G * m)
-    return mean.ravel(), cov, np.tile(trapezoid_weights(m), G) / G
+    mean, factor, weights = smooth_factor(conf, resid, sigma, grid_size(sigma, n_grid), codes,
+                                          n_units)
+    cov = np.full((mean.size, mean.size), np.nan) if factor is None else factor @ factor.T
+    return mean, cov, weights
 
 
 smooth_ece_linear_form.__doc__ = smooth_ece_linear_form.__doc__.replace("{params}", _PARAMS)
