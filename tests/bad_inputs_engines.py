@@ -351,6 +351,8 @@ CASES = [
      r"refit_channels=True with 3 classes needs the predictions: pass probs="),
     ("kclass_interval_probs_shape", lambda: _k3_interval(probs=np.full((12, 2), 0.5)), R,
      ValueError, r"probs must have shape \(12, 3\)"),
+    ("kclass_interval_probs_nan", lambda: _k3_interval(probs=np.full((12, 3), np.nan)), R,
+     ValueError, r"probs contains 36 NaN"),
     ("kclass_credible_singular_draw", lambda: _k3_interval(credible=True), "status", None,
      r"nonfinite 1 of 2 channel draws cannot be inverted"),
 ]

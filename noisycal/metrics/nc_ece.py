@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 from .._jax import x64
 from .._typing import Seed
+from .._validation import check_array
 from ..intervals.bootstrap import interval_from_replicates
 from ..intervals.bounds import nc_ece_bound
 from ..intervals.credible import check_credible_target, nc_ece_credible
@@ -165,11 +166,12 @@ def _statistic_items(est: Estimate, conf: np.ndarray, bins: np.ndarray, target: 
     if probs is None:
         if K > 2:
             raise ValueError(f"{asked} with {K} classes needs the predictions: pass "
-                             "probs= (n_items, K) to nc_ece_interval")
+                             "probs= (n_items, K) to nc_ece_interval, which rebuilds the "
+                             "top-label or classwise NC-ECE from them in every replicate")
         conf, bins = np.atleast_2d(conf), np.atleast_2d(bins)
         return conf, bins.astype(np.int32), np.ones(conf.shape, np.int32)
-    probs = np.asarray(probs, dtype=np.float64)
-    if probs.ndim != 2 or probs.shape[1] != K or probs.shape[0] != est.n:
+    probs = check_array(probs, "probs", ndim=2)
+    if probs.shape[1] != K or probs.shape[0] != est.n:
         raise ValueError(f"probs must have shape ({est.n}, {K}) (the metric's items and the "
                          f"target's classes), got {probs.shape}")
     return nc_ece_items(probs, kind, M)
