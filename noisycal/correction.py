@@ -12,11 +12,11 @@ noise ("Noisy-Label Calibration with Multiple Unreliable Labels", Section 2). Fo
 classes the K-class formula reduces to the binary one (its second column is U_i). The
 corrected targets may leave [0, 1]; they are never clipped.
 
-Weights ``alpha`` lie on the simplex: inverse-variance ('iv', Lemma C.6 of that paper with
-its plug-in rule for the prevalence), 'equal', 'gap' (alpha_j proportional to delta_j) or
-'squared_gap'. For K > 2 'iv' falls back to equal weights (NumericalWarning,
-``details['weights_rule']``); 'gap' / 'squared_gap' use the smallest singular value of C_j
-for delta_j (our generalisation). :func:`correction_range` is B-hat, max_i sum_j w_ij /
+Weights ``alpha`` lie on the simplex (:mod:`noisycal.correction_weights`, re-exported
+here): inverse-variance ('iv': Lemma C.6 of that paper for two classes, with its plug-in
+rule for the prevalence; for K > 2 our generalisation, :func:`kclass_iv_weights`), 'equal',
+'gap' (alpha_j proportional to delta_j; for K > 2 the smallest singular value of C_j, our
+generalisation) or 'squared_gap'. :func:`correction_range` is B-hat, max_i sum_j w_ij /
 delta_j with w_ij renormalised over item i's raters, the scale of the finite-sample bounds.
 
 The :class:`~noisycal.targets.Target` is built in :mod:`noisycal.targets`
@@ -25,184 +25,38 @@ The :class:`~noisycal.targets.Target` is built in :mod:`noisycal.targets`
 
 from __future__ import annotations
 
-import numbers
-import warnings
 from typing import Any
 
 import numpy as np
 
 from ._typing import ArrayLike
 from ._validation import check_array, check_choice
-from ._warnings import NumericalWarning
+from .correction_weights import (
+    GAP_THRESHOLD,
+    PREVALENCE_CLIP,
+    VARIANCE_FLOOR,
+    WEIGHT_RULES,
+    channel_rule_weights,
+    channel_weights,
+    channels_invertible,
+    check_binary_channels,
+    check_class_prevalence,
+    check_prevalence,
+    gap_invertible,
+    iv_weights,
+    kclass_iv_weights,
+    noise_covariance,
+    rule_weights,
+)
 from .data import Annotations
 
-__all__ = ["iv_weights", "rule_weights", "channel_weights", "correction_range",
-           "check_binary_channels", "check_prevalence", "one_hot_ratings",
-           "corrected_labels", "corrected_from_channels", "gap_invertible",
-           "marginal_prevalence", "fit_prevalence",
+__all__ = ["iv_weights", "kclass_iv_weights", "noise_covariance", "rule_weights",
+           "channel_rule_weights", "channel_weights", "correction_range",
+           "check_binary_channels", "check_prevalence", "check_class_prevalence",
+           "one_hot_ratings", "corrected_labels", "corrected_from_channels",
+           "gap_invertible", "channels_invertible", "marginal_prevalence",
+           "fit_prevalence", "fit_class_prevalence",
            "WEIGHT_RULES", "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
-
-WEIGHT_RULES = ("iv", "equal", "gap", "squared_gap")
-#: Channels with b_j - a_j <= this are rejected (they cannot be inverted stably).
-GAP_THRESHOLD = 1e-4
-#: The plug-in prevalence of the IV weights is clipped to [1e-4, 1 - 1e-4].
-PREVALENCE_CLIP = 1e-4
-#: Per-annotator variances are floored at 1e-8 before inverting.
-VARIANCE_FLOOR = 1e-8
-
-
-def check_binary_channels(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Validate two-class channel rates: same length, in [0, 1], gap b - a > 1e-4.
-
-    Parameters
-    ----------
-    a, b : array-like of shape (n_annotators,)
-        False-positive and true-positive rates.
-
-    Returns
-    -------
-    a, b : ndarray
-        As float64 arrays.
-    """
-    a, b = check_array(a, "a", ndim=1), check_array(b, "b", ndim=1)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must have the same length, got {a.shape} and {b.shape}")
-    if np.any((a < 0) | (a > 1) | (b < 0) | (b > 1)):
-        raise ValueError("channel rates a and b must lie in [0, 1]")
-    ok = gap_invertible(a, b)
-    if not np.all(ok):
-        bad = np.flatnonzero(~ok).tolist()
-        raise ValueError(f"annotator(s) {bad} have b - a <= {GAP_THRESHOLD:g}: their channel "
-                         "cannot be inverted (exclude them with informative=, or check the "
-                         "orientation)")
-    return a, b
-
-
-def gap_invertible(a: Any, b: Any) -> Any:
-    """Whether each two-class channel can be inverted: b_j - a_j > ``GAP_THRESHOLD``.
-
-    Works on NumPy and JAX arrays (jit-safe).
-
-    Parameters
-    ----------
-    a, b : array-like of shape (n_annotators,)
-        False-positive rates P(A = 1 | Y = 0) and true-positive rates P(A = 1 | Y = 1).
-
-    Returns
-    -------
-    bool array of shape (n_annotators,)
-    """
-    return b - a > GAP_THRESHOLD
-
-
-def check_prevalence(prevalence: object, name: str = "prevalence") -> float:
-    """A prevalence P(Y = 1): a real number in [0, 1] (never parsed from a string).
-
-    Parameters
-    ----------
-    prevalence : object
-        The value to check.
-    name : str, default='prevalence'
-        The argument's name, for the error message.
-
-    Returns
-    -------
-    float
-    """
-    if isinstance(prevalence, bool) or not isinstance(prevalence, numbers.Real):
-        raise ValueError(f"{name} must be a number in [0, 1], got {prevalence!r}")
-    value = float(prevalence)
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        raise ValueError(f"{name} must lie in [0, 1], got {prevalence!r}")
-    return value
-
-
-def iv_weights(a: ArrayLike, b: ArrayLike, prevalence: float, *,
-               floor: float = VARIANCE_FLOOR) -> np.ndarray:
-    r"""Inverse-variance weights of the corrected labels.
-
-    "Noisy-Label Calibration with Multiple Unreliable Labels", Lemma C.6:
-
-    .. math:: \bar v_j = \frac{(1-\mu) a_j (1-a_j) + \mu b_j (1-b_j)}{(b_j - a_j)^2},\qquad
-              \alpha_j = \bar v_j^{-1} / \textstyle\sum_k \bar v_k^{-1}
-
-    Parameters
-    ----------
-    a, b : array-like of shape (n_annotators,)
-        False-positive rates and true-positive rates (b_j - a_j > 1e-4).
-    prevalence : float
-        P(Y = 1) in [0, 1], clipped to [1e-4, 1 - 1e-4] (the paper's plug-in rule).
-    floor : float, default=1e-8
-        Variances are floored here before inverting.
-
-    Returns
-    -------
-    ndarray of shape (n_annotators,)
-        Weights on the simplex.
-    """
-    a, b = check_binary_channels(a, b)
-    return rule_weights("iv", a, b, check_prevalence(prevalence), floor=floor)
-
-
-def rule_weights(rule: str, a: Any, b: Any, prevalence: Any = None, *, mask: Any = None,
-                 floor: float = VARIANCE_FLOOR, xp: Any = np) -> Any:
-    """The weight formulas without validation, on NumPy or JAX (jit-safe) arrays.
-
-    Parameters
-    ----------
-    rule : {'iv', 'equal', 'gap', 'squared_gap'}
-        'iv': inverse variances with the prevalence clipped to [1e-4, 1 - 1e-4] and
-        variances floored at ``floor``; 'equal'; 'gap'; 'squared_gap'.
-    a, b : array of shape (n_annotators,)
-        False-positive and true-positive rates.
-    prevalence : float or array, optional
-        P(Y = 1), for 'iv'.
-    mask : array of bool, optional
-        Annotators outside the mask get weight 0.
-    floor : float, default=1e-8
-    xp : module, default=numpy
-        ``numpy`` or ``jax.numpy``.
-
-    Returns
-    -------
-    array of shape (n_annotators,)
-        Raw weights normalised to sum to 1.
-    """
-    gap = b - a
-    if rule == "iv":
-        mu = xp.clip(prevalence, PREVALENCE_CLIP, 1.0 - PREVALENCE_CLIP)
-        v = ((1.0 - mu) * a * (1.0 - a) + mu * b * (1.0 - b)) / gap**2
-        raw = 1.0 / xp.maximum(v, floor)
-    else:
-        raw = {"equal": xp.ones_like(a), "gap": gap, "squared_gap": gap**2}[rule]
-    if mask is not None:
-        raw = xp.where(mask, raw, 0.0)
-    return raw / raw.sum()
-
-
-def channel_weights(rule: str, a: ArrayLike, b: ArrayLike, prevalence: float | None = None
-                    ) -> np.ndarray:
-    """Aggregation weights on the simplex by rule.
-
-    Parameters
-    ----------
-    rule : {'iv', 'equal', 'gap', 'squared_gap'}
-    a, b : array-like of shape (n_annotators,)
-        False-positive and true-positive rates.
-    prevalence : float, optional
-        P(Y = 1), required by 'iv'.
-
-    Returns
-    -------
-    ndarray of shape (n_annotators,)
-    """
-    check_choice(rule, "weights", WEIGHT_RULES)
-    a, b = check_binary_channels(a, b)
-    if rule == "iv":
-        if prevalence is None:
-            raise ValueError("weights='iv' needs the prevalence P(Y = 1)")
-        prevalence = check_prevalence(prevalence)
-    return rule_weights(rule, a, b, prevalence)
 
 
 def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike,
@@ -299,8 +153,8 @@ def marginal_prevalence(group_prevalence: Any, sizes: Any, xp: Any = np) -> Any:
 
     Parameters
     ----------
-    group_prevalence : array of shape (n_groups,)
-        P(Y = 1) in each group.
+    group_prevalence : array of shape (n_groups,) or (n_groups, K)
+        P(Y = 1), or every class's probability, in each group.
     sizes : array of shape (n_groups,)
         Items (or item weights) per group.
     xp : module, default=numpy
@@ -308,9 +162,38 @@ def marginal_prevalence(group_prevalence: Any, sizes: Any, xp: Any = np) -> Any:
 
     Returns
     -------
-    float or 0-d array
+    float or 0-d array, or array of shape (K,)
     """
-    return xp.sum(sizes * group_prevalence) / xp.sum(sizes)
+    if group_prevalence.ndim == 1:
+        return xp.sum(sizes * group_prevalence) / xp.sum(sizes)
+    return xp.sum(sizes[:, None] * group_prevalence, axis=0) / xp.sum(sizes)
+
+
+def fit_class_prevalence(fit: Any) -> np.ndarray:
+    """The marginal class prevalence of a (grouped) fit, groups weighted by their sizes.
+
+    Parameters
+    ----------
+    fit : fitted annotator model
+        With ``group_prevalence`` (n_groups, K) and, for several groups,
+        ``details['group_index']`` (the group of each fitted item).
+
+    Returns
+    -------
+    ndarray of shape (K,)
+    """
+    gp = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))
+    return marginal_prevalence(gp, _group_sizes(fit, gp.shape[0]))
+
+
+def _group_sizes(fit: Any, L: int) -> np.ndarray:
+    gi = getattr(fit, "details", {}).get("group_index")
+    if gi is not None and len(gi) == fit.n_items:
+        return np.bincount(np.asarray(gi), minlength=L)
+    if L == 1:
+        return np.ones(1)
+    raise ValueError(f"fit has {L} groups but no group index of its {fit.n_items} items; "
+                     "its marginal prevalence is not defined")
 
 
 def fit_prevalence(fit: Any) -> float:
@@ -327,15 +210,7 @@ def fit_prevalence(fit: Any) -> float:
     float
     """
     gp = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))[:, 1]
-    gi = getattr(fit, "details", {}).get("group_index")
-    if gi is not None and len(gi) == fit.n_items:
-        sizes = np.bincount(np.asarray(gi), minlength=gp.size)
-    elif gp.size == 1:
-        sizes = np.ones(1)
-    else:
-        raise ValueError(f"fit has {gp.size} groups but no group index of its "
-                         f"{fit.n_items} items; its marginal prevalence is not defined")
-    return float(marginal_prevalence(gp, sizes))
+    return float(marginal_prevalence(gp, _group_sizes(fit, gp.size)))
 
 
 def _channels(fit: Any, confusion: ArrayLike | None, a: ArrayLike | None,
@@ -375,9 +250,15 @@ def _informative_mask(informative: ArrayLike | None, J: int) -> np.ndarray:
     return m
 
 
+def _plugin_prevalence(per: np.ndarray, seen: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The mean over items of the equally weighted corrected target (the paper's plug-in
+    rule, Appendix F.4; for K > 2 every class at once): shape (K,), not clipped."""
+    eq = np.where((seen & mask)[:, :, None], per, np.nan)
+    return np.nanmean(np.nanmean(eq, axis=1), axis=0)
+
+
 def _alpha(weights: str | ArrayLike, C: np.ndarray, mask: np.ndarray, per: np.ndarray,
-           seen: np.ndarray, prevalence: float | None) -> tuple[np.ndarray, str, float | None,
-                                                              str | None]:
+           seen: np.ndarray, prevalence: Any) -> tuple[np.ndarray, str, Any, str | None]:
     """Weights alpha, the rule used, and the prevalence (with its source) for 'iv'."""
     J, K = C.shape[0], C.shape[1]
     source = None
@@ -387,20 +268,14 @@ def _alpha(weights: str | ArrayLike, C: np.ndarray, mask: np.ndarray, per: np.nd
             raise ValueError(f"weights must be a length-{J} vector on the simplex "
                              "(non-negative, summing to 1)")
         return alpha, "given", prevalence, None
-    check_choice(weights, "weights", WEIGHT_RULES)
-    rule = weights if (weights != "iv" or K == 2) else "equal"
-    if weights == "iv" and K > 2:
-        warnings.warn(f"weights='iv' is implemented for two classes only; with K = {K} "
-                      "equal weights are used (details['weights_rule'])", NumericalWarning,
-                      stacklevel=4)
-    if K > 2:  # 'gap': the smallest singular value of C_j (our generalisation)
-        gaps = np.linalg.svd(C, compute_uv=False).min(axis=1)
-        raw = {"equal": np.ones(J), "gap": gaps, "squared_gap": gaps**2}[rule] * mask
-        return raw / raw.sum(), rule, prevalence, None
+    rule = check_choice(weights, "weights", WEIGHT_RULES)
     if rule == "iv" and prevalence is None:
-        eq = np.where(seen & mask, per[:, :, 1], np.nan)
-        prevalence = float(np.nanmean(np.nanmean(eq, axis=1)))
+        plug = _plugin_prevalence(per, seen, mask)
+        prevalence = float(plug[1]) if K == 2 else plug
         source = "plugin"
+    if K > 2:  # our generalisations (correction_weights): trace-IV, smallest singular value
+        alpha = channel_rule_weights(rule, C, prevalence, mask=mask)
+        return alpha, rule, prevalence, source
     alpha = np.zeros(J)
     alpha[mask] = channel_weights(rule, C[mask, 0, 1], C[mask, 1, 1],
                                   None if prevalence is None
@@ -411,7 +286,8 @@ def _alpha(weights: str | ArrayLike, C: np.ndarray, mask: np.ndarray, per: np.nd
 def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
                      confusion: ArrayLike | None = None, a: ArrayLike | None = None,
                      b: ArrayLike | None = None, weights: str | ArrayLike = "iv",
-                     prevalence: float | None = None, informative: ArrayLike | None = None
+                     prevalence: float | ArrayLike | None = None,
+                     informative: ArrayLike | None = None
                      ) -> tuple[np.ndarray, dict]:
     """The noise-corrected target matrix and its provenance, as arrays.
 
@@ -425,20 +301,18 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
     confusion : array-like of shape (n_annotators, K, K), optional
     a, b : array-like of shape (n_annotators,), optional
     weights : {'iv', 'equal', 'gap', 'squared_gap'} or array-like, default='iv'
-    prevalence : float, optional
+    prevalence : float or array-like of shape (K,), optional
+        P(Y = 1) for two classes; the class probabilities for K > 2.
     informative : array-like of bool, optional
 
     Returns
     -------
     values : ndarray of shape (n_items, K)
     details : dict
-        weights, rule, weights_rule (the rule applied: ``'equal (iv is binary only)'``
-        when 'iv' fell back to equal weights for K > 2, with a NumericalWarning),
-        confusion, prevalence (and its source), informative mask,
-        ratings, observed mask, channel draws of a NUTS fit, the fit, classes, items.
+        weights, rule, weights_rule (the rule applied), confusion, prevalence (a float
+        P(Y = 1) for two classes, a (K,) vector for K > 2; and its source), informative
+        mask, ratings, observed mask, channel draws of a NUTS fit, the fit, classes, items.
     """
-    if prevalence is not None:
-        prevalence = check_prevalence(prevalence)
     C = _channels(fit, confusion, a, b)
     onehot, seen, classes, items = one_hot_ratings(annotations, C.shape[-1])
     n, J, K = onehot.shape
@@ -447,13 +321,16 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
                          f"got {C.shape}")
     if np.any(np.abs(C.sum(2) - 1) > 1e-6) or np.any(C < 0):
         raise ValueError("confusion rows must be probability distributions")
+    if prevalence is not None:
+        prevalence = check_class_prevalence(prevalence, K)
     source = "given" if prevalence is not None else None
-    if fit is not None and prevalence is None and K == 2:
-        prevalence, source = fit_prevalence(fit), "fit"
+    if fit is not None and prevalence is None:
+        prevalence = fit_prevalence(fit) if K == 2 else fit_class_prevalence(fit)
+        source = "fit"
     mask = _informative_mask(informative, J)
     if K == 2:
         check_binary_channels(C[mask, 0, 1], C[mask, 1, 1])
-    sv = np.linalg.svd(C[mask], compute_uv=False).min(axis=1)
+    sv = np.linalg.svd(C[mask], compute_uv=False).min(axis=1)  # channels_invertible, K > 2
     if np.any(sv <= GAP_THRESHOLD):
         raise ValueError("confusion: a confusion matrix is (nearly) singular and cannot be "
                          "inverted; exclude that annotator with informative=")
@@ -472,9 +349,7 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
         "weights": alpha, "rule": rule, "confusion": C, "prevalence": prevalence,
         "prevalence_source": source, "informative": mask, "ratings": onehot,
         "observed": seen, "channel_draws": draws, "fit": fit, "classes": classes,
-        "items": items,
-        "weights_rule": ("equal (iv is binary only)" if isinstance(weights, str)
-                         and weights == "iv" and K > 2 else rule)}
+        "items": items, "weights_rule": rule}
 
 
 def _per_annotator(ratings: Any, confusion: Any, mask: Any, xp: Any) -> Any:

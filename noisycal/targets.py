@@ -306,13 +306,15 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     a, b : array-like of shape (n_annotators,), optional
         Two classes: false-positive and true-positive rates.
     weights : {'iv', 'equal', 'gap', 'squared_gap'} or array-like, default='iv'
-        Aggregation weights (on the simplex). 'iv' (two classes only) uses the prevalence
+        Aggregation weights (on the simplex). 'iv' uses the prevalence
         from ``prevalence``, else from ``fit`` (for a grouped fit the group-size-weighted
         mean of the group prevalences), else the mean of the equally weighted
         corrected labels (the paper's plug-in rule), clipped to [1e-4, 1 - 1e-4]. For
-        more than two classes the default falls back to 'equal'.
-    prevalence : float, optional
-        P(Y = 1) in [0, 1] for IV weights.
+        more than two classes 'iv' and 'gap' are our generalisations
+        (:func:`noisycal.correction.kclass_iv_weights`, the smallest singular value).
+    prevalence : float or array-like of shape (K,), optional
+        For IV weights: P(Y = 1) in [0, 1] for two classes, the class probabilities
+        for K > 2.
     informative : array-like of bool, shape (n_annotators,), optional
         Boolean mask of the annotators to use; the others get weight 0. Integer
         indices are refused (``[1, 0, 1]`` would be ambiguous).

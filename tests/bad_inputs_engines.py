@@ -12,6 +12,42 @@ from noisycal._warnings import ConvergenceWarning, IdentifiabilityWarning
 
 R = "raises"
 
+_C3 = np.stack([0.7 * np.eye(3) + 0.1] * 3)
+_PI3 = np.array([0.5, 0.3, 0.2])
+_A3 = np.array([[0, 1, 0], [1, 1, 2], [2, 2, 2], [0, 1, 1]] * 3)
+_P3 = np.tile([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3]], (6, 1))
+
+
+def _kc(name, *args):
+    from noisycal import correction
+
+    return getattr(correction, name)(*args)
+
+
+def _k3_corrected(**kw):
+    import noisycal as nc
+
+    return nc.targets.corrected(_A3, confusion=_C3, **kw)
+
+
+def _k3_interval(probs=_P3, credible=False):
+    """A K = 3 NC-ECE interval from a stub EM (or NUTS) fit behind the corrected target."""
+    import noisycal as nc
+    from noisycal.metrics.nc_ece import nc_ece_interval
+
+    draws = np.stack([_C3, _C3])
+    draws[1, 0] = 1 / 3  # a singular channel in the second draw
+    fit = SimpleNamespace(method="nuts" if credible else "em", model="dawid_skene",
+                          confusion=_C3, draws={"confusion": draws}, status="ok",
+                          message="", group_prevalence=_PI3[None], prevalence=_PI3,
+                          n_items=12, classes=np.arange(3), annotators=np.arange(3),
+                          details={})
+    target = nc.targets.corrected(_A3, fit)
+    est = nc.ece(_P3, target, n_bins=2, interval=None)
+    return nc_ece_interval(est, None, None, target, interval="credible" if credible
+                           else "bootstrap", refit_channels=not credible, level=0.9,
+                           n_boot=5, method="percentile", seed=0, bound={}, probs=probs)
+
 
 def _hw(A=None, **kwargs):
     from noisycal.annotators import HuiWalter
@@ -288,4 +324,35 @@ CASES = [
      lambda: _fit_map(model=_normal_scale, max_iter=1), "warns",
      ConvergenceWarning, r"^fit_map: L-BFGS-B did not converge after 1 iterations "
      r"\(max_iter=1\)"),
+    # K > 2 channel uncertainty: K-class IV weights, refit bootstrap, credible interval
+    ("kclass_noise_covariance_singular",
+     lambda: _kc("noise_covariance", np.stack([np.full((3, 3), 1 / 3)] * 2), _PI3), R,
+     ValueError, r"confusion: annotator\(s\) \[0, 1\] have a \(nearly\) singular channel"),
+    ("kclass_noise_covariance_rows", lambda: _kc("noise_covariance", 0.9 * _C3, _PI3), R,
+     ValueError, r"confusion rows must be probability distributions"),
+    ("kclass_noise_covariance_not_square",
+     lambda: _kc("noise_covariance", np.ones((2, 3, 2)) / 2, _PI3), R, ValueError,
+     r"confusion must have shape \(n_annotators, K, K\)"),
+    ("kclass_iv_weights_prevalence_scalar", lambda: _kc("kclass_iv_weights", _C3, 0.3), R,
+     ValueError, r"prevalence for K = 3 classes must be a length-3 probability vector"),
+    ("kclass_iv_weights_prevalence_length",
+     lambda: _kc("kclass_iv_weights", _C3, [0.5, 0.5]), R, ValueError,
+     r"prevalence must be a length-3 probability vector"),
+    ("kclass_iv_weights_prevalence_percent",
+     lambda: _kc("kclass_iv_weights", _C3, [50.0, 30.0, 20.0]), R, ValueError,
+     r"prevalence must be a length-3 probability vector"),
+    ("kclass_iv_weights_prevalence_nan",
+     lambda: _kc("kclass_iv_weights", _C3, [np.nan, 0.5, 0.5]), R, ValueError,
+     r"prevalence contains 1 NaN"),
+    ("kclass_corrected_prevalence_not_summing",
+     lambda: _k3_corrected(prevalence=[0.2, 0.2, 0.2]), R, ValueError,
+     r"prevalence must be a length-3 probability vector"),
+    ("kclass_interval_without_probs", lambda: _k3_interval(probs=None), R, ValueError,
+     r"refit_channels=True with 3 classes needs the predictions: pass probs="),
+    ("kclass_interval_probs_shape", lambda: _k3_interval(probs=np.full((12, 2), 0.5)), R,
+     ValueError, r"probs must have shape \(12, 3\)"),
+    ("kclass_interval_probs_nan", lambda: _k3_interval(probs=np.full((12, 3), np.nan)), R,
+     ValueError, r"probs contains 36 NaN"),
+    ("kclass_credible_singular_draw", lambda: _k3_interval(credible=True), "status", None,
+     r"nonfinite 1 of 2 channel draws cannot be inverted"),
 ]

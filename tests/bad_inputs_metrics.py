@@ -57,9 +57,9 @@ _P3 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.3, 0.4, 0.
 _C3 = np.stack([0.7 * np.eye(3) + 0.1] * 3)
 
 
-def _k3_target(weights="equal"):
+def _k3_target(weights="equal", **kw):
     return nc.targets.corrected(np.array([[0, 1, 0], [1, 1, 2], [2, 2, 2], [0, 1, 1]]),
-                                confusion=_C3, weights=weights)
+                                confusion=_C3, weights=weights, **kw)
 
 
 def _simplex_logits():
@@ -475,20 +475,25 @@ CASES = [
     ("metrics-correction-range-observed-shape",
      lambda: correction_range([0.5, 0.5], [0.1, 0.2], [0.9, 0.8], np.ones((4, 3), bool)),
      "raises", V, r"observed must be a boolean \(n_items, 2\) mask"),
-    # ---- bounds need identified channels; NC-ECE intervals are two-class only
+    # ---- bounds need identified channels and two classes; K > 2 intervals need their fits
     ("metrics-ece-bound-fit-not-ok",
      lambda: nc.ece(_Z, _corrected_from_failed_fit(), interval="bound", n_bins=2),
      "raises", V, r"interval='bound' needs identified channels.*'not_converged'"),
     ("metrics-ece-credible-k3", lambda: nc.ece(_P3, _k3_target(), interval="credible",
                                                n_bins=2),
-     "raises", V, r"interval='credible' is implemented for two classes only"),
+     "raises", V, r"interval='credible' needs a corrected target built from a NUTS fit"),
     ("metrics-ece-bound-k3", lambda: nc.ece(_P3, _k3_target(), interval="bound", n_bins=2),
-     "raises", V, r"interval='bound' is implemented for two classes only"),
+     "raises", V, r"interval='bound' is implemented for two classes only: the "
+                  r"finite-sample bound .* is stated for two classes"),
     ("metrics-ece-refit-k3", lambda: nc.ece(_P3, _k3_target(), refit_channels=True,
                                             n_boot=10, n_bins=2),
-     "raises", V, r"refit_channels=True is implemented for two classes only"),
-    ("metrics-targets-corrected-iv-k3", lambda: _k3_target("iv"), "warns",
-     nc.NumericalWarning, r"weights='iv' is implemented for two classes only"),
+     "raises", V, r"refit_channels=True needs a corrected target built from an annotator"),
+    ("metrics-ece-refit-k3-debiased", lambda: nc.ece(_P3, _k3_target(), refit_channels=True,
+                                                     n_boot=10, n_bins=2, norm="l2"),
+     "raises", V, r"with 3 classes it needs the L1 top-label or classwise ECE"),
+    ("metrics-targets-corrected-iv-k3-scalar-prevalence",
+     lambda: _k3_target("iv", prevalence=0.3), "raises", V,
+     r"prevalence for K = 3 classes must be a length-3 probability vector"),
     # ---- smooth ECE (Błasiok & Nakkiran 2023)
     ("metrics-smooth-bandwidth-zero", lambda: nc.smooth_ece(_Z, _Y, bandwidth=0.0), "raises",
      V, r"bandwidth must satisfy 0 < bandwidth"),

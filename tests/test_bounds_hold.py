@@ -157,12 +157,16 @@ def test_bound_refused_for_a_fit_that_is_not_ok(status):
     assert nc.ece(z, ok, interval="bound", n_bins=5).details["statement"] == "Proposition 1"
 
 
-@pytest.mark.parametrize("kw, asked", [
-    (dict(interval="credible"), "interval='credible'"),
-    (dict(interval="bound"), "interval='bound'"),
-    (dict(interval="bootstrap", refit_channels=True, n_boot=20), "refit_channels=True"),
+@pytest.mark.parametrize("kw, match", [
+    (dict(interval="credible"), "interval='credible' needs a corrected target built from a "
+                                "NUTS fit"),
+    (dict(interval="bound"), "interval='bound' is implemented for two classes only"),
+    (dict(interval="bootstrap", refit_channels=True, n_boot=20),
+     "refit_channels=True needs a corrected target built from an annotator fit"),
 ])
-def test_k3_nc_ece_intervals_say_two_classes_only(kw, asked):
+def test_k3_nc_ece_intervals_refuse_what_they_cannot_do(kw, match):
+    """K = 3: the bound is stated for two classes (refused); the credible and refit
+    intervals exist for K > 2 but need a NUTS / EM fit behind the target."""
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 90)
     A = np.where(rng.random((90, 3)) < 0.8, y[:, None], rng.integers(0, 3, (90, 3)))
@@ -170,11 +174,12 @@ def test_k3_nc_ece_intervals_say_two_classes_only(kw, asked):
     T = nc.targets.corrected(A.astype(float), confusion=C, weights="equal")
     assert T.details["weights_rule"] == "equal"
     p = rng.dirichlet(np.ones(3), 90)
-    with pytest.raises(ValueError, match="implemented for two classes only") as info:
+    with pytest.raises(ValueError, match=match) as info:
         nc.ece(p, T, **kw)
-    msg = str(info.value)
-    assert msg.startswith(asked) and "positive-class NC-ECE" in msg
-    assert "interval='bootstrap'" in msg and "3 classes" in msg
+    if kw["interval"] == "bound":
+        msg = str(info.value)
+        assert "Theorem 1" in msg and "stated for two classes" in msg and "3 classes" in msg
+        assert "refit_channels=True" in msg and "interval='credible'" in msg
 
 
 def test_k3_gap_weights_use_the_smallest_singular_value():

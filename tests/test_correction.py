@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.correction import iv_weights
+from noisycal.correction import iv_weights, kclass_iv_weights
 
 A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
 
@@ -94,12 +94,15 @@ def test_multiclass_correction_is_unbiased():
         [[0.9, 0.05, 0.05], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]],
     ])
     sim = nc.simulate.dawid_skene(60_000, [0.5, 0.3, 0.2], conf, seed=5)
-    # weights='iv' (the default) is binary only: K = 3 falls back to equal weights, with a
-    # NumericalWarning and the rule recorded (this test used to accept the silent fallback)
-    with pytest.warns(nc.NumericalWarning, match="two classes only"):
-        T = nc.targets.corrected(sim.annotations, confusion=conf)
-    assert T.details["weights_rule"] == "equal (iv is binary only)"
-    np.testing.assert_allclose(T.details["weights"], 1 / 3)
+    # weights='iv' (the default) for K = 3: the trace-IV weights (our generalisation of
+    # Lemma C.6) at the plug-in prevalence, the mean of the equally weighted target
+    T = nc.targets.corrected(sim.annotations, confusion=conf)
+    assert T.details["weights_rule"] == "iv" and T.details["prevalence_source"] == "plugin"
+    eq = nc.targets.corrected(sim.annotations, confusion=conf, weights="equal")
+    np.testing.assert_allclose(T.details["prevalence"], eq.values.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(T.details["prevalence"], [0.5, 0.3, 0.2], atol=0.01)
+    np.testing.assert_allclose(T.details["weights"],
+                               kclass_iv_weights(conf, T.details["prevalence"]), rtol=1e-12)
     for y in range(3):
         rows = T.values[sim.true_class == y]
         se = rows.std(0, ddof=1) / np.sqrt(len(rows))

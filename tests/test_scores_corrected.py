@@ -163,7 +163,7 @@ def test_cifar10n_densenet_brier_against_corrected_target(cifar):
     P = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     ann = nc.Annotations.from_wide(d.labels[idx], classes=np.arange(10))
     U = nc.targets.corrected(ann, nc.DawidSkene(n_classes=10).fit(ann, n_starts=3, seed=0),
-                             weights="equal")  # what iv falls back to for K > 2
+                             weights="equal")  # the weights these numbers were pinned with
     clean = float(nc.brier(P, d.clean[idx], interval=None))
     est = nc.brier(P, U, interval=None)
     plain = np.mean(np.sum((P - U.values) ** 2, axis=1))

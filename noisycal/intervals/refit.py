@@ -11,8 +11,14 @@ Multiple Unreliable Labels" (Algorithm 1) inside every replicate b:
    class orientation is kept);
 3. recompute the aggregation weights from the refitted channels by the target's rule
    ('iv' with the refitted prevalence, unless the target's prevalence was given by the
-   user; 'equal', 'gap', 'squared_gap'; user-given weights stay fixed);
-4. recompute every corrected label and the binned NC-ECE with weights w_i.
+   user; 'equal', 'gap', 'squared_gap'; user-given weights stay fixed):
+   :func:`noisycal.correction.channel_rule_weights`;
+4. recompute every corrected label (:func:`noisycal.correction.corrected_from_channels`)
+   and the binned NC-ECE with weights w_i, the bins held fixed.
+
+The paper states the protocol for two classes; with K > 2 classes (Dawid–Skene
+confusion matrices) the same steps run on K x K channels, with our K-class weight
+rules, and the statistic is the top-label or classwise NC-ECE (our extension).
 
 Items enter only through their rating pattern (which annotators said what, and the
 item's group), so step 2 runs on the distinct patterns and step 4 is one weighted pass
@@ -20,7 +26,8 @@ over the items: a replicate costs O(n + EM on the patterns). All replicates run 
 jitted ``lax.map``.
 
 A replicate whose refitted gap b_j - a_j of an informative annotator is at most 1e-4
-cannot be inverted; its value is NaN, and the interval is then reported with status
+(K > 2: the smallest singular value of its confusion matrix) cannot be inverted; its
+value is NaN, and the interval is then reported with status
 ``'nonfinite'`` (never silently dropped).
 """
 
@@ -37,18 +44,30 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from ..correction import (
+    channel_rule_weights,
+    channels_invertible,
     corrected_from_channels,
-    gap_invertible,
     marginal_prevalence,
-    rule_weights,
 )
 
-__all__ = ["nc_ece_refit_replicates"]
+__all__ = ["nc_ece_refit_replicates", "check_refit_target"]
 
 _RULES = ("iv", "equal", "gap", "squared_gap", "given")
 
 
-def _check_target(target: Any) -> tuple[dict, Any]:
+def check_refit_target(target: Any) -> tuple[dict, Any]:
+    """Check that ``target`` is a corrected target from an EM fit of the Dawid–Skene family.
+
+    Parameters
+    ----------
+    target : object
+        The metric's target.
+
+    Returns
+    -------
+    details, fit
+        The target's details and its fit.
+    """
     det = getattr(target, "details", {})
     fit = det.get("fit") if getattr(target, "kind", None) == "corrected" else None
     if fit is None:
@@ -58,70 +77,76 @@ def _check_target(target: Any) -> tuple[dict, Any]:
         raise ValueError("refit_channels=True refits Dawid-Skene-family channels by EM; the "
                          f"target's fit is {fit.model!r} by {fit.method!r} (use the "
                          "conditional bootstrap, or interval='credible' for a NUTS fit)")
-    if len(fit.classes) != 2:
-        raise ValueError("refit_channels=True is implemented for two classes (the NC-ECE "
-                         f"of \"Noisy-Label Calibration with Multiple Unreliable Labels\"), got "
-                         f"{len(fit.classes)}")
     if fit.details.get("gold"):
         raise ValueError("refit_channels=True does not support fits with gold labels yet; "
                          "use the conditional bootstrap")
     ratings = np.asarray(det["ratings"])
-    if ratings.shape[0] != fit.n_items or ratings.shape[1] != len(fit.annotators):
+    if ratings.shape[0] != fit.n_items or ratings.shape[1] != len(fit.annotators) \
+            or ratings.shape[2] != len(fit.classes):
         raise ValueError("the corrected target's annotations do not match its fit's items and "
                          "annotators; build both from the same Annotations")
     return det, fit
 
 
-def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, n_bins: int,
-                            n_boot: int, statistic: Callable[..., Any], seed: Any = 0
+def _fixed_prevalence(det: dict, K: int) -> np.ndarray | None:
+    """The user's prevalence as a (K,) vector (None unless given by the user)."""
+    if det.get("prevalence_source") != "given":
+        return None
+    p = det["prevalence"]
+    return np.array([1.0 - p, p]) if K == 2 else np.asarray(p, np.float64)
+
+
+def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boot: int,
+                            statistic: Callable[..., Any], seed: Any = 0
                             ) -> tuple[np.ndarray, dict]:
-    """Replicates of the binned positive-class NC-ECE with channels refitted each time.
+    """Replicates of the binned NC-ECE with the channels refitted each time.
 
     Parameters
     ----------
-    conf : ndarray of shape (n_items,)
-        Positive-class probabilities (the items of the target, in the same order).
-    bins : ndarray of int, shape (n_items,)
-        Bin index of each item (from the metric's bins).
     target : Target
-        A two-class corrected target built from an EM fit (``details['fit']``).
+        A corrected target (any number of classes) built from an EM fit of the
+        Dawid–Skene family (``details['fit']``).
+    stat_args : tuple of arrays
+        Item-level arrays of the statistic (confidences, bins, target columns), in the
+        order of the target's items.
     n_bins : int
         Equal-width bins.
     n_boot : int
         Replicates.
     statistic : callable
-        ``statistic(weights, u, conf, bins, n_bins)``: the binned NC-ECE of corrected
-        labels ``u`` under item weights, JAX-traceable and module-level (a static
-        argument of the jitted kernel); supplied by :mod:`noisycal.metrics`.
+        ``statistic(weights, T, *stat_args, n_bins)``: the binned NC-ECE of the corrected
+        target matrix ``T`` (n_items, K) under item weights, JAX-traceable and
+        module-level (a static argument of the jitted kernel); supplied by
+        :mod:`noisycal.metrics`.
     seed : int or jax key
 
     Returns
     -------
     replicates : ndarray of shape (n_boot,)
-        NaN where the refitted channels failed the gap check.
+        NaN where the refitted channels failed the invertibility check.
     details : dict
-        ``n_failed`` (gap check), ``n_not_converged`` (EM hit its iteration limit), the
-        refitted channels' spread (``a_sd``, ``b_sd``) and ``n_patterns``.
+        ``n_failed`` (invertibility check), ``n_nonfinite``, ``n_not_converged`` (EM hit
+        its iteration limit), the refitted channels' spread ``confusion_sd`` (J, K, K;
+        for two classes also ``a_sd``, ``b_sd``) and ``n_patterns``.
     """
     # (long: most of it is the argument list of the one jitted kernel call below)
     from ..engines.em import collapse_patterns, split_data
     from ..models.dawid_skene import make_data
 
-    det, fit = _check_target(target)
+    det, fit = check_refit_target(target)
     onehot = np.asarray(det["ratings"], dtype=np.float64)
     seen = np.asarray(det["observed"], dtype=bool)
     mask = np.asarray(det["informative"], dtype=bool)
-    n, J, _ = onehot.shape
+    n, J, K = onehot.shape
     rule = det["rule"]
     if rule not in _RULES:  # pragma: no cover - corrected_target only sets these
         raise ValueError(f"unknown weight rule {rule!r}")
     L = int(fit.details.get("groups", 1))
     group = fit.details.get("group_index")
     group = np.zeros(n, np.int64) if group is None else np.asarray(group, np.int64)
-    # rating code per (item, annotator): 0/1 for the observed label, 2 when missing
-    code = np.where(seen, onehot[:, :, 1], 2.0).astype(np.int64)
+    label = np.argmax(onehot, axis=2)
     item, annotator = np.nonzero(seen)
-    pattern, rep, _ = collapse_patterns(item, annotator * 2 + code[item, annotator], n,
+    pattern, rep, _ = collapse_patterns(item, annotator * K + label[item, annotator], n,
                                         extra=(group,))
     P = rep.size
     keep = np.isin(item, rep)
@@ -129,14 +154,14 @@ def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, 
     pos[rep] = np.arange(P)
     alpha_p = fit.details.get("prior_alpha")
     beta_p = fit.details.get("prior_beta")
-    fixed_prev = det["prevalence"] if det.get("prevalence_source") == "given" else None
+    fixed_prev = _fixed_prevalence(det, K)
     # EM runs in the latent labelling of the original fit (where its priors apply); the
     # fit's classes are that labelling permuted by ``latent_perm``
-    perm = np.asarray(fit.details.get("latent_perm", np.arange(2)))
+    perm = np.asarray(fit.details.get("latent_perm", np.arange(K)))
     post0 = np.asarray(fit.item_posterior)[rep][:, np.argsort(perm)]
     with x64():
-        data = make_data(pos[item[keep]], annotator[keep], code[item[keep], annotator[keep]],
-                         n_items=P, n_annotators=J, n_classes=2, group=group[rep], n_groups=L)
+        data = make_data(pos[item[keep]], annotator[keep], label[item[keep], annotator[keep]],
+                         n_items=P, n_annotators=J, n_classes=K, group=group[rep], n_groups=L)
         arrays, sizes = split_data(data)
         out = _replicates(
             as_key(seed), jnp.asarray(post0), jnp.asarray(perm, jnp.int32), arrays,
@@ -145,20 +170,24 @@ def nc_ece_refit_replicates(conf: np.ndarray, bins: np.ndarray, target: Any, *, 
             jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
             jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]), jnp.asarray(mask),
             jnp.asarray(np.asarray(det["weights"], np.float64)),
-            jnp.asarray(np.nan if fixed_prev is None else float(fixed_prev)),
-            jnp.asarray(conf, jnp.float64), jnp.asarray(bins, jnp.int32),
+            jnp.asarray(np.full(K, np.nan) if fixed_prev is None else fixed_prev),
+            tuple(jnp.asarray(a) for a in stat_args),
             sizes=sizes, one_coin=fit.model == "one_coin",
             max_iter=int(fit.details.get("max_iter", 1000)),
             tol=float(fit.details.get("tol", 1e-8)), rule=rule,
             fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins), n_boot=int(n_boot),
             statistic=statistic)
-        vals, ok, converged, a, b = (np.asarray(x) for x in out)
+        vals, ok, converged, conf = (np.asarray(x) for x in out)
     vals = np.where(ok, vals, np.nan)
     n_nonfinite = int(np.sum(ok & ~np.isfinite(vals)))
-    return vals, {"n_failed": int(np.sum(~ok)), "n_nonfinite": n_nonfinite,
-                  "n_not_converged": int(np.sum(~converged)),
-                  "a_sd": np.nanstd(a, axis=0), "b_sd": np.nanstd(b, axis=0),
-                  "n_patterns": int(P)}
+    conf = np.where(ok[:, None, None, None], conf, np.nan)
+    extra = {"n_failed": int(np.sum(~ok)), "n_nonfinite": n_nonfinite,
+             "n_not_converged": int(np.sum(~converged)),
+             "confusion_sd": np.nanstd(conf, axis=0), "n_patterns": int(P)}
+    if K == 2:
+        extra["a_sd"], extra["b_sd"] = extra["confusion_sd"][:, 0, 1], \
+            extra["confusion_sd"][:, 1, 1]
+    return vals, extra
 
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "rule",
@@ -168,7 +197,7 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
                 alpha_p: Any,
                 beta_p: Any, pattern: jax.Array, group: jax.Array, ratings: jax.Array,
                 observed: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
-                conf: jax.Array, bins: jax.Array, *, sizes: tuple, one_coin: bool,
+                stat_args: tuple, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
                 n_boot: int, statistic: Callable[..., Any]) -> tuple:
     from ..engines.resample import resample_refit
@@ -181,18 +210,18 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
         w, st = resample_refit(key, post0, data, None, alpha_p, beta_p, pattern,
                                one_coin=one_coin, max_iter=max_iter, tol=tol)
         confusion, group_prev = st.confusion[:, perm, :], st.prevalence[:, perm]
-        a, b = confusion[:, 0, 1], confusion[:, 1, 1]
         if fixed_prevalence:
             mu = prevalence
         else:
             # groups the resample missed have weight 0 here
             wg = jax.ops.segment_sum(w, group, num_segments=L)
-            mu = marginal_prevalence(group_prev[:, 1], wg, xp=jnp)
-        alpha = given if rule == "given" else rule_weights(rule, a, b, mu, mask=mask,
-                                                           xp=jnp)
-        ok = jnp.all(jnp.where(mask, gap_invertible(a, b), True)) & jnp.isfinite(mu)
-        # corrected label of each pattern (meaningless where not ok: the caller sets NaN)
-        u = corrected_from_channels(ratings, observed, mask, alpha, confusion, xp=jnp)[:, 1]
-        return statistic(w, u[pattern], conf, bins, n_bins), ok, st.converged, a, b
+            mu = marginal_prevalence(group_prev, wg, xp=jnp)
+        alpha = given if rule == "given" else channel_rule_weights(rule, confusion, mu,
+                                                                   mask=mask, xp=jnp)
+        ok = jnp.all(jnp.where(mask, channels_invertible(confusion, jnp), True)) \
+            & jnp.all(jnp.isfinite(mu))
+        # corrected target of each pattern (meaningless where not ok: the caller sets NaN)
+        T = corrected_from_channels(ratings, observed, mask, alpha, confusion, xp=jnp)
+        return statistic(w, T[pattern], *stat_args, n_bins), ok, st.converged, confusion
 
     return jax.lax.map(one, jax.random.split(rng_key, n_boot))
