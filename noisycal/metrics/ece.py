@@ -227,7 +227,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     if nc_request:
         est = nc_ece_interval(est, conf[:, 0], binned.bins[0], target, interval=interval,
                               refit_channels=bool(refit_channels), level=level,
-                              n_boot=n_boot, method=method, seed=seed, bound=bound or {})
+                              n_boot=n_boot, method=method, seed=seed, bound=bound or {},
+                              probs=P)
     return with_target_status(est, target)
 
 
@@ -343,10 +344,12 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         given (not at their defaults) without
         ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
     refit_channels : bool, default=False
-        With ``interval='bootstrap'`` and a two-class corrected target built from an EM
-        fit: refit the channels (and the aggregation weights) in every replicate, so
-        the interval carries the channel estimation error; False holds the channels at
-        their estimates (the conditional bootstrap). See :mod:`noisycal.intervals.refit`.
+        With ``interval='bootstrap'`` (what ``'auto'`` becomes) and a corrected target
+        built from an EM fit (two classes: the positive-class ECE; K > 2: the L1
+        top-label or classwise ECE with equal-width bins and K x K Dawid-Skene
+        channels): refit the channels (and the aggregation weights) in every replicate,
+        so the interval carries the channel estimation error; False holds the channels
+        at their estimates. See :mod:`noisycal.intervals.refit`.
 
     Returns
     -------
@@ -366,13 +369,14 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     the bins held fixed, unless ``rebin=True``; BCa's acceleration uses the exact
     leave-one-item-out jackknife (bins fixed).
 
-    With a two-class corrected target (:func:`noisycal.targets.corrected`) this is the
-    NC-ECE of "Noisy-Label Calibration with Multiple Unreliable Labels", which has
-    three more interval kinds: ``interval='bound'`` (its Theorem 1 / Eq. C.11, or
-    Proposition 1 for channels fitted on the evaluated items; components B-hat, sampling radius and
-    channel term in ``details``), ``interval='credible'`` (a corrected target built
-    from a NUTS fit: channel posterior draws x Bayesian bootstrap of items) and
-    ``refit_channels=True``.
+    With a corrected target (:func:`noisycal.targets.corrected`) this is the NC-ECE of
+    "Noisy-Label Calibration with Multiple Unreliable Labels", which has three more
+    interval kinds: ``interval='bound'`` (two classes: its Theorem 1 / Eq. C.11, or
+    Proposition 1 for channels fitted on the evaluated items; components B-hat,
+    sampling radius and channel term in ``details``), ``interval='credible'`` (a
+    corrected target built from a NUTS fit: channel posterior draws x Bayesian
+    bootstrap of items; any K, our extension beyond two classes) and
+    ``refit_channels=True`` (any K, likewise).
 
     Examples
     --------
