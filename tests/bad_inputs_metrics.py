@@ -524,7 +524,7 @@ CASES = [
                                                               kind="positive_class"),
      "raises", V, r"kind='positive_class' needs 2 classes"),
     ("metrics-smooth-interval", lambda: nc.smooth_ece(_Z, _Y, interval="bound"), "raises", V,
-     r"interval must be one of \(None, 'bootstrap'\)"),
+     r"interval must be one of \(None, 'auto', 'inversion', 'bootstrap'\)"),
     ("metrics-smooth-method", lambda: nc.smooth_ece(_Z, _Y, method="wald"), "raises", V,
      r"method must be one of \('percentile', 'basic', 'bca'\)"),
     ("metrics-smooth-n-boot", lambda: nc.smooth_ece(_Z, _Y, n_boot=1), "raises", V,
