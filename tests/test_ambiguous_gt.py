@@ -175,6 +175,33 @@ def test_ls_ts_temperature_exceeds_ts_iff_eps_times_logit_gap_is_positive():
             assert TS().fit(logits=flipped, target=target).status_ == "infinite_temperature"
 
 
+def test_paper_targets_temperatures_fall_as_the_mean_score_rises():
+    z, _, sim = _soft_problem(1200, 4, seed=7)
+    ann = nc.Annotations.from_counts(sim.counts)
+    targets = A.paper_targets(logits=z, annotations=ann, n_samples=3,
+                              true_distribution=sim.true_probs, seed=1)
+    assert list(targets) == ["TS", "SLTS", "MCTS S=3", "LS-TS", "Fixed-LS", "Ent-LS", "C-LS",
+                             "Oracle"]
+    np.testing.assert_array_equal(targets["TS"].values, nc.targets.voted(ann).values)
+    fits = A.fit_temperatures(targets, logits=z)
+    m = np.array([np.mean(np.sum(t.values * z, axis=1)) for t in targets.values()])
+    T = np.array([f.temperature_ for f in fits.values()])
+    order = np.argsort(m)
+    assert np.all(np.diff(T[order]) < 0)
+    assert T[0] < T[1]  # TS colder than SLTS
+    assert T[-1] == pytest.approx(0.6 ** -1, rel=0.03)  # the oracle undoes temperature 0.6
+
+
+def test_stratified_split_keeps_class_shares_and_sizes():
+    y = np.repeat([0, 1, 2], [500, 300, 201])
+    a, b = A.stratified_split(y, 500, seed=3)
+    assert a.size == 500 and b.size == 501 and np.intersect1d(a, b).size == 0
+    assert np.all(np.abs(np.bincount(y[a]) - np.bincount(y) / 2) <= 1)
+    a2, _ = A.stratified_split(y, 500, seed=3)
+    np.testing.assert_array_equal(a, a2)
+    assert not np.array_equal(a, A.stratified_split(y, 500, seed=4)[0])
+
+
 # ------------------------------------------------------- Proposition 1 (TS bias)
 
 def _prop1(signal, q, n=3000, seed=0):

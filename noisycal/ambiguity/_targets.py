@@ -408,8 +408,8 @@ def fit_temperatures(targets: Mapping[str, object], *, probs: ArrayLike | None =
     probs, logits : array-like of shape (n_items, n_classes)
         The calibration items' predictions (give one).
     **options
-        Passed to ``TemperatureScaling`` (``eps``, ``bounds``, ``loss``); anything else is
-        refused by it.
+        Passed to ``TemperatureScaling``: ``eps``, ``bounds``, ``loss`` (anything else is
+        refused).
 
     Returns
     -------
@@ -419,6 +419,10 @@ def fit_temperatures(targets: Mapping[str, object], *, probs: ArrayLike | None =
     if not isinstance(targets, Mapping):
         raise ValueError(f"targets must be a mapping of names to targets, got "
                          f"{type(targets).__name__}")
+    unknown = sorted(set(options) - {"eps", "bounds", "loss"})
+    if unknown:
+        raise ValueError(f"options: TemperatureScaling takes eps, bounds and loss, got "
+                         f"{unknown}")
     return {name: TemperatureScaling(**options).fit(probs=probs, logits=logits, target=t)
             for name, t in targets.items()}
 
