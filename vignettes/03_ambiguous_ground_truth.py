@@ -212,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     voted = table.set_index("method").loc[["TS", "Platt", "Dirichlet-Hard"], "ece_true_mc"]
     soft = table.set_index("method").loc[["SLTS", "MCTS", "VS", "SoftPlatt",
                                           "Dirichlet-Soft"], "ece_true_mc"]
-    print("(the MC form averages the ECEs of label draws; with few items per bin it sits "
-          "well above the expected form, its floor by Jensen's inequality)")
+    print("(the MC form averages the ECEs of label draws: by Jensen's inequality its "
+          "expectation is at least the expected form, more so when bins hold few items)")
     print(f"\nbest voted-label map: true-label ECE {100 * voted.min():.2f}%; worst soft-label "
           f"map: {100 * soft.max():.2f}% (every soft map better: {soft.max() < voted.min()})")
     for _, row in table[table["status"] != "ok"].iterrows():
