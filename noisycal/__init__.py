@@ -4,7 +4,17 @@ Every calibration metric compares predictions with a *target* matrix (see
 :mod:`noisycal.targets`); every metric returns an :class:`Estimate` with an interval.
 """
 
-from . import annotators, calibrators, datasets, intervals, metrics, plots, simulate, targets
+from . import (
+    ambiguity,
+    annotators,
+    calibrators,
+    datasets,
+    intervals,
+    metrics,
+    plots,
+    simulate,
+    targets,
+)
 from ._warnings import (
     ConvergenceWarning,
     IdentifiabilityWarning,
@@ -49,6 +59,7 @@ __all__ = [
     "Target",
     "Estimate",
     "targets",
+    "ambiguity",
     "annotators",
     "calibrators",
     "metrics",

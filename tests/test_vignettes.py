@@ -27,11 +27,16 @@ EXPECTED = {
         "reliability_corrected_vs_soft.png",
         "channel_posterior.png",
     ],
+    "03_ambiguous_ground_truth": [
+        "ambiguity_table.csv",
+        "reliability_soft_target.png",
+    ],
 }
 
 #: Vignettes that can also run on the shared real data (``--data cifar10``).
 REAL_DATA = {"01_calibration_report": ["--data", "cifar10"],
-             "02_noisy_label_calibration": ["--data", "cifar10n"]}
+             "02_noisy_label_calibration": ["--data", "cifar10n"],
+             "03_ambiguous_ground_truth": ["--data", "cifar10h"]}
 
 
 def _has_cifar10() -> bool:
