@@ -158,7 +158,7 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
 # %% [markdown]
 # ## Figures
 #
-# Reliability diagrams, each with its per-bin 90% bootstrap intervals and a histogram of
+# Reliability diagrams, each with its per-bin 90% intervals (normal, from the inverted-interval estimates) and a histogram of
 # bin counts:
 #
 # - against the hard labels;
@@ -206,12 +206,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--n-draws", type=int, default=None,
                         help="label draws of the Monte-Carlo true-label ECE (default 100)")
     parser.add_argument("--small", action="store_true",
-                        help="tiny sizes for tests (500 items, 50 replicates, 20 draws)")
+                        help="tiny sizes for tests (500 items, 100 replicates, 20 draws)")
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parent / "output"
                         / "01_calibration_report")
     args = parser.parse_args(argv)
-    small = {"n_items": 500, "n_boot": 50, "n_draws": 20}
+    small = {"n_items": 500, "n_boot": 100, "n_draws": 20}
     full = {"n_items": 20000, "n_boot": 1000, "n_draws": 100}
     args.explicit_n = args.n_items is not None or args.small
     for key, value in (small if args.small else full).items():
@@ -230,9 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"data: {data.description}")
-    print(f"settings: {N_BINS} equal-width bins, {LEVEL:.0%} intervals, bootstrap n_boot="
-          f"{args.n_boot} (percentile, items resampled), slope/intercept: Wald; "
-          f"Monte-Carlo true-label ECE: {args.n_draws} label draws per item, same n_boot")
+    print(f"settings: {N_BINS} equal-width bins, {LEVEL:.0%} intervals; ECE rows: the "
+          f"inverted-test interval with the median-unbiased estimate ({args.n_boot} "
+          "simulated draws); MCE, Monte-Carlo true-label ECE, Brier, NLL: item bootstrap "
+          f"(percentile, n_boot={args.n_boot}); slope/intercept: Wald; Monte-Carlo "
+          f"true-label ECE: {args.n_draws} label draws per item")
 
     table, named = calibration_report(data, n_boot=args.n_boot, n_draws=args.n_draws)
     print()

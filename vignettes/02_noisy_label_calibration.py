@@ -95,7 +95,7 @@ def ece_table(d: dict, ch: dict, *, n_boot: int, seed: int) -> tuple[pd.DataFram
         "clean labels (unobserved; check)": nc.ece(z, d["y"], n_boot=n_boot, **kw),
         "soft vote (naive)": nc.ece(z, two(soft), n_boot=n_boot, **kw),
         "majority vote (naive)": nc.ece(z, two(maj), n_boot=n_boot, **kw),
-        "NC-ECE, bootstrap (EM channels fixed)": nc.ece(z, U_em, n_boot=n_boot, **kw),
+        "NC-ECE, inverted interval (EM channels fixed)": nc.ece(z, U_em, n_boot=n_boot, **kw),
         "NC-ECE, bootstrap (EM channels refitted)": nc.ece(
             z, U_em, n_boot=n_boot, refit_channels=True, **kw),
         "NC-ECE, credible (NUTS channels)": nc.ece(z, U_nuts, interval="credible", **kw),
@@ -155,7 +155,7 @@ def figures(d: dict, ch: dict, res: dict, out: Path) -> list[Path]:
 
     paths = []
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
-    nc.plots.reliability_diagram(res["est"]["NC-ECE, bootstrap (EM channels fixed)"],
+    nc.plots.reliability_diagram(res["est"]["NC-ECE, inverted interval (EM channels fixed)"],
                                  ax=axes[0], title="against the corrected target")
     nc.plots.reliability_diagram(res["est"]["soft vote (naive)"], ax=axes[1],
                                  title="against the soft vote (naive)")
