@@ -158,8 +158,8 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
 # %% [markdown]
 # ## Figures
 #
-# Reliability diagrams, each with its per-bin 90% intervals (normal, from the inverted-interval estimates) and a histogram of
-# bin counts:
+# Reliability diagrams, each with its per-bin 90% intervals (normal intervals of the bin
+# means, stored by the inverted-interval estimates) and a histogram of bin counts:
 #
 # - against the hard labels;
 # - against the soft labels (the expected true-label ECE);
