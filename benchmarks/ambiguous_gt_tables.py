@@ -29,11 +29,10 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from _output import write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
 from noisycal.datasets import load_chaosnli, load_cifar10_logits, load_cifar10h
-
-from _output import write_result  # benchmarks/_output.py (run as a script)
 
 A = nc.ambiguity
 PERCENT = ["ece_true_mc", "ece_true_expected", "aece_true_mc", "cwece_true_mc", "ece_voted"]
