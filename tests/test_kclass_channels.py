@@ -169,7 +169,8 @@ def test_refit_interval_covers_the_population_in_a_small_replication():
         U = nc.targets.corrected(ann, nc.DawidSkene(3).fit(ann, seed=0))
         for name, e in (("refit", _nc_ece(P, U, seed=r, refit_channels=True,
                                           interval="bootstrap")),
-                        ("conditional", nc.ece(P, U, n_bins=10, n_boot=200, seed=r))):
+                        ("conditional", nc.ece(P, U, n_bins=10, n_boot=200, seed=r,
+                                               interval="bootstrap"))):
             assert e.status == "ok"
             cover[name] += e.low <= pop <= e.high
             widths[name].append(e.high - e.low)
@@ -202,8 +203,8 @@ def test_refit_is_wider_when_the_channels_are_weak():
             refit = _nc_ece(P, U, seed=r, refit_channels=True, interval="bootstrap")
         assert refit.details["n_failed"] <= 4
         sd["refit"].append(np.nanstd(refit.replicates))
-        sd["conditional"].append(np.std(nc.ece(P, U, n_bins=10, n_boot=200,
-                                               seed=r).replicates))
+        sd["conditional"].append(np.std(nc.ece(P, U, n_bins=10, n_boot=200, seed=r,
+                                               interval="bootstrap").replicates))
     ratio = np.mean(sd["refit"]) / np.mean(sd["conditional"])
     print(f"weak channels: replicate sd refit / conditional {ratio:.2f}")
     assert ratio > 1.5
