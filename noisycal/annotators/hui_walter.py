@@ -273,10 +273,11 @@ def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
         loglik = float("nan")
     else:
         post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
+    solved = status == "ok"
     status, message, details["identification"] = _identify(
         theta, jac, np.eye(6), cov, counts, annotators, status, message, weak)
     return AnnotatorFit("hui_walter", "mom", classes, annotators, items, prev, conf, post,
-                        loglik, 6, status, message, status == "ok", 0, None, details)
+                        loglik, 6, status, message, solved, 0, None, details)
 
 
 def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarray,
