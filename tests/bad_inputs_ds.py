@@ -224,3 +224,52 @@ CASES += [
      lambda: nc.HuiWalter().fit(_from_counts(), groups=[0, 1, 0, 1]),
      "raises", ValueError, r"from_counts.*annotator identities are unknown"),
 ]
+
+
+# ------------------------------------------------------------------ weak_threshold (local
+# identification, noisycal.engines.identification)
+@cache
+def _ann3_binary():
+    conf = np.array([[[0.9, 0.1], [0.15, 0.85]], [[0.8, 0.2], [0.2, 0.8]],
+                     [[0.85, 0.15], [0.3, 0.7]]])
+    return nc.simulate.dawid_skene(200, [0.5, 0.5], conf, seed=0).annotations
+
+
+def _hw_weak(**kw):
+    A = np.tile([[0.0, 1.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]], (3, 1))
+    return nc.HuiWalter().fit(A, groups=np.repeat([0, 1], 6), **kw)
+
+
+CASES += [
+    ("ds-weak-threshold-percent", lambda: _fit(weak_threshold=2), "raises", ValueError,
+     r"weak_threshold"),
+    ("ds-weak-threshold-negative", lambda: _fit(weak_threshold=-0.01), "raises", ValueError,
+     r"weak_threshold"),
+    ("ds-weak-threshold-one", lambda: _fit(weak_threshold=1.0), "raises", ValueError,
+     r"weak_threshold.*< 1"),
+    ("ds-weak-threshold-nan", lambda: _fit(weak_threshold=float("nan")), "raises",
+     ValueError, r"weak_threshold"),
+    ("ds-weak-threshold-string", lambda: _fit(weak_threshold="0.02"), "raises", ValueError,
+     r"weak_threshold"),
+    ("ds-weak-threshold-bool", lambda: _fit(weak_threshold=True), "raises", ValueError,
+     r"weak_threshold"),
+    ("ds-weak-threshold-with-nuts",
+     lambda: _fit(method="nuts", weak_threshold=0.05, num_warmup=5, num_samples=5,
+                  progress_bar=False), "raises", ValueError,
+     r"weak_threshold applies to method='em' or 'mle'"),
+    ("ds-mle-weak-threshold-percent", lambda: _fit(method="mle", weak_threshold=5.0),
+     "raises", ValueError, r"weak_threshold"),
+    ("ds-hui-walter-weak-threshold-percent", lambda: _hw_weak(weak_threshold=2.0), "raises",
+     ValueError, r"weak_threshold"),
+    ("ds-hui-walter-gmm-weak-threshold-inf",
+     lambda: _hw_weak(method="gmm", weak_threshold=float("inf")), "raises", ValueError,
+     r"weak_threshold"),
+    # a threshold near 1 flags every fit with any missing information: the status and the
+    # warning say so and name the near-null direction
+    ("ds-status-weakly-identified",
+     lambda: nc.DawidSkene(2).fit(_ann3_binary(), weak_threshold=0.99), "status", None,
+     r"weakly_identified.*near-null direction loads on"),
+    ("ds-warns-weakly-identified",
+     lambda: nc.DawidSkene(2).fit(_ann3_binary(), weak_threshold=0.99), "warns",
+     nc.IdentifiabilityWarning, r"weakly identified"),
+]

@@ -39,9 +39,12 @@ from ..engines.ds_numpyro import (
     nuts_init_params,
     sample_dawid_skene,
 )
-from ..engines.options import method_options
+from ..engines.identification import NUTS_NOTE
+from ..engines.identification import dawid_skene_identification as ds_identification
+from ..engines.options import check_anchor, method_options
 from ..engines.results import (
     AnnotatorFit,
+    checked_status,
     design_status,
     estimate_status,
     predict,
@@ -187,29 +190,6 @@ class DawidSkene:
             out[pos[item]] = cls[label]
         return out
 
-    @staticmethod
-    def _anchor(orientation: str, anchor: object, opts: dict, K: int, J: int) -> int:
-        """The anchor annotator where it is used (else ``anchor`` must not be given)."""
-        check_choice(orientation, "orientation", ("vote", "anchor"))
-        init, screen = opts.get("init"), opts.get("screen_gaps", False)
-        if orientation == "anchor" and K != 2:
-            raise ValueError(f"orientation='anchor' is defined for two classes, got {K}")
-        if init == "moments" and (K != 2 or J < 3):
-            raise ValueError("init='moments' needs two classes and at least 3 annotators, "
-                             f"got {K} classes and {J} annotators")
-        if screen and K != 2:
-            raise ValueError("screen_gaps=True is the binary acceptance rule; it needs "
-                             f"two classes, got {K}")
-        if not (orientation == "anchor" or init == "moments" or screen):
-            if anchor is not None:
-                raise ValueError("anchor applies only with orientation='anchor', "
-                                 "init='moments' or screen_gaps=True")
-            return 0
-        anchor = check_int(0 if anchor is None else anchor, "anchor", minimum=0)
-        if anchor >= J:
-            raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
-        return anchor
-
     # ------------------------------------------------------------------ fit
     def fit(self, annotations: Annotations, *, method: str = "em",
             groups: ArrayLike | None = None, gold: dict | None = None,
@@ -219,7 +199,8 @@ class DawidSkene:
             num_chains: int | None = None, num_warmup: int | None = None,
             num_samples: int | None = None, progress_bar: bool | None = None,
             rhat_threshold: float | None = None, chain_method: str | None = None,
-            screen_gaps: bool | None = None) -> AnnotatorFit:
+            screen_gaps: bool | None = None, weak_threshold: float | None = None
+            ) -> AnnotatorFit:
         """Fit the model.
 
         Arguments that belong to one method raise ``ValueError`` when given with another
@@ -281,6 +262,11 @@ class DawidSkene:
             gap and choose the largest likelihood among the starts whose every gap
             exceeds 1e-4; when no start passes, the best start is returned with status
             'small_gap'. ``details['screened_starts']`` records which starts passed.
+        weak_threshold : float, default=0.005
+            EM and MLE: the status is 'weakly_identified' when the relative information
+            (observed over complete-data information, smallest eigenvalue) is below it;
+            ``details['identification']`` holds the numbers
+            (:mod:`noisycal.engines.identification`). NUTS fits are not checked.
 
         Returns
         -------
@@ -293,14 +279,15 @@ class DawidSkene:
             init=init, n_starts=n_starts, n_boot=n_boot, screen_gaps=screen_gaps,
             max_iter=max_iter, tol=tol, num_chains=num_chains, num_warmup=num_warmup,
             num_samples=num_samples, progress_bar=progress_bar,
-            rhat_threshold=rhat_threshold, chain_method=chain_method))
+            rhat_threshold=rhat_threshold, chain_method=chain_method,
+            weak_threshold=weak_threshold))
         if groups is not None and self._model != "grouped":
             raise ValueError("groups= is for GroupedDawidSkene")
         if self._model == "grouped" and groups is None:
             raise ValueError("GroupedDawidSkene needs groups= (one group per item)")
         ann, group, L = self._check(annotations, groups)
         K, J = ann.n_classes, ann.n_annotators
-        anchor = self._anchor(orientation, anchor, opts, K, J)
+        anchor = check_anchor(orientation, anchor, opts, K, J)
         seed = check_seed(seed)
         alpha, beta = self._priors(K, J, method)
         gold_idx = self._gold(ann, gold)
@@ -355,7 +342,8 @@ class DawidSkene:
     def _fit_em(self, ann: Annotations, group: np.ndarray | None, L: int,
                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
                 seed: Seed, orientation: str, anchor: int, init: str, n_starts: int,
-                max_iter: int, tol: float, n_boot: int, screen_gaps: bool) -> AnnotatorFit:
+                max_iter: int, tol: float, n_boot: int, screen_gaps: bool,
+                weak_threshold: float) -> AnnotatorFit:
         k_init, k_boot = jax.random.split(as_key(seed))
         ms = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
                            init=init, n_starts=n_starts, max_iter=max_iter, tol=tol,
@@ -367,13 +355,16 @@ class DawidSkene:
                 and status in ("ok", "boundary")):
             status, message = "small_gap", (f"no EM start passed the gap screen (every "
                                             f"oriented gap > {GAP_THRESHOLD:g})")
+        status, message, ident = checked_status(status, message, lambda: ds_identification(
+            ann, ms.prevalence, ms.confusion, group=group, gold=gold,
+            one_coin=self._one_coin, threshold=weak_threshold))
         self._warn("EM", status, message)
         details = {"start_objectives": ms.objective, "best_start": ms.best,
                    "n_patterns": ms.n_patterns, "map": alpha is not None or beta is not None,
                    "orientation": orientation, "groups": L,
                    "group_index": _group_index(group, ann.n_items), "prior_alpha": alpha,
                    "prior_beta": beta, "latent_perm": ms.perm, "gold": gold is not None,
-                   "max_iter": max_iter, "tol": tol, **boot_info}
+                   "max_iter": max_iter, "tol": tol, "identification": ident, **boot_info}
         if init == "moments":
             details["moment_start"] = ms.moment_note
         if screen_gaps:
@@ -385,7 +376,7 @@ class DawidSkene:
     def _fit_mle(self, ann: Annotations, group: np.ndarray | None, L: int,
                  alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
                  seed: Seed, orientation: str, anchor: int, max_iter: int,
-                 tol: float) -> AnnotatorFit:
+                 tol: float, weak_threshold: float) -> AnnotatorFit:
         use_prior = alpha is not None or beta is not None
         with x64():
             data = _ds_data(ann, group, L)
@@ -396,15 +387,20 @@ class DawidSkene:
                       anchor)
         post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
         status, message = self._status(ann, prev, conf, res.converged, L)
-        if status in ("unobserved_class", "not_identified", "over_parametrised"):
-            self._warn("MLE", status, message)
         if res.status != "ok" and status == "ok":
             status, message = res.status, res.message
+        status, message, ident = checked_status(status, message, lambda: ds_identification(
+            ann, prev, conf, group=group, gold=gold, one_coin=self._one_coin,
+            threshold=weak_threshold))
+        if status in ("unobserved_class", "not_identified", "over_parametrised",
+                      "weakly_identified"):
+            self._warn("MLE", status, message)
         return self._result(ann, "mle", prev, conf, post, float(res.loglik), status, message,
                             bool(res.converged), int(res.n_iter), None,
                             {"map": use_prior, "orientation": orientation, "groups": L,
                              "group_index": _group_index(group, ann.n_items),
-                             "gold": gold is not None, "max_iter": max_iter, "tol": tol})
+                             "gold": gold is not None, "max_iter": max_iter, "tol": tol,
+                             "identification": ident})
 
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, *, seed: Seed,
@@ -438,7 +434,8 @@ class DawidSkene:
                              "num_divergences": diag["num_divergences"],
                              "relabelled_chains": diag["switched"], "groups": L,
                              "group_index": _group_index(group, ann.n_items),
-                             "gold": gold is not None})
+                             "gold": gold is not None,
+                             "identification": {"checked": False, "reason": NUTS_NOTE}})
 
     def _nuts_status(self, ann: Annotations, L: int, diag: dict, rhat_threshold: float
                      ) -> tuple[str, str]:

@@ -21,8 +21,9 @@ from .._validation import check_array, check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..data import Annotations
 from ..engines.gmm import GMM_NOTE, active_constraints, check_open_unit, two_step_gmm
+from ..engines.identification import check_weak_threshold, hui_walter_identification
 from ..engines.moments import hui_walter_inverse, moment_jacobian, sample_moments
-from ..engines.results import AnnotatorFit
+from ..engines.results import AnnotatorFit, checked_status
 
 __all__ = ["HuiWalter", "equal_count_groups"]
 
@@ -61,7 +62,7 @@ class HuiWalter:
     def fit(self, annotations: Annotations | ArrayLike, *, groups: ArrayLike,
             method: str = "mom", weight: str = "identity", min_gap: float = 1e-4,
             min_separation: float = 1e-5, n_starts: int = 5, seed: Seed = 0,
-            max_iter: int = 500) -> AnnotatorFit:
+            max_iter: int = 500, weak_threshold: float | None = None) -> AnnotatorFit:
         """Fit the channels and group prevalences.
 
         Parameters
@@ -95,6 +96,12 @@ class HuiWalter:
             ``'gmm'`` only. Seed of the random starts.
         max_iter : int, default=500
             ``'gmm'`` only. SLSQP iteration limit per start.
+        weak_threshold : float, default=0.005
+            Both methods: the status is ``'weakly_identified'`` when the relative
+            information (the inverse GMM sandwich covariance from the moment Jacobian
+            over the complete-data information, smallest eigenvalue) is below it;
+            ``details['identification']`` holds the numbers
+            (:mod:`noisycal.engines.identification`).
 
         Returns
         -------
@@ -103,7 +110,9 @@ class HuiWalter:
             active at the estimate (``details['active_constraints']`` lists them: a gap at
             ``min_gap``, the separation at ``min_separation``, a mu_g at 0 or 1, a_j at 0 or
             b_j at 1); ``'not_converged'`` when the optimiser failed; ``'not_identified'``
-            when both annotators have exactly the same mean in the two extreme groups.
+            when both annotators have exactly the same mean in the two extreme groups;
+            ``'weakly_identified'`` (both methods, replacing 'ok' or 'boundary') when the
+            moment Jacobian is nearly singular (see ``weak_threshold``).
 
         Raises
         ------
@@ -140,14 +149,15 @@ class HuiWalter:
             _refuse_gmm_options(given)
         A, items, annotators, classes = _as_two_annotators(annotations)
         levels, gi = _group_index(groups, A.shape[0], method)
+        weak = check_weak_threshold(weak_threshold)
         if method == "mom":
-            return _fit_mom(A, gi, levels, items, annotators, classes)
+            return _fit_mom(A, gi, levels, items, annotators, classes, weak)
         opts = {"weight": check_choice(weight, "weight", ("identity", "efficient")),
                 "min_gap": check_open_unit(min_gap, "min_gap"),
                 "min_separation": check_open_unit(min_separation, "min_separation"),
                 "n_starts": check_int(n_starts, "n_starts", minimum=1),
                 "seed": check_seed(seed), "max_iter": check_int(max_iter, "max_iter", minimum=1)}
-        return _fit_gmm(A, gi, levels, items, annotators, classes, **opts)
+        return _fit_gmm(A, gi, levels, items, annotators, classes, weak, **opts)
 
 
 def _refuse_gmm_options(given: dict) -> None:
@@ -233,10 +243,23 @@ def _channels(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return prev, conf
 
 
+def _identify(theta: np.ndarray, jac: np.ndarray, weight: np.ndarray, cov: np.ndarray,
+              counts: np.ndarray, annotators: np.ndarray, status: str, message: str,
+              threshold: float) -> tuple[str, str, dict]:
+    """The local identification check (status 'ok' or 'boundary' only), warning if weak."""
+    status, message, details = checked_status(status, message, lambda: (
+        hui_walter_identification(theta, jac, weight, cov, counts,
+                                  annotators=[str(a) for a in annotators],
+                                  threshold=threshold)))
+    if status == "weakly_identified":
+        warnings.warn(f"Hui-Walter: {message}", IdentifiabilityWarning, stacklevel=4)
+    return status, message, details
+
+
 def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarray,
-             annotators: np.ndarray, classes: np.ndarray) -> AnnotatorFit:
+             annotators: np.ndarray, classes: np.ndarray, weak: float) -> AnnotatorFit:
     """Closed-form Hui–Walter fit on two groups."""
-    q, _, _ = sample_moments(A, gi, 2)
+    q, cov, counts = sample_moments(A, gi, 2)
     theta, status, message = hui_walter_inverse(q)
     jac = moment_jacobian(np.nan_to_num(theta, nan=0.5), 2)
     details = {"moments": q, "group_mean_diff": (q[3] - q[0], q[4] - q[1]),
@@ -250,13 +273,16 @@ def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
         loglik = float("nan")
     else:
         post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
+    solved = status == "ok"
+    status, message, details["identification"] = _identify(
+        theta, jac, np.eye(6), cov, counts, annotators, status, message, weak)
     return AnnotatorFit("hui_walter", "mom", classes, annotators, items, prev, conf, post,
-                        loglik, 6, status, message, status == "ok", 0, None, details)
+                        loglik, 6, status, message, solved, 0, None, details)
 
 
 def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarray,
-             annotators: np.ndarray, classes: np.ndarray, *, weight: str, min_gap: float,
-             min_separation: float, n_starts: int, seed: Seed, max_iter: int
+             annotators: np.ndarray, classes: np.ndarray, weak: float, *, weight: str,
+             min_gap: float, min_separation: float, n_starts: int, seed: Seed, max_iter: int
              ) -> AnnotatorFit:
     """Constrained grouped GMM on L >= 2 ordered groups (Definition D.1)."""
     L = levels.size
@@ -281,6 +307,8 @@ def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
         "min_gap": min_gap, "min_separation": min_separation,
         "active_constraints": tuple(active), "note": GMM_NOTE})
     status, message = _gmm_status(sol.success, sol.message, theta, diff, active)
+    status, message, details["identification"] = _identify(
+        theta, jac, details["weight_matrix"], cov, counts, annotators, status, message, weak)
     prev, conf = _channels(theta)
     post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
     return AnnotatorFit("hui_walter", "gmm", classes, annotators, items, prev, conf, post,

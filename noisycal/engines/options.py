@@ -12,14 +12,16 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_int, check_real
+from .identification import WEAK_THRESHOLD, check_weak_threshold
 from .nuts import check_sampler_options
 
-__all__ = ["EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "method_options"]
+__all__ = ["EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "check_anchor", "method_options"]
 
 #: EM-only arguments of ``fit`` and their defaults.
 EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False}
 #: Arguments of EM and gradient MLE (defaults by method).
-ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8}, "mle": {"max_iter": 1000, "tol": 1e-9}}
+ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8, "weak_threshold": WEAK_THRESHOLD},
+                 "mle": {"max_iter": 1000, "tol": 1e-9, "weak_threshold": WEAK_THRESHOLD}}
 #: NUTS-only arguments of ``fit`` and their defaults.
 NUTS_DEFAULTS = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000,
                  "progress_bar": True, "rhat_threshold": 1.01, "chain_method": "vectorized"}
@@ -46,8 +48,9 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
 
     Examples
     --------
-    >>> method_options("mle", {"n_starts": None, "max_iter": 50, "tol": None})
-    {'max_iter': 50, 'tol': 1e-09}
+    >>> method_options("mle", {"n_starts": None, "max_iter": 50, "tol": None,
+    ...                        "weak_threshold": None})
+    {'max_iter': 50, 'tol': 1e-09, 'weak_threshold': 0.005}
     """
     owners = {**{k: "'em'" for k in EM_DEFAULTS},
               **{k: "'em' or 'mle'" for k in ITER_DEFAULTS["em"]},
@@ -62,6 +65,7 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
     if "max_iter" in opts:
         opts["max_iter"] = check_int(opts["max_iter"], "max_iter", minimum=1)
         opts["tol"] = check_real(opts["tol"], "tol", minimum=0.0, strict=True)
+        opts["weak_threshold"] = check_weak_threshold(opts["weak_threshold"])
     if method == "em":
         check_choice(opts["init"], "init", ("mixed", "soft_vote", "moments"))
         opts["n_starts"] = check_int(opts["n_starts"], "n_starts", minimum=1)
@@ -77,3 +81,44 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
             min_warmup=1)
         opts.update(num_chains=c, num_warmup=w, num_samples=s)
     return opts
+
+
+def check_anchor(orientation: str, anchor: object, opts: dict, K: int, J: int) -> int:
+    """The anchor annotator where it is used (else ``anchor`` must not be given).
+
+    Parameters
+    ----------
+    orientation : {'vote', 'anchor'}
+        How latent classes are named.
+    anchor : object
+        The ``anchor`` argument of ``fit`` (None when not given).
+    opts : dict
+        The method's options (:func:`method_options`); ``init`` and ``screen_gaps``
+        decide whether an anchor is used.
+    K, J : int
+        Classes and annotators.
+
+    Returns
+    -------
+    int
+        The anchor's index (0 where no anchor is used).
+    """
+    check_choice(orientation, "orientation", ("vote", "anchor"))
+    init, screen = opts.get("init"), opts.get("screen_gaps", False)
+    if orientation == "anchor" and K != 2:
+        raise ValueError(f"orientation='anchor' is defined for two classes, got {K}")
+    if init == "moments" and (K != 2 or J < 3):
+        raise ValueError("init='moments' needs two classes and at least 3 annotators, "
+                         f"got {K} classes and {J} annotators")
+    if screen and K != 2:
+        raise ValueError("screen_gaps=True is the binary acceptance rule; it needs "
+                         f"two classes, got {K}")
+    if not (orientation == "anchor" or init == "moments" or screen):
+        if anchor is not None:
+            raise ValueError("anchor applies only with orientation='anchor', "
+                             "init='moments' or screen_gaps=True")
+        return 0
+    anchor = check_int(0 if anchor is None else anchor, "anchor", minimum=0)
+    if anchor >= J:
+        raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
+    return anchor

@@ -15,7 +15,8 @@ from .._stats import equal_tailed
 from .._typing import ArrayLike, Seed
 from .._validation import check_level, check_seed
 
-__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "BOUNDARY"]
+__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "checked_status",
+           "BOUNDARY"]
 
 #: A marginal prevalence below this is reported as a boundary estimate.
 BOUNDARY = 1e-6
@@ -46,7 +47,9 @@ class AnnotatorFit:
     status : str
         ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
         ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
-        (see :func:`design_status` and :func:`estimate_status`).
+        (see :func:`design_status` and :func:`estimate_status`), ``'weakly_identified'``
+        (:func:`checked_status`: the information is nearly singular at the estimate;
+        ``details['identification']`` holds the numbers).
     message : str
     converged : bool
     n_iter : int
@@ -440,3 +443,37 @@ def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bo
         return "boundary", (f"a class prevalence is below {BOUNDARY:g}: the estimate "
                             "is on the boundary of the parameter space")
     return "ok", ""
+
+
+def checked_status(status: str, message: str, check: Callable[[], Any]
+                   ) -> tuple[str, str, dict[str, Any]]:
+    """Run ``check`` on a fit whose status is 'ok' or 'boundary'; update status and message.
+
+    ``'weakly_identified'`` replaces 'ok' or 'boundary' (whose message is kept after it);
+    other statuses are returned unchanged and nothing is checked.
+
+    Parameters
+    ----------
+    status, message : str
+        The fit's status and message so far.
+    check : callable
+        ``() -> Identification`` (:mod:`noisycal.engines.identification`), or a string
+        saying why nothing could be checked.
+
+    Returns
+    -------
+    (status, message, details)
+        ``details`` (for the fit's ``details['identification']``) holds
+        :meth:`Identification.as_details` and ``checked=True``, or ``checked=False`` and
+        the reason.
+    """
+    if status not in ("ok", "boundary"):
+        return status, message, {"checked": False,
+                                 "reason": f"not checked: the fit's status is {status!r}"}
+    ident = check()
+    if isinstance(ident, str):
+        return status, message, {"checked": False, "reason": ident}
+    if ident.status != "ok":
+        also = f"; also {message}" if status == "boundary" else ""
+        status, message = ident.status, ident.message + also
+    return status, message, {"checked": True, **ident.as_details()}
