@@ -195,7 +195,10 @@ def test_refit_is_wider_when_the_channels_are_weak():
     sd = {"refit": [], "conditional": []}
     for r in range(5):
         P, y, ann, A = _sample(1000, 2000 + r, weak)
-        fit = nc.DawidSkene(3).fit(ann, seed=0, max_iter=20_000)
+        # These channels are weak enough that the identification check can flag a fit
+        # (relative information 0.0041 < 0.005 in one data set); this test is about the
+        # refit's width, so the check is switched off (weak_threshold=0).
+        fit = nc.DawidSkene(3).fit(ann, seed=0, max_iter=20_000, weak_threshold=0.0)
         assert fit.status == "ok"
         U = nc.targets.corrected(ann, fit)
         with warnings.catch_warnings():  # a refit whose channel is singular: reported
