@@ -41,16 +41,18 @@ Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._jax import as_numpy_rng
 from .._typing import Seed
-from .._validation import check_choice, check_int, check_level
+from .._validation import check_choice, check_int, check_level, user_stacklevel
+from .._warnings import NumericalWarning
 
 __all__ = ["Inversion", "invert_norm", "norm_of_means", "simulate_noise", "gaussian_null",
-           "covariance_factor"]
+           "covariance_factor", "upper_p_value", "inversion_report", "no_variation"]
 
 _BISECT = 48
 
@@ -138,6 +140,68 @@ def simulate_noise(factor: np.ndarray, n_sim: int, seed: Seed) -> np.ndarray:
     """
     z = as_numpy_rng(seed).standard_normal((n_sim, factor.shape[1]))
     return z @ factor.T
+
+
+def upper_p_value(null: np.ndarray, statistic: float) -> float:
+    """``(1 + #{null >= statistic}) / (1 + len(null))``, the Monte-Carlo p-value.
+
+    Parameters
+    ----------
+    null : ndarray of shape (n_sim,)
+        Draws of the statistic under the null.
+    statistic : float
+        The observed value.
+
+    Returns
+    -------
+    float
+    """
+    return float((1 + np.sum(null >= statistic)) / (1 + null.size))
+
+
+def inversion_report(inv: Inversion, plugin: float, level: float,
+                     estimator: str) -> tuple[float, tuple[float, float], dict]:
+    """What an Estimate reports from an inversion: value, interval and details.
+
+    Parameters
+    ----------
+    inv : Inversion
+    plugin : float
+        The metric's plug-in value.
+    level : float
+    estimator : {'median-unbiased', 'plug-in', 'debiased'}
+        'median-unbiased' reports ``inv.estimate``, anything else ``plugin``.
+
+    Returns
+    -------
+    value, (low, high), details
+    """
+    det = {"plugin": plugin, "median_unbiased": inv.estimate, "p_value_zero": inv.p_value,
+           "lower_is_zero": inv.lower_is_zero, "n_sim": inv.n_sim}
+    if inv.lower_is_zero:
+        det["note"] = ("the interval starts at 0: perfect calibration (error 0) is not "
+                       f"excluded at the {level:g} level (one-sided at 0)")
+    value = inv.estimate if estimator == "median-unbiased" else plugin
+    return value, (inv.low, inv.high), det
+
+
+def no_variation(what: str) -> tuple[str, str]:
+    """Warn that there is no sampling variation to invert; the status and message.
+
+    Parameters
+    ----------
+    what : str
+        Where the data lack variation, for the message.
+
+    Returns
+    -------
+    status, message
+    """
+    message = (f"no variation between items ({what}): the data say nothing about "
+               "sampling error, so no interval is reported")
+    warnings.warn(f"inverted interval: {message}", NumericalWarning,
+                  stacklevel=user_stacklevel())
+    return "degenerate", message
 
 
 def gaussian_null(cov: np.ndarray, weights: np.ndarray, norm: str, n_sim: int,
@@ -260,7 +324,7 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
 
     null = sims(0.0)
     c0 = float(np.quantile(null, 1.0 - alpha))
-    p_value = float((1 + np.sum(null >= T)) / (1 + n_sim))
+    p_value = upper_p_value(null, T)
 
     def quantile_at(theta0: float, which: str) -> float:
         s = sims(theta0)

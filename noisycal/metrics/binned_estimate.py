@@ -3,7 +3,6 @@ the per-bin table shared by every binned metric (:mod:`noisycal.metrics.ece`).""
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 
 import numpy as np
@@ -15,8 +14,6 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
-from .._validation import user_stacklevel
-from .._warnings import NumericalWarning
 from ..intervals.bootstrap import (
     cluster_codes,
     default_batch_size,
@@ -25,7 +22,7 @@ from ..intervals.bootstrap import (
 )
 from ..intervals.credible import equal_tailed
 from ..intervals.estimate import Estimate
-from ..intervals.inversion import invert_norm
+from ..intervals.inversion import inversion_report, invert_norm, no_variation
 from .binned_form import bin_gap_se, binned_linear_form
 from .binning import (
     Binned,
@@ -205,26 +202,16 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     """
     mean, cov, weights = binned_linear_form(binned, norm, codes, n_clusters)
     if not np.any(np.diag(cov) > 0):
-        message = ("no variation between items (a single item, or every target minus "
-                   "confidence equal within each bin): the data say nothing about "
-                   "sampling error, so no interval is reported")
-        warnings.warn(f"inverted interval: {message}", NumericalWarning,
-                      stacklevel=user_stacklevel())
-        return value, (float("nan"), float("nan")), {"plugin": value, "status": (
-            "degenerate", message)}
+        status = no_variation("a single item, or every target minus confidence equal "
+                              "within each bin")
+        return value, (float("nan"), float("nan")), {"plugin": value, "status": status}
     inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed)
     z = float(sps.norm.ppf(0.5 + level / 2))
     se = bin_gap_se(binned).ravel()
     table["low"] = table["mean_target"] - z * se
     table["high"] = table["mean_target"] + z * se
     table.attrs.update({"level": level, "interval": "inversion"})
-    det = {"plugin": value, "median_unbiased": inv.estimate, "p_value_zero": inv.p_value,
-           "lower_is_zero": inv.lower_is_zero, "n_sim": inv.n_sim}
-    if inv.lower_is_zero:
-        det["note"] = ("the interval starts at 0: perfect calibration (error 0) is not "
-                       f"excluded at the {level:g} level (one-sided at 0)")
-    reported = inv.estimate if estimator == "median-unbiased" else value
-    return reported, (inv.low, inv.high), det
+    return inversion_report(inv, value, level, estimator)
 
 
 def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, norm: str,

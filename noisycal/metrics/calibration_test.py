@@ -13,7 +13,7 @@ from .._jax import as_numpy_rng
 from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int, check_seed
 from ..intervals.bootstrap import cluster_codes
-from ..intervals.inversion import gaussian_null, norm_of_means
+from ..intervals.inversion import gaussian_null, norm_of_means, upper_p_value
 from .binned_form import binned_linear_form
 from .binning import BIN_STRATEGIES, group_scores, make_binned
 from .ece import _check_common as check_common
@@ -182,7 +182,7 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
         null = _consistency_null(P, kind, binned, weights, norm, n_boot, seed)
     else:
         null = gaussian_null(cov, weights, norm, n_boot, seed)
-    p = float((1 + np.sum(null >= stat)) / (1 + n_boot))
+    p = upper_p_value(null, stat)
     qs = {f"{q:g}": float(np.quantile(null, q)) for q in (0.5, 0.9, 0.95, 0.99)}
     res = CalibrationTest(stat, p, method, P.shape[0], n_boot, qs, details={
         "kind": kind, "n_bins": n_bins, "norm": norm, "strategy": strategy})

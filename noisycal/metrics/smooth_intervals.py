@@ -23,7 +23,12 @@ from ..intervals.bootstrap import (
     interval_from_replicates,
     replicate_weights,
 )
-from ..intervals.inversion import covariance_factor, invert_norm
+from ..intervals.inversion import (
+    covariance_factor,
+    inversion_report,
+    invert_norm,
+    no_variation,
+)
 from .smooth_kernel import _damping, _item_cosines, _on_grid, n_terms, trapezoid_weights
 
 __all__ = ["smooth_factor", "INVERSION_GRID"]
@@ -157,17 +162,10 @@ def _inverted(conf: np.ndarray, resid: np.ndarray, sigma: float, m: int, value: 
     m_inv = min(m, max(INVERSION_GRID, int(8.0 / sigma) + 1))
     mean, factor, weights = smooth_factor(conf, resid, sigma, m_inv, codes, n_units)
     if factor is None or not np.any(factor):
-        message = ("no variation between items: the data say nothing about sampling "
-                   "error, so no interval is reported")
-        warnings.warn(f"smooth ECE: {message}", NumericalWarning, stacklevel=user_stacklevel())
-        return value, (float("nan"), float("nan")), "degenerate", message, {"plugin": value}
+        status, message = no_variation("a single item, or every residual equal")
+        return value, (float("nan"), float("nan")), status, message, {"plugin": value}
     inv = invert_norm(mean, None, weights, level=level, n_sim=n_boot, seed=seed,
                       cov_factor=factor)
-    det = {"plugin": value, "median_unbiased": inv.estimate, "p_value_zero": inv.p_value,
-           "lower_is_zero": inv.lower_is_zero, "inversion_grid": m_inv,
-           "bootstrap": None}
-    if inv.lower_is_zero:
-        det["note"] = ("the interval starts at 0: perfect calibration is not excluded at "
-                       f"the {level:g} level (one-sided at 0)")
-    reported = inv.estimate if estimator == "median-unbiased" else value
-    return reported, (inv.low, inv.high), "ok", "", det
+    reported, ci, det = inversion_report(inv, value, level, estimator)
+    det.update(inversion_grid=m_inv, bootstrap=None)
+    return reported, ci, "ok", "", det
