@@ -1,0 +1,53 @@
+"""Top-label maps: rebuild a full probability vector from a recalibrated top-class confidence.
+
+Histogram binning and isotonic regression on the top-class confidence (HB-Hard, HB-Soft and
+IR-Soft of "Confidence Calibration under Ambiguous Ground Truth", Sections 4 and 6) return one
+number per item, the new confidence ``g`` of the predicted class ``c``. Brier score, NLL and
+classwise ECE need a whole vector; the paper does not say how it is built. We use the
+proportional rebuild
+
+    q_c = g,    q_k = p_k (1 - g) / (1 - p_c)   for k != c,
+
+which keeps the ratios among the other classes and sums to 1. Where ``p_c = 1`` (all other
+``p_k = 0``) the remaining mass ``1 - g`` is shared equally among the other classes (our
+choice). ``q`` is a probability vector, but its argmax can leave ``c`` when ``g`` is below
+some ``q_k``; the maps keep ``c`` as the predicted class and say so in their docstrings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["top_label_rebuild"]
+
+
+def top_label_rebuild(P: np.ndarray, top: np.ndarray, conf: np.ndarray) -> np.ndarray:
+    """The full (n, K) probability vectors with new top-class confidences (module docstring).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+        Uncalibrated probabilities (rows sum to 1), already validated.
+    top : ndarray of shape (n,), int
+        The predicted class ``c`` of each row (normally ``argmax P``).
+    conf : ndarray of shape (n,)
+        The new confidence ``g`` of class ``c``, in [0, 1].
+
+    Returns
+    -------
+    ndarray of shape (n, K)
+        Rows sum to 1; ``Q[i, top[i]] == conf[i]``.
+    """
+    P = np.asarray(P, dtype=np.float64)
+    n, K = P.shape
+    rows = np.arange(n)
+    conf = np.asarray(conf, dtype=np.float64)
+    p_top = P[rows, top]
+    rest = 1.0 - p_top
+    full = rest <= 0.0
+    scale = np.divide(1.0 - conf, rest, out=np.zeros(n), where=~full)
+    Q = P * scale[:, None]
+    if np.any(full):
+        Q[full] = ((1.0 - conf[full]) / (K - 1))[:, None]
+    Q[rows, top] = conf
+    return Q
