@@ -62,11 +62,12 @@ def test_weight_floor_binds_from_m_plus_4_365_s():
 
 def test_mad_zero_gives_hard_weights():
     # more than half the losses equal: s = 0, weights 1 below m, 0.5 at m, 0.05 above
-    p = np.array([0.9] * 6 + [0.95, 0.99, 0.3, 0.2])
-    y = np.ones(10, int)
+    p = np.array([0.125] * 6 + [0.875] * 6 + [0.9375, 0.0625, 0.3, 0.8])
+    y = np.array([0] * 6 + [1] * 6 + [1, 0, 1, 0])
     cal = C.LWCal().fit(probs=p, target=y)
     assert cal.mad_ == 0.0 and np.all(np.isfinite(cal.weights_))
-    assert cal.weights_.tolist() == [0.5] * 6 + [1.0, 1.0, 0.05, 0.05]
+    assert cal.weights_.tolist() == [0.5] * 12 + [1.0, 1.0, 0.05, 0.05]
+    assert cal.status_ == "ok"
 
 
 def test_all_equal_losses_reduce_to_plain_isotonic_exactly():
