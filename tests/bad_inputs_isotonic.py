@@ -76,7 +76,7 @@ CASES = [
      r"probs must lie in \[0, 1\]"),
     ("iso-probs-3d", lambda: _iso()(probs=np.full((4, 2, 2), 0.5), target=Y[:4]), R, V,
      r"probs must be 1-D"),
-    ("iso-probs-rows-unnormalised", lambda: _iso()(probs=PM * 1.1, target=Y), R, V,
+    ("iso-probs-rows-unnormalised", lambda: _iso()(probs=PM * 0.9, target=Y), R, V,
      r"rows of probs must sum to 1"),
     ("iso-target-missing", lambda: _iso()(probs=Z), R, V, r"target is required"),
     ("iso-target-length", lambda: _iso()(probs=Z, target=Y[:-1]), R, V, r"target has 39"),
