@@ -49,6 +49,8 @@ def _fitted(cls=C.IsotonicCalibration, **fit):
 
 _BAD_POST = nc.targets.Target(POST, "posterior", status="not_identified",
                               message="channels not identified")
+_BAD_VOTE = nc.targets.Target(np.eye(2)[Y], "posterior", status="not_converged",
+                              message="EM stopped early")
 
 CASES = [
     # ------------------------------------------------------------ isotonic_regression
@@ -181,6 +183,14 @@ CASES = [
     ("trim-logits", lambda: _trim()(logits=Z, target=Y), R, V, r"logits= is not accepted"),
     ("trim-predict-unfitted", lambda: C.TrimCal().predict_proba(probs=Z), R,
      NotFittedError, r"not fitted"),
+    ("iso-target-status", lambda: _status(_iso()(probs=Z, target=_BAD_POST)), S, None,
+     r"target_not_ok.*not_identified"),
+    ("lw-target-status", lambda: _status(_lw()(probs=Z, target=_BAD_VOTE)), S, None,
+     r"target_not_ok.*not_converged"),
+    ("trim-target-status", lambda: _status(_trim()(probs=Z, target=_BAD_VOTE)), S, None,
+     r"target_not_ok.*EM stopped early"),
+    ("trim-target-status-warns", lambda: _trim()(probs=Z, target=_BAD_VOTE),
+     W, nc.IdentifiabilityWarning, r"TrimCal: the target comes from an annotator fit"),
     ("trim-one-class-status", lambda: _status(_trim()(probs=Z, target=np.ones(40, int))),
      S, None, r"constant"),
 ]

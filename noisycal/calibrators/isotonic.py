@@ -53,6 +53,7 @@ from scipy.special import softmax
 from .._typing import ArrayLike
 from .._validation import check_array, check_choice
 from .._warnings import IdentifiabilityWarning
+from ..targets import Target
 from ._base import Calibrator, as_1d, check_alignment, positive_target
 from ._inputs import ScoreInput, fit_target, score_matrix
 from ._toplabel import top_label_rebuild
@@ -294,9 +295,11 @@ class IsotonicCalibration(Calibrator):
         Fitting items whose unbounded fitted value left [0, 1] and was clipped.
     objective_ : float
         The weighted mean squared error ``sum_i w_i (g(x_i) - t_i)^2 / sum_i w_i``.
-    status_ : {'ok', 'constant'}
+    status_ : {'ok', 'constant', 'target_not_ok'}
         'constant' when the fitted map takes one value (one distinct score, a constant
-        target, or a target that never increases with the score); a warning says so.
+        target, or a target that never increases with the score); 'target_not_ok' when
+        the target is a Target built from a fit whose status is not 'ok'. A warning
+        says so.
     message_ : str
         Why the status is not 'ok' ('' otherwise).
 
@@ -385,7 +388,7 @@ class IsotonicCalibration(Calibrator):
         self.binary_ = bool(x.binary)
         self.n_classes_ = int(x.S.shape[1])
         self.input_ = x.given
-        set_constant_status(self, bounded, t)
+        set_isotonic_status(self, bounded, t, {"target": target})
         return self
 
     def _check_input(self, x: ScoreInput) -> None:
@@ -456,8 +459,21 @@ class IsotonicCalibration(Calibrator):
         return top_label_rebuild(P, top, conf)
 
 
-def set_constant_status(cal: Calibrator, fit: IsotonicFit, t: np.ndarray) -> None:
-    """Status 'constant' (with a warning) when the fitted map takes a single value."""
+def set_isotonic_status(cal: Calibrator, fit: IsotonicFit, t: np.ndarray,
+                        inputs: dict[str, object] | None = None) -> None:
+    """Set ``status_``/``message_`` of an isotonic fit (and warn unless 'ok').
+
+    A Target in ``inputs`` (argument name to value) built from a fit whose status is
+    not 'ok' gives ``'<name>_not_ok'`` (the calibrator inherits its target's failure);
+    otherwise a fitted map with a single value gives 'constant'.
+    """
+    for name, value in (inputs or {}).items():
+        status = getattr(value, "status", "ok") if isinstance(value, Target) else "ok"
+        if status != "ok":
+            cal._set_status(f"{name}_not_ok", f"the {name} comes from an annotator fit "
+                            f"with status {status!r}: {getattr(value, 'message', '')}",
+                            IdentifiabilityWarning)
+            return
     if fit.y_thresholds[0] != fit.y_thresholds[-1]:
         cal._set_status("ok", "", None)
         return

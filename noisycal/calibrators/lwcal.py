@@ -32,14 +32,13 @@ from scipy.special import expit
 
 from .._typing import ArrayLike
 from .._validation import PROB_ATOL, check_array, check_choice, check_real
-from .._warnings import IdentifiabilityWarning
 from ..targets import Target, as_target_matrix
 from ._base import Calibrator, check_alignment, check_unit_scores, positive_target
 from .isotonic import (
     INTERPOLATIONS,
     isotonic_predict,
     isotonic_regression,
-    set_constant_status,
+    set_isotonic_status,
 )
 
 __all__ = ["LWCal", "GatedLWCal", "noisy_label_loss", "lwcal_weights", "disagreement", "gate",
@@ -222,10 +221,10 @@ class LWCal(Calibrator):
         Knots of the weighted isotonic map.
     X_min_, X_max_ : float
         The calibration score range.
-    status_ : {'ok', 'constant', 'posterior_not_ok'}
+    status_ : {'ok', 'constant', 'target_not_ok', 'posterior_not_ok'}
         'constant' when the map takes one value (for example all labels in one class);
-        'posterior_not_ok' when the posterior Target comes from a fit whose status is
-        not 'ok'. A warning says so.
+        'target_not_ok' / 'posterior_not_ok' when the target or posterior is a Target
+        built from a fit whose status is not 'ok'. A warning says so.
     message_ : str
 
     Examples
@@ -321,13 +320,7 @@ class LWCal(Calibrator):
         self.n_cal_ = int(n)
         self.X_thresholds_, self.y_thresholds_ = fit.x_thresholds, fit.y_thresholds
         self.X_min_, self.X_max_ = float(fit.x_unique[0]), float(fit.x_unique[-1])
-        post_status = getattr(posterior, "status", "ok")
-        if post_status != "ok":
-            self._set_status("posterior_not_ok", f"the posterior comes from an annotator "
-                             f"fit with status {post_status!r}: "
-                             f"{getattr(posterior, 'message', '')}", IdentifiabilityWarning)
-        else:
-            set_constant_status(self, fit, y)
+        set_isotonic_status(self, fit, y, {"target": target, "posterior": posterior})
         self._fit_extra(p, y)
         return self
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import check_choice, check_real
+from .._warnings import IdentifiabilityWarning
+from ..targets import Target
 from ._base import Calibrator, check_alignment, check_unit_scores
 from .isotonic import IsotonicCalibration
 from .lwcal import _binary_labels, _no_logits, noisy_label_loss
@@ -59,7 +61,8 @@ class TrimCal(Calibrator):
     calibrator_ : Calibrator
         The fitted calibrator.
     status_, message_ : str
-        Those of ``calibrator_``.
+        Those of ``calibrator_``, or 'target_not_ok' when the target is a Target built
+        from a fit whose status is not 'ok'.
 
     Examples
     --------
@@ -129,7 +132,12 @@ class TrimCal(Calibrator):
         self.n_kept_ = int(kept.sum())
         self.threshold_ = float(losses[kept].max())
         self.calibrator_ = cal
-        self._set_status(cal.status_, cal.message_, None)
+        status = target.status if isinstance(target, Target) else "ok"
+        if status != "ok":
+            self._set_status("target_not_ok", f"the target comes from an annotator fit with "
+                             f"status {status!r}: {target.message}", IdentifiabilityWarning)
+        else:
+            self._set_status(cal.status_, cal.message_, None)
         return self
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
