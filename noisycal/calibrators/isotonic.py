@@ -265,7 +265,9 @@ class IsotonicCalibration(Calibrator):
       proportional rebuild ``q_c = g(p_c)``, ``q_k = p_k (1 - g(p_c)) / (1 - p_c)``
       (:func:`noisycal.calibrators._toplabel.top_label_rebuild`), which keeps ``c`` as
       the predicted class even where another ``q_k`` exceeds ``q_c``; ``interpolation``
-      is an argument; :meth:`predict_confidence` gives ``g(p_c)`` alone.
+      is an argument; :meth:`predict_confidence` gives ``g(p_c)`` alone. An (n, 2)
+      matrix is a two-class top-label problem; for the positive-class map pass its
+      column 1 as (n,) scores.
 
     Targets leaving [0, 1] (noise-corrected) are fitted by least squares, which stays
     unbiased for the clean-label Brier loss, and the fitted values are clipped to [0, 1]
