@@ -285,3 +285,25 @@ def test_sklearn_estimator_checks(est):
             getattr(ec, name)(type(est).__name__, est)
     copy = clone(est)
     assert repr(copy) == repr(est) and copy is not est
+
+
+def test_ir_with_a_target_outside_the_simplex_is_clipped_least_squares():
+    isotonic = pytest.importorskip("sklearn.isotonic")
+    z, P, pi, labels = _mc(6, n=800, K=3)
+    rng = np.random.default_rng(6)
+    # rows summing to 1 with entries outside [0, 1], like a noise-corrected target
+    noise = rng.normal(0, 0.6, size=P.shape)
+    T = np.eye(3)[labels] + noise - noise.mean(1, keepdims=True)
+    cal = C.IsotonicCalibration().fit(probs=P, target=nc.targets.from_matrix(
+        T, kind="corrected"))
+    top = P.argmax(1)
+    mass = T[np.arange(len(top)), top]
+    ref = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(
+        P.max(1), mass)
+    np.testing.assert_allclose(cal.predict_confidence(probs=P), ref.predict(P.max(1)),
+                               rtol=0, atol=1e-12)
+    free = isotonic.IsotonicRegression(out_of_bounds="clip").fit(P.max(1), mass)
+    moved = free.predict(P.max(1))
+    assert cal.n_clipped_ == np.count_nonzero((moved < 0) | (moved > 1)) > 0
+    Q = cal.predict_proba(probs=P)
+    assert Q.min() >= 0 and np.allclose(Q.sum(1), 1.0, atol=1e-12)
