@@ -8,11 +8,14 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
 from ._base import Calibrator, NotFittedError
+from .isotonic import IsotonicCalibration
 from .joint import JointMap
+from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
 from .scaling import HistogramBinning
 from .temperature import TemperatureScaling
+from .trimcal import TrimCal
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "HistogramBinning",
-           "JointMap"]
+           "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal"]
