@@ -8,14 +8,19 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
 from ._base import Calibrator, NotFittedError
+from .conformal import SplitConformal
+from .conformal_maps import ConformalTemperature, MassRescaling, NaiveCMCETemperature
 from .isotonic import IsotonicCalibration
 from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
+from .ovr import OneVsRestPlatt
 from .scaling import HistogramBinning
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "HistogramBinning",
-           "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal"]
+           "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
+           "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
+           "OneVsRestPlatt"]

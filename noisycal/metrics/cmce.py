@@ -63,7 +63,7 @@ from .set_mass import (
     window_sums,
 )
 
-__all__ = ["cmce", "coverage_window", "hpr_sets", "hpr_coverage", "set_inputs"]
+__all__ = ["cmce", "coverage_window", "hpr_sets", "hpr_coverage", "set_inputs", "cmce_value"]
 
 _INTERVALS = (None, "auto", "inversion", "bootstrap")
 
@@ -220,6 +220,27 @@ def coverage_window(probs: ArrayLike | None = None, target: object = None, lo: f
     if count == 0:
         return warn_empty_window(lo, hi)
     return total / count
+
+
+def cmce_value(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
+               n_bins: int = 25, weighted: bool = True) -> float:
+    """The plug-in CMCE of checked inputs (:func:`set_inputs`), without an Estimate.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+    labels : int ndarray of shape (n,) or None
+    T : ndarray of shape (n, K) or None
+    n_bins : int, default=25
+    weighted : bool, default=True
+
+    Returns
+    -------
+    float
+    """
+    stats = prefix_bin_stats(P, labels, T, n_bins).sum(axis=0)
+    with x64():
+        return float(_reduce(jnp.asarray(stats), bool(weighted))[0])
 
 
 def _chunk(chunk_size: object) -> int | None:

@@ -131,8 +131,9 @@ def hpr_mask(P: np.ndarray, level: float, tol: float = HPR_TOL) -> np.ndarray:
     Parameters
     ----------
     P : ndarray of shape (n, K)
-    level : float
-        The mass 1 - alpha, in [0, 1].
+    level : float or ndarray of shape (n,)
+        The mass 1 - alpha (one per row allowed); a level above 1 (or inf) gives the
+        whole row.
     tol : float, default=1e-12
 
     Returns
@@ -142,7 +143,8 @@ def hpr_mask(P: np.ndarray, level: float, tol: float = HPR_TOL) -> np.ndarray:
     n, K = P.shape
     order = np.argsort(-P, axis=1, kind="stable")
     cs = np.cumsum(np.take_along_axis(P, order, axis=1), axis=1)
-    reach = cs >= level - tol
+    lv = np.broadcast_to(np.asarray(level, dtype=np.float64), (n,))[:, None]
+    reach = cs >= lv - tol
     size = np.where(reach.any(axis=1), np.argmax(reach, axis=1) + 1, K)
     in_sorted = np.arange(K)[None, :] < size[:, None]
     mask = np.zeros((n, K), dtype=bool)
