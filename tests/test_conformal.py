@@ -260,3 +260,17 @@ def test_infinite_quantile_status():
                                                 target=[0, 1, 0, 0, 1])
     assert cp.status_ == "infinite_quantile" and cp.quantile_ == math.inf
     assert cp.predict_sets(probs=np.array([[0.9, 0.1]])).all()
+
+
+def test_shared_set_builder_at_another_alpha():
+    zc, yc, zt, yt = _setup(seed=6)
+    shared = CAL.SplitConformal(alpha=0.3).fit(logits=zc, target=yc)
+    for alpha in (0.05, 0.1):
+        direct = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc)
+        reused = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc, conformal=shared)
+        assert reused.conformal_.quantile_ == direct.conformal_.quantile_
+        np.testing.assert_array_equal(reused.predict_proba(logits=zt),
+                                      direct.predict_proba(logits=zt))
+    assert shared.alpha_ == 0.3  # the shared builder is not modified
+    with pytest.raises(ValueError, match="other settings"):
+        CAL.ConformalTemperature(score="aps").fit(logits=zc, target=yc, conformal=shared)

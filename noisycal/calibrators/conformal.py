@@ -307,6 +307,8 @@ class SplitConformal(MatrixInput):
     k_ : int
         ``ceil((1 - alpha)(n + 1))`` with n the calibration rows used for the quantile.
     n_quantile_ : int
+    scores_ : ndarray of shape (n_quantile_,)
+        The (transformed) calibration scores the quantile is taken of.
     ada_params_ : list or None
         The MLP's weights (adaptive threshold).
     ada_mse_ : float or None
@@ -356,8 +358,6 @@ class SplitConformal(MatrixInput):
         -------
         self
         """
-        from .._warnings import NumericalWarning
-
         self.alpha_ = check_alpha(self.alpha)
         check_choice(self.score, "score", SCORES)
         check_choice(self.threshold, "threshold", THRESHOLDS)
@@ -390,6 +390,14 @@ class SplitConformal(MatrixInput):
                     f"the adaptive transform's training diverged after {restarts} restarts "
                     f"(mean squared error {self.ada_mse_:.3g})")
             s = s[n_tr:] / adaptive_scale(self.ada_params_, x.S[n_tr:])
+        self.scores_ = s
+        self._set_quantile(status, message)
+        return self
+
+    def _set_quantile(self, status: str, message: str) -> None:
+        from .._warnings import NumericalWarning
+
+        s = self.scores_
         self.n_quantile_ = int(s.size)
         self.k_ = math.ceil((1.0 - self.alpha_) * (s.size + 1) - 1e-12)
         self.quantile_ = conformal_quantile(s, self.alpha_)
@@ -398,7 +406,29 @@ class SplitConformal(MatrixInput):
                 f"k = ceil((1 - alpha)(n + 1)) = {self.k_} exceeds the n = {s.size} "
                 "calibration scores: the threshold is +inf and every set is the full set")
         self._set_status(status, message, NumericalWarning if status != "ok" else None)
-        return self
+
+    def at_alpha(self, alpha: float) -> SplitConformal:
+        """A copy with the quantile recomputed at another alpha (same scores and transform).
+
+        The adaptive transform does not depend on alpha, so one fit serves every level.
+
+        Parameters
+        ----------
+        alpha : float
+
+        Returns
+        -------
+        SplitConformal
+        """
+        import copy
+
+        self._check_fitted()
+        out = copy.copy(self)
+        out.alpha = alpha
+        out.alpha_ = check_alpha(alpha)
+        keep = self.status_ if self.status_ == "ada_not_converged" else "ok"
+        out._set_quantile(keep, self.message_ if keep != "ok" else "")
+        return out
 
     def thresholds(self, x: ScoreInput) -> np.ndarray:
         """The threshold of each row: ``quantile_`` or ``quantile_ * (gamma + w(x))``.

@@ -187,9 +187,20 @@ class _ConformalMap(MatrixInput):
         return {k: getattr(self, k) for k in names}
 
     def _fit_sets(self, probs: ArrayLike | None, logits: ArrayLike | None,
-                  target: object) -> None:
-        self.conformal_ = SplitConformal(**self._set_args()).fit(
-            probs=probs, logits=logits, target=target)
+                  target: object, conformal: SplitConformal | None = None) -> None:
+        if conformal is None:
+            self.conformal_ = SplitConformal(**self._set_args()).fit(
+                probs=probs, logits=logits, target=target)
+        else:
+            if not isinstance(conformal, SplitConformal) or not hasattr(conformal,
+                                                                         "quantile_"):
+                raise ValueError("conformal must be a fitted SplitConformal")
+            mine, theirs = self._set_args(), conformal.get_params()
+            diff = [k for k in mine if k != "alpha" and mine[k] != theirs[k]]
+            if diff:
+                raise ValueError(f"conformal was fitted with other settings ({diff}) than "
+                                 "this map's parameters")
+            self.conformal_ = conformal.at_alpha(self.alpha)
         self.alpha_ = self.conformal_.alpha_
         self.n_classes_ = self.conformal_.n_classes_
 
@@ -258,7 +269,7 @@ class MassRescaling(_ConformalMap):
         self.degenerate_tol = degenerate_tol
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
-            target: object) -> MassRescaling:
+            target: object, conformal: SplitConformal | None = None) -> MassRescaling:
         """Fit the conformal threshold on calibration predictions and hard labels.
 
         Parameters
@@ -266,6 +277,10 @@ class MassRescaling(_ConformalMap):
         probs, logits : array-like of shape (n, n_classes)
             Base predictions (exactly one).
         target : labels (n,), or one-hot rows / a hard Target
+        conformal : SplitConformal, optional
+            A fitted set builder with this map's settings (its quantile is recomputed at
+            this map's alpha): reuses an adaptive transform across levels. The
+            calibration data are then those it was fitted on.
 
         Returns
         -------
@@ -281,7 +296,7 @@ class MassRescaling(_ConformalMap):
             raise ValueError(f"degenerate_tol must be a pair of numbers in [0, 0.5), got "
                              f"{tol!r}")
         self.degenerate_tol_ = (t0, t1)
-        self._fit_sets(probs, logits, target)
+        self._fit_sets(probs, logits, target, conformal)
         self._set_status(self.conformal_.status_, self.conformal_.message_, None)
         return self
 
@@ -358,7 +373,7 @@ class ConformalTemperature(_ConformalMap):
         self.tol = tol
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
-            target: object) -> ConformalTemperature:
+            target: object, conformal: SplitConformal | None = None) -> ConformalTemperature:
         """Fit the conformal threshold; report the per-row outcomes on the calibration rows.
 
         Parameters
@@ -366,6 +381,8 @@ class ConformalTemperature(_ConformalMap):
         probs, logits : array-like of shape (n, n_classes)
             Base predictions (exactly one).
         target : labels (n,), or one-hot rows / a hard Target
+        conformal : SplitConformal, optional
+            As for :meth:`MassRescaling.fit`.
 
         Returns
         -------
@@ -379,7 +396,7 @@ class ConformalTemperature(_ConformalMap):
                              f"got {self.tau_min!r}, {self.tau_max!r}")
         if isinstance(self.tol, bool) or not 0.0 < float(self.tol) < 1e-3:
             raise ValueError(f"tol must lie in (0, 1e-3), got {self.tol!r}")
-        self._fit_sets(probs, logits, target)
+        self._fit_sets(probs, logits, target, conformal)
         sol = self.temperatures(probs=probs, logits=logits)
         kinds, counts = np.unique(sol.status, return_counts=True)
         self.row_status_counts_ = {str(k): int(c) for k, c in zip(kinds, counts, strict=True)}
