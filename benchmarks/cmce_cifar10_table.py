@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -51,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--splits", type=int, default=None)
     ap.add_argument("--ada-steps", type=int, default=3000)
+    ap.add_argument("--mr-tight", action="store_true",
+                    help="only MR (MSP, C) with degenerate_tol=(1e-12, 1e-12) at every alpha "
+                         "(rows with in-set mass above 0.99999 rescaled too)")
     args = ap.parse_args(argv)
     try:
         d = load_cifar10_logits("densenet40")
@@ -60,9 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     n_splits = args.splits or (2 if args.quick else 10)
     grid = dict(scores=("msp",), thresholds=("constant",)) if args.quick else dict(
         scores=("msp", "aps"), thresholds=("constant", "adaptive"))
+    methods = default_methods(ada_steps=args.ada_steps, **grid)
+    name = "cmce_cifar10_table"
+    if args.mr_tight:
+        methods = {k.replace("MR", "MR tight-tol"): v for k, v in default_methods(
+            scores=("msp",), thresholds=("constant",), baselines=False,
+            mr_degenerate_tol=(1e-12, 1e-12)).items() if k.startswith("MR")}
+        name += "_mr_tight"
     t0 = time.perf_counter()
-    df = run_protocol(d.logits_test, d.y_test,
-                      default_methods(ada_steps=args.ada_steps, **grid),
+    df = run_protocol(d.logits_test, d.y_test, methods,
                       n_splits=n_splits, ada_steps=args.ada_steps,
                       progress=lambda s: print(s, f"({time.perf_counter() - t0:.0f} s)",
                                                flush=True))
@@ -71,16 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     pd.set_option("display.max_columns", 20)
     print(table.to_string())
     OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
-    raw = OUTPUT_DIR / "cmce_cifar10_table_raw.csv"
+    raw = OUTPUT_DIR / f"{name}_raw.csv"
     df.to_csv(raw, index=False)
     print(f"wrote {raw}")
-    write_result("cmce_cifar10_table", {
+    write_result(name, {
         "n_splits": n_splits, "ada_steps": args.ada_steps,
         "seconds": time.perf_counter() - t0, "table": table.reset_index().to_dict("records"),
         "accuracy_base": float(np.mean(d.logits_test.argmax(1) == d.y_test))})
-    Path(OUTPUT_DIR / "cmce_cifar10_table.md").write_text(table.to_markdown()
-                                                          if hasattr(table, "to_markdown")
-                                                          else table.to_string())
+    (OUTPUT_DIR / f"{name}.txt").write_text(table.to_string() + "\n")
     return 0
 
 

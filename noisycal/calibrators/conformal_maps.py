@@ -92,10 +92,14 @@ class TemperatureSolution(NamedTuple):
         cap ``tau_max``), 'empty' (empty set: unchanged, tau = 1, or ``tau_min`` with
         ``empty_set='sharpen'``), 'unreachable' (even ``tau_min`` leaves less than
         1 - alpha in the set, e.g. a tie across the set boundary: tau = ``tau_min``).
+    n_evaluations : int
+        In-set mass evaluations of the largest chunk (each costs about one softmax of its
+        rows): the two bracket ends plus the bisection steps.
     """
 
     tau: np.ndarray
     status: np.ndarray
+    n_evaluations: int = 0
 
 
 def conformal_temperatures(S: np.ndarray, sets: np.ndarray, alpha: float, *,
@@ -134,6 +138,7 @@ def conformal_temperatures(S: np.ndarray, sets: np.ndarray, alpha: float, *,
     size = sets.sum(axis=1)
     step = chunk_rows(K)
     lb_lo, lb_hi = math.log(1.0 / tau_max), math.log(1.0 / tau_min)
+    n_eval = 0
     for a in range(0, n, step):
         D = S[a:a + step] - S[a:a + step].max(axis=1, keepdims=True)
         M = sets[a:a + step]
@@ -146,11 +151,13 @@ def conformal_temperatures(S: np.ndarray, sets: np.ndarray, alpha: float, *,
         lo, hi = np.full(m, lb_lo), np.full(m, lb_hi)
         cap = r(lo) >= target
         unreachable = r(hi) < target
+        evals = 2
         for _ in range(max_iter):
             if np.all(hi - lo <= tol * np.maximum(1.0, np.abs(hi))):
                 break
             mid = 0.5 * (lo + hi)
             ok = r(mid) >= target
+            evals += 1
             hi = np.where(ok, mid, hi)
             lo = np.where(ok, lo, mid)
         t = np.exp(-hi)
@@ -158,10 +165,11 @@ def conformal_temperatures(S: np.ndarray, sets: np.ndarray, alpha: float, *,
         st = np.where(cap, "cap", np.where(unreachable, "unreachable", "ok"))
         tau[a:a + step] = t
         status[a:a + step] = st
+        n_eval = max(n_eval, evals)
     empty = size == 0
     tau[empty] = tau_min if empty_set == "sharpen" else 1.0
     status[empty] = "empty"
-    return TemperatureSolution(tau, status.astype(str))
+    return TemperatureSolution(tau, status.astype(str), n_eval)
 
 
 _SET_PARAMS = """alpha : float, default=0.1

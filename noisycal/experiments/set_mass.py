@@ -94,7 +94,8 @@ class _DiagonalDirichlet:
 def default_methods(alphas: tuple[float, ...] = (0.01, 0.1, 0.3),
                     scores: tuple[str, ...] = ("msp",),
                     thresholds: tuple[str, ...] = ("constant",), *,
-                    baselines: bool = True, ada_steps: int = 3000
+                    baselines: bool = True, ada_steps: int = 3000,
+                    mr_degenerate_tol: tuple[float, float] = (1e-8, 1e-5 + 1e-8)
                     ) -> dict[str, tuple[Callable[[], object], float | None, tuple | None]]:
     """Method name -> (factory of an unfitted calibrator, its alpha, its set settings).
 
@@ -110,6 +111,8 @@ def default_methods(alphas: tuple[float, ...] = (0.01, 0.1, 0.3),
         Also Base, temperature scaling, Dirichlet, one-vs-rest Platt and the naive CMCE
         temperature.
     ada_steps : int, default=3000
+    mr_degenerate_tol : (float, float)
+        :class:`~noisycal.calibrators.MassRescaling`'s ``degenerate_tol``.
 
     Returns
     -------
@@ -130,7 +133,8 @@ def default_methods(alphas: tuple[float, ...] = (0.01, 0.1, 0.3),
             for t in thresholds:
                 kw = dict(alpha=a, score=s, threshold=t, ada_steps=ada_steps)
                 tag = f"a={a:g} {s.upper()} {short[t]}"
-                methods[f"MR {tag}"] = (lambda kw=kw: cal.MassRescaling(**kw), a, (s, t))
+                methods[f"MR {tag}"] = (lambda kw=kw: cal.MassRescaling(
+                    **kw, degenerate_tol=mr_degenerate_tol), a, (s, t))
                 methods[f"TS (ours) {tag}"] = (lambda kw=kw: cal.ConformalTemperature(**kw), a,
                                                (s, t))
     return methods

@@ -390,7 +390,7 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
         Default 'median-unbiased' with the inversion, else 'plug-in'.
         ``details['plugin']`` always holds Eq. 4's plug-in value.
     chunk_size : int, optional
-        Rows per chunk (default: about 4 million numbers per work array).
+        Rows per chunk (default: about a million numbers per work array).
     batch_size : int, optional
         Bootstrap replicates per vectorised batch.
 

@@ -34,12 +34,12 @@ __all__ = ["HPR_TOL", "chunk_rows", "prefix_bin_stats", "hpr_mask", "window_sums
 #: rescaling to exactly 0.9 still counts as 0.9).
 HPR_TOL = 1e-12
 
-#: Numbers one chunk holds per work array (about 32 MB of float64).
-_CHUNK_ELEMENTS = 2**22
+#: Numbers one chunk holds per work array (about 8 MB of float64).
+_CHUNK_ELEMENTS = 2**20
 
 
 def chunk_rows(n_classes: int, chunk_size: int | None = None) -> int:
-    """Rows per chunk: ``chunk_size`` if given, else about 4 million numbers per array.
+    """Rows per chunk: ``chunk_size`` if given, else about a million numbers per array.
 
     Parameters
     ----------
@@ -55,26 +55,50 @@ def chunk_rows(n_classes: int, chunk_size: int | None = None) -> int:
     return max(1, _CHUNK_ELEMENTS // max(int(n_classes), 1))
 
 
-def _chunk_sets(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Masses and coverages of the K nested sets of each row of a chunk, both (m, K)."""
+def _label_rank(P: np.ndarray, labels: np.ndarray, neg_sorted: np.ndarray) -> np.ndarray:
+    """0-based position of each row's label under the stable decreasing order:
+    #{classes above it} + #{tied classes with a lower index} (``neg_sorted``: the rows of
+    -P sorted increasingly, used to find the rows with a tie at the label's value)."""
     m, K = P.shape
+    py = P[np.arange(m), labels][:, None]
+    rank = np.count_nonzero(P > py, axis=1)
+    nxt = np.minimum(rank + 1, K - 1)
+    tied = (rank + 1 < K) & (neg_sorted[np.arange(m), nxt] == -py[:, 0])
+    ties = np.flatnonzero(tied)
+    if ties.size:
+        Pt, yt = P[ties], labels[ties]
+        rank[ties] += np.count_nonzero((Pt == py[ties]) & (np.arange(K)[None, :]
+                                                            < yt[:, None]), axis=1)
+    return rank
+
+
+def _chunk_sets(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Masses of the K nested sets of each row of a chunk (m, K), clipped to [0, 1], with
+    the label's position (hard labels) or the cumulative coverages (m, K) (other targets)."""
     if labels is not None:
-        # hard labels: no argsort needed; the label's 0-based position under the stable
-        # order is #{classes above it} + #{tied classes with a lower index}
-        mass = np.sort(P, axis=1)[:, ::-1]
-        py = P[np.arange(m), labels][:, None]
-        rank = np.count_nonzero(P > py, axis=1)
-        rank += np.count_nonzero((P == py) & (np.arange(K)[None, :] < labels[:, None]),
-                                 axis=1)
-        cover = (np.arange(K)[None, :] >= rank[:, None]).astype(np.float64)
+        # hard labels: no argsort needed, the coverage of set t is 1{t >= rank}
+        # sorting -P gives the decreasing order contiguously; negation is exact
+        mass = np.sort(-P, axis=1)
+        cover, rank = None, _label_rank(P, labels, mass)
+        np.cumsum(mass, axis=1, out=mass)
+        np.negative(mass, out=mass)
     else:
         order = np.argsort(-P, axis=1, kind="stable")
-        mass = np.take_along_axis(P, order, axis=1)
-        cover = np.cumsum(np.take_along_axis(T, order, axis=1), axis=1)
-    mass = np.cumsum(mass, axis=1)
-    np.clip(mass, 0.0, 1.0, out=mass)
-    return mass, cover
+        mass = np.cumsum(np.take_along_axis(P, order, axis=1), axis=1)
+        cover, rank = np.cumsum(np.take_along_axis(T, order, axis=1), axis=1), None
+    np.minimum(mass, 1.0, out=mass)  # prefix sums of probabilities are never negative
+    return mass, rank, cover
+
+
+def _run_sums(x: np.ndarray, bounds: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Sums of each row of x over the runs [bounds, ends) of positions, (m, B)."""
+    cs = np.cumsum(x, axis=1)
+
+    def upto(idx: np.ndarray) -> np.ndarray:  # sum of the first idx entries
+        return np.where(idx > 0, np.take_along_axis(cs, np.maximum(idx - 1, 0), axis=1), 0.0)
+
+    return upto(ends) - upto(bounds)
 
 
 def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
@@ -86,6 +110,11 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
     column 1 sums their masses and column 2 their coverages. Summed over items these are
     the per-bin sufficient statistics of the cumulative mass calibration error.
 
+    The masses of a row increase with t, so each bin holds a run of consecutive sets:
+    the run boundaries come from one ``searchsorted`` of the (row, bin) keys, and the sums
+    are differences of cumulative sums at the boundaries (for hard labels the number of
+    covered sets in a run [a, b) is ``max(0, b - max(a, rank))``).
+
     Parameters
     ----------
     P : ndarray of shape (n, K)
@@ -96,28 +125,34 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
         Target matrix (when ``labels`` is None).
     n_bins : int
     chunk_size : int, optional
-        Rows per chunk (default: about 4 million numbers per work array).
+        Rows per chunk (default: about a million numbers per work array).
 
     Returns
     -------
     ndarray of shape (n, n_bins, 3)
     """
     n, K = P.shape
+    B = n_bins
     step = chunk_rows(K, chunk_size)
-    out = np.empty((n, n_bins, 3))
+    out = np.empty((n, B, 3))
     for a in range(0, n, step):
         b = min(n, a + step)
-        mass, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
-                                  None if T is None else T[a:b])
         m = b - a
-        flat = equal_width_bins(mass.ravel(), n_bins)
-        flat += np.repeat(np.arange(m) * n_bins, K)
-        size = m * n_bins
-        out[a:b, :, 0] = np.bincount(flat, minlength=size).reshape(m, n_bins)
-        out[a:b, :, 1] = np.bincount(flat, weights=mass.ravel(), minlength=size).reshape(
-            m, n_bins)
-        out[a:b, :, 2] = np.bincount(flat, weights=cover.ravel(), minlength=size).reshape(
-            m, n_bins)
+        mass, rank, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
+                                        None if T is None else T[a:b])
+        key = equal_width_bins(mass.ravel(), B).reshape(m, K)
+        key += (np.arange(m, dtype=key.dtype) * B)[:, None]
+        key = key.ravel()
+        # start of every (row, bin) run in the row-major order, as a position within the row
+        starts = np.searchsorted(key, np.arange(m * B + 1, dtype=key.dtype))
+        bounds = starts[:-1].reshape(m, B) - (np.arange(m) * K)[:, None]
+        ends = np.concatenate([bounds[:, 1:], np.full((m, 1), K)], axis=1)
+        out[a:b, :, 0] = ends - bounds
+        out[a:b, :, 1] = _run_sums(mass, bounds, ends)
+        if rank is not None:
+            out[a:b, :, 2] = np.maximum(0, ends - np.maximum(bounds, rank[:, None]))
+        else:
+            out[a:b, :, 2] = _run_sums(cover, bounds, ends)
     return out
 
 
@@ -172,10 +207,12 @@ def window_sums(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
     count, total = 0, 0.0
     for a in range(0, n, step):
         b = min(n, a + step)
-        mass, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
-                                  None if T is None else T[a:b])
+        mass, rank, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
+                                        None if T is None else T[a:b])
         inside = (mass >= lo) & (mass <= hi)
         count += int(np.count_nonzero(inside))
+        if rank is not None:
+            cover = np.arange(K)[None, :] >= rank[:, None]
         total += float(np.sum(cover[inside]))
     return count, total
 
