@@ -91,14 +91,12 @@ def _chunk_sets(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None
     return mass, rank, cover
 
 
-def _run_sums(x: np.ndarray, bounds: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Sums of each row of x over the runs [bounds, ends) of positions, (m, B)."""
-    cs = np.cumsum(x, axis=1)
-
-    def upto(idx: np.ndarray) -> np.ndarray:  # sum of the first idx entries
-        return np.where(idx > 0, np.take_along_axis(cs, np.maximum(idx - 1, 0), axis=1), 0.0)
-
-    return upto(ends) - upto(bounds)
+def _run_sums(x: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Sums of the flattened rows of x over consecutive runs (one ``add.reduceat`` pass);
+    ``starts`` are the runs' first positions, empty runs (``counts == 0``) sum to 0."""
+    flat = x.ravel()
+    idx = np.minimum(starts, flat.size - 1)
+    return np.where(counts > 0, np.add.reduceat(flat, idx), 0.0)
 
 
 def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
@@ -112,8 +110,8 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
 
     The masses of a row increase with t, so each bin holds a run of consecutive sets:
     the run boundaries come from one ``searchsorted`` of the (row, bin) keys, and the sums
-    are differences of cumulative sums at the boundaries (for hard labels the number of
-    covered sets in a run [a, b) is ``max(0, b - max(a, rank))``).
+    are one ``add.reduceat`` over the runs (for hard labels the number of covered sets in
+    a run [a, b) is ``max(0, b - max(a, rank))``).
 
     Parameters
     ----------
@@ -143,16 +141,18 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
         key = equal_width_bins(mass.ravel(), B).reshape(m, K)
         key += (np.arange(m, dtype=key.dtype) * B)[:, None]
         key = key.ravel()
-        # start of every (row, bin) run in the row-major order, as a position within the row
+        # start of every (row, bin) run in the row-major order
         starts = np.searchsorted(key, np.arange(m * B + 1, dtype=key.dtype))
-        bounds = starts[:-1].reshape(m, B) - (np.arange(m) * K)[:, None]
-        ends = np.concatenate([bounds[:, 1:], np.full((m, 1), K)], axis=1)
-        out[a:b, :, 0] = ends - bounds
-        out[a:b, :, 1] = _run_sums(mass, bounds, ends)
+        counts = np.diff(starts)
+        out[a:b, :, 0] = counts.reshape(m, B)
+        out[a:b, :, 1] = _run_sums(mass, starts[:-1], counts).reshape(m, B)
         if rank is not None:
-            out[a:b, :, 2] = np.maximum(0, ends - np.maximum(bounds, rank[:, None]))
+            # positions within the row; covered sets of a run [lo, hi): max(0, hi - max(lo, r))
+            lo = starts[:-1].reshape(m, B) - (np.arange(m) * K)[:, None]
+            out[a:b, :, 2] = np.maximum(0, lo + counts.reshape(m, B)
+                                        - np.maximum(lo, rank[:, None]))
         else:
-            out[a:b, :, 2] = _run_sums(cover, bounds, ends)
+            out[a:b, :, 2] = _run_sums(cover, starts[:-1], counts).reshape(m, B)
     return out
 
 
