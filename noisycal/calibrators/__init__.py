@@ -9,11 +9,12 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 
 from ._base import Calibrator, NotFittedError
 from .conformal import SplitConformal
-from .conformal_maps import ConformalTemperature, MassRescaling, NaiveCMCETemperature
+from .conformal_maps import ConformalTemperature, MassRescaling
 from .isotonic import IsotonicCalibration
 from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
+from .naive_cmce import NaiveCMCETemperature
 from .ovr import OneVsRestPlatt
 from .scaling import HistogramBinning
 from .temperature import TemperatureScaling

@@ -70,6 +70,16 @@ def hard_labels(target: object, n: int, K: int) -> np.ndarray:
 
     Split conformal guarantees rest on observed exchangeable labels, so soft or corrected
     targets are refused (ValueError naming ``target``).
+
+    Parameters
+    ----------
+    target : object
+    n, K : int
+        Rows and classes of the scores.
+
+    Returns
+    -------
+    int ndarray of shape (n,)
     """
     if target is None:
         raise ValueError("target is required: the hard labels of the calibration items")
@@ -238,7 +248,22 @@ def fit_adaptive(X: np.ndarray, s: np.ndarray, *, hidden: tuple[int, ...], n_ste
                  lr: float, seed: Seed, max_restarts: int = 10) -> tuple[list, float, int]:
     """Fit w(x) = |MLP(x)| to the scores; restart with lr / 10 on a NaN or a loss above 10.
 
-    Returns the parameters, the final mean squared error and the number of restarts.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Features (the base logits).
+    s : ndarray of shape (n,)
+        Scores.
+    hidden : tuple of int
+    n_steps : int
+    lr : float
+    seed : int or jax key
+    max_restarts : int, default=10
+
+    Returns
+    -------
+    params, mse, restarts
+        The layer weights, the final mean squared error and the number of restarts.
     """
     sizes = (X.shape[1], *hidden, 1)
     key = as_key(seed)
@@ -256,7 +281,18 @@ def fit_adaptive(X: np.ndarray, s: np.ndarray, *, hidden: tuple[int, ...], n_ste
 
 
 def adaptive_scale(params: list, X: np.ndarray) -> np.ndarray:
-    """:math:`\\gamma + w(x)` of each row (the factor of the adaptive threshold)."""
+    """:math:`\\gamma + w(x)` of each row (the factor of the adaptive threshold).
+
+    Parameters
+    ----------
+    params : list
+        From :func:`fit_adaptive`.
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
     with x64():
         w = np.asarray(_mlp([(jnp.asarray(W), jnp.asarray(b)) for W, b in params],
                             jnp.asarray(X)))
