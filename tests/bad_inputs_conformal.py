@@ -99,6 +99,10 @@ CASES = [
     ("conf-naive-boundary", _st(_fit("NaiveCMCETemperature", grid=[5.0, 10.0, 20.0])), S, None,
      "boundary"),
     ("conf-ovr-absent-class", _st(_absent_class_ovr), S, None, "class_not_ok"),
+    ("conf-ovr-isotonic-absent-class", _st(lambda: C.OneVsRestIsotonic().fit(
+        logits=Z, target=np.where(Y == 2, 0, Y))), S, None, "class_not_ok"),
+    ("conf-ovr-isotonic-bad-interpolation", _fit("OneVsRestIsotonic", interpolation="cubic"),
+     R, V, "interpolation"),
     ("conf-ovr-unnormalised-target", _fit("OneVsRestPlatt", {"logits": Z,
                                                              "target": SOFT * 2}),
      R, V, "target"),

@@ -274,3 +274,20 @@ def test_shared_set_builder_at_another_alpha():
     assert shared.alpha_ == 0.3  # the shared builder is not modified
     with pytest.raises(ValueError, match="other settings"):
         CAL.ConformalTemperature(score="aps").fit(logits=zc, target=yc, conformal=shared)
+
+
+def test_one_vs_rest_isotonic():
+    rng = np.random.default_rng(10)
+    Z = rng.normal(size=(500, 3)) * 2
+    P0 = np.exp(Z) / np.exp(Z).sum(1, keepdims=True)
+    y = (P0.cumsum(1) > rng.random((500, 1))).argmax(1)
+    cal = CAL.OneVsRestIsotonic().fit(logits=Z, target=y)
+    P = cal.predict_proba(logits=Z)
+    np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
+    # before renormalising, class k's column is the binary isotonic fit of 1{y = k} on p_k
+    b = CAL.IsotonicCalibration().fit(probs=P0[:, 1], target=(y == 1).astype(float))
+    np.testing.assert_allclose(cal.maps_[1].predict_proba(probs=P0[:, 1]),
+                               b.predict_proba(probs=P0[:, 1]))
+    with pytest.warns(nc.IdentifiabilityWarning):
+        bad = CAL.OneVsRestIsotonic().fit(logits=Z, target=np.where(y == 2, 0, y))
+    assert bad.status_ == "class_not_ok" and bad.class_status_[2] == "constant"

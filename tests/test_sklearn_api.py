@@ -59,6 +59,7 @@ ESTIMATORS = [
     CAL.ConformalTemperature(alpha=0.45, tau_max=1e5, tol=1e-11),
     CAL.NaiveCMCETemperature(grid="log", n_bins=10),
     CAL.OneVsRestPlatt(eps=1e-5, bounds=(-5.0, 5.0)),
+    CAL.OneVsRestIsotonic(interpolation="step"),
 ]
 IDS = [type(e).__name__ for e in ESTIMATORS]
 
@@ -183,7 +184,7 @@ def test_calibrators_work_in_a_grid_of_clones():
 @pytest.mark.parametrize("cls", [CAL.TemperatureScaling, CAL.VectorScaling, CAL.PlattScaling,
                                  CAL.MatrixScaling, CAL.DirichletCalibration,
                                  CAL.MassRescaling, CAL.NaiveCMCETemperature,
-                                 CAL.OneVsRestPlatt])
+                                 CAL.OneVsRestPlatt, CAL.OneVsRestIsotonic])
 def test_multiclass_maps_follow_the_protocol_on_matrices(cls):
     rng = np.random.default_rng(2)
     Z = rng.normal(size=(500, 4)) * 2

@@ -15,7 +15,7 @@ from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
 from .naive_cmce import NaiveCMCETemperature
-from .ovr import OneVsRestPlatt
+from .ovr import OneVsRestIsotonic, OneVsRestPlatt
 from .scaling import HistogramBinning
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
@@ -24,4 +24,4 @@ __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
            "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
-           "OneVsRestPlatt"]
+           "OneVsRestPlatt", "OneVsRestIsotonic"]
