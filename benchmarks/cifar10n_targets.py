@@ -34,8 +34,8 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.special import softmax
 from _output import write_result  # benchmarks/_output.py (run as a script)
+from scipy.special import softmax
 
 import noisycal as nc
 

@@ -1,4 +1,5 @@
-"""Plots of calibration estimates: reliability diagrams with per-bin interval bars.
+"""Plots of calibration estimates: reliability diagrams with per-bin interval bars, and the
+cumulative-mass calibration curve of :func:`noisycal.cmce`.
 
 matplotlib is imported inside the plotting functions, so ``import noisycal`` does not
 import it.
@@ -17,7 +18,7 @@ from .intervals.estimate import Estimate
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-__all__ = ["reliability_diagram"]
+__all__ = ["reliability_diagram", "cumulative_mass_curve"]
 
 #: Interval kinds for the per-bin bars (None picks one, see :func:`reliability_diagram`).
 BAR_INTERVALS = (None, "stored", "bootstrap", "wilson")
@@ -364,3 +365,87 @@ def _draw_counts(ax: Axes, rows: pd.DataFrame) -> None:
     hist.set_xlabel("mean confidence")
     hist.tick_params(labelsize="small")
     ax.tick_params(labelbottom=False)
+
+
+def cumulative_mass_curve(est: Estimate, *, ax: Axes | None = None, show_counts: bool = True,
+                          title: str | None = None, label: str | None = None) -> Axes:
+    """Cumulative mass calibration curve of a :func:`noisycal.cmce` estimate.
+
+    For every non-empty mass bin, the mean mass of its nested highest-probability sets
+    (x) against their coverage (y), joined by a line, with the per-bin bars stored in the
+    estimate (normal bars with the default inverted interval, bootstrap percentile bars
+    with ``interval='bootstrap'``); the diagonal is perfect cumulative mass calibration
+    ("Adaptive Set-Mass Calibration with Conformal Prediction", Figure 2). Points above
+    the diagonal are under-confident sets. Below, a histogram of the sets per bin.
+
+    Parameters
+    ----------
+    est : Estimate
+        The result of :func:`noisycal.cmce`.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw in (several curves may share one: pass the same ``ax`` and
+        ``show_counts=False`` after the first); default a new figure.
+    show_counts : bool, default=True
+    title : str, optional
+        Default: the estimate with its interval; ``''`` for none.
+    label : str, optional
+        Legend label of the curve (default the estimate's name and value).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Raises
+    ------
+    TypeError
+        If ``est`` is not an Estimate.
+    ValueError
+        If ``est`` is not a CMCE estimate (no per-bin table of nested sets), or ``ax``,
+        ``show_counts`` or ``title`` has the wrong type.
+    """
+    if not isinstance(est, Estimate):
+        raise TypeError(f"est must be an Estimate, got {type(est).__name__}")
+    if est.bins is None or "n_sets" not in est.details:
+        raise ValueError("est must be the Estimate of noisycal.cmce (its bins hold the "
+                         "nested highest-probability sets)")
+    if not isinstance(show_counts, bool | np.bool_):
+        raise ValueError(f"show_counts must be True or False, got {show_counts!r}")
+    for value, name in ((title, "title"), (label, "label")):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name} must be a string, got {value!r}")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
+        ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
+    elif not hasattr(ax, "plot") or not hasattr(ax, "inset_axes"):
+        raise ValueError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    rows = est.bins
+    sel = rows[rows["count"].to_numpy() > 0]
+    x = sel["mean_conf"].to_numpy(dtype=np.float64)
+    y = sel["mean_target"].to_numpy(dtype=np.float64)
+    if not any(ln.get_label() == "perfect calibration" for ln in ax.get_lines()):
+        ax.plot([0.0, 1.0], [0.0, 1.0], ls="--", color="0.55", lw=1.0,
+                label="perfect calibration", zorder=1)
+    text = label if label is not None else f"{est.name} {est.value:.4f}"
+    (line,) = ax.plot(x, y, "o-", ms=4, lw=1.4, label=text, zorder=3)
+    drawn = [y]
+    if "low" in sel and est.interval is not None:
+        lo = sel["low"].to_numpy(dtype=np.float64)
+        hi = sel["high"].to_numpy(dtype=np.float64)
+        nan = np.full_like(x, np.nan)
+        ax.plot(np.column_stack([x, x, nan]).ravel(), np.column_stack([lo, hi, nan]).ravel(),
+                color=line.get_color(), lw=1.2, alpha=0.6, zorder=2)
+        drawn += [lo, hi]
+    values = np.concatenate([v[np.isfinite(v)] for v in drawn])
+    default = f"{est.name} {est.value:.4f}" + (
+        f" [{est.low:.4f}, {est.high:.4f}] ({est.level * 100:g}% {est.kind})"
+        if est.interval is not None else "")
+    _decorate(ax, values, default if title is None else title)
+    ax.set_ylabel("coverage of the sets")
+    ax.set_xlabel("mass of the nested highest-probability sets")
+    if show_counts:
+        _draw_counts(ax, rows)
+        ax.child_axes[-1].set_xlabel("set mass")
+        ax.child_axes[-1].set_ylabel("sets", fontsize="small")
+    return ax

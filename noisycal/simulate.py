@@ -16,6 +16,7 @@ from scipy import stats as sps
 from scipy.special import expit, logit, softmax
 
 from ._jax import as_numpy_rng
+from ._simulate_grid import GaussianGrid, gaussian_grid
 from ._typing import ArrayLike, Seed
 from ._validation import PROB_ATOL, check_array, check_choice, check_int, check_seed
 from .data import Annotations
@@ -33,6 +34,8 @@ __all__ = [
     "GaussianToy",
     "gaussian_toy",
     "gaussian_toy_truth",
+    "GaussianGrid",
+    "gaussian_grid",
 ]
 
 
@@ -474,3 +477,4 @@ def gaussian_toy(n_items: int, *, truth: str = "calibrated", a: ArrayLike | None
     p = np.where(y[:, None] == 1, b[None, :], a[None, :])
     A = (rng.random((n, a.size)) < p).astype(np.int64)
     return GaussianToy(z, y, A, m)
+

@@ -57,6 +57,11 @@ ESTIMATORS = [
     CAL.HistogramBinning(n_bins=7),
     CAL.JointMap(n_bins=4, n_starts=2, max_iter=200, tol=1e-7, seed=3, orientation="vote",
                  anchor=1),
+    CAL.MassRescaling(alpha=0.45, score="aps", degenerate_tol=(1e-9, 1e-6)),
+    CAL.ConformalTemperature(alpha=0.45, tau_max=1e5, tol=1e-11),
+    CAL.NaiveCMCETemperature(grid="log", n_bins=10),
+    CAL.OneVsRestPlatt(eps=1e-5, bounds=(-5.0, 5.0)),
+    CAL.OneVsRestIsotonic(interpolation="step"),
 ]
 IDS = [type(e).__name__ for e in ESTIMATORS]
 
@@ -179,7 +184,9 @@ def test_calibrators_work_in_a_grid_of_clones():
 
 
 @pytest.mark.parametrize("cls", [CAL.TemperatureScaling, CAL.VectorScaling, CAL.PlattScaling,
-                                 CAL.MatrixScaling, CAL.DirichletCalibration])
+                                 CAL.MatrixScaling, CAL.DirichletCalibration,
+                                 CAL.MassRescaling, CAL.NaiveCMCETemperature,
+                                 CAL.OneVsRestPlatt, CAL.OneVsRestIsotonic])
 def test_multiclass_maps_follow_the_protocol_on_matrices(cls):
     rng = np.random.default_rng(2)
     Z = rng.normal(size=(500, 4)) * 2

@@ -31,12 +31,18 @@ EXPECTED = {
         "ambiguity_table.csv",
         "reliability_soft_target.png",
     ],
+    "04_cumulative_mass_calibration": [
+        "cmce_table.csv",
+        "cumulative_mass_curves.png",
+        "reliability_base_vs_conformal_ts.png",
+    ],
 }
 
 #: Vignettes that can also run on the shared real data (``--data cifar10``).
 REAL_DATA = {"01_calibration_report": ["--data", "cifar10"],
              "02_noisy_label_calibration": ["--data", "cifar10n"],
-             "03_ambiguous_ground_truth": ["--data", "cifar10h"]}
+             "03_ambiguous_ground_truth": ["--data", "cifar10h"],
+             "04_cumulative_mass_calibration": ["--data", "cifar10"]}
 
 
 def _has_cifar10() -> bool:

@@ -8,10 +8,14 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
 from ._base import Calibrator, NotFittedError
+from .conformal import SplitConformal
+from .conformal_maps import ConformalTemperature, MassRescaling
 from .isotonic import IsotonicCalibration
 from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
+from .naive_cmce import NaiveCMCETemperature
+from .ovr import OneVsRestIsotonic, OneVsRestPlatt
 from .scaling import BetaCalibration, HistogramBinning
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
@@ -19,4 +23,6 @@ from .trimcal import TrimCal
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
            "HistogramBinning",
-           "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal"]
+           "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
+           "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
+           "OneVsRestPlatt", "OneVsRestIsotonic"]

@@ -1,6 +1,7 @@
 """Calibration metrics against any target."""
 
 from .calibration_test import CalibrationTest, calibration_test
+from .cmce import cmce, coverage_window, hpr_coverage, hpr_sets
 from .crossfit import nc_ece_crossfit
 from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
 from .scores import brier, nll
@@ -9,6 +10,10 @@ from .smooth import smooth_ece, smooth_ece_linear_form
 
 __all__ = [
     "ece",
+    "cmce",
+    "coverage_window",
+    "hpr_sets",
+    "hpr_coverage",
     "mce",
     "true_label_ece",
     "brier",

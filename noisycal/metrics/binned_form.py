@@ -15,7 +15,7 @@ import numpy as np
 
 from .binning import Binned
 
-__all__ = ["binned_linear_form", "bin_gap_se"]
+__all__ = ["binned_linear_form", "bin_gap_se", "contribution_mean_cov"]
 
 
 def _item_gaps(binned: Binned) -> np.ndarray:
@@ -36,6 +36,45 @@ def _cross_sums(d: np.ndarray, bins: np.ndarray, B: int) -> np.ndarray:
             S[g * B:(g + 1) * B, h * B:(h + 1) * B] = block
             S[h * B:(h + 1) * B, g * B:(g + 1) * B] = block.T
     return S
+
+
+def _cluster_cov(tot: np.ndarray, n: int) -> np.ndarray:
+    """Cluster-robust covariance of a mean over n rows from the (C, J) cluster totals."""
+    C = tot.shape[0]
+    dev = tot - tot.mean(axis=0)
+    return (dev.T @ dev) * C / (max(C - 1, 1) * n * n)
+
+
+def contribution_mean_cov(x: np.ndarray, codes: np.ndarray | None = None,
+                          n_clusters: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of dense per-item contributions and the estimated covariance of that mean.
+
+    The same estimator as :func:`binned_linear_form` for items that contribute to several
+    bins at once (e.g. the K nested sets of one item in the cumulative mass calibration
+    error): the sample covariance over n (n - 1 divisor), or with ``codes`` the
+    cluster-robust one.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n, J)
+        Contribution of each item to each mean.
+    codes : ndarray of shape (n,), optional
+        Cluster code of each item.
+    n_clusters : int, optional
+
+    Returns
+    -------
+    mean : ndarray of shape (J,)
+    cov : ndarray of shape (J, J)
+    """
+    n = x.shape[0]
+    mean = x.sum(axis=0) / n
+    if codes is None:
+        dev = x - mean
+        return mean, (dev.T @ dev) / (n * max(n - 1, 1))
+    tot = np.zeros((int(n_clusters), x.shape[1]))
+    np.add.at(tot, np.asarray(codes, dtype=np.int64), x)
+    return mean, _cluster_cov(tot, n)
 
 
 def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = None,
@@ -78,8 +117,7 @@ def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = Non
         tot = np.zeros((C, J))
         rows = np.tile(np.asarray(codes, dtype=np.int64), G)
         np.add.at(tot, (rows, flat), d.ravel())
-        dev = tot - tot.mean(axis=0)
-        cov = (dev.T @ dev) * C / (max(C - 1, 1) * n * n)
+        cov = _cluster_cov(tot, n)
     counts = np.bincount(flat, minlength=J).astype(np.float64)
     if norm == "l1":
         weights = np.full(J, 1.0 / G)

@@ -1,0 +1,465 @@
+r"""Recalibration with conformal sets: mass rescaling ("MR") and conformal temperature
+scaling ("TS (ours)"), from "Adaptive Set-Mass
+Calibration with Conformal Prediction" (Sections 3 and 3.2, Eq. 6, Appendix A).
+
+Both conformal maps build the split-conformal set C(x) of
+:class:`~noisycal.calibrators.conformal.SplitConformal` on the *uncalibrated*
+probabilities and then move the mass so that C(x) holds exactly 1 - alpha:
+
+- :class:`MassRescaling` multiplies the in-set probabilities by
+  :math:`(1-\alpha)/P_{in}` and the others by :math:`\alpha/P_{out}` (Eq. 6). This is the
+  KL projection of p onto :math:`\{\pi \in \Delta_K : \sum_{y \in C} \pi_y = 1 - \alpha\}`
+  (Appendix A); ratios inside each group are kept, the overall order need not be.
+- :class:`ConformalTemperature` finds, per row, the largest temperature with in-set
+  mass at least 1 - alpha (the in-set mass of a top-k set decreases in the
+  temperature), by bisection in :math:`\beta = 1/\tau` over all rows at once; the order
+  of the classes, hence argmax and accuracy, never changes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import softmax
+
+from .._typing import ArrayLike
+from .._validation import check_choice, check_probs
+from .._warnings import IdentifiabilityWarning, NumericalWarning
+from ..metrics.set_mass import chunk_rows
+from ._inputs import EPS, ScoreInput, score_matrix
+from .conformal import MatrixInput, SplitConformal
+
+__all__ = ["MassRescaling", "ConformalTemperature", "mass_rescale", "conformal_temperatures",
+           "TemperatureSolution"]
+
+
+def _base_probs(x: ScoreInput) -> np.ndarray:
+    """The base probabilities: ``probs=`` as given, or the softmax of ``logits=``."""
+    if x.given == "probs":
+        p = check_probs(x.raw)
+        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
+    return softmax(x.S, axis=1)
+
+
+def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
+                 degenerate_tol: tuple[float, float] = (1e-8, 1e-5 + 1e-8)
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    r"""Eq. 6: in-set mass to exactly 1 - alpha, out-of-set mass to alpha, ratios kept.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+    sets : bool ndarray of shape (n, K)
+    alpha : float
+    degenerate_tol : (float, float), default=(1e-8, 1e-5 + 1e-8)
+        Rows with :math:`P_{in} \le` the first value (an empty set, or one holding no
+        mass) or :math:`P_{out} \le` the second (a full set, or one holding all the mass)
+        are returned unchanged: the rescaling divides by these masses. The default is
+        ``np.isclose``'s, as in the authors' code (so rows with :math:`P_{in} \ge
+        0.99999` stay as they are).
+
+    Returns
+    -------
+    Q : ndarray of shape (n, K)
+    degenerate : bool ndarray of shape (n,)
+    """
+    p_in = np.sum(np.where(sets, P, 0.0), axis=1)
+    p_out = np.sum(np.where(sets, 0.0, P), axis=1)
+    deg = (p_in <= degenerate_tol[0]) | (p_out <= degenerate_tol[1])
+    safe_in = np.where(deg, 1.0, p_in)[:, None]
+    safe_out = np.where(deg, 1.0, p_out)[:, None]
+    Q = np.where(sets, (1.0 - alpha) / safe_in * P, alpha / safe_out * P)
+    return np.where(deg[:, None], P, Q), deg
+
+
+class TemperatureSolution(NamedTuple):
+    """Per-row temperatures of :func:`conformal_temperatures`.
+
+    Attributes
+    ----------
+    tau : ndarray of shape (n,)
+    status : ndarray of str, shape (n,)
+        'ok' (in-set mass 1 - alpha within the bisection's tolerance), 'cap' (the set
+        holds at least 1 - alpha for every temperature, |C|/K >= 1 - alpha: tau is the
+        cap ``tau_max``), 'empty' (empty set: unchanged, tau = 1, or ``tau_min`` with
+        ``empty_set='sharpen'``), 'unreachable' (even ``tau_min`` leaves less than
+        1 - alpha in the set, e.g. a tie across the set boundary: tau = ``tau_min``).
+    n_evaluations : int
+        In-set mass evaluations of the largest chunk (each costs about one softmax of its
+        rows): the two bracket ends plus the bisection steps.
+    """
+
+    tau: np.ndarray
+    status: np.ndarray
+    n_evaluations: int = 0
+
+
+def conformal_temperatures(S: np.ndarray, sets: np.ndarray, alpha: float, *,
+                           empty_set: str = "unchanged", tau_min: float = 1e-4,
+                           tau_max: float = 1e6, tol: float = 1e-12,
+                           max_iter: int = 200) -> TemperatureSolution:
+    r"""Largest per-row temperature with in-set mass >= 1 - alpha, by vectorised bisection.
+
+    The in-set mass :math:`r(\beta) = \sum_{y \in C} \mathrm{softmax}(\beta s)_y` of a
+    top-k set is non-decreasing in :math:`\beta = 1/\tau`, so the answer is the smallest
+    :math:`\beta` in :math:`[1/\tau_{max}, 1/\tau_{min}]` with :math:`r \ge 1 - \alpha`;
+    every row is bisected at once in :math:`\log\beta` until the bracket is below ``tol``
+    (relative), keeping the feasible end. One step costs about one softmax of the rows.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, K)
+        Logits (or log-probabilities).
+    sets : bool ndarray of shape (n, K)
+        Conformal sets (top-k sets of S).
+    alpha : float
+    empty_set : {'unchanged', 'sharpen'}, default='unchanged'
+    tau_min, tau_max : float
+        The range of temperatures (the authors' defaults).
+    tol : float, default=1e-12
+    max_iter : int, default=200
+
+    Returns
+    -------
+    TemperatureSolution
+    """
+    n, K = S.shape
+    target = 1.0 - alpha
+    tau = np.ones(n)
+    status = np.full(n, "ok", dtype=object)
+    size = sets.sum(axis=1)
+    step = chunk_rows(K)
+    lb_lo, lb_hi = math.log(1.0 / tau_max), math.log(1.0 / tau_min)
+    n_eval = 0
+    for a in range(0, n, step):
+        D = S[a:a + step] - S[a:a + step].max(axis=1, keepdims=True)
+        M = sets[a:a + step]
+
+        def r(log_beta: np.ndarray, D: np.ndarray = D, M: np.ndarray = M) -> np.ndarray:
+            e = np.exp(np.exp(log_beta)[:, None] * D)
+            return np.sum(e, axis=1, where=M) / np.sum(e, axis=1)
+
+        m = D.shape[0]
+        lo, hi = np.full(m, lb_lo), np.full(m, lb_hi)
+        cap = r(lo) >= target
+        unreachable = r(hi) < target
+        evals = 2
+        for _ in range(max_iter):
+            if np.all(hi - lo <= tol * np.maximum(1.0, np.abs(hi))):
+                break
+            mid = 0.5 * (lo + hi)
+            ok = r(mid) >= target
+            evals += 1
+            hi = np.where(ok, mid, hi)
+            lo = np.where(ok, lo, mid)
+        t = np.exp(-hi)
+        t = np.where(cap, tau_max, np.where(unreachable, tau_min, t))
+        st = np.where(cap, "cap", np.where(unreachable, "unreachable", "ok"))
+        tau[a:a + step] = t
+        status[a:a + step] = st
+        n_eval = max(n_eval, evals)
+    empty = size == 0
+    tau[empty] = tau_min if empty_set == "sharpen" else 1.0
+    status[empty] = "empty"
+    return TemperatureSolution(tau, status.astype(str), n_eval)
+
+
+_SET_PARAMS = """alpha : float, default=0.1
+        Miscoverage level of the conformal sets, a fraction in (0, 1).
+    score : {'msp', 'aps'}, default='msp'
+    threshold : {'constant', 'adaptive'}, default='constant'
+    aps_include_boundary, ada_fraction, ada_hidden, ada_steps, ada_lr, eps, seed
+        As for :class:`~noisycal.calibrators.conformal.SplitConformal`, which builds the
+        sets (its fitted threshold is ``conformal_``)."""
+
+
+def _doc(cls: type) -> type:
+    cls.__doc__ = cls.__doc__.replace("{set_params}", _SET_PARAMS)
+    return cls
+
+
+class _ConformalMap(MatrixInput):
+    _fitted_attr = "conformal_"
+
+    def _set_args(self) -> dict:
+        names = ("alpha", "score", "threshold", "aps_include_boundary", "ada_fraction",
+                 "ada_hidden", "ada_steps", "ada_lr", "eps", "seed")
+        return {k: getattr(self, k) for k in names}
+
+    def _fit_sets(self, probs: ArrayLike | None, logits: ArrayLike | None,
+                  target: object, conformal: SplitConformal | None = None) -> None:
+        if conformal is None:
+            self.conformal_ = SplitConformal(**self._set_args()).fit(
+                probs=probs, logits=logits, target=target)
+        else:
+            if not isinstance(conformal, SplitConformal) or not hasattr(conformal,
+                                                                         "quantile_"):
+                raise ValueError("conformal must be a fitted SplitConformal")
+            mine, theirs = self._set_args(), conformal.get_params()
+            diff = [k for k in mine if k != "alpha" and mine[k] != theirs[k]]
+            if diff:
+                raise ValueError(f"conformal was fitted with other settings ({diff}) than "
+                                 "this map's parameters")
+            self.conformal_ = conformal.at_alpha(self.alpha)
+        self.alpha_ = self.conformal_.alpha_
+        self.n_classes_ = self.conformal_.n_classes_
+
+    def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None
+                 ) -> tuple[ScoreInput, np.ndarray]:
+        self._check_fitted()
+        x = score_matrix(probs, logits, self.eps)
+        return x, self.conformal_.sets_of(x)
+
+    def predict_sets(self, *, probs: ArrayLike | None = None,
+                     logits: ArrayLike | None = None) -> np.ndarray:
+        """The conformal sets of new rows (boolean mask (n, n_classes)).
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n, n_classes)
+
+        Returns
+        -------
+        bool ndarray
+        """
+        return self._prepare(probs, logits)[1]
+
+
+@_doc
+class MassRescaling(_ConformalMap):
+    r"""Mass rescaling ("MR"): the conformal set gets exactly 1 - alpha of the mass.
+
+    "Adaptive Set-Mass Calibration with Conformal Prediction", Eq. 6 and Appendix A:
+    :math:`\tilde p_y = \frac{1-\alpha}{P_{in}} p_y` for y in C(x), else
+    :math:`\frac{\alpha}{P_{out}} p_y`, the KL projection of p onto the predictions
+    whose set mass is 1 - alpha. The paper leaves empty and full sets open; rows whose
+    in-set or out-of-set mass is within ``degenerate_tol`` of 0 are left unchanged (the
+    authors' code, see :func:`mass_rescale`).
+
+    Parameters
+    ----------
+    {set_params}
+    degenerate_tol : (float, float), default=(1e-8, 1e-5 + 1e-8)
+        See :func:`mass_rescale`.
+
+    Attributes
+    ----------
+    conformal_ : SplitConformal
+    alpha_ : float
+    n_classes_ : int
+    status_, message_ : str
+        The conformal fit's status.
+    """
+
+    def __init__(self, *, alpha: float = 0.1, score: str = "msp", threshold: str = "constant",
+                 aps_include_boundary: bool = False, ada_fraction: float = 0.5,
+                 ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
+                 ada_lr: float = 0.01, eps: float = EPS, seed: int = 0,
+                 degenerate_tol: tuple[float, float] = (1e-8, 1e-5 + 1e-8)) -> None:
+        self.alpha = alpha
+        self.score = score
+        self.threshold = threshold
+        self.aps_include_boundary = aps_include_boundary
+        self.ada_fraction = ada_fraction
+        self.ada_hidden = ada_hidden
+        self.ada_steps = ada_steps
+        self.ada_lr = ada_lr
+        self.eps = eps
+        self.seed = seed
+        self.degenerate_tol = degenerate_tol
+
+    def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
+            target: object, conformal: SplitConformal | None = None) -> MassRescaling:
+        """Fit the conformal threshold on calibration predictions and hard labels.
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n, n_classes)
+            Base predictions (exactly one).
+        target : labels (n,), or one-hot rows / a hard Target
+        conformal : SplitConformal, optional
+            A fitted set builder with this map's settings (its quantile is recomputed at
+            this map's alpha): reuses an adaptive transform across levels. The
+            calibration data are then those it was fitted on.
+
+        Returns
+        -------
+        self
+        """
+        tol = self.degenerate_tol
+        try:
+            t0, t1 = (float(v) for v in tol)
+        except (TypeError, ValueError):
+            raise ValueError(f"degenerate_tol must be a pair of numbers in [0, 0.5), got "
+                             f"{tol!r}") from None
+        if not (0.0 <= t0 < 0.5 and 0.0 <= t1 < 0.5):
+            raise ValueError(f"degenerate_tol must be a pair of numbers in [0, 0.5), got "
+                             f"{tol!r}")
+        self.degenerate_tol_ = (t0, t1)
+        self._fit_sets(probs, logits, target, conformal)
+        self._set_status(self.conformal_.status_, self.conformal_.message_, None)
+        return self
+
+    def predict_proba(self, *, probs: ArrayLike | None = None,
+                      logits: ArrayLike | None = None) -> np.ndarray:
+        """Rescaled probabilities (rows with degenerate sets unchanged).
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n, n_classes)
+
+        Returns
+        -------
+        ndarray of shape (n, n_classes), or (n,) positive-class probabilities for 1-D
+        binary scores
+        """
+        x, sets = self._prepare(probs, logits)
+        Q, _ = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        return Q[:, 1] if x.binary else Q
+
+
+@_doc
+class ConformalTemperature(_ConformalMap):
+    r"""Conformal temperature scaling ("TS (ours)"): a temperature per row, the largest
+    with in-set mass at least 1 - alpha.
+
+    "Adaptive Set-Mass Calibration with Conformal Prediction", Section 3.2 (its
+    constraint omits the sum over C(x); the per-row reading follows the authors' code
+    and their tables, where MR and this map agree on singleton sets). The order of the
+    classes is kept, so argmax and accuracy are unchanged. Where the paper is silent:
+    empty sets are left unchanged by default (``empty_set='sharpen'`` gives
+    ``tau_min``, the authors' code), and a set holding at least 1 - alpha at every
+    temperature (``|C|/K >= 1 - alpha``) gets the cap ``tau_max`` (near uniform); both
+    are counted in ``row_status_counts_`` on the calibration rows and a cap or
+    unreachable row makes ``status_`` 'cap' (with a warning).
+
+    Parameters
+    ----------
+    {set_params}
+    empty_set : {'unchanged', 'sharpen'}, default='unchanged'
+    tau_min, tau_max : float, default=1e-4, 1e6
+    tol : float, default=1e-12
+        Relative bracket width in log(1/tau) at which the bisection stops.
+
+    Attributes
+    ----------
+    conformal_ : SplitConformal
+    alpha_ : float
+    n_classes_ : int
+    row_status_counts_ : dict
+        Per-row outcomes ('ok', 'cap', 'empty', 'unreachable') on the calibration rows.
+    status_, message_ : str
+    """
+
+    def __init__(self, *, alpha: float = 0.1, score: str = "msp", threshold: str = "constant",
+                 aps_include_boundary: bool = False, ada_fraction: float = 0.5,
+                 ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
+                 ada_lr: float = 0.01, eps: float = EPS, seed: int = 0,
+                 empty_set: str = "unchanged", tau_min: float = 1e-4, tau_max: float = 1e6,
+                 tol: float = 1e-12) -> None:
+        self.alpha = alpha
+        self.score = score
+        self.threshold = threshold
+        self.aps_include_boundary = aps_include_boundary
+        self.ada_fraction = ada_fraction
+        self.ada_hidden = ada_hidden
+        self.ada_steps = ada_steps
+        self.ada_lr = ada_lr
+        self.eps = eps
+        self.seed = seed
+        self.empty_set = empty_set
+        self.tau_min = tau_min
+        self.tau_max = tau_max
+        self.tol = tol
+
+    def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
+            target: object, conformal: SplitConformal | None = None) -> ConformalTemperature:
+        """Fit the conformal threshold; report the per-row outcomes on the calibration rows.
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n, n_classes)
+            Base predictions (exactly one).
+        target : labels (n,), or one-hot rows / a hard Target
+        conformal : SplitConformal, optional
+            As for :meth:`MassRescaling.fit`.
+
+        Returns
+        -------
+        self
+        """
+        check_choice(self.empty_set, "empty_set", ("unchanged", "sharpen"))
+        lo, hi = (float(v) if not isinstance(v, bool) else math.nan
+                  for v in (self.tau_min, self.tau_max))
+        if not (0.0 < lo < hi < math.inf):
+            raise ValueError(f"tau_min and tau_max must satisfy 0 < tau_min < tau_max < inf, "
+                             f"got {self.tau_min!r}, {self.tau_max!r}")
+        if isinstance(self.tol, bool) or not 0.0 < float(self.tol) < 1e-3:
+            raise ValueError(f"tol must lie in (0, 1e-3), got {self.tol!r}")
+        self._fit_sets(probs, logits, target, conformal)
+        sol = self.temperatures(probs=probs, logits=logits)
+        kinds, counts = np.unique(sol.status, return_counts=True)
+        self.row_status_counts_ = {str(k): int(c) for k, c in zip(kinds, counts, strict=True)}
+        bad = sum(self.row_status_counts_.get(k, 0) for k in ("cap", "unreachable"))
+        if self.conformal_.status_ != "ok":
+            self._set_status(self.conformal_.status_, self.conformal_.message_, None)
+        elif bad:
+            self._set_status("cap", f"{bad} of {sol.tau.size} calibration rows have no "
+                             "temperature with in-set mass exactly 1 - alpha (their set holds "
+                             "at least 1 - alpha at every temperature: tau is the cap "
+                             "tau_max; or never reaches it: tau_min); see "
+                             "row_status_counts_", IdentifiabilityWarning)
+        else:
+            self._set_status("ok", "", None)
+        return self
+
+    def temperatures(self, *, probs: ArrayLike | None = None,
+                     logits: ArrayLike | None = None) -> TemperatureSolution:
+        """Per-row temperatures and outcomes for new rows.
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n, n_classes)
+
+        Returns
+        -------
+        TemperatureSolution
+        """
+        x, sets = self._prepare(probs, logits)
+        return conformal_temperatures(x.S, sets, self.alpha_, empty_set=self.empty_set,
+                                      tau_min=float(self.tau_min), tau_max=float(self.tau_max),
+                                      tol=float(self.tol))
+
+    def predict_proba(self, *, probs: ArrayLike | None = None,
+                      logits: ArrayLike | None = None) -> np.ndarray:
+        """Tempered probabilities ``softmax(s / tau(x))``, one temperature per row.
+
+        Rows whose set holds at least 1 - alpha at every temperature (status 'cap') get a
+        :class:`~noisycal.NumericalWarning` with their count.
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n, n_classes)
+
+        Returns
+        -------
+        ndarray of shape (n, n_classes), or (n,) positive-class probabilities for 1-D
+        binary scores
+        """
+        x, sets = self._prepare(probs, logits)
+        sol = conformal_temperatures(x.S, sets, self.alpha_, empty_set=self.empty_set,
+                                     tau_min=float(self.tau_min), tau_max=float(self.tau_max),
+                                     tol=float(self.tol))
+        n_cap = int(np.sum(sol.status == "cap"))
+        if n_cap:
+            import warnings
+
+            from .._validation import user_stacklevel
+
+            warnings.warn(f"ConformalTemperature: {n_cap} row(s) hold at least 1 - alpha in "
+                          "their set at every temperature; they get tau_max (near uniform)",
+                          NumericalWarning, stacklevel=user_stacklevel())
+        Q = softmax(x.S / sol.tau[:, None], axis=1)
+        return Q[:, 1] if x.binary else Q

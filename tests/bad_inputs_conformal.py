@@ -1,0 +1,109 @@
+"""Bad-input catalogue, CMCE and conformal area: nc.cmce, coverage_window, hpr_sets,
+SplitConformal, MassRescaling, ConformalTemperature, NaiveCMCETemperature, OneVsRestPlatt
+(see test_bad_inputs.py)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+
+import noisycal as nc
+from noisycal.calibrators.conformal import conformal_quantile
+
+C = nc.calibrators
+_RNG = np.random.default_rng(0)
+Z = _RNG.normal(size=(60, 3)) * 2
+P = np.exp(Z) / np.exp(Z).sum(1, keepdims=True)
+Y = (P.cumsum(1) > _RNG.random((60, 1))).argmax(1)
+SOFT = np.full((60, 3), 1 / 3)
+
+
+def _nan_probs():
+    p = P.copy()
+    p[2, 1] = np.nan
+    return p
+
+
+def _fit(cls, data=None, **params):
+    kw = data or {"logits": Z, "target": Y}
+    return lambda: getattr(C, cls)(**params).fit(**kw)
+
+
+def _st(thunk):
+    """The fitted calibrator's status_/message_ as the catalogue's status/message."""
+    def run():
+        cal = thunk()
+        return SimpleNamespace(status=cal.status_, message=cal.message_)
+    return run
+
+
+def _absent_class_ovr():
+    return C.OneVsRestPlatt().fit(logits=Z, target=np.where(Y == 2, 0, Y))
+
+
+R, S, W = "raises", "status", "warns"
+V = ValueError
+
+CASES = [
+    # ------------------------------------------------------------------------ cmce
+    ("cmce-nan-probs", lambda: nc.cmce(_nan_probs(), Y), R, V, "probs"),
+    ("cmce-unnormalised", lambda: nc.cmce(P * 1.1, Y), R, V, "probs"),
+    ("cmce-both-inputs", lambda: nc.cmce(P, Y, logits=Z), R, V, "probs= or logits="),
+    ("cmce-level-percent", lambda: nc.cmce(P, Y, level=90), R, V, "level"),
+    ("cmce-weighted-not-bool", lambda: nc.cmce(P, Y, weighted="yes"), R, V, "weighted"),
+    ("cmce-interval-bound", lambda: nc.cmce(P, Y, interval="bound"), R, V, "interval"),
+    ("cmce-label-out-of-range", lambda: nc.cmce(P, np.full(60, 3)), R, V, "target"),
+    ("cmce-target-wrong-shape", lambda: nc.cmce(P, np.ones((60, 4)) / 4), R, V, "target"),
+    ("cmce-target-wrong-length", lambda: nc.cmce(P, Y[:50]), R, V, "target"),
+    ("cmce-n-bins-zero", lambda: nc.cmce(P, Y, n_bins=0), R, V, "n_bins"),
+    ("cmce-chunk-zero", lambda: nc.cmce(P, Y, chunk_size=0), R, V, "chunk_size"),
+    ("cmce-cluster-length", lambda: nc.cmce(P, Y, cluster=np.arange(5)), R, V, "cluster"),
+    ("cmce-one-item-degenerate", lambda: nc.cmce(P[:1], Y[:1], n_bins=10), S, None,
+     "degenerate"),
+    ("cmce-window-lo-above-hi", lambda: nc.coverage_window(P, Y, 0.95, 0.9), R, V, "lo"),
+    ("cmce-window-percent", lambda: nc.coverage_window(P, Y, 90, 92), R, V, "lo"),
+    ("cmce-window-empty-warns", lambda: nc.coverage_window(np.full((4, 2), 0.5), [0] * 4,
+                                                           0.6, 0.7),
+     W, nc.NumericalWarning, "no nested"),
+    ("cmce-hpr-alpha-percent", lambda: nc.metrics.hpr_sets(P, 10), R, V, "alpha"),
+    # ------------------------------------------------------------------- conformal
+    ("conf-alpha-percent", _fit("SplitConformal", alpha=10), R, V, "alpha"),
+    ("conf-alpha-zero", lambda: conformal_quantile([0.1, 0.2], 0.0), R, V, "alpha"),
+    ("conf-unknown-score", _fit("SplitConformal", score="lac"), R, V, "score"),
+    ("conf-unknown-threshold", _fit("SplitConformal", threshold="flow"), R, V,
+     "threshold"),
+    ("conf-soft-target", _fit("SplitConformal", {"logits": Z, "target": SOFT}), R, V,
+     "target"),
+    ("conf-nan-probs", _fit("SplitConformal", {"probs": _nan_probs(), "target": Y}), R, V,
+     "probs"),
+    ("conf-no-input", lambda: C.SplitConformal().fit(target=Y), R, V, "probs= or logits="),
+    ("conf-boundary-flag", _fit("SplitConformal", aps_include_boundary="yes"), R, V,
+     "aps_include_boundary"),
+    ("conf-ada-fraction", _fit("SplitConformal", threshold="adaptive", ada_fraction=0.0),
+     R, V, "ada_fraction"),
+    ("conf-infinite-quantile", _st(_fit("SplitConformal", alpha=0.01)), S, None,
+     "infinite_quantile"),
+    ("conf-predict-wrong-width", lambda: C.SplitConformal().fit(logits=Z, target=Y)
+     .predict_sets(logits=Z[:, :2]), R, V, "logits"),
+    ("conf-mr-bad-tol", _fit("MassRescaling", degenerate_tol=(0.7, 0.1)), R, V,
+     "degenerate_tol"),
+    ("conf-mr-tol-not-pair", _fit("MassRescaling", degenerate_tol=1e-5), R, V,
+     "degenerate_tol"),
+    ("conf-ts-empty-set-rule", _fit("ConformalTemperature", empty_set="drop"), R, V,
+     "empty_set"),
+    ("conf-ts-tau-range", _fit("ConformalTemperature", tau_min=2.0, tau_max=1.0), R, V,
+     "tau_min"),
+    ("conf-ts-cap-status", _st(_fit("ConformalTemperature", alpha=0.03)), S, None, "cap"),
+    ("conf-naive-grid-negative", _fit("NaiveCMCETemperature", grid=[-1.0, 1.0]), R, V,
+     "grid"),
+    ("conf-naive-grid-name", _fit("NaiveCMCETemperature", grid="linear"), R, V, "grid"),
+    ("conf-naive-boundary", _st(_fit("NaiveCMCETemperature", grid=[5.0, 10.0, 20.0])), S, None,
+     "boundary"),
+    ("conf-ovr-absent-class", _st(_absent_class_ovr), S, None, "class_not_ok"),
+    ("conf-ovr-isotonic-absent-class", _st(lambda: C.OneVsRestIsotonic().fit(
+        logits=Z, target=np.where(Y == 2, 0, Y))), S, None, "class_not_ok"),
+    ("conf-ovr-isotonic-bad-interpolation", _fit("OneVsRestIsotonic", interpolation="cubic"),
+     R, V, "interpolation"),
+    ("conf-ovr-unnormalised-target", _fit("OneVsRestPlatt", {"logits": Z,
+                                                             "target": SOFT * 2}),
+     R, V, "target"),
+]

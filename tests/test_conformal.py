@@ -1,0 +1,293 @@
+"""Split conformal sets, mass rescaling and conformal temperature scaling ("Adaptive
+Set-Mass Calibration with Conformal Prediction", Section 3, Eq. 6, Appendix A): finite-
+sample coverage k/(n+1), exact in-set mass, KL optimality, order preservation and the
+MR / TS identity on singleton sets."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import noisycal as nc
+from noisycal.calibrators.conformal import (
+    conformal_quantile,
+    label_scores,
+    nonconformity,
+    prediction_sets,
+)
+from noisycal.calibrators.conformal_maps import conformal_temperatures, mass_rescale
+
+CAL = nc.calibrators
+
+
+def _setup(n=3000, K=49, seed=0):
+    """Spec recipe (b): the Gaussian grid with an over-confident noisy model."""
+    g = nc.simulate.gaussian_grid(n, K, seed=seed)
+    rng = np.random.default_rng(seed + 1000)
+    z = 2.5 * g.true_logits + rng.normal(size=g.true_logits.shape)
+    return z[:600], g.labels[:600], z[600:], g.labels[600:]
+
+
+def test_quantile_by_hand():
+    s = [0.3, 0.1, 0.2, 0.5]
+    assert conformal_quantile(s, 0.4) == 0.3  # k = ceil(0.6 * 5) = 3
+    assert conformal_quantile(s, 0.2) == 0.5  # k = 4
+    assert conformal_quantile(s, 0.19) == math.inf  # k = ceil(0.81 * 5) = 5 > 4
+    # k = ceil(0.9 * 20) = 18 exactly, not 19 from rounding 0.9 * 20 = 18.000000000000004
+    assert conformal_quantile(np.arange(1, 20) / 20, 0.1) == 18 / 20
+
+
+@pytest.mark.parametrize(("n", "alpha"), [(19, 0.1), (9, 0.15), (50, 0.05)])
+def test_marginal_coverage_is_k_over_n_plus_1(n, alpha):
+    # spec recipe (a): exchangeable continuous scores, coverage exactly k / (n + 1)
+    R = 20000
+    rng = np.random.default_rng(n)
+    s = rng.random((R, n + 1))
+    q = np.array([conformal_quantile(row[:n], alpha) for row in s])
+    cover = np.mean(s[:, n] <= q)
+    k = math.ceil((1 - alpha) * (n + 1) - 1e-12)
+    c = k / (n + 1)
+    assert abs(cover - c) <= 4 * math.sqrt(c * (1 - c) / R)
+
+
+def test_conditional_coverage_is_beta():
+    # given the calibration set the coverage of U(0, 1) scores is F(q) = q ~ Beta(k, n+1-k)
+    n, alpha = 30, 0.1
+    rng = np.random.default_rng(7)
+    q = np.array([conformal_quantile(rng.random(n), alpha) for _ in range(3000)])
+    k = math.ceil((1 - alpha) * (n + 1))
+    assert sps.kstest(q, sps.beta(k, n + 1 - k).cdf).pvalue > 0.01
+
+
+def test_split_conformal_coverage_on_classifier():
+    covers = {"msp": [], "aps": [], "aps_b": []}
+    for r in range(12):
+        zc, yc, zt, yt = _setup(seed=r)
+        for key, score, b in (("msp", "msp", False), ("aps", "aps", False),
+                              ("aps_b", "aps", True)):
+            cp = CAL.SplitConformal(alpha=0.1, score=score, aps_include_boundary=b)
+            S = cp.fit(logits=zc, target=yc).predict_sets(logits=zt)
+            covers[key].append(S[np.arange(yt.size), yt].mean())
+    c = 541 / 601  # k / (n + 1), k = ceil(0.9 * 601)
+    se = math.sqrt(c * (1 - c) / 601 / 12 + c * (1 - c) / 2400 / 12)
+    assert abs(np.mean(covers["msp"]) - c) < 4 * se
+    assert abs(np.mean(covers["aps"]) - c) < 4 * se
+    # the boundary-inclusive rule is a superset: conservative (spec: about 0.99)
+    assert np.mean(covers["aps_b"]) > 0.97
+
+
+def test_set_rules_by_hand():
+    P = np.array([[0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    np.testing.assert_allclose(label_scores(P, "aps"), [[0.5, 0.8, 1.0], [0.8, 1.0, 0.6]])
+    np.testing.assert_allclose(nonconformity(P, np.array([1, 0]), "msp"), [0.7, 0.8])
+    lit = prediction_sets(P, 0.75, "aps")
+    inc = prediction_sets(P, 0.75, "aps", aps_include_boundary=True)
+    assert lit.tolist() == [[True, False, False], [False, False, True]]
+    assert inc.tolist() == [[True, True, False], [True, False, True]]
+    assert prediction_sets(P, 0.45, "aps").sum() == 0  # the literal rule may be empty
+    assert prediction_sets(P, 0.6, "msp").tolist() == [[True, False, False],
+                                                      [False, False, True]]
+    assert prediction_sets(P, math.inf, "msp").all()
+    assert prediction_sets(P, math.inf, "aps", aps_include_boundary=True).all()
+
+
+def _kl(a, b):
+    m = a > 0
+    return float(np.sum(a[m] * np.log(a[m] / b[m])))
+
+
+def test_mass_rescaling_exact_mass_ratios_and_kl_optimality():
+    rng = np.random.default_rng(3)
+    K, alpha = 8, 0.1
+    P = rng.dirichlet(np.ones(K), size=200)
+    C = rng.random((200, K)) < 0.4
+    C[:, 0] |= ~C.any(axis=1)
+    C[:, 1] &= C.sum(axis=1) < K
+    Q, deg = mass_rescale(P, C, alpha)
+    assert not deg.any()
+    np.testing.assert_allclose(np.sum(np.where(C, Q, 0), axis=1), 1 - alpha, atol=1e-12)
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, atol=1e-12)
+    ratio = Q / P
+    for i in range(20):
+        assert np.ptp(ratio[i, C[i]]) < 1e-12 and np.ptp(ratio[i, ~C[i]]) < 1e-12
+    for i in range(30):
+        A = P[i, C[i]].sum()
+        kl_mr = _kl(Q[i], P[i])
+        # the closed form of the projection (Appendix A)
+        closed = (1 - alpha) * math.log((1 - alpha) / A) + alpha * math.log(alpha / (1 - A))
+        assert kl_mr == pytest.approx(closed, abs=1e-12)
+        # random feasible points: Dirichlet draws rescaled to meet the constraint
+        D = rng.dirichlet(np.ones(K), size=500)
+        din = np.sum(np.where(C[i], D, 0), axis=1, keepdims=True)
+        F = np.where(C[i], (1 - alpha) * D / din, alpha * D / (1 - din))
+        assert all(_kl(f, P[i]) >= kl_mr - 1e-12 for f in F)
+        # and small feasible perturbations of MR itself
+        for _ in range(50):
+            d = rng.normal(size=K) * 1e-3
+            d[C[i]] -= d[C[i]].mean()
+            d[~C[i]] -= d[~C[i]].mean()
+            f = Q[i] + d
+            if np.all(f > 0):
+                assert _kl(f, P[i]) >= kl_mr - 1e-15
+
+
+def test_mass_rescaling_degenerate_rows_unchanged():
+    P = np.array([[0.999995, 0.000005, 0.0], [0.6, 0.3, 0.1], [0.6, 0.3, 0.1]])
+    C = np.array([[True, False, False], [False, False, False], [True, True, True]])
+    Q, deg = mass_rescale(P, C, 0.1)
+    assert deg.tolist() == [True, True, True]
+    np.testing.assert_array_equal(Q, P)
+    Q2, deg2 = mass_rescale(P, C, 0.1, degenerate_tol=(1e-8, 0.0))
+    assert deg2.tolist() == [False, True, True]
+    assert Q2[0, 0] == pytest.approx(0.9, abs=1e-15)
+
+
+def test_conformal_temperature_properties_and_hpr_identity():
+    zc, yc, zt, yt = _setup(seed=5)
+    ts = CAL.ConformalTemperature(alpha=0.1).fit(logits=zc, target=yc)
+    sets = ts.predict_sets(logits=zt)
+    sol = ts.temperatures(logits=zt)
+    Q = ts.predict_proba(logits=zt)
+    ok = sol.status == "ok"
+    assert ok.mean() > 0.9
+    mass = np.sum(np.where(sets, Q, 0), axis=1)
+    assert np.all(mass[ok] >= 0.9 - 1e-12) and np.all(mass[ok] <= 0.9 + 1e-8)
+    # order (hence argmax and accuracy) preserved
+    np.testing.assert_array_equal(np.argsort(-Q, axis=1, kind="stable"),
+                                  np.argsort(-zt, axis=1, kind="stable"))
+    # HPR_{0.9} of the tempered prediction is the conformal set on solvable rows (G4), so
+    # the alpha-suffix coverage equals the conformal coverage there
+    hpr = nc.metrics.hpr_sets(Q, 0.1)
+    np.testing.assert_array_equal(hpr[ok], sets[ok])
+    # empty sets: unchanged by default, one-hot-like with 'sharpen'
+    assert np.all(sol.tau[sol.status == "empty"] == 1.0)
+    S = np.array([[2.0, 1.0, 0.0]])
+    none = np.zeros((1, 3), dtype=bool)
+    assert conformal_temperatures(S, none, 0.1).tau[0] == 1.0
+    assert conformal_temperatures(S, none, 0.1, empty_set="sharpen").tau[0] == 1e-4
+    # cap: |C| / K >= 1 - alpha holds at every temperature
+    full = np.ones((1, 3), dtype=bool)
+    cap = conformal_temperatures(S, full, 0.1)
+    assert cap.status[0] == "cap" and cap.tau[0] == 1e6
+    # solvable: the exact temperature by hand, softmax(s / tau)_0 = 0.9 for s = (2, 1, 0)
+    one = np.array([[True, False, False]])
+    tau = conformal_temperatures(S, one, 0.1).tau[0]
+    e = np.exp(S[0] / tau)
+    assert e[0] / e.sum() == pytest.approx(0.9, abs=1e-12)
+
+
+def test_mr_and_ts_identical_on_singleton_msp_sets():
+    # alpha large enough that the MSP threshold is below 0.5: every set has at most one
+    # class, both maps put exactly 1 - alpha on it and leave empty sets alone
+    zc, yc, zt, yt = _setup(seed=2)
+    mr = CAL.MassRescaling(alpha=0.3, degenerate_tol=(1e-8, 0.0)).fit(logits=zc, target=yc)
+    ts = CAL.ConformalTemperature(alpha=0.3).fit(logits=zc, target=yc)
+    sets = mr.predict_sets(logits=zt)
+    assert sets.sum(axis=1).max() == 1 and mr.conformal_.quantile_ < 0.5
+    Qm, Qt = mr.predict_proba(logits=zt), ts.predict_proba(logits=zt)
+    np.testing.assert_allclose(Qm.max(axis=1), Qt.max(axis=1), atol=1e-10)
+    np.testing.assert_array_equal(Qm.argmax(axis=1), Qt.argmax(axis=1))
+    for metric in (nc.ece, nc.mce):
+        a = metric(Qm, yt, n_bins=25, interval=None)
+        b = metric(Qt, yt, n_bins=25, interval=None)
+        assert float(a) == pytest.approx(float(b), abs=1e-9)
+
+
+def test_mr_can_reorder_but_ts_cannot():
+    # MR's remark: with P_in > 1 - alpha an out-of-set class can overtake an in-set one
+    P = np.array([[0.5, 0.46, 0.04]])
+    C = np.array([[True, True, False]])
+    Q, _ = mass_rescale(P, C, 0.5)
+    assert Q[0, 2] > Q[0, 1]
+
+
+def test_adaptive_threshold_keeps_marginal_coverage():
+    covers = []
+    for r in range(3):
+        zc, yc, zt, yt = _setup(n=2600, K=16, seed=20 + r)
+        cp = CAL.SplitConformal(alpha=0.2, threshold="adaptive", ada_hidden=(16, 16),
+                                ada_steps=300, seed=r).fit(logits=zc, target=yc)
+        assert cp.status_ == "ok" and cp.n_quantile_ == 300
+        S = cp.predict_sets(logits=zt)
+        covers.append(S[np.arange(yt.size), yt].mean())
+    c = math.ceil(0.8 * 301) / 301
+    assert abs(np.mean(covers) - c) < 4 * math.sqrt(c * (1 - c) / 301 / 3 + 0.16 / 6000)
+
+
+def test_naive_cmce_temperature_and_accuracy():
+    zc, yc, zt, yt = _setup(seed=4)
+    nv = CAL.NaiveCMCETemperature(grid="log").fit(logits=zc, target=yc)
+    assert nv.temperature_ == nv.grid_[np.argmin(nv.cmce_)]
+    # it divides the over-confident logits roughly by their factor 2.5
+    assert 1.5 < nv.temperature_ < 4
+    Q = nv.predict_proba(logits=zt)
+    np.testing.assert_array_equal(Q.argmax(1), zt.argmax(1))
+    base = float(nc.cmce(logits=zt, target=yt, interval=None))
+    assert float(nc.cmce(Q, yt, interval=None)) < base
+    ref = CAL.NaiveCMCETemperature().fit(logits=zc, target=yc)
+    assert ref.grid_.size == 100 and ref.grid_[1] == pytest.approx(1.0111, abs=1e-4)
+
+
+def test_one_vs_rest_platt():
+    rng = np.random.default_rng(9)
+    Z = rng.normal(size=(600, 4)) * 2
+    y = (np.exp(Z).cumsum(1) / np.exp(Z).sum(1, keepdims=True) > rng.random((600, 1))).argmax(1)
+    cal = CAL.OneVsRestPlatt().fit(logits=Z, target=y)
+    P = cal.predict_proba(logits=Z)
+    np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
+    # each class map is the binary Platt fit of 1{y = k} on z_k
+    b = CAL.PlattScaling().fit(logits=Z[:, 2], target=(y == 2).astype(int))
+    assert cal.slope_[2] == pytest.approx(b.slope_, rel=1e-6)
+    # a class absent from the calibration data is reported
+    y3 = np.where(y == 3, 0, y)
+    with pytest.warns(nc.IdentifiabilityWarning):
+        bad = CAL.OneVsRestPlatt().fit(logits=Z, target=y3)
+    assert bad.status_ == "class_not_ok" and bad.class_status_[3] != "ok"
+
+
+def test_soft_target_refused_for_conformal():
+    P = np.full((10, 3), 1 / 3)
+    with pytest.raises(ValueError, match="target"):
+        CAL.SplitConformal().fit(probs=P, target=np.full((10, 3), 1 / 3))
+
+
+def test_infinite_quantile_status():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cp = CAL.SplitConformal(alpha=0.05).fit(probs=np.array([[0.6, 0.4]] * 5),
+                                                target=[0, 1, 0, 0, 1])
+    assert cp.status_ == "infinite_quantile" and cp.quantile_ == math.inf
+    assert cp.predict_sets(probs=np.array([[0.9, 0.1]])).all()
+
+
+def test_shared_set_builder_at_another_alpha():
+    zc, yc, zt, yt = _setup(seed=6)
+    shared = CAL.SplitConformal(alpha=0.3).fit(logits=zc, target=yc)
+    for alpha in (0.05, 0.1):
+        direct = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc)
+        reused = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc, conformal=shared)
+        assert reused.conformal_.quantile_ == direct.conformal_.quantile_
+        np.testing.assert_array_equal(reused.predict_proba(logits=zt),
+                                      direct.predict_proba(logits=zt))
+    assert shared.alpha_ == 0.3  # the shared builder is not modified
+    with pytest.raises(ValueError, match="other settings"):
+        CAL.ConformalTemperature(score="aps").fit(logits=zc, target=yc, conformal=shared)
+
+
+def test_one_vs_rest_isotonic():
+    rng = np.random.default_rng(10)
+    Z = rng.normal(size=(500, 3)) * 2
+    P0 = np.exp(Z) / np.exp(Z).sum(1, keepdims=True)
+    y = (P0.cumsum(1) > rng.random((500, 1))).argmax(1)
+    cal = CAL.OneVsRestIsotonic().fit(logits=Z, target=y)
+    P = cal.predict_proba(logits=Z)
+    np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
+    # before renormalising, class k's column is the binary isotonic fit of 1{y = k} on p_k
+    b = CAL.IsotonicCalibration().fit(probs=P0[:, 1], target=(y == 1).astype(float))
+    np.testing.assert_allclose(cal.maps_[1].predict_proba(probs=P0[:, 1]),
+                               b.predict_proba(probs=P0[:, 1]))
+    with pytest.warns(nc.IdentifiabilityWarning):
+        bad = CAL.OneVsRestIsotonic().fit(logits=Z, target=np.where(y == 2, 0, y))
+    assert bad.status_ == "class_not_ok" and bad.class_status_[2] == "constant"
