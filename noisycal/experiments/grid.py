@@ -176,7 +176,7 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     p = Path(path)
     if not p.exists() or p.stat().st_size == 0:
         return pd.DataFrame(columns=list(COLUMNS))
-    df = pd.read_csv(p, keep_default_na=False, na_values=[""])
+    df = pd.read_csv(p, dtype={"message": str, "status": str, "mode": str})
     df["message"] = df["message"].fillna("")
     return df
 

@@ -108,7 +108,17 @@ def beta_available() -> bool:
 
 
 def gate_method_name(center: float, width: float) -> str:
-    """Name of a gate-sensitivity variant, e.g. ``'gated_c0.29_w0.12'``."""
+    """Name of a gate-sensitivity variant, e.g. ``'gated_c0.29_w0.12'``.
+
+    Parameters
+    ----------
+    center, width : float
+        The gate's centre and width (:class:`noisycal.calibrators.GatedLWCal`).
+
+    Returns
+    -------
+    str
+    """
     return f"gated_c{center:.2f}_w{width:.2f}"
 
 

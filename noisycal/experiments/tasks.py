@@ -13,7 +13,7 @@ scikit-learn versions; :func:`task_table` reports what was actually built.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -92,7 +92,7 @@ TASKS: dict[str, Task] = {t.name: t for t in [
 TASK_NAMES = tuple(TASKS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> tuple[np.ndarray, np.ndarray]:
     from sklearn import datasets
 
