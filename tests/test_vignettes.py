@@ -31,6 +31,10 @@ EXPECTED = {
         "ambiguity_table.csv",
         "reliability_soft_target.png",
     ],
+    "05_noisy_calibration_labels": [
+        "results.csv",
+        "lwcal_report.md",
+    ],
 }
 
 #: Vignettes that can also run on the shared real data (``--data cifar10``).
