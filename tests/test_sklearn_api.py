@@ -52,6 +52,8 @@ ESTIMATORS = [
     CAL.VectorScaling(eps=1e-5, bounds=(0.1, 10.0), loss="log", max_iter=500),
     CAL.MatrixScaling(reg_lambda=1e-2, reg_mu=0.0, bounds=(-50.0, 50.0), max_iter=500),
     CAL.DirichletCalibration(eps=1e-8, reg_lambda=1e-2, loss="log"),
+    CAL.BetaCalibration(parameters="ab", monotone=False, eps=1e-5, bounds=(-50.0, 50.0),
+                        max_iter=500),
     CAL.HistogramBinning(n_bins=7),
     CAL.JointMap(n_bins=4, n_starts=2, max_iter=200, tol=1e-7, seed=3, orientation="vote",
                  anchor=1),

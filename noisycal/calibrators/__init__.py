@@ -12,10 +12,11 @@ from .isotonic import IsotonicCalibration
 from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
-from .scaling import HistogramBinning
+from .scaling import BetaCalibration, HistogramBinning
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
-           "VectorScaling", "MatrixScaling", "DirichletCalibration", "HistogramBinning",
+           "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
+           "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal"]

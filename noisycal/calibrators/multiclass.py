@@ -75,6 +75,10 @@ def _eta(theta: jax.Array, S: jax.Array, kind: str) -> jax.Array:
     if kind == "platt_binary":
         s = S[:, 1] - S[:, 0]
         return jnp.stack([jnp.zeros_like(s), theta[0] * s + theta[1]], axis=1)
+    if kind in ("beta_abm", "beta_ab"):  # S = [log(1 - s), log s]; beta calibration
+        c = theta[2] if kind == "beta_abm" else (theta[0] - theta[1]) * jnp.log(2.0)
+        u = theta[0] * S[:, 1] - theta[1] * S[:, 0] + c
+        return jnp.stack([jnp.zeros_like(u), u], axis=1)
     W = theta[: K * K].reshape(K, K)
     return S @ W.T + theta[K * K:]
 
@@ -108,7 +112,7 @@ def fit_softmax_map(kind: str, S: np.ndarray, T: np.ndarray, *, loss: str, binar
 
     Parameters
     ----------
-    kind : {'vector', 'platt', 'platt_binary', 'affine'}
+    kind : {'vector', 'platt', 'platt_binary', 'beta_abm', 'beta_ab', 'affine'}
         The parameterisation (module docstring).
     S, T : ndarray of shape (n, K)
         Scores and target rows.
@@ -156,9 +160,12 @@ class _LbfgsMap(SoftmaxMap):
 
     def _run(self, kind: str, S: np.ndarray, T: np.ndarray, starts: list[np.ndarray],
              box: list[tuple[float, float]], not_identified: str | None,
-             lam: float = 0.0, mu: float = 0.0) -> np.ndarray:
+             lam: float = 0.0, mu: float = 0.0,
+             model_lower: np.ndarray | None = None) -> np.ndarray:
         """Fit and set ``objective_``, ``n_iter_``, ``at_bound_``, ``status_``, ``message_``;
-        return the best parameter vector."""
+        return the best parameter vector. ``model_lower`` marks coordinates whose lower
+        bound is a constraint of the model (a monotone map), not an edge of the box: a
+        parameter on it does not make the status 'boundary'."""
         max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         # the log loss of a softmax of parameters entering linearly is convex: one start
         # suffices; the affine Brier loss is not, so every start is tried
@@ -171,7 +178,10 @@ class _LbfgsMap(SoftmaxMap):
         hi = np.array([b[1] for b in box])
         self.objective_ = float(best.fun)
         self.n_iter_ = int(best.nit)
-        self.at_bound_ = bool(np.any(np.isclose(best.x, lo) | np.isclose(best.x, hi)))
+        on_lo = np.isclose(best.x, lo)
+        if model_lower is not None:
+            on_lo &= ~np.asarray(model_lower, dtype=bool)
+        self.at_bound_ = bool(np.any(on_lo | np.isclose(best.x, hi)))
         hint = (", or the log loss is unbounded below for this target outside [0, 1]: "
                 "use loss='brier'") if self.loss_ == "log" and self._outside else ""
         finish_status(self, not_identified=not_identified, converged=converged,

@@ -1,0 +1,71 @@
+"""Bad-input catalogue: BetaCalibration (and the other maps of the multi-class family added
+with it). Collected by tests/test_bad_inputs.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+import noisycal as nc
+from noisycal.calibrators import NotFittedError
+
+C = nc.calibrators
+_RNG = np.random.default_rng(5)
+Z = _RNG.uniform(0.02, 0.98, 60)
+Y = (_RNG.random(60) < Z).astype(np.int64)
+
+R, S, W = "raises", "status", "warns"
+V = ValueError
+
+
+def _status(cal):
+    return SimpleNamespace(status=cal.status_, message=cal.message_)
+
+
+def _beta(**params):
+    return lambda **fit: C.BetaCalibration(**params).fit(**fit)
+
+
+CASES = [
+    # ------------------------------------------------------------ BetaCalibration
+    ("beta-parameters-unknown", lambda: _beta(parameters="abc")(probs=Z, target=Y), R, V,
+     r"parameters must be one of"),
+    ("beta-parameters-upper", lambda: _beta(parameters="ABM")(probs=Z, target=Y), R, V,
+     r"parameters"),
+    ("beta-monotone-string", lambda: _beta(monotone="yes")(probs=Z, target=Y), R, V,
+     r"monotone must be True or False"),
+    ("beta-eps-zero", lambda: _beta(eps=0.0)(probs=Z, target=Y), R, V, r"eps"),
+    ("beta-bounds-reversed", lambda: _beta(bounds=(5.0, -5.0))(probs=Z, target=Y), R, V,
+     r"bounds"),
+    ("beta-loss-unknown", lambda: _beta(loss="l1")(probs=Z, target=Y), R, V, r"loss"),
+    ("beta-max-iter-zero", lambda: _beta(max_iter=0)(probs=Z, target=Y), R, V, r"max_iter"),
+    ("beta-probs-and-logits", lambda: _beta()(probs=Z, logits=Z, target=Y), R, V,
+     r"probs= or logits="),
+    ("beta-no-input", lambda: _beta()(target=Y), R, V, r"probs= or logits="),
+    ("beta-probs-percent", lambda: _beta()(probs=100 * Z, target=Y), R, V,
+     r"probs must lie in \[0, 1\]"),
+    ("beta-probs-nan", lambda: _beta()(probs=np.where(Z > 0.9, np.nan, Z), target=Y), R, V,
+     r"probs.*NaN"),
+    ("beta-logits-inf", lambda: _beta()(logits=np.array([0.1, -np.inf, 2.0]),
+                                        target=np.array([0, 1, 1])), R, V,
+     r"logits.*infinite"),
+    ("beta-probs-matrix", lambda: _beta()(probs=np.column_stack([1 - Z, Z]), target=Y),
+     R, V, r"probs must be 1-D .*beta calibration is binary"),
+    ("beta-target-length", lambda: _beta()(probs=Z, target=Y[:-2]), R, V, r"target has 58"),
+    ("beta-target-label-3", lambda: _beta()(probs=Z, target=np.where(Y == 1, 3, 0)), R, V,
+     r"target must lie in 0\.\.1"),
+    ("beta-target-nan", lambda: _beta()(probs=Z[:2], target=np.array([0.2, np.nan])), R, V,
+     r"target.*NaN"),
+    ("beta-predict-unfitted", lambda: C.BetaCalibration().predict_proba(probs=Z), R,
+     NotFittedError, r"not fitted"),
+    ("beta-predict-matrix", lambda: _beta()(probs=Z, target=Y).predict_proba(
+        probs=np.column_stack([1 - Z, Z])), R, V, r"probs must have the shape"),
+    ("beta-two-scores-abm", lambda: _status(_beta()(probs=np.repeat([0.2, 0.7], 10),
+                                                    target=np.tile([0, 1], 10))),
+     S, None, r"not_identified.*2 distinct"),
+    ("beta-decreasing-target", lambda: _status(_beta()(probs=Z, target=(Z < 0.5).astype(int))),
+     S, None, r"degenerate.*constant"),
+    ("beta-separable-boundary", lambda: _status(_beta(parameters="am")(
+        probs=Z, target=(Z > 0.5).astype(int))), S, None, r"boundary"),
+]
