@@ -249,6 +249,13 @@ def test_grid_resumes_from_its_results_file(tmp_path):
     a = df.sort_values(key).reset_index(drop=True)
     b = third.sort_values(key).reset_index(drop=True)
     np.testing.assert_allclose(a["ece"], b["ece"], rtol=0, atol=1e-12)
+    # a method missing from a stored cell (e.g. added to the registry later) is added alone
+    third[third["method"] != "lwcal"].to_csv(out, index=False)
+    fourth = run_grid(cells, out, jobs=1, progress=False, gate_grid=False)
+    assert len(fourth) == 2 * n_methods
+    c = fourth.sort_values(key).reset_index(drop=True)
+    np.testing.assert_allclose(c["nll"], b["nll"], rtol=0, atol=1e-12)
+    assert list(fourth["method"].iloc[-2:]) == ["lwcal", "lwcal"]
     with pytest.raises(ValueError, match="unknown keyword"):
         run_grid(cells, out, jobs=1, gate_gird=False)
 

@@ -39,7 +39,7 @@ from .noise import MODES, noisy_labels, split_indices
 from .tasks import TASK_NAMES, load_task
 
 __all__ = ["SEEDS", "NOISY_RATES", "SMALL_TASKS", "Cell", "main_cells", "robustness_cells",
-           "small_cells", "run_cell", "run_grid", "read_results", "COLUMNS"]
+           "small_cells", "cell_methods", "run_cell", "run_grid", "read_results", "COLUMNS"]
 
 #: Seeds of the main study (the paper's six seeds are not given; ours).
 SEEDS = (0, 1, 2, 3, 4, 5)
@@ -111,9 +111,25 @@ def small_cells() -> list[Cell]:
     return main_cells(tasks=SMALL_TASKS, seeds=(0, 1), rates=(0.2, 0.3), clean=False)
 
 
+def cell_methods(cell: Cell, *, gate_grid: bool = True) -> list[str]:
+    """Names of the methods a cell runs (the gate variants on random-forest cells only).
+
+    Parameters
+    ----------
+    cell : tuple
+        ``(learner, task, seed, mode, rate)``.
+    gate_grid : bool, default=True
+
+    Returns
+    -------
+    list of str
+    """
+    return list(method_specs(gate_grid=gate_grid and cell[0] == "rf"))
+
+
 def run_cell(cell: Cell, *, gate_grid: bool = True, trim_retain: float = 0.9,
              platt_input: str = "probability", neg_ratio: float = 0.5,
-             nll_clip: float = 1e-15) -> list[dict]:
+             nll_clip: float = 1e-15, methods: Sequence[str] | None = None) -> list[dict]:
     """Fit the base learner of one cell and every method on it; score on clean labels.
 
     Parameters
@@ -129,6 +145,9 @@ def run_cell(cell: Cell, *, gate_grid: bool = True, trim_retain: float = 0.9,
         Asymmetric noise: negatives flip at ``neg_ratio * rate``.
     nll_clip : float, default=1e-15
         As in :func:`noisycal.experiments.evaluate.evaluate`.
+    methods : sequence of str, optional
+        Run only these methods (default: all of :func:`cell_methods`); the base learner
+        is deterministic given the cell, so rows added later match the earlier ones.
 
     Returns
     -------
@@ -160,6 +179,11 @@ def run_cell(cell: Cell, *, gate_grid: bool = True, trim_retain: float = 0.9,
                   disagreement=disagreement(p_cal, y_cal))
     specs = method_specs(trim_retain=trim_retain, platt_input=platt_input,
                          gate_grid=gate_grid and learner == "rf")
+    if methods is not None:
+        unknown = set(methods) - set(specs)
+        if unknown:
+            raise ValueError(f"methods: unknown for cell {cell}: {sorted(unknown)}")
+        specs = {k: v for k, v in specs.items() if k in methods}
     rows = []
     for name, spec in specs.items():
         p_hat, status, message = fit_method(spec, p_cal, y_cal, y_cal_clean, p_te)
@@ -181,11 +205,12 @@ def read_results(path: str | os.PathLike) -> pd.DataFrame:
     return df
 
 
-def _done(df: pd.DataFrame) -> set[Cell]:
-    if df.empty:
-        return set()
-    return {(str(a), str(b), int(c), str(d), float(e))
-            for a, b, c, d, e in df[list(CELL_KEYS)].drop_duplicates().itertuples(index=False)}
+def _done(df: pd.DataFrame) -> dict[Cell, set[str]]:
+    """The methods already stored for each cell."""
+    out: dict[Cell, set[str]] = {}
+    for a, b, c, d, e, m in df[[*CELL_KEYS, "method"]].itertuples(index=False):
+        out.setdefault((str(a), str(b), int(c), str(d), float(e)), set()).add(str(m))
+    return out
 
 
 def _append(path: Path, rows: list[dict]) -> None:
@@ -202,7 +227,8 @@ def run_grid(cells: Iterable[Cell], out: str | os.PathLike, *, jobs: int = 2,
     """Run the cells not yet in ``out`` and append their rows to it.
 
     Each finished cell's rows are appended at once, so an interrupted run resumes where
-    it stopped (cells already in the file are skipped).
+    it stopped: cells already in the file are skipped, and a cell that lacks some of its
+    methods (for example a method added to the registry since) runs those only.
 
     Parameters
     ----------
@@ -231,25 +257,32 @@ def run_grid(cells: Iterable[Cell], out: str | os.PathLike, *, jobs: int = 2,
         raise ValueError(f"unknown keyword(s) for run_cell: {sorted(unknown)}")
     path = Path(out)
     done = _done(read_results(path))
-    todo = [c for c in dict.fromkeys(tuple(c) for c in cells) if c not in done]
-    n_all = len(todo) + len(done)
+    gate = bool(cell_kwargs.get("gate_grid", True))
+    todo: list[tuple[Cell, list[str] | None]] = []
+    for c in dict.fromkeys(tuple(c) for c in cells):
+        have = done.get(c, set())
+        missing = [m for m in cell_methods(c, gate_grid=gate) if m not in have]
+        if missing:
+            todo.append((c, None if not have else missing))
     t0 = time.perf_counter()
 
-    def report(k: int, cell: Cell) -> None:
+    def report(k: int, cell: Cell, only: list[str] | None) -> None:
         if progress:
             el = time.perf_counter() - t0
             eta = el / k * (len(todo) - k)
-            print(f"[{k}/{len(todo)} new, {n_all} in grid] {'/'.join(map(str, cell))} "
-                  f"elapsed {el:.0f}s, left ~{eta:.0f}s", file=sys.stderr, flush=True)
+            what = "" if only is None else f" (adding {', '.join(only)})"
+            print(f"[{k}/{len(todo)}] {'/'.join(map(str, cell))}{what} elapsed {el:.0f}s, "
+                  f"left ~{eta:.0f}s", file=sys.stderr, flush=True)
 
     if jobs == 1:
-        for k, cell in enumerate(todo, 1):
-            _append(path, run_cell(cell, **cell_kwargs))
-            report(k, cell)
+        for k, (cell, only) in enumerate(todo, 1):
+            _append(path, run_cell(cell, methods=only, **cell_kwargs))
+            report(k, cell, only)
     elif todo:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as ex:
-            futs = {ex.submit(run_cell, c, **cell_kwargs): c for c in todo}
+            futs = {ex.submit(run_cell, c, methods=only, **cell_kwargs): (c, only)
+                    for c, only in todo}
             for k, f in enumerate(as_completed(futs), 1):
                 _append(path, f.result())
-                report(k, futs[f])
+                report(k, *futs[f])
     return read_results(path)
