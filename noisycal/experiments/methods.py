@@ -11,8 +11,9 @@ compares, on the scores of one frozen base learner per cell (Table III):
   Platt's smoothed targets), with the box widened to ``[-100, 100]``; ``'logit'`` uses
   the log-odds;
 - ``isotonic``: :class:`noisycal.calibrators.IsotonicCalibration`;
-- ``beta``: beta calibration ("abm"), when ``BetaCalibration`` exists in
-  :mod:`noisycal.calibrators` (left out otherwise);
+- ``beta``: beta calibration ("abm"), :class:`noisycal.calibrators.BetaCalibration` at
+  its defaults (scores clipped to ``[1e-6, 1 - 1e-6]`` before the logarithms), when it
+  exists in :mod:`noisycal.calibrators` (left out otherwise);
 - ``trimcal_iso`` / ``trimcal_beta``: :class:`noisycal.calibrators.TrimCal` keeping the
   lowest-loss share ``trim_retain`` (default 0.9; the paper does not state it) and
   fitting isotonic or beta calibration on it;

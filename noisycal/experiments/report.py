@@ -352,7 +352,16 @@ def pattern_checks(df: pd.DataFrame, *, learner: str = "rf") -> dict[str, bool]:
         "Isotonic ECE between LWCal and raw":
             t.loc["lwcal", "ece"] < t.loc["isotonic", "ece"] < t.loc["raw", "ece"],
         "TrimCal-Iso has the worst mean NLL": t["nll"].idxmax() == "trimcal_iso",
+        "Gated-LWCal Brier <= LWCal Brier + 0.002":
+            t.loc["gated_lwcal", "brier"] <= t.loc["lwcal", "brier"] + 0.002,
     }
+    for m in ("platt", "beta"):
+        if m in t.index:
+            out[f"{METHOD_TITLES[m]} NLL above raw"] = t.loc[m, "nll"] > t.loc["raw", "nll"]
+    ds = dataset_table(df, learner=learner)
+    worse = sorted(ds.index[ds["lwcal_ece"] >= ds["raw_ece"]])
+    out[f"LWCal fails to reduce ECE only on Synthetic Sparse (here: {worse or 'none'})"] = \
+        worse == ["Synthetic Sparse"]
     low = [x for x in r.index if x <= 0.3]
     if low:
         out["At rates <= 0.3, LWCal and Gated-LWCal beat raw and isotonic on ECE and NLL"] = \
