@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .evaluate import METRICS, paired_bootstrap
+from .evaluate import CELL_KEYS, METRICS, paired_bootstrap
 from .methods import GATE_CENTERS, GATE_WIDTHS, METHOD_TITLES, gate_method_name
 from .tasks import TASKS
 
@@ -295,6 +295,8 @@ def bootstrap_table(df: pd.DataFrame, *, baselines: tuple[str, ...] = ("raw", "i
                     level: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Table VI: Gated-LWCal minus each baseline over the matched cells of ``df``.
 
+    Each pair uses the cells of ``df`` that hold both methods; ``cells`` says how many.
+
     Parameters
     ----------
     df : pandas.DataFrame
@@ -318,7 +320,12 @@ def bootstrap_table(df: pd.DataFrame, *, baselines: tuple[str, ...] = ("raw", "i
         for b in baselines:
             if b not in have:
                 continue
-            e = paired_bootstrap(df, "gated_lwcal", b, m, n_boot=n_boot, level=level, seed=seed)
+            keys = list(CELL_KEYS)
+            both = (df[df["method"].isin(("gated_lwcal", b))].groupby(keys)["method"]
+                    .nunique().loc[lambda x: x == 2].index)
+            pair = df.set_index(keys).loc[both].reset_index()  # cells holding both methods
+            e = paired_bootstrap(pair, "gated_lwcal", b, m, n_boot=n_boot, level=level,
+                                 seed=seed)
             p = PAPER_TABLE_VI.get((m, b), (np.nan,) * 3)
             rows.append(dict(metric=m, baseline=b, delta=e.value, low=e.interval[0],
                              high=e.interval[1], cells=e.n, paper_delta=p[0], paper_low=p[1],
@@ -378,21 +385,24 @@ def pattern_checks(df: pd.DataFrame, *, learner: str = "rf") -> dict[str, bool]:
     return {k: bool(v) for k, v in out.items()}
 
 
+def _cell(v: object) -> str:
+    if isinstance(v, float | np.floating):
+        return "" if np.isnan(v) else f"{v:.3f}"
+    return str(v)
+
+
 def _md(t: pd.DataFrame, index: bool = True) -> str:
-    return t.to_markdown(index=index, floatfmt=".3f") if _has_tabulate() else t.to_string(
-        float_format=lambda x: f"{x:.3f}", index=index)
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """A markdown pipe table (three decimals)."""
+    t = t.reset_index() if index else t
+    head = [str(c) for c in t.columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |"
+              for row in t.itertuples(index=False)]
+    return "\n".join(lines)
 
 
 def render(df: pd.DataFrame, *, bootstrap: bool = True, n_boot: int = 2000) -> str:
-    """All tables as text (markdown when ``tabulate`` is installed), paper values beside.
+    """All tables as markdown text, the paper's values beside ours.
 
     Parameters
     ----------
