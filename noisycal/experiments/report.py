@@ -205,7 +205,7 @@ def dataset_table(df: pd.DataFrame, *, learner: str = "rf") -> pd.DataFrame:
     paper = pd.DataFrame(PAPER_TABLE_VIII, index=["paper_raw_ece", "paper_lwcal_ece",
                                                   "paper_raw_nll", "paper_gated_nll"]).T
     t = t.join(paper)
-    t.index = [TASKS[i].title for i in t.index]
+    t.index = pd.Index([TASKS[i].title for i in t.index], name="task")
     return t.sort_index()
 
 
