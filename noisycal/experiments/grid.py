@@ -90,7 +90,7 @@ def main_cells(*, tasks: Sequence[str] = TASK_NAMES, seeds: Sequence[int] = SEED
 def robustness_cells(*, tasks: Sequence[str] = TASK_NAMES, seeds: Sequence[int] = (0, 1, 2),
                      modes: Sequence[str] = MODES, rates: Sequence[float] = (0.2, 0.3),
                      learners: Sequence[str] = LEARNERS) -> list[Cell]:
-    """Cells of the base-learner robustness study (324 by default).
+    """Cells of the base-learner robustness study (324 by default), seed first.
 
     Parameters
     ----------
@@ -101,8 +101,8 @@ def robustness_cells(*, tasks: Sequence[str] = TASK_NAMES, seeds: Sequence[int] 
     -------
     list of tuple
     """
-    return [c for lr in learners
-            for c in main_cells(tasks=tasks, seeds=seeds, modes=modes, rates=rates,
+    return [c for s in seeds for lr in learners
+            for c in main_cells(tasks=tasks, seeds=(s,), modes=modes, rates=rates,
                                 clean=False, learner=lr)]
 
 
