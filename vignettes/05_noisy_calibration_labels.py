@@ -15,8 +15,9 @@
 # Synthetic Imbalance (Table II) x seeds 0, 1 x symmetric and asymmetric noise x rates
 # 0.2, 0.3, that is 24 cells, each fitting one random forest (160 trees) and every method
 # of `noisycal.experiments.methods`. `--full` runs the paper's 432-cell main study (plus
-# the clean cells) and the robustness grid; it takes about an hour on 2 cores (see
-# `benchmarks/README.md`). The same runs are available as
+# the clean cells) and the robustness grid: about 47 minutes on a shared 2-core machine,
+# where `--small` took 2 min 58 s (51.6 s of CPU; `benchmarks/README.md` has the measured
+# tables). The same runs are available as
 # `python -m noisycal.experiments.lwcal_protocol --small|--full --out results.csv`.
 #
 # Run: `python vignettes/05_noisy_calibration_labels.py [--small|--full] [--jobs 2]
