@@ -36,6 +36,10 @@ EXPECTED = {
         "cumulative_mass_curves.png",
         "reliability_base_vs_conformal_ts.png",
     ],
+    "05_noisy_calibration_labels": [
+        "results.csv",
+        "lwcal_report.md",
+    ],
 }
 
 #: Vignettes that can also run on the shared real data (``--data cifar10``).
