@@ -54,7 +54,7 @@ ESTIMATORS = [
     CAL.DirichletCalibration(eps=1e-8, reg_lambda=1e-2, loss="log"),
     CAL.BetaCalibration(parameters="ab", monotone=False, eps=1e-5, bounds=(-50.0, 50.0),
                         max_iter=500),
-    CAL.HistogramBinning(n_bins=7),
+    CAL.HistogramBinning(n_bins=7, empty_bins="center"),
     CAL.JointMap(n_bins=4, n_starts=2, max_iter=200, tol=1e-7, seed=3, orientation="vote",
                  anchor=1),
 ]
@@ -174,7 +174,7 @@ def test_calibrators_work_in_a_grid_of_clones():
         est = clone(base).set_params(n_bins=n_bins)
         values[n_bins] = _fit(est, d).values_
         assert values[n_bins].shape == (n_bins,)
-    assert base.get_params() == {"n_bins": 10}
+    assert base.get_params() == {"n_bins": 10, "empty_bins": "mean"}
     np.testing.assert_array_equal(values[10], _fit(CAL.HistogramBinning(), d).values_)
 
 

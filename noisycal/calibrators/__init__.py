@@ -8,11 +8,12 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
 from ._base import Calibrator, NotFittedError
+from .binning import HistogramBinning
 from .isotonic import IsotonicCalibration
 from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
-from .scaling import BetaCalibration, HistogramBinning
+from .scaling import BetaCalibration
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
 
