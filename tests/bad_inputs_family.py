@@ -31,6 +31,10 @@ def _hb(**params):
     return lambda **fit: C.HistogramBinning(**params).fit(**fit)
 
 
+def _ats(**params):
+    return lambda **fit: C.AdaptiveTemperatureScaling(**params).fit(**fit)
+
+
 def _beta(**params):
     return lambda **fit: C.BetaCalibration(**params).fit(**fit)
 
@@ -108,4 +112,29 @@ CASES = [
     ("hb-target-not-ok", lambda: _status(_hb()(probs=PM, target=nc.targets.Target(
         np.eye(3)[YM], "posterior", status="not_identified", message="no channels"))),
      S, None, r"target_not_ok.*not_identified"),
+    # ------------------------------------------------ AdaptiveTemperatureScaling
+    ("ats-reg-negative", lambda: _ats(reg_lambda=-1e-3)(logits=ZM, target=YM), R, V,
+     r"reg_lambda"),
+    ("ats-reg-string", lambda: _ats(reg_lambda="1e-3")(logits=ZM, target=YM), R, V,
+     r"reg_lambda"),
+    ("ats-bounds-reversed", lambda: _ats(bounds=(1.0, -1.0))(logits=ZM, target=YM), R, V,
+     r"bounds"),
+    ("ats-max-iter-zero", lambda: _ats(max_iter=0)(logits=ZM, target=YM), R, V,
+     r"max_iter"),
+    ("ats-logits-inf", lambda: _ats()(logits=np.where(ZM > 3, np.inf, ZM), target=YM), R, V,
+     r"logits.*infinite"),
+    ("ats-probs-percent", lambda: _ats()(probs=100 * PM, target=YM), R, V,
+     r"probs must lie in \[0, 1\]"),
+    ("ats-target-wrong-length", lambda: _ats()(logits=ZM, target=YM[:-1]), R, V,
+     r"target"),
+    ("ats-predict-unfitted", lambda: C.AdaptiveTemperatureScaling().predict_proba(logits=ZM),
+     R, NotFittedError, r"not fitted"),
+    ("ats-temperature-wrong-kind", lambda: _ats()(logits=ZM, target=YM).predict_temperature(
+        probs=PM), R, V, r"fitted on \(logits="),
+    ("ats-constant-rows", lambda: _status(_ats()(logits=np.ones((20, 3)),
+                                                 target=np.arange(20) % 3)),
+     S, None, r"not_identified.*constant"),
+    ("ats-uniform-target-start", lambda: _status(_ats()(logits=ZM,
+                                                        target=np.full((60, 3), 1 / 3))),
+     S, None, r"boundary.*box"),
 ]

@@ -13,11 +13,12 @@ from .isotonic import IsotonicCalibration
 from .joint import JointMap
 from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
-from .scaling import BetaCalibration
+from .scaling import AdaptiveTemperatureScaling, BetaCalibration
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
+           "AdaptiveTemperatureScaling",
            "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal"]

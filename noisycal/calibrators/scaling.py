@@ -1,13 +1,17 @@
-"""Beta calibration of binary scores, and where the other scaling maps live.
+"""Beta calibration and adaptive temperature scaling, and where the other scaling maps live.
 
 The scaling maps (temperature, vector, Platt, matrix and Dirichlet scaling), fitted to
 any target, are in :mod:`noisycal.calibrators.temperature` and
 :mod:`noisycal.calibrators.multiclass`; :class:`BetaCalibration` (Kull, Silva Filho &
-Flach, 2017) is here and shares their fitting code. Histogram binning is in
-:mod:`noisycal.calibrators.binning`.
+Flach, 2017) and :class:`AdaptiveTemperatureScaling` (Joy et al., 2023, in the form of
+"Confidence Calibration under Ambiguous Ground Truth") are here and share their fitting
+code. Histogram binning is in :mod:`noisycal.calibrators.binning`.
 
 References
 ----------
+Joy, T., Pinto, F., Lim, S.-N., Torr, P. H. S. & Dokania, P. K. (2023). Sample-dependent
+adaptive temperature scaling for improved calibration. AAAI.
+
 Kull, M., Silva Filho, T. M. & Flach, P. (2017). Beta calibration: a well-founded and
 easily implemented improvement on logistic calibration for binary classifiers. AISTATS.
 """
@@ -15,18 +19,22 @@ easily implemented improvement on logistic calibration for binary classifiers. A
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy import optimize
+from scipy.special import softmax, softplus
 
 from .._typing import ArrayLike
-from .._validation import check_choice
+from .._validation import check_choice, check_real
 from .._warnings import IdentifiabilityWarning
 from ._base import check_box
-from ._inputs import EPS
-from .multiclass import _doc, _LbfgsMap
+from ._inputs import EPS, score_matrix
+from .multiclass import ATS_MIN_TEMPERATURE, N_ATS_FEATURES, _doc, _LbfgsMap
+from .temperature import TemperatureScaling
 
-__all__ = ["BetaCalibration", "BETA_PARAMETERS"]
+__all__ = ["BetaCalibration", "BETA_PARAMETERS", "AdaptiveTemperatureScaling",
+           "ats_features"]
 
 #: The parametrisations of beta calibration (Kull, Silva Filho & Flach, 2017, Section 3).
 BETA_PARAMETERS = ("abm", "ab", "am")
@@ -192,3 +200,171 @@ def _midpoint(a: float, b: float, c: float) -> float:
     if not (f(lo) < 0 < f(hi) or f(lo) > 0 > f(hi)):
         return math.nan
     return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps))
+
+
+def ats_features(S: np.ndarray) -> np.ndarray:
+    """The features of adaptive temperature scaling, shape (n, 4).
+
+    ``phi(z) = [max_k z_k, H(softmax(z)) / log K, p_(1) - p_(2), p_(1)]``, with
+    ``p_(1) >= p_(2)`` the two largest probabilities of ``softmax(z)`` ("Confidence
+    Calibration under Ambiguous Ground Truth", Appendix L).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, K)
+        Scores (logits, or log-probabilities), K >= 2.
+
+    Returns
+    -------
+    ndarray of shape (n, 4)
+    """
+    P = softmax(S, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        H = -np.sum(np.where(P > 0, P * np.log(P), 0.0), axis=1)
+    top2 = -np.sort(-P, axis=1)[:, :2]
+    return np.column_stack([S.max(axis=1), H / math.log(S.shape[1]),
+                            top2[:, 0] - top2[:, 1], top2[:, 0]])
+
+
+class AdaptiveTemperatureScaling(_LbfgsMap):
+    """Adaptive temperature scaling: one temperature per item from features of its scores.
+
+    Joy et al. (2023), in the form that "Confidence Calibration under Ambiguous Ground
+    Truth" (Tao, Luo, Dong & Xu, 2026, Appendix L) uses as its ATS baseline:
+
+    .. math:: T_i = \\operatorname{softplus}(w^\\top \\tilde\\phi(z_i) + b) + 0.1,
+              \\qquad q_i = \\operatorname{softmax}(z_i / T_i),
+
+    with ``phi(z) = [max_k z_k, H(softmax(z)) / log K, p_(1) - p_(2), p_(1)]``
+    (:func:`ats_features`) and ``phi~`` its standardisation by the mean and standard
+    deviation over the fitting items (a constant feature keeps scale 1). The loss is the
+    mean loss against the target (log loss for targets on the simplex, so the voted-label
+    NLL of the paper with voted labels, and the soft cross-entropy with soft ones; the
+    affine Brier loss for targets that leave it) plus ``reg_lambda * ||w||^2``.
+
+    The paper leaves the optimiser, the standardisation and the start open; our choices:
+    L-BFGS-B on JAX gradients (deterministic, instead of the suggested Adam), features
+    standardised, and one start at ``w = 0, b = softplus^-1(T_TS - 0.1)`` where T_TS is
+    the exact temperature-scaling fit to the same target (so the fit is never worse than
+    temperature scaling on the fitting loss; the loss is not convex in (w, b)).
+
+    Parameters
+    ----------
+    reg_lambda : float, default=1e-3
+        Weight of the l2 penalty on w (>= 0).
+    eps : float, default=1e-6
+        Floor of ``probs=`` before the logarithm (``0 < eps < 0.5``); logits are never
+        clipped.
+    bounds : (float, float), default=(-50.0, 50.0)
+        The box ``(low, high)`` of w and b.
+    loss : {'auto', 'log', 'brier'}, default='auto'
+        As for :class:`TemperatureScaling`.
+    max_iter : int, default=2000
+        L-BFGS-B iteration limit.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (4,)
+        w, on the standardised features.
+    intercept_ : float
+        b.
+    feature_mean_, feature_scale_ : ndarray of shape (4,)
+        The standardisation of the features.
+    ts_temperature_ : float
+        The temperature-scaling fit the optimiser starts from.
+    mean_temperature_ : float
+        The mean of ``T_i`` over the fitting items (the "T" the paper's tables report
+        for ATS, presumably).
+    n_classes_, binary_, input_, eps_, loss_, objective_, n_iter_, at_bound_ :
+        As for :class:`VectorScaling`.
+    status_, message_ : str
+        ``'ok'``; ``'not_identified'`` when every score row is constant; ``'boundary'``
+        when a parameter ended on the box; ``'not_converged'``;
+        ``'start_not_ok'`` when the temperature-scaling start had a status other than
+        'ok' (separable or infinite temperature). Any status but 'ok' warns.
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(3000, 4)) * 3
+    >>> y = (np.exp(z / 2).cumsum(1) / np.exp(z / 2).sum(1, keepdims=True)
+    ...      > rng.random((3000, 1))).argmax(1)
+    >>> ats = nc.calibrators.AdaptiveTemperatureScaling().fit(logits=z, target=y)
+    >>> ats.status_, round(ats.ts_temperature_, 1), ats.predict_temperature(logits=z).shape
+    ('ok', 2.1, (3000,))
+    """
+
+    def __init__(self, *, reg_lambda: float = 1e-3, eps: float = EPS,
+                 bounds: tuple[float, float] = (-50.0, 50.0), loss: str = "auto",
+                 max_iter: int = 2000) -> None:
+        self.reg_lambda = reg_lambda
+        self.eps = eps
+        self.bounds = bounds
+        self.loss = loss
+        self.max_iter = max_iter
+
+    def _standardised(self, S: np.ndarray) -> np.ndarray:
+        return (ats_features(S) - self.feature_mean_) / self.feature_scale_
+
+    def _temperatures(self, S: np.ndarray) -> np.ndarray:
+        a = self._standardised(S) @ self.coef_ + self.intercept_
+        return softplus(a) + ATS_MIN_TEMPERATURE
+
+    def _eta(self, S: np.ndarray) -> np.ndarray:
+        return S / self._temperatures(S)[:, None]
+
+    def predict_temperature(self, *, probs: ArrayLike | None = None,
+                            logits: ArrayLike | None = None) -> np.ndarray:
+        """The per-item temperatures ``T_i``.
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n,) or (n, n_classes), optional
+            Exactly one, as for :meth:`predict_proba`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
+        self._check_fitted()
+        x = score_matrix(probs, logits, self.eps_)
+        if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_ \
+                or x.given != self.input_:
+            raise ValueError(f"{x.given} must be the input kind and shape the map was "
+                             f"fitted on ({self.input_}=, {self.n_classes_} classes); got "
+                             f"shape {np.shape(x.raw)}")
+        return self._temperatures(x.S)
+
+    @_doc
+    def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
+            target: object) -> AdaptiveTemperatureScaling:
+        """Fit w and b to a target."""
+        lam = check_real(self.reg_lambda, "reg_lambda", minimum=0.0)
+        lo, hi = check_box(self.bounds, positive=False)
+        x, T = self._prepare(probs, logits, target)
+        S = x.S
+        phi = ats_features(S)
+        self.feature_mean_ = phi.mean(axis=0)
+        scale = phi.std(axis=0)
+        self.feature_scale_ = np.where(scale > 0, scale, 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the start's status is reported below
+            ts = TemperatureScaling(eps=self.eps, loss=self.loss_).fit(
+                **{x.given: x.raw}, target=target)
+        self.ts_temperature_ = float(ts.temperature_)
+        b0 = float(np.log(np.expm1(max(ts.temperature_ - ATS_MIN_TEMPERATURE, 1e-8))))
+        why = None if np.any(np.ptp(S, axis=1) > 0) else (
+            "every score row is constant, so the temperatures do not enter the map")
+        stacked = np.column_stack([S, (phi - self.feature_mean_) / self.feature_scale_])
+        start = np.r_[np.zeros(N_ATS_FEATURES), np.clip(b0, lo, hi)]
+        theta = self._run("adaptive", stacked, T, [start], [(lo, hi)] * (N_ATS_FEATURES + 1),
+                          why, lam=lam)
+        self.coef_ = theta[:N_ATS_FEATURES]
+        self.intercept_ = float(theta[N_ATS_FEATURES])
+        self.reg_lambda_ = lam
+        self.mean_temperature_ = float(np.mean(self._temperatures(S)))
+        if self.status_ == "ok" and ts.status_ != "ok":
+            self._set_status("start_not_ok", f"the temperature-scaling start has status "
+                             f"{ts.status_!r}: {ts.message_}", IdentifiabilityWarning)
+        return self
