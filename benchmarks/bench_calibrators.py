@@ -145,12 +145,12 @@ def main() -> dict:
         "ts_T_noisycal": T_nc, "ts_T_scipy_fd": T_fd, "ts_T_scipy_analytic": T_an,
         "ts_noisycal_s": t_nc, "ts_scipy_fd_s": t_fd, "ts_scipy_analytic_s": t_an,
         "ts_scipy_fd_nfev": int(r_fd.nfev), "ts_scipy_analytic_nfev": int(r_an.nfev),
-        "ts_noisycal_brent_iterations": ts.n_iter_,
+        "ts_noisycal_newton_passes": ts.n_iter_,
         "ratio_fd_over_noisycal": t_fd / t_nc, "ratio_analytic_over_noisycal": t_an / t_nc,
     })
     print("temperature scaling (T: noisycal %.8f, scipy FD %.8f, scipy analytic %.8f)"
           % (T_nc, T_fd, T_an))
-    print(f"  noisycal exact 1-D solve ({ts.n_iter_} Brent iterations): {t_nc * 1e3:9.2f} ms")
+    print(f"  noisycal exact 1-D solve ({ts.n_iter_} Newton passes): {t_nc * 1e3:9.2f} ms")
     print(f"  netcal-like stand-in (scipy L-BFGS-B, finite differences, {r_fd.nfev} "
           f"evaluations): {t_fd * 1e3:9.2f} ms  ratio {t_fd / t_nc:6.1f}x  (target >= 10x)")
     print(f"  scipy L-BFGS-B, analytic gradient ({r_an.nfev} evaluations): "

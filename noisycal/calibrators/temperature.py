@@ -54,17 +54,23 @@ __all__ = ["TemperatureScaling", "solve_inverse_temperature"]
 
 #: Relative tolerance of the two limit tests g(0) >= 0 and g(infinity) <= 0.
 LIMIT_RTOL = 1e-12
+#: Larger fits start Newton from the root on every k-th item, about this many items (the
+#: start only saves passes over the full data; the root is that of the full data).
+WARM_START_ITEMS = 1000
 #: Passes of the safeguarded Newton iteration (bisection alone needs about 1100 from a
 #: bracket [0, 2^1023] down to machine precision).
 MAX_ITER = 2000
 
 
-def _moments(beta: float, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``E[s_i]`` and ``Var[s_i]`` under ``softmax(beta s_i)`` for every item, one pass."""
-    Q = softmax(beta * S, axis=1)
-    QS = Q * S
-    mean = QS.sum(axis=1)
-    return mean, np.maximum(np.einsum("ij,ij->i", QS, S) - mean * mean, 0.0)
+def _moments(beta: float, S: np.ndarray, Sc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``E[s_i]`` and ``Var[s_i]`` under ``softmax(beta s_i)`` for every item, one pass.
+
+    ``Sc`` is ``S`` minus its row maxima (so ``exp(beta Sc) <= 1`` for beta >= 0)."""
+    E = np.exp(beta * Sc)
+    w = E.sum(axis=1)
+    mean = np.einsum("ij,ij->i", E, S) / w
+    second = np.einsum("ij,ij,ij->i", E, S, S, optimize=False) / w
+    return mean, np.maximum(second - mean * mean, 0.0)
 
 
 def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str, int]:
@@ -97,10 +103,15 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str,
     if g_inf <= tol:
         return math.inf, "zero_temperature", 0
     # g(0) < 0 < g(inf) and g is non-decreasing: Newton inside the bracket (lo, hi)
+    Sc = S - S.max(axis=1, keepdims=True)
     lo, hi, beta = 0.0, math.inf, 1.0
+    if S.shape[0] > 2 * WARM_START_ITEMS:  # start from the root on an evenly spaced subset
+        step = S.shape[0] // WARM_START_ITEMS
+        sub, kind, _ = solve_inverse_temperature(S[::step], T[::step])
+        beta = sub if kind == "root" else beta
     rtol = 4 * np.finfo(float).eps
     for it in range(1, MAX_ITER + 1):
-        mean, var = _moments(beta, S)
+        mean, var = _moments(beta, S, Sc)
         g = float(np.mean(r * mean)) - m
         slope = float(np.mean(r * var))
         if g == 0.0:
