@@ -148,8 +148,8 @@ def main() -> dict:
         "ts_noisycal_newton_passes": ts.n_iter_,
         "ratio_fd_over_noisycal": t_fd / t_nc, "ratio_analytic_over_noisycal": t_an / t_nc,
     })
-    print("temperature scaling (T: noisycal %.8f, scipy FD %.8f, scipy analytic %.8f)"
-          % (T_nc, T_fd, T_an))
+    print(f"temperature scaling (T: noisycal {T_nc:.8f}, scipy FD {T_fd:.8f}, "
+          f"scipy analytic {T_an:.8f})")
     print(f"  noisycal exact 1-D solve ({ts.n_iter_} Newton passes): {t_nc * 1e3:9.2f} ms")
     print(f"  netcal-like stand-in (scipy L-BFGS-B, finite differences, {r_fd.nfev} "
           f"evaluations): {t_fd * 1e3:9.2f} ms  ratio {t_fd / t_nc:6.1f}x  (target >= 10x)")
