@@ -12,8 +12,9 @@ folder (``$NOISYCAL_DATA`` or ``../shared/data``), with the models we have:
   paper used roberta-large-mnli and DeBERTa-v3).
 
 Each seed changes the split (and the Monte-Carlo draws). Rows: every method of
-:data:`noisycal.ambiguity.METHODS` but the simulation-only 'Oracle'. HB, ATS and IR-Soft
-are not in noisycal yet. Metrics in percent (ECEs), Brier (expected form) and NLL raw.
+:data:`noisycal.ambiguity.METHODS` but the simulation-only 'Oracle' (the ATS, HB, HB-Soft
+and IR-Soft rows were added after the tables measured in benchmarks/README.md). Metrics in
+percent (ECEs), Brier (expected form) and NLL raw.
 
 Run: ``python benchmarks/ambiguous_gt_tables.py [--seeds 10] [--quick] [--mcts-only]``;
 without the data it prints a skip line and exits 0. Results:

@@ -15,12 +15,24 @@ _RNG = np.random.default_rng(5)
 Z = _RNG.uniform(0.02, 0.98, 60)
 Y = (_RNG.random(60) < Z).astype(np.int64)
 
+ZM = _RNG.normal(size=(60, 3)) * 2
+PM = np.exp(ZM) / np.exp(ZM).sum(1, keepdims=True)
+YM = PM.argmax(1)
+
 R, S, W = "raises", "status", "warns"
 V = ValueError
 
 
 def _status(cal):
     return SimpleNamespace(status=cal.status_, message=cal.message_)
+
+
+def _hb(**params):
+    return lambda **fit: C.HistogramBinning(**params).fit(**fit)
+
+
+def _ats(**params):
+    return lambda **fit: C.AdaptiveTemperatureScaling(**params).fit(**fit)
 
 
 def _beta(**params):
@@ -68,4 +80,61 @@ CASES = [
      S, None, r"degenerate.*constant"),
     ("beta-separable-boundary", lambda: _status(_beta(parameters="am")(
         probs=Z, target=(Z > 0.5).astype(int))), S, None, r"boundary"),
+    # ------------------------------------------------ HistogramBinning, top-label
+    ("hb-empty-bins-unknown", lambda: _hb(empty_bins="zero")(probs=PM, target=YM), R, V,
+     r"empty_bins must be one of"),
+    ("hb-binary-logits", lambda: _hb()(logits=ZM[:, 0], target=Y), R, V,
+     r"logits= is not accepted for binary"),
+    ("hb-no-scores", lambda: _hb()(target=YM), R, V, r"probs= or logits="),
+    ("hb-probs-and-logits", lambda: _hb()(probs=PM, logits=ZM, target=YM), R, V,
+     r"probs= or logits="),
+    ("hb-matrix-rows-not-normalised", lambda: _hb()(probs=PM * 0.9, target=YM), R, V,
+     r"rows of probs must sum to 1"),
+    ("hb-matrix-percent", lambda: _hb()(probs=100 * PM, target=YM), R, V,
+     r"probs must lie in \[0, 1\]"),
+    ("hb-logits-nan", lambda: _hb()(logits=np.where(ZM > 3, np.nan, ZM), target=YM), R, V,
+     r"logits.*NaN"),
+    ("hb-target-label-out-of-range", lambda: _hb()(probs=PM, target=YM + 1), R, V,
+     r"target"),
+    ("hb-target-wrong-classes", lambda: _hb()(probs=PM, target=np.eye(4)[YM % 4]), R, V,
+     r"target must have shape \(60, 3\)"),
+    ("hb-target-soft-not-normalised", lambda: _hb()(probs=PM, target=PM * 0.5), R, V,
+     r"target rows must sum to 1"),
+    ("hb-too-many-bins", lambda: _hb(n_bins=700)(probs=PM, target=YM), R, V, r"n_bins"),
+    ("hb-predict-wrong-classes", lambda: _hb()(probs=PM, target=YM).predict_proba(
+        probs=np.full((2, 4), 0.25)), R, V, r"probs must have the shape .*\(n, 3\)"),
+    ("hb-predict-binary-on-matrix-fit", lambda: _hb()(probs=PM, target=YM).predict_proba(
+        probs=Z), R, V, r"probs must have the shape"),
+    ("hb-predict-matrix-on-binary-fit", lambda: _hb()(probs=Z, target=Y).predict_proba(
+        probs=PM), R, V, r"probs must have the shape .*\(n,\) binary"),
+    ("hb-bound-multiclass", lambda: _hb()(probs=PM, target=YM).bound(PM), R, V,
+     r"bound\(\) holds for the binary"),
+    ("hb-target-not-ok", lambda: _status(_hb()(probs=PM, target=nc.targets.Target(
+        np.eye(3)[YM], "posterior", status="not_identified", message="no channels"))),
+     S, None, r"target_not_ok.*not_identified"),
+    # ------------------------------------------------ AdaptiveTemperatureScaling
+    ("ats-reg-negative", lambda: _ats(reg_lambda=-1e-3)(logits=ZM, target=YM), R, V,
+     r"reg_lambda"),
+    ("ats-reg-string", lambda: _ats(reg_lambda="1e-3")(logits=ZM, target=YM), R, V,
+     r"reg_lambda"),
+    ("ats-bounds-reversed", lambda: _ats(bounds=(1.0, -1.0))(logits=ZM, target=YM), R, V,
+     r"bounds"),
+    ("ats-max-iter-zero", lambda: _ats(max_iter=0)(logits=ZM, target=YM), R, V,
+     r"max_iter"),
+    ("ats-logits-inf", lambda: _ats()(logits=np.where(ZM > 3, np.inf, ZM), target=YM), R, V,
+     r"logits.*infinite"),
+    ("ats-probs-percent", lambda: _ats()(probs=100 * PM, target=YM), R, V,
+     r"probs must lie in \[0, 1\]"),
+    ("ats-target-wrong-length", lambda: _ats()(logits=ZM, target=YM[:-1]), R, V,
+     r"target"),
+    ("ats-predict-unfitted", lambda: C.AdaptiveTemperatureScaling().predict_proba(logits=ZM),
+     R, NotFittedError, r"not fitted"),
+    ("ats-temperature-wrong-kind", lambda: _ats()(logits=ZM, target=YM).predict_temperature(
+        probs=PM), R, V, r"fitted on \(logits="),
+    ("ats-constant-rows", lambda: _status(_ats()(logits=np.ones((20, 3)),
+                                                 target=np.arange(20) % 3)),
+     S, None, r"not_identified.*constant"),
+    ("ats-uniform-target-start", lambda: _status(_ats()(logits=ZM,
+                                                        target=np.full((60, 3), 1 / 3))),
+     S, None, r"boundary.*box"),
 ]

@@ -150,7 +150,10 @@ def test_bound_refused_for_a_fit_that_is_not_ok(status):
     assert T.status != "ok" and T.details["fit_status"] == status
     with pytest.raises(ValueError, match=f"needs identified channels.*{status}"):
         nc.ece(z, T, interval="bound", n_bins=5)
-    h = nc.calibrators.HistogramBinning(n_bins=5).fit(probs=z, target=T)
+    # the histogram fitted to that target inherits its status (and warns)
+    with pytest.warns(nc.IdentifiabilityWarning, match=status):
+        h = nc.calibrators.HistogramBinning(n_bins=5).fit(probs=z, target=T)
+    assert h.status_ == "target_not_ok"
     with pytest.raises(ValueError, match=f"needs identified channels.*{status}"):
         h.bound(T)
     ok = nc.targets.corrected(A, _Fit("ok"))

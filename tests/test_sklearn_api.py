@@ -54,7 +54,9 @@ ESTIMATORS = [
     CAL.DirichletCalibration(eps=1e-8, reg_lambda=1e-2, loss="log"),
     CAL.BetaCalibration(parameters="ab", monotone=False, eps=1e-5, bounds=(-50.0, 50.0),
                         max_iter=500),
-    CAL.HistogramBinning(n_bins=7),
+    CAL.AdaptiveTemperatureScaling(reg_lambda=1e-2, eps=1e-5, bounds=(-20.0, 20.0),
+                                   max_iter=500),
+    CAL.HistogramBinning(n_bins=7, empty_bins="center"),
     CAL.JointMap(n_bins=4, n_starts=2, max_iter=200, tol=1e-7, seed=3, orientation="vote",
                  anchor=1),
     CAL.MassRescaling(alpha=0.45, score="aps", degenerate_tol=(1e-9, 1e-6)),
@@ -179,14 +181,15 @@ def test_calibrators_work_in_a_grid_of_clones():
         est = clone(base).set_params(n_bins=n_bins)
         values[n_bins] = _fit(est, d).values_
         assert values[n_bins].shape == (n_bins,)
-    assert base.get_params() == {"n_bins": 10}
+    assert base.get_params() == {"n_bins": 10, "empty_bins": "mean"}
     np.testing.assert_array_equal(values[10], _fit(CAL.HistogramBinning(), d).values_)
 
 
 @pytest.mark.parametrize("cls", [CAL.TemperatureScaling, CAL.VectorScaling, CAL.PlattScaling,
                                  CAL.MatrixScaling, CAL.DirichletCalibration,
                                  CAL.MassRescaling, CAL.NaiveCMCETemperature,
-                                 CAL.OneVsRestPlatt, CAL.OneVsRestIsotonic])
+                                 CAL.OneVsRestPlatt, CAL.OneVsRestIsotonic,
+                                 CAL.AdaptiveTemperatureScaling, CAL.HistogramBinning])
 def test_multiclass_maps_follow_the_protocol_on_matrices(cls):
     rng = np.random.default_rng(2)
     Z = rng.normal(size=(500, 4)) * 2

@@ -11,7 +11,15 @@ from scipy.special import softmax
 
 from .._typing import ArrayLike, Seed
 from .._validation import check_int, check_logits, check_real, check_seed
-from ..calibrators import MatrixScaling, PlattScaling, TemperatureScaling, VectorScaling
+from ..calibrators import (
+    AdaptiveTemperatureScaling,
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    PlattScaling,
+    TemperatureScaling,
+    VectorScaling,
+)
 from ..metrics import brier, ece, nll, true_label_ece
 from ..targets import Target, soft
 from ._targets import LS_RULES, label_smoothed, mcts, oracle, voted_from
@@ -25,11 +33,15 @@ METHODS = {
     "TS": ("temperature", "voted"),
     "Platt": ("platt", "voted"),
     "Dirichlet-Hard": ("matrix", "voted"),
+    "ATS": ("adaptive", "voted"),
+    "HB": ("histogram", "voted"),
     "SLTS": ("temperature", "soft"),
     "MCTS": ("temperature", "mcts"),
     "VS": ("vector", "soft"),
     "SoftPlatt": ("platt", "soft"),
     "Dirichlet-Soft": ("matrix", "soft"),
+    "HB-Soft": ("histogram", "soft"),
+    "IR-Soft": ("isotonic", "soft"),
     "LS-TS": ("temperature", "global"),
     "Fixed-LS": ("temperature", "fixed"),
     "Ent-LS": ("temperature", "entropy"),
@@ -84,11 +96,14 @@ def evaluate_predictions(probs: ArrayLike, target: object, *, n_bins: int = 15,
     }
 
 
-def _calibrator(kind: str, reg_lambda: float, max_iter: int) -> Any:
+def _calibrator(kind: str, reg_lambda: float, max_iter: int, n_bins: int) -> Any:
     return {"temperature": lambda: TemperatureScaling(),
             "platt": lambda: PlattScaling(max_iter=max_iter),
             "vector": lambda: VectorScaling(max_iter=max_iter),
             "matrix": lambda: MatrixScaling(reg_lambda=reg_lambda, max_iter=max_iter),
+            "adaptive": lambda: AdaptiveTemperatureScaling(max_iter=max_iter),
+            "histogram": lambda: HistogramBinning(n_bins=n_bins),
+            "isotonic": lambda: IsotonicCalibration(),
             }[kind]()
 
 
@@ -117,7 +132,10 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
     ``PlattScaling``, ``VectorScaling`` and ``MatrixScaling`` with a soft target; the
     paper's Dirichlet maps act on logits, so they are ``MatrixScaling`` with ODIR);
     the single-temperature rows are ``TemperatureScaling`` fitted to the targets of
-    :mod:`noisycal.ambiguity`. MCTS draws ``n_samples`` labels per item from the
+    :mod:`noisycal.ambiguity`. ATS is ``AdaptiveTemperatureScaling`` on voted labels;
+    HB and HB-Soft are the top-label ``HistogramBinning`` with ``n_bins`` bins (the
+    paper's B = 15) on voted labels and on the distributions; IR-Soft is the top-label
+    ``IsotonicCalibration`` on the distributions. MCTS draws ``n_samples`` labels per item from the
     distributions with replacement. 'Oracle TS' is SLTS fitted on the *test* items (the
     paper's reference); 'Oracle' fits TS to ``true_cal``, the true distributions of the
     calibration items (simulations only).
@@ -149,7 +167,8 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
     -------
     pandas.DataFrame
         One row per method: ``method``, ``fitted_to``, ``T`` (the temperature of the
-        single-temperature rows, else NaN), the metric columns of
+        single-temperature rows, the mean per-item temperature on the test items for
+        ATS, else NaN), the metric columns of
         :func:`evaluate_predictions`, and the calibrator's ``status`` and ``message``
         (a fit whose status is not 'ok' has also warned).
     """
@@ -187,12 +206,14 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
         if kind is None:
             P = softmax(Zt, axis=1)
         else:
-            cal = _calibrator(kind, reg_lambda, max_iter)
+            cal = _calibrator(kind, reg_lambda, max_iter, n_bins)
             on_test = fitted_to == "test soft"
             cal.fit(logits=Zt if on_test else Zc, target=targets[fitted_to]())
             P = cal.predict_proba(logits=Zt)
-            row.update(status=cal.status_, message=cal.message_,
-                       T=getattr(cal, "temperature_", np.nan))
+            temp = getattr(cal, "temperature_", np.nan)
+            if kind == "adaptive":  # the paper's ATS "T": the mean T_i on the test items
+                temp = float(np.mean(cal.predict_temperature(logits=Zt)))
+            row.update(status=cal.status_, message=cal.message_, T=temp)
         row.update(evaluate_predictions(P, St, n_bins=n_bins, n_draws=n_draws, seed=seed))
         rows.append(row)
     columns = ["method", "fitted_to", "T", *METRIC_COLUMNS, "status", "message"]

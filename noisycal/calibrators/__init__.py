@@ -8,6 +8,7 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
 from ._base import Calibrator, NotFittedError
+from .binning import HistogramBinning
 from .conformal import SplitConformal
 from .conformal_maps import ConformalTemperature, MassRescaling
 from .isotonic import IsotonicCalibration
@@ -16,12 +17,13 @@ from .lwcal import GatedLWCal, LWCal
 from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
 from .naive_cmce import NaiveCMCETemperature
 from .ovr import OneVsRestIsotonic, OneVsRestPlatt
-from .scaling import BetaCalibration, HistogramBinning
+from .scaling import AdaptiveTemperatureScaling, BetaCalibration
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
+           "AdaptiveTemperatureScaling",
            "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
            "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",

@@ -28,6 +28,7 @@ import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import check_array, check_labels, user_stacklevel
+from .._warnings import IdentifiabilityWarning
 from ..targets import Target, as_target_matrix
 
 __all__ = ["Calibrator", "NotFittedError"]
@@ -172,6 +173,27 @@ class Calibrator:
             level = user_stacklevel() if stacklevel is None else stacklevel
             warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
                           stacklevel=level)
+
+
+def inherit_target_status(cal: Calibrator, inputs: Mapping[str, object]) -> bool:
+    """Give ``cal`` the status ``'<name>_not_ok'`` (and warn) when an input is a Target
+    built from a fit whose status is not 'ok'; return whether it did.
+
+    Parameters
+    ----------
+    cal : Calibrator
+        The fitted calibrator.
+    inputs : mapping
+        Argument name to the value given to ``fit`` (only Targets are looked at).
+    """
+    for name, value in inputs.items():
+        status = getattr(value, "status", "ok") if isinstance(value, Target) else "ok"
+        if status != "ok":
+            cal._set_status(f"{name}_not_ok", f"the {name} comes from an annotator fit "
+                            f"with status {status!r}: {getattr(value, 'message', '')}",
+                            IdentifiabilityWarning)
+            return True
+    return False
 
 
 # --------------------------------------------------------------------- validators

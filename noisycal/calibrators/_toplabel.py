@@ -17,8 +17,41 @@ some ``q_k``; the maps keep ``c`` as the predicted class and say so in their doc
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import softmax
 
-__all__ = ["top_label_rebuild"]
+from .._typing import ArrayLike
+from .._validation import check_array
+from ._inputs import ScoreInput, score_matrix
+
+__all__ = ["top_label_rebuild", "top_label_inputs"]
+
+
+def top_label_inputs(probs: ArrayLike | None, logits: ArrayLike | None
+                     ) -> tuple[ScoreInput, np.ndarray | None, np.ndarray | None]:
+    """The checked scores of a top-label map and, for (n, K) input, the probability matrix
+    and the predicted class.
+
+    Parameters
+    ----------
+    probs, logits : array-like of shape (n,) or (n, K), optional
+        Exactly one (:func:`noisycal.calibrators._inputs.score_matrix` checks them:
+        probabilities in [0, 1] with rows summing to 1, finite logits).
+
+    Returns
+    -------
+    x : ScoreInput
+        The input (its ``S`` is not floored: the floor is 1e-300).
+    P : ndarray of shape (n, K) or None
+        ``probs`` as given, or ``softmax(logits)``; None for binary (n,) scores.
+    top : int ndarray of shape (n,) or None
+        ``argmax P`` (lowest index on ties); None for binary scores.
+    """
+    x = score_matrix(probs, logits, 1e-300)
+    if x.binary:
+        return x, None, None
+    P = softmax(x.S, axis=1) if x.given == "logits" else np.asarray(
+        check_array(probs, "probs", ndim=2))
+    return x, P, np.argmax(P, axis=1)
 
 
 def top_label_rebuild(P: np.ndarray, top: np.ndarray, conf: np.ndarray) -> np.ndarray:

@@ -48,15 +48,19 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import softmax
 
 from .._typing import ArrayLike
 from .._validation import check_array, check_choice
 from .._warnings import IdentifiabilityWarning
-from ..targets import Target
-from ._base import Calibrator, as_1d, check_alignment, positive_target
-from ._inputs import ScoreInput, fit_target, score_matrix
-from ._toplabel import top_label_rebuild
+from ._base import (
+    Calibrator,
+    as_1d,
+    check_alignment,
+    inherit_target_status,
+    positive_target,
+)
+from ._inputs import ScoreInput, fit_target
+from ._toplabel import top_label_inputs, top_label_rebuild
 
 __all__ = ["IsotonicFit", "IsotonicCalibration", "isotonic_regression", "isotonic_predict",
            "pool_adjacent_violators", "INTERPOLATIONS"]
@@ -330,12 +334,7 @@ class IsotonicCalibration(Calibrator):
     def _scores(self, probs: ArrayLike | None, logits: ArrayLike | None
                 ) -> tuple[ScoreInput, np.ndarray | None, np.ndarray | None]:
         """The input and, for (n, K) input, the probability matrix and predicted class."""
-        x = score_matrix(probs, logits, 1e-300)
-        if x.binary:
-            return x, None, None
-        P = softmax(x.S, axis=1) if x.given == "logits" else np.asarray(
-            check_array(probs, "probs", ndim=2))
-        return x, P, np.argmax(P, axis=1)
+        return top_label_inputs(probs, logits)
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
             target: object = None, sample_weight: ArrayLike | None = None
@@ -469,13 +468,8 @@ def set_isotonic_status(cal: Calibrator, fit: IsotonicFit, t: np.ndarray,
     not 'ok' gives ``'<name>_not_ok'`` (the calibrator inherits its target's failure);
     otherwise a fitted map with a single value gives 'constant'.
     """
-    for name, value in (inputs or {}).items():
-        status = getattr(value, "status", "ok") if isinstance(value, Target) else "ok"
-        if status != "ok":
-            cal._set_status(f"{name}_not_ok", f"the {name} comes from an annotator fit "
-                            f"with status {status!r}: {getattr(value, 'message', '')}",
-                            IdentifiabilityWarning)
-            return
+    if inherit_target_status(cal, inputs or {}):
+        return
     if fit.y_thresholds[0] != fit.y_thresholds[-1]:
         cal._set_status("ok", "", None)
         return

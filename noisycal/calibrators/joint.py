@@ -21,7 +21,7 @@ from ..annotators import DawidSkene, GroupedDawidSkene
 from ..data import Annotations
 from ..metrics.binning import equal_width_bins
 from ._base import check_alignment, check_unit_scores
-from .scaling import _BinnedMap
+from .binning import _BinnedMap
 
 __all__ = ["JointMap"]
 

@@ -57,6 +57,10 @@ from ._inputs import EPS, SoftmaxMap, finish_status
 __all__ = ["VectorScaling", "PlattScaling", "MatrixScaling", "DirichletCalibration",
            "fit_softmax_map"]
 
+#: Features of adaptive temperature scaling (appended to the scores for kind 'adaptive').
+N_ATS_FEATURES = 4
+#: The temperature floor of adaptive temperature scaling, T_i = softplus(.) + 0.1.
+ATS_MIN_TEMPERATURE = 0.1
 #: L-BFGS-B tolerances of the fits (scipy's names).
 LBFGS_FTOL = 1e-13
 LBFGS_GTOL = 1e-9
@@ -75,6 +79,10 @@ def _eta(theta: jax.Array, S: jax.Array, kind: str) -> jax.Array:
     if kind == "platt_binary":
         s = S[:, 1] - S[:, 0]
         return jnp.stack([jnp.zeros_like(s), theta[0] * s + theta[1]], axis=1)
+    if kind == "adaptive":  # S = [scores | standardised features]; theta = (w, b)
+        K = S.shape[1] - N_ATS_FEATURES
+        temp = jax.nn.softplus(S[:, K:] @ theta[:N_ATS_FEATURES] + theta[N_ATS_FEATURES])
+        return S[:, :K] / (temp + ATS_MIN_TEMPERATURE)[:, None]
     if kind in ("beta_abm", "beta_ab"):  # S = [log(1 - s), log s]; beta calibration
         c = theta[2] if kind == "beta_abm" else (theta[0] - theta[1]) * jnp.log(2.0)
         u = theta[0] * S[:, 1] - theta[1] * S[:, 0] + c
@@ -97,6 +105,8 @@ def _objective(theta: jax.Array, S: jax.Array, T: jax.Array, lam: float, mu: flo
         W = theta[: K * K].reshape(K, K)
         off = jnp.sum(W * W) - jnp.sum(jnp.diag(W) ** 2)
         value = value + lam * off / (K * (K - 1)) + mu * jnp.sum(theta[K * K:] ** 2) / K
+    if kind == "adaptive":
+        value = value + lam * jnp.sum(theta[:N_ATS_FEATURES] ** 2)
     return value
 
 
@@ -112,8 +122,10 @@ def fit_softmax_map(kind: str, S: np.ndarray, T: np.ndarray, *, loss: str, binar
 
     Parameters
     ----------
-    kind : {'vector', 'platt', 'platt_binary', 'beta_abm', 'beta_ab', 'affine'}
-        The parameterisation (module docstring).
+    kind : {'vector', 'platt', 'platt_binary', 'beta_abm', 'beta_ab', 'adaptive', 'affine'}
+        The parameterisation (module docstring; 'adaptive' takes ``S`` with the
+        ``N_ATS_FEATURES`` standardised features appended, and ``lam`` as the weight of
+        the l2 penalty on its feature weights).
     S, T : ndarray of shape (n, K)
         Scores and target rows.
     loss : {'log', 'brier'}
@@ -127,7 +139,8 @@ def fit_softmax_map(kind: str, S: np.ndarray, T: np.ndarray, *, loss: str, binar
     max_iter : int
         L-BFGS-B iteration limit.
     lam, mu : float, default=0.0
-        ODIR weights of the off-diagonal entries and of the intercepts (kind 'affine').
+        ODIR weights of the off-diagonal entries and of the intercepts (kind 'affine');
+        ``lam`` is the l2 weight of kind 'adaptive'.
 
     Returns
     -------

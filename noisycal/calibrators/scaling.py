@@ -1,56 +1,40 @@
-"""Beta calibration, binned binary recalibration maps, and where the scaling maps live.
+"""Beta calibration and adaptive temperature scaling, and where the other scaling maps live.
 
 The scaling maps (temperature, vector, Platt, matrix and Dirichlet scaling), fitted to
 any target, are in :mod:`noisycal.calibrators.temperature` and
 :mod:`noisycal.calibrators.multiclass`; :class:`BetaCalibration` (Kull, Silva Filho &
-Flach, 2017) is here and shares their fitting code.
-
-The projected histogram (Zadrozny & Elkan, 2001; J equal-width bins, bin value
-``clip(mean target, 0, 1)``, empty bins the projected overall mean) carries the
-Proposition 2 bound of "Noisy-Label Calibration with Multiple Unreliable Labels"
-(Section 5).
+Flach, 2017) and :class:`AdaptiveTemperatureScaling` (Joy et al., 2023, in the form of
+"Confidence Calibration under Ambiguous Ground Truth") are here and share their fitting
+code. Histogram binning is in :mod:`noisycal.calibrators.binning`.
 
 References
 ----------
+Joy, T., Pinto, F., Lim, S.-N., Torr, P. H. S. & Dokania, P. K. (2023). Sample-dependent
+adaptive temperature scaling for improved calibration. AAAI.
+
 Kull, M., Silva Filho, T. M. & Flach, P. (2017). Beta calibration: a well-founded and
 easily implemented improvement on logistic calibration for binary classifiers. AISTATS.
-
-Zadrozny, B. & Elkan, C. (2001). Obtaining calibrated probability estimates from decision
-trees and naive Bayesian classifiers. ICML.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
+import warnings
 
 import numpy as np
 from scipy import optimize
+from scipy.special import softmax, softplus
 
 from .._typing import ArrayLike
-from .._validation import (
-    MAX_BINS_PER_ITEM,
-    check_choice,
-    check_int,
-    check_level,
-    check_n_bins,
-)
+from .._validation import check_choice, check_real
 from .._warnings import IdentifiabilityWarning
-from ..intervals.bounds import hoeffding_radius, target_range
-from ..metrics.binning import equal_width_bins
-from ._base import (
-    Calibrator,
-    check_alignment,
-    check_box,
-    check_same_target,
-    check_unit_scores,
-    positive_target,
-    target_record,
-)
-from ._inputs import EPS
-from .multiclass import _doc, _LbfgsMap
+from ._base import check_box
+from ._inputs import EPS, score_matrix
+from .multiclass import ATS_MIN_TEMPERATURE, N_ATS_FEATURES, _doc, _LbfgsMap
+from .temperature import TemperatureScaling
 
-__all__ = ["BetaCalibration", "HistogramBinning", "MAX_BINS_PER_ITEM", "BETA_PARAMETERS"]
+__all__ = ["BetaCalibration", "BETA_PARAMETERS", "AdaptiveTemperatureScaling",
+           "ats_features"]
 
 #: The parametrisations of beta calibration (Kull, Silva Filho & Flach, 2017, Section 3).
 BETA_PARAMETERS = ("abm", "ab", "am")
@@ -218,182 +202,169 @@ def _midpoint(a: float, b: float, c: float) -> float:
     return float(optimize.brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps))
 
 
-class _BinnedMap(Calibrator):
-    """A map constant on equal-width score bins: shared ``predict_proba`` (``values_``)."""
+def ats_features(S: np.ndarray) -> np.ndarray:
+    """The features of adaptive temperature scaling, shape (n, 4).
 
-    _fitted_attr = "values_"
-    _map_name: str  # the class's name in predict_proba's error
-
-    def predict_proba(self, *, probs: ArrayLike | None = None,
-                      logits: ArrayLike | None = None) -> np.ndarray:
-        """The map's value at each score: ``values_`` of the score's bin.
-
-        Parameters
-        ----------
-        probs : array-like of shape (n,)
-            Positive-class scores in [0, 1].
-        logits : None
-            Not accepted (the bins are on the probability scale); present to give a
-            clear error.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-
-        Raises
-        ------
-        NotFittedError
-            If called before ``fit``.
-        ValueError
-            If ``logits`` is given, or ``probs`` is missing, not 1-D, not finite or
-            outside [0, 1].
-        """
-        self._check_fitted()
-        if logits is not None:
-            raise ValueError(f"logits= is not accepted: {self._map_name} bins probabilities; "
-                             "pass probs= (scores in [0, 1])")
-        if probs is None:
-            raise ValueError("probs is required (scores in [0, 1])")
-        z = check_unit_scores(probs, "probs")
-        return self.values_[equal_width_bins(z, len(self.values_))]
-
-
-class HistogramBinning(_BinnedMap):
-    """Fixed-bin projected histogram binning.
-
-    Histogram binning (Zadrozny & Elkan, 2001) in the projected form of "Noisy-Label
-    Calibration with Multiple Unreliable Labels" (Section 5), which carries its
-    Proposition 2 bound: J equal-width bins on the original score; each bin's value is the
-    mean target of its fitting items projected onto [0, 1]; empty bins get the projected
-    mean of all fitting targets.
+    ``phi(z) = [max_k z_k, H(softmax(z)) / log K, p_(1) - p_(2), p_(1)]``, with
+    ``p_(1) >= p_(2)`` the two largest probabilities of ``softmax(z)`` ("Confidence
+    Calibration under Ambiguous Ground Truth", Appendix L).
 
     Parameters
     ----------
-    n_bins : int, default=10
-        Number J of equal-width bins, ``[h/J, (h+1)/J)`` with the last bin closed; at
-        least 1 and at most ``MAX_BINS_PER_ITEM`` (10) times the number of fitting items.
+    S : ndarray of shape (n, K)
+        Scores (logits, or log-probabilities), K >= 2.
+
+    Returns
+    -------
+    ndarray of shape (n, 4)
+    """
+    P = softmax(S, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        H = -np.sum(np.where(P > 0, P * np.log(P), 0.0), axis=1)
+    top2 = -np.sort(-P, axis=1)[:, :2]
+    return np.column_stack([S.max(axis=1), H / math.log(S.shape[1]),
+                            top2[:, 0] - top2[:, 1], top2[:, 0]])
+
+
+class AdaptiveTemperatureScaling(_LbfgsMap):
+    """Adaptive temperature scaling: one temperature per item from features of its scores.
+
+    Joy et al. (2023), in the form that "Confidence Calibration under Ambiguous Ground
+    Truth" (Tao, Luo, Dong & Xu, 2026, Appendix L) uses as its ATS baseline:
+
+    .. math:: T_i = \\operatorname{softplus}(w^\\top \\tilde\\phi(z_i) + b) + 0.1,
+              \\qquad q_i = \\operatorname{softmax}(z_i / T_i),
+
+    with ``phi(z) = [max_k z_k, H(softmax(z)) / log K, p_(1) - p_(2), p_(1)]``
+    (:func:`ats_features`) and ``phi~`` its standardisation by the mean and standard
+    deviation over the fitting items (a constant feature keeps scale 1). The loss is the
+    mean loss against the target (log loss for targets on the simplex, so the voted-label
+    NLL of the paper with voted labels, and the soft cross-entropy with soft ones; the
+    affine Brier loss for targets that leave it) plus ``reg_lambda * ||w||^2``.
+
+    The paper leaves the optimiser, the standardisation and the start open; our choices:
+    L-BFGS-B on JAX gradients (deterministic, instead of the suggested Adam), features
+    standardised, and one start at ``w = 0, b = softplus^-1(T_TS - 0.1)`` where T_TS is
+    the exact temperature-scaling fit to the same target (so the fit is never worse than
+    temperature scaling on the fitting loss; the loss is not convex in (w, b)).
+
+    Parameters
+    ----------
+    reg_lambda : float, default=1e-3
+        Weight of the l2 penalty on w (>= 0).
+    eps : float, default=1e-6
+        Floor of ``probs=`` before the logarithm (``0 < eps < 0.5``); logits are never
+        clipped.
+    bounds : (float, float), default=(-50.0, 50.0)
+        The box ``(low, high)`` of w and b.
+    loss : {'auto', 'log', 'brier'}, default='auto'
+        As for :class:`TemperatureScaling`.
+    max_iter : int, default=2000
+        L-BFGS-B iteration limit.
 
     Attributes
     ----------
-    values_ : ndarray of shape (n_bins,)
-        Projected bin values.
-    raw_means_ : ndarray of shape (n_bins,)
-        Unprojected bin means (NaN for empty bins).
-    counts_ : ndarray of shape (n_bins,)
-        Fitting items in each bin.
-    objective_ : float
-        Mass-weighted distance moved by the projection, ``sum_h (n_h / n) |raw - value|``.
-    status_ : str
-        Always ``'ok'`` (empty bins are part of the method, not a failure).
-    message_ : str
-        ``''``.
+    coef_ : ndarray of shape (4,)
+        w, on the standardised features.
+    intercept_ : float
+        b.
+    feature_mean_, feature_scale_ : ndarray of shape (4,)
+        The standardisation of the features.
+    ts_temperature_ : float
+        The temperature-scaling fit the optimiser starts from.
+    mean_temperature_ : float
+        The mean of ``T_i`` over the fitting items (the "T" the paper's tables report
+        for ATS, presumably).
+    n_classes_, binary_, input_, eps_, loss_, objective_, n_iter_, at_bound_ :
+        As for :class:`VectorScaling`.
+    status_, message_ : str
+        ``'ok'``; ``'not_identified'`` when every score row is constant; ``'boundary'``
+        when a parameter ended on the box; ``'not_converged'``;
+        ``'start_not_ok'`` when the temperature-scaling start had a status other than
+        'ok' (separable or infinite temperature). Any status but 'ok' warns.
 
     Examples
     --------
     >>> import numpy as np, noisycal as nc
-    >>> z = np.array([0.05, 0.55, 0.58, 0.95])
-    >>> h = nc.calibrators.HistogramBinning(n_bins=2).fit(probs=z, target=np.array([0, 1, 0, 1]))
-    >>> h.values_.tolist(), h.predict_proba(probs=np.array([0.2, 0.9])).tolist()
-    ([0.0, 0.6666666666666666], [0.0, 0.6666666666666666])
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=(3000, 4)) * 3
+    >>> y = (np.exp(z / 2).cumsum(1) / np.exp(z / 2).sum(1, keepdims=True)
+    ...      > rng.random((3000, 1))).argmax(1)
+    >>> ats = nc.calibrators.AdaptiveTemperatureScaling().fit(logits=z, target=y)
+    >>> ats.status_, round(ats.ts_temperature_, 1), ats.predict_temperature(logits=z).shape
+    ('ok', 2.1, (3000,))
     """
 
-    _map_name = "HistogramBinning"
+    def __init__(self, *, reg_lambda: float = 1e-3, eps: float = EPS,
+                 bounds: tuple[float, float] = (-50.0, 50.0), loss: str = "auto",
+                 max_iter: int = 2000) -> None:
+        self.reg_lambda = reg_lambda
+        self.eps = eps
+        self.bounds = bounds
+        self.loss = loss
+        self.max_iter = max_iter
 
-    def __init__(self, *, n_bins: int = 10) -> None:
-        self.n_bins = n_bins
+    def _standardised(self, S: np.ndarray) -> np.ndarray:
+        return (ats_features(S) - self.feature_mean_) / self.feature_scale_
 
-    def fit(self, *, probs: ArrayLike, target: object) -> HistogramBinning:
-        """Fit the bin values.
+    def _temperatures(self, S: np.ndarray) -> np.ndarray:
+        a = self._standardised(S) @ self.coef_ + self.intercept_
+        return softplus(a) + ATS_MIN_TEMPERATURE
 
-        Parameters
-        ----------
-        probs : array-like of shape (n,)
-            Positive-class scores in [0, 1] (the bins are on the probability scale, so
-            there is no ``logits=``).
-        target : Target, array-like of shape (n, 2) or (n,)
-            A Target or (n, 2) matrix (column 1 is used), 0/1 labels, or a 1-D float
-            positive-class target (any finite real values).
+    def _eta(self, S: np.ndarray) -> np.ndarray:
+        return S / self._temperatures(S)[:, None]
 
-        Returns
-        -------
-        self : HistogramBinning
-
-        Raises
-        ------
-        ValueError
-            If ``probs`` is empty, not 1-D, not finite or outside [0, 1], ``target`` does
-            not match it (length, or the items of a pandas ``probs``' index), or
-            ``n_bins`` is not an integer in [1, 10 n].
-        """
-        J = check_int(self.n_bins, "n_bins", minimum=1)
-        z = check_unit_scores(probs, "probs")
-        check_n_bins(J, z.size)
-        y = positive_target(target, z.shape[0])
-        check_alignment(probs, "probs", target, "target")
-        b = equal_width_bins(z, J)
-        counts = np.bincount(b, minlength=J)
-        sums = np.bincount(b, weights=y, minlength=J)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            raw = np.where(counts > 0, sums / counts, np.nan)
-        fill = float(np.clip(y.mean(), 0.0, 1.0))
-        self.raw_means_ = raw
-        self.counts_ = counts
-        self.values_ = np.where(counts > 0, np.clip(raw, 0.0, 1.0), fill)
-        self.objective_ = float(np.sum(counts / z.size * np.abs(np.nan_to_num(raw) -
-                                                                  self.values_)))
-        self._fit_target = target_record(target, y)  # what bound() checks its target by
-        self._set_status("ok", "", None)
-        return self
-
-    def bound(self, target: object, *, level: float = 0.9, channel_term: float = 0.0) -> float:
-        """Proposition 2: ECE(g o f) <= d_ch + (B + 1) sqrt(2 (J log 2 + log(4/eta)) / n_rec).
-
-        B is B-hat of the fitted target (:func:`noisycal.intervals.bounds.target_range`;
-        with missing ratings the maximum over items of sum_j w_ij / delta_j, our
-        generalisation).
-
-        The finite-sample bound on the calibration error of the fitted histogram of
-        "Noisy-Label Calibration with Multiple Unreliable Labels" (Proposition 2), with
-        ``eta = 1 - level``.
+    def predict_temperature(self, *, probs: ArrayLike | None = None,
+                            logits: ArrayLike | None = None) -> np.ndarray:
+        """The per-item temperatures ``T_i``.
 
         Parameters
         ----------
-        target : Target
-            The corrected target the histogram was fitted to (its weights and channels
-            give B); ``fit`` records its values, weights and channels, and any other
-            target is an error.
-        level : float, default=0.9
-            Probability ``1 - eta`` with which the bound holds, a fraction in (0, 1).
-        channel_term : float, default=0.0
-            The channel-error term d_ch (0 assumes exact channels); finite and >= 0.
+        probs, logits : array-like of shape (n,) or (n, n_classes), optional
+            Exactly one, as for :meth:`predict_proba`.
 
         Returns
         -------
-        float
-
-        Raises
-        ------
-        ValueError
-            If ``level`` or ``channel_term`` is invalid, ``target`` is not the
-            corrected Target the histogram was fitted to (same values, weights and
-            channels), or its channel fit's status is not 'ok'.
+        ndarray of shape (n,)
         """
         self._check_fitted()
-        level = check_level(level)
-        if isinstance(channel_term, bool) or not isinstance(channel_term, numbers.Real) \
-                or not math.isfinite(channel_term) or channel_term < 0:
-            raise ValueError(f"channel_term must be a finite number >= 0, got {channel_term!r}")
-        det = getattr(target, "details", {})
-        if "weights" not in det:
-            raise ValueError("target must be the corrected Target the histogram was fitted to "
-                             "(nc.targets.corrected): bound() needs its weights and channels")
-        record = check_same_target(target, self._fit_target, "the histogram")
-        if record["fit_status"] not in (None, "ok"):
-            raise ValueError(f"target: bound() needs identified channels, but the channel "
-                             f"fit the target was built from has status "
-                             f"{record['fit_status']!r} (Proposition 2 assumes its channels "
-                             "are identified and consistent)")
-        B = target_range(record)  # max over items of sum_j w_ij / delta_j
-        # the same Hoeffding term as the NC-ECE bound, for a range of B + 1 and 4 events
-        return channel_term + hoeffding_radius(B + 1.0, int(self.counts_.sum()),
-                                               len(self.values_), level, union=4.0)
+        x = score_matrix(probs, logits, self.eps_)
+        if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_ \
+                or x.given != self.input_:
+            raise ValueError(f"{x.given} must be the input kind and shape the map was "
+                             f"fitted on ({self.input_}=, {self.n_classes_} classes); got "
+                             f"shape {np.shape(x.raw)}")
+        return self._temperatures(x.S)
+
+    @_doc
+    def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
+            target: object) -> AdaptiveTemperatureScaling:
+        """Fit w and b to a target."""
+        lam = check_real(self.reg_lambda, "reg_lambda", minimum=0.0)
+        lo, hi = check_box(self.bounds, positive=False)
+        x, T = self._prepare(probs, logits, target)
+        S = x.S
+        phi = ats_features(S)
+        self.feature_mean_ = phi.mean(axis=0)
+        scale = phi.std(axis=0)
+        self.feature_scale_ = np.where(scale > 0, scale, 1.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the start's status is reported below
+            ts = TemperatureScaling(eps=self.eps, loss=self.loss_).fit(
+                **{x.given: x.raw}, target=target)
+        self.ts_temperature_ = float(ts.temperature_)
+        b0 = float(np.log(np.expm1(max(ts.temperature_ - ATS_MIN_TEMPERATURE, 1e-8))))
+        why = None if np.any(np.ptp(S, axis=1) > 0) else (
+            "every score row is constant, so the temperatures do not enter the map")
+        stacked = np.column_stack([S, (phi - self.feature_mean_) / self.feature_scale_])
+        start = np.r_[np.zeros(N_ATS_FEATURES), np.clip(b0, lo, hi)]
+        theta = self._run("adaptive", stacked, T, [start], [(lo, hi)] * (N_ATS_FEATURES + 1),
+                          why, lam=lam)
+        self.coef_ = theta[:N_ATS_FEATURES]
+        self.intercept_ = float(theta[N_ATS_FEATURES])
+        self.reg_lambda_ = lam
+        self.mean_temperature_ = float(np.mean(self._temperatures(S)))
+        if self.status_ == "ok" and ts.status_ != "ok":
+            self._set_status("start_not_ok", f"the temperature-scaling start has status "
+                             f"{ts.status_!r}: {ts.message_}", IdentifiabilityWarning)
+        return self
