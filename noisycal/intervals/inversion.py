@@ -41,9 +41,10 @@ means, where the folding excess :math:`\mathrm E|m_j + e_j| - |m_j|` is largest,
 with many small nonzero means its simulated statistic is stochastically larger than
 under the truth and the upper end comes out too low; the upper end's test then also
 accepts :math:`\theta_0` when a blend (half and half by default) of the restricted
-estimate and :math:`\hat m` rescaled to norm :math:`\theta_0` accepts it. ``zero_null``: exact draws under perfect calibration (consistency
-resampling for one-hot targets) for the test of :math:`\theta = 0`, since sparsely
-filled bins make the Gaussian null too light-tailed.
+estimate and :math:`\hat m` rescaled to norm :math:`\theta_0` accepts it.
+``zero_null``: exact draws under perfect calibration (consistency resampling for one-hot
+targets) for the test of :math:`\theta = 0`, since sparsely filled bins make the
+Gaussian null too light-tailed.
 
 Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 ``benchmarks/README.md``.
