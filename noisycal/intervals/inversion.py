@@ -278,6 +278,24 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
     return m_of(0.5 * (lo + hi))
 
 
+def _checked_form(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray,
+                  cov_factor: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated ``(mean, weights, covariance factor)`` of :func:`invert_norm`."""
+    if (cov is None) == (cov_factor is None):
+        raise ValueError("give exactly one of cov and cov_factor")
+    mean, weights = (np.asarray(x, dtype=np.float64) for x in (mean, weights))
+    J = mean.shape[0]
+    factor = np.asarray(cov_factor if cov is None else cov, dtype=np.float64)
+    if factor.ndim != 2 or factor.shape[0] != J or (cov is not None and factor.shape[1] != J) \
+            or weights.shape != (J,):
+        raise ValueError(f"cov must be ({J}, {J}) (cov_factor ({J}, r)) and weights ({J},), "
+                         f"got {factor.shape} and {weights.shape}")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))
+            and np.all(np.isfinite(weights))) or np.any(weights < 0):
+        raise ValueError("mean, cov and weights must be finite, weights non-negative")
+    return mean, weights, covariance_factor(factor) if cov is not None else factor
+
+
 def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *,
                 norm: str = "l1", level: float = 0.9, n_sim: int = 2000,
                 seed: Seed = 0, cov_factor: np.ndarray | None = None,
@@ -343,20 +361,8 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         raise ValueError(f"upper_mix must lie in [0, 1], got {upper_mix}")
     level = check_level(level)
     n_sim = check_int(n_sim, "n_sim", minimum=100)
-    if (cov is None) == (cov_factor is None):
-        raise ValueError("give exactly one of cov and cov_factor")
-    mean, weights = (np.asarray(x, dtype=np.float64) for x in (mean, weights))
-    J = mean.shape[0]
-    factor = np.asarray(cov_factor if cov is None else cov, dtype=np.float64)
-    if factor.ndim != 2 or factor.shape[0] != J or (cov is not None and factor.shape[1] != J) \
-            or weights.shape != (J,):
-        raise ValueError(f"cov must be ({J}, {J}) (cov_factor ({J}, r)) and weights ({J},), "
-                         f"got {factor.shape} and {weights.shape}")
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))
-            and np.all(np.isfinite(weights))) or np.any(weights < 0):
-        raise ValueError("mean, cov and weights must be finite, weights non-negative")
-    if cov is not None:
-        factor = covariance_factor(factor)
+    # long: the closures below share the common random numbers E and the tail split
+    mean, weights, factor = _checked_form(mean, cov, weights, cov_factor)
     alpha = 1.0 - level
     E = simulate_noise(factor, n_sim, seed)
     av = weights * np.sum(factor * factor, axis=1)
