@@ -93,6 +93,41 @@ def test_bad_engine_inputs_name_the_argument():
         invert_norm(np.array([np.nan, 0.0]), np.eye(2), np.ones(2))
     with pytest.raises(ValueError, match="level"):
         invert_norm(np.zeros(2), np.eye(2), np.ones(2), level=90)
+    with pytest.raises(ValueError, match="upper_null"):
+        invert_norm(np.zeros(2), np.eye(2), np.ones(2), upper_null="rescaled")
+    with pytest.raises(ValueError, match="upper_mix"):
+        invert_norm(np.zeros(2), np.eye(2), np.ones(2), upper_mix=50)
+    with pytest.raises(ValueError, match="zero_null"):
+        invert_norm(np.zeros(2), np.eye(2), np.ones(2), zero_null=np.array([np.nan, 1.0]))
+
+
+def test_least_favourable_upper_end_only_widens():
+    # Many small nonzero means: the restricted estimate zeroes most of them, the blend
+    # keeps them; the lower end and the zero test are untouched, the upper end rises.
+    rng = np.random.default_rng(3)
+    J = 60
+    mh = 0.4 * np.sign(rng.standard_normal(J)) + rng.standard_normal(J)
+    w = np.full(J, 1.0 / J)
+    soft = invert_norm(mh, np.eye(J), w, n_sim=500, seed=1)
+    lf = invert_norm(mh, np.eye(J), w, n_sim=500, seed=1, upper_null="least-favourable")
+    full = invert_norm(mh, np.eye(J), w, n_sim=500, seed=1, upper_null="least-favourable",
+                       upper_mix=1.0)
+    none = invert_norm(mh, np.eye(J), w, n_sim=500, seed=1, upper_null="least-favourable",
+                       upper_mix=0.0)
+    assert lf.low == soft.low and lf.p_value == soft.p_value and lf.plugin == soft.plugin
+    assert soft.high < lf.high < full.high
+    assert none.high == soft.high
+
+
+def test_zero_null_sets_the_zero_test():
+    # An exact null whose draws all exceed the statistic: the test cannot reject, so the
+    # interval starts at 0 even where the Gaussian null rejects.
+    m, cov, w = np.full(4, 3.0), np.eye(4), np.full(4, 0.25)
+    gauss = invert_norm(m, cov, w, n_sim=500, seed=0)
+    assert gauss.low > 0 and gauss.p_value < 0.01
+    exact = invert_norm(m, cov, w, n_sim=500, seed=0, zero_null=np.full(99, 10.0))
+    assert exact.p_value == 1.0 and exact.low == 0.0 and exact.lower_is_zero
+    assert exact.high == gauss.high
 
 
 # ----------------------------------------------------------------------------- linear form
@@ -180,6 +215,9 @@ def study():
     ("binary/hard", 0.05, 2000, 200),
     ("binary/corrected", 0.015, 2000, 200),
     ("10-class/top/hard", 0.015, 2000, 150),
+    # Sparse bins near 0 (150 bin means at n = 500): the zero test by consistency
+    # resampling; the Gaussian null alone covered 0.785 here.
+    pytest.param("10-class/classwise/hard", 0.0, 500, 100, marks=pytest.mark.slow),
 ])
 def test_default_interval_covers_the_population_ece(study, scenario, ece, n, reps):
     """The reduced coverage study: 90% default intervals cover in [0.85, 0.95]."""
@@ -214,11 +252,51 @@ def test_calibration_test_has_power_against_overconfidence():
 
 
 def test_gaussian_null_equals_the_inverted_interval_p_value():
+    # A soft target: the inverted interval's zero test is the Gaussian null.
     s = nc.simulate.binary_scores(1000, slope=0.9, seed=8)
-    t = nc.calibration_test(s.p, s.y, n_bins=10, method="gaussian", n_boot=1000, seed=3)
-    est = nc.ece(s.p, s.y, n_bins=10, n_boot=1000, seed=3)
+    soft = np.clip(s.true_prob + 0.05 * (s.y - 0.5), 0.0, 1.0)
+    t = nc.calibration_test(s.p, soft, n_bins=10, method="gaussian", n_boot=1000, seed=3)
+    est = nc.ece(s.p, soft, n_bins=10, n_boot=1000, seed=3)
+    assert est.details["zero_test"] == "gaussian"
     assert t.p_value == pytest.approx(est.details["p_value_zero"])
     assert t.statistic == pytest.approx(est.details["plugin"])
+
+
+@pytest.mark.parametrize("kind", ["positive_class", "classwise", "top_label"])
+def test_consistency_null_is_the_inverted_interval_zero_test_for_hard_labels(kind):
+    # One-hot targets: the zero test of the default interval is the calibration test
+    # by consistency resampling (the same draws for the same seed).
+    if kind == "positive_class":
+        s = nc.simulate.binary_scores(600, slope=0.9, seed=8)
+        probs, y = s.p, s.y
+    else:
+        sim = nc.simulate.classifier(400, 4, temperature=1.3, n_annotators=1, seed=8)
+        probs, y = sim.probs, sim.labels
+    t = nc.calibration_test(probs, y, n_bins=8, kind=kind, n_boot=500, seed=3)
+    est = nc.ece(probs, y, n_bins=8, kind=kind, n_boot=500, seed=3)
+    assert t.method == "consistency" and est.details["zero_test"] == "consistency"
+    assert t.p_value == est.details["p_value_zero"]
+    assert est.details["lower_is_zero"] == (est.low == 0.0)
+    if t.p_value > 0.1:
+        assert est.low == 0.0
+
+
+def test_consistency_null_matches_its_exact_distribution():
+    # 1000 items of confidence 0.2 in one bin: under redrawn labels the statistic is
+    # |K/1000 - 0.2| with K ~ Binomial(1000, 0.2), whose law is known exactly.
+    from noisycal.metrics.binned_form import consistency_null
+    from noisycal.metrics.binning import make_binned
+    binned = make_binned(np.full((1000, 1), 0.2), np.zeros((1000, 1, 1)), 1, "uniform",
+                         with_sq=False)
+    null = consistency_null(binned, np.ones(1), "l1", 4000, 0)
+    k = np.arange(1001)
+    pmf = sps.binom.pmf(k, 1000, 0.2)
+    exact_mean = float(np.sum(pmf * np.abs(k / 1000 - 0.2)))
+    assert np.mean(null) == pytest.approx(exact_mean, abs=4 * np.std(null) / np.sqrt(4000))
+    assert np.allclose(null * 1000, np.round(null * 1000))          # on the lattice k/1000
+    tail = float(np.sum(pmf[np.abs(k / 1000 - 0.2) >= 0.02 - 1e-12]))
+    assert np.mean(null >= 0.02 - 1e-12) == pytest.approx(tail, abs=0.025)
+
 
 
 def test_consistency_needs_one_hot_targets():

@@ -35,6 +35,17 @@ the plug-in is the *median-unbiased* one, the :math:`\theta_0` whose simulated m
 is :math:`\hat\theta` (0 when even :math:`\theta_0 = 0` has a larger median); it always
 lies inside the interval.
 
+Two refinements are arguments of :func:`invert_norm` (the binned ECE uses both).
+``upper_null='least-favourable'``: the soft-threshold restricted estimate zeroes small
+means, where the folding excess :math:`\mathrm E|m_j + e_j| - |m_j|` is largest, so
+with many small nonzero means its simulated statistic is stochastically larger than
+under the truth and the upper end comes out too low; the upper end's test then also
+accepts :math:`\theta_0` when a blend (half and half by default) of the restricted
+estimate and :math:`\hat m` rescaled to norm :math:`\theta_0` accepts it.
+``zero_null``: exact draws under perfect calibration (consistency resampling for one-hot
+targets) for the test of :math:`\theta = 0`, since sparsely filled bins make the
+Gaussian null too light-tailed.
+
 Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 ``benchmarks/README.md``.
 """
@@ -267,9 +278,29 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
     return m_of(0.5 * (lo + hi))
 
 
+def _checked_form(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray,
+                  cov_factor: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated ``(mean, weights, covariance factor)`` of :func:`invert_norm`."""
+    if (cov is None) == (cov_factor is None):
+        raise ValueError("give exactly one of cov and cov_factor")
+    mean, weights = (np.asarray(x, dtype=np.float64) for x in (mean, weights))
+    J = mean.shape[0]
+    factor = np.asarray(cov_factor if cov is None else cov, dtype=np.float64)
+    if factor.ndim != 2 or factor.shape[0] != J or (cov is not None and factor.shape[1] != J) \
+            or weights.shape != (J,):
+        raise ValueError(f"cov must be ({J}, {J}) (cov_factor ({J}, r)) and weights ({J},), "
+                         f"got {factor.shape} and {weights.shape}")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))
+            and np.all(np.isfinite(weights))) or np.any(weights < 0):
+        raise ValueError("mean, cov and weights must be finite, weights non-negative")
+    return mean, weights, covariance_factor(factor) if cov is not None else factor
+
+
 def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *,
                 norm: str = "l1", level: float = 0.9, n_sim: int = 2000,
-                seed: Seed = 0, cov_factor: np.ndarray | None = None) -> Inversion:
+                seed: Seed = 0, cov_factor: np.ndarray | None = None,
+                upper_null: str = "soft-threshold", upper_mix: float = 0.5,
+                zero_null: np.ndarray | None = None) -> Inversion:
     """Confidence interval, median-unbiased estimate and zero-test for a norm of means.
 
     See the module docstring for the construction.
@@ -292,28 +323,46 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     cov_factor : ndarray of shape (J, r), optional
         A factor F of the covariance (F F^T = cov), instead of ``cov``: cheaper when the
         means are linear in fewer than J underlying means (e.g. the smooth ECE's grid).
+    upper_null : {'soft-threshold', 'least-favourable'}, default='soft-threshold'
+        The null configuration of the test that sets the upper end (the one that rejects
+        :math:`\\theta_0` when :math:`\\hat\\theta` is too small). 'soft-threshold': the
+        restricted estimate, as for the lower end. 'least-favourable' (our choice, the
+        default of the binned ECE): keep :math:`\\theta_0` when either the restricted
+        estimate or a blend of it with :math:`\\hat m` rescaled to norm
+        :math:`\\theta_0` (weight ``upper_mix`` on the rescaled vector) accepts it. The
+        soft threshold sets the small components to exactly 0, where the excess
+        :math:`\\mathrm E|m_j + e_j| - |m_j|` is largest, so with many small but nonzero
+        true means (the classwise ECE's 150 bins) its simulated statistic is larger
+        than under the truth and the upper end falls too low; the blend keeps every
+        component away from 0. A union of acceptance regions over two configurations
+        can only widen the interval.
+    upper_mix : float, default=0.5
+        Weight in [0, 1] of the rescaled :math:`\\hat m` in the blend of
+        ``upper_null='least-favourable'`` (1: the rescaled vector alone, which
+        over-covers the 10-class classwise ECE; 0: the soft threshold alone). Measured
+        in ``benchmarks/README.md``.
+    zero_null : ndarray of shape (n_null,), optional
+        Draws of the statistic under perfect calibration from an exact null (consistency
+        resampling, :func:`noisycal.metrics.binned_form.consistency_null`). When given,
+        the test of :math:`\\theta = 0` and ``p_value`` use these draws instead of the
+        Gaussian null, and the interval starts at 0 whenever that test does not reject
+        at level ``1 - level``: with sparsely filled bins the Gaussian null with the
+        sample covariance is too light-tailed (a bin without a single positive label has
+        an estimated variance near 0). The Gaussian null still sets the tail split.
 
     Returns
     -------
     Inversion
     """
     check_choice(norm, "norm", ("l1", "l2"))
+    check_choice(upper_null, "upper_null", ("soft-threshold", "least-favourable"))
+    upper_mix = float(upper_mix)
+    if not 0.0 <= upper_mix <= 1.0:
+        raise ValueError(f"upper_mix must lie in [0, 1], got {upper_mix}")
     level = check_level(level)
     n_sim = check_int(n_sim, "n_sim", minimum=100)
-    if (cov is None) == (cov_factor is None):
-        raise ValueError("give exactly one of cov and cov_factor")
-    mean, weights = (np.asarray(x, dtype=np.float64) for x in (mean, weights))
-    J = mean.shape[0]
-    factor = np.asarray(cov_factor if cov is None else cov, dtype=np.float64)
-    if factor.ndim != 2 or factor.shape[0] != J or (cov is not None and factor.shape[1] != J) \
-            or weights.shape != (J,):
-        raise ValueError(f"cov must be ({J}, {J}) (cov_factor ({J}, r)) and weights ({J},), "
-                         f"got {factor.shape} and {weights.shape}")
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))
-            and np.all(np.isfinite(weights))) or np.any(weights < 0):
-        raise ValueError("mean, cov and weights must be finite, weights non-negative")
-    if cov is not None:
-        factor = covariance_factor(factor)
+    # long: the closures below share the common random numbers E and the tail split
+    mean, weights, factor = _checked_form(mean, cov, weights, cov_factor)
     alpha = 1.0 - level
     E = simulate_noise(factor, n_sim, seed)
     av = weights * np.sum(factor * factor, axis=1)
@@ -322,9 +371,24 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     def sims(theta0: float) -> np.ndarray:
         return norm_of_means(_restricted(mean, av, weights, norm, theta0) + E, weights, norm)
 
+    def blend_sims(theta0: float) -> np.ndarray:
+        """The statistic simulated around the blend of the restricted estimate and mhat
+        rescaled, brought to norm theta0."""
+        if T == 0.0 or theta0 <= 0.0:
+            return sims(theta0)
+        m0 = ((1.0 - upper_mix) * _restricted(mean, av, weights, norm, theta0)
+              + upper_mix * mean * (theta0 / T))
+        size = float(norm_of_means(m0, weights, norm))
+        return norm_of_means(m0 * (theta0 / size) + E, weights, norm) if size > 0 \
+            else sims(theta0)
+
     null = sims(0.0)
     c0 = float(np.quantile(null, 1.0 - alpha))
-    p_value = upper_p_value(null, T)
+    if zero_null is not None:
+        zero_null = np.asarray(zero_null, dtype=np.float64).ravel()
+        if zero_null.size == 0 or not np.all(np.isfinite(zero_null)):
+            raise ValueError("zero_null must be a non-empty array of finite draws")
+    p_value = upper_p_value(null if zero_null is None else zero_null, T)
 
     def quantile_at(theta0: float, which: str) -> float:
         s = sims(theta0)
@@ -335,7 +399,12 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         if which == "high":
             # A lower tail of probability 0 rejects nothing (not even a statistic below
             # every simulated draw).
-            return float(np.quantile(s, a_lo)) if a_lo > 0 else -np.inf
+            if a_lo <= 0:
+                return -np.inf
+            q = float(np.quantile(s, a_lo))
+            if upper_null == "least-favourable":
+                q = min(q, float(np.quantile(blend_sims(theta0), a_lo)))
+            return q
         return float(np.quantile(s, 1.0 - (alpha - a_lo)))
 
     sd = float(np.sqrt(np.sum(weights * av))) if norm == "l1" else float(
@@ -365,6 +434,8 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         return 0.5 * (lo + hi)
 
     low, high, est = solve("low"), solve("high"), solve("median")
+    if zero_null is not None and p_value > alpha:
+        low = 0.0
     est = min(max(est, low), high)
     return Inversion(plugin=T, estimate=est, low=low, high=high, p_value=p_value,
                      lower_is_zero=low == 0.0, n_sim=n_sim)

@@ -23,7 +23,7 @@ from ..intervals.bootstrap import (
 from ..intervals.credible import equal_tailed
 from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
-from .binned_form import bin_gap_se, binned_linear_form
+from .binned_form import bin_gap_se, binned_linear_form, consistency_null, one_hot_target
 from .binning import (
     Binned,
     assign_bins,
@@ -205,13 +205,21 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
         status = no_variation("a single item, or every target minus confidence equal "
                               "within each bin")
         return value, (float("nan"), float("nan")), {"plugin": value, "status": status}
-    inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed)
+    # One-hot targets without clusters: the zero test by consistency resampling (exact
+    # however sparse the bins); the upper end from the least favourable configuration.
+    zero_null = consistency_null(binned, weights, norm, n_boot, seed) \
+        if codes is None and one_hot_target(binned) else None
+    inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed,
+                      upper_null="least-favourable", zero_null=zero_null)
     z = float(sps.norm.ppf(0.5 + level / 2))
     se = bin_gap_se(binned).ravel()
     table["low"] = table["mean_target"] - z * se
     table["high"] = table["mean_target"] + z * se
     table.attrs.update({"level": level, "interval": "inversion"})
-    return inversion_report(inv, value, level, estimator)
+    reported, ci, det = inversion_report(inv, value, level, estimator)
+    det.update(zero_test="gaussian" if zero_null is None else "consistency",
+               upper_null="least-favourable")
+    return reported, ci, det
 
 
 def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, norm: str,

@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._jax import as_numpy_rng
+from .._typing import Seed
+from ..intervals.inversion import norm_of_means
 from .binning import Binned
 
-__all__ = ["binned_linear_form", "bin_gap_se", "contribution_mean_cov"]
+__all__ = ["binned_linear_form", "bin_gap_se", "contribution_mean_cov", "one_hot_target",
+           "consistency_null"]
+
+_CHUNK_ELEMENTS = 2**24
 
 
 def _item_gaps(binned: Binned) -> np.ndarray:
@@ -152,4 +158,77 @@ def bin_gap_se(binned: Binned) -> np.ndarray:
         var = np.where(ok, (s2 - s1 ** 2 / np.where(ok, cnt, 1.0))
                        / np.where(ok, cnt - 1.0, 1.0), np.nan)
         out[g] = np.where(ok, np.sqrt(np.maximum(var, 0.0) / np.where(ok, cnt, 1.0)), np.nan)
+    return out
+
+
+def one_hot_target(binned: Binned) -> bool:
+    """Whether labels can be redrawn from the confidences (:func:`consistency_null`).
+
+    True for one target draw per item with values in {0, 1} and either one score group
+    (top-label or positive-class: the target is the hit indicator) or groups that are all
+    K classes (classwise: every item's targets sum to 1 and its confidences to 1, up to
+    1e-9).
+
+    Parameters
+    ----------
+    binned : Binned
+
+    Returns
+    -------
+    bool
+    """
+    if binned.n_draws != 1:
+        return False
+    tgt, conf = binned.data[:, :, 2], binned.data[:, :, 1]
+    if not np.all((tgt == 0.0) | (tgt == 1.0)):
+        return False
+    return tgt.shape[0] == 1 or bool(np.all(tgt.sum(axis=0) == 1.0)
+                                     and np.allclose(conf.sum(axis=0), 1.0, atol=1e-9))
+
+
+def consistency_null(binned: Binned, weights: np.ndarray, norm: str, n_sim: int,
+                     seed: Seed) -> np.ndarray:
+    """The binned ECE under labels redrawn from the confidences, bins held fixed.
+
+    Consistency resampling (Bröcker & Smith 2007, "Increasing the reliability of
+    reliability diagrams"): with one score group each item's hit is drawn from
+    Bernoulli(confidence); with all K classes as groups its label is drawn from the
+    categorical distribution of its K confidences. Exact up to Monte-Carlo error for
+    one-hot targets (:func:`one_hot_target`), however sparsely the bins are filled.
+
+    Parameters
+    ----------
+    binned : Binned
+        Items with a one-hot target.
+    weights : ndarray of shape (G * B,)
+        Weights of the norm (:func:`binned_linear_form`).
+    norm : {'l1', 'l2'}
+    n_sim : int
+    seed : int or jax key
+
+    Returns
+    -------
+    ndarray of shape (n_sim,)
+    """
+    rng = as_numpy_rng(seed)
+    G, n = binned.bins.shape
+    B = binned.n_bins
+    flat = (np.arange(G)[:, None] * B + binned.bins).ravel()
+    conf = binned.data[:, :, 1]                       # (G, n)
+    cum = np.cumsum(conf.T, axis=1)
+    cum[:, -1] = 1.0
+    out = np.empty(n_sim)
+    step = max(1, _CHUNK_ELEMENTS // (n * G))
+    for start in range(0, n_sim, step):
+        r = min(step, n_sim - start)
+        u = rng.random((r, n))
+        if G == 1:
+            hit = (u < conf[0][None, :]).astype(np.float64)[:, None, :]    # (r, 1, n)
+        else:
+            y = (u[:, :, None] >= cum[None]).sum(axis=2)                  # (r, n)
+            hit = (y[:, None, :] == np.arange(G)[None, :, None]).astype(np.float64)
+        d = (hit - conf[None]).reshape(r, -1)
+        idx = (np.arange(r)[:, None] * (G * B) + flat[None, :]).ravel()
+        m = np.bincount(idx, weights=d.ravel(), minlength=r * G * B).reshape(r, G * B) / n
+        out[start:start + r] = norm_of_means(m, weights, norm)
     return out

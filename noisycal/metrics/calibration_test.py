@@ -9,12 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .._jax import as_numpy_rng
 from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int, check_seed
 from ..intervals.bootstrap import cluster_codes
 from ..intervals.inversion import gaussian_null, norm_of_means, upper_p_value
-from .binned_form import binned_linear_form
+from .binned_form import binned_linear_form, consistency_null, one_hot_target
 from .binning import BIN_STRATEGIES, group_scores, make_binned
 from .ece import _check_common as check_common
 from .ece import _resolve_kind as resolve_kind
@@ -24,9 +23,6 @@ __all__ = ["CalibrationTest", "calibration_test", "TEST_METHODS"]
 
 #: Ways :func:`calibration_test` obtains the null distribution.
 TEST_METHODS = ("auto", "consistency", "gaussian")
-
-#: Booleans one chunk of consistency draws may hold (r x n x K).
-_CHUNK_ELEMENTS = 2**24
 
 
 @dataclass(frozen=True)
@@ -73,39 +69,6 @@ class CalibrationTest:
         return text + (f", status={self.status!r}" if self.status != "ok" else "")
 
     __str__ = __repr__
-
-
-def _is_one_hot(T: np.ndarray) -> bool:
-    return bool(np.all((T == 0.0) | (T == 1.0)) and np.all(T.sum(axis=1) == 1.0))
-
-
-def _consistency_null(P: np.ndarray, kind: str, binned: Any, weights: np.ndarray, norm: str,
-                      n_boot: int, seed: Seed) -> np.ndarray:
-    """Statistic under labels drawn from the predictions (Bröcker & Smith 2007), bins fixed."""
-    rng = as_numpy_rng(seed)
-    n, K = P.shape
-    G, B = binned.bins.shape[0], binned.n_bins
-    flat = (np.arange(G)[:, None] * B + binned.bins).ravel()
-    conf = binned.data[:, :, 1]                       # (G, n)
-    cum = np.cumsum(P, axis=1)
-    cum[:, -1] = 1.0
-    pred = np.argmax(P, axis=1)
-    out = np.empty(n_boot)
-    step = max(1, _CHUNK_ELEMENTS // (n * K))
-    for start in range(0, n_boot, step):
-        r = min(step, n_boot - start)
-        y = (rng.random((r, n))[:, :, None] >= cum[None]).sum(axis=2)   # (r, n)
-        if kind == "top_label":
-            hit = (y == pred[None, :]).astype(np.float64)[:, None, :]    # (r, 1, n)
-        elif kind == "positive_class":
-            hit = (y == K - 1).astype(np.float64)[:, None, :]
-        else:
-            hit = (y[:, None, :] == np.arange(K)[None, :, None]).astype(np.float64)
-        d = (hit - conf[None]).reshape(r, -1)
-        idx = (np.arange(r)[:, None] * (G * B) + flat[None, :]).ravel()
-        m = np.bincount(idx, weights=d.ravel(), minlength=r * G * B).reshape(r, G * B) / n
-        out[start:start + r] = norm_of_means(m, weights, norm)
-    return out
 
 
 def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
@@ -166,20 +129,20 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
     n_bins = check_common(n_bins, P.shape[0], strategy, norm, False, None, 0.9, n_boot,
                           "percentile", False, seed, None)[0]
     kind = resolve_kind(kind, binary, P.shape[1])
-    one_hot = _is_one_hot(T)
+    conf, tgt, _ = group_scores(P, T, kind)
+    binned = make_binned(conf, tgt, n_bins, strategy, with_sq=False)
+    one_hot = one_hot_target(binned)
     if method == "auto":
         method = "consistency" if one_hot and cluster is None else "gaussian"
     if method == "consistency" and (not one_hot or cluster is not None):
         raise ValueError("method='consistency' redraws labels from the predictions: it needs "
                          "a one-hot (hard or voted) target and no cluster; use "
                          "method='gaussian' for soft, corrected or clustered data")
-    conf, tgt, _ = group_scores(P, T, kind)
-    binned = make_binned(conf, tgt, n_bins, strategy, with_sq=False)
     codes, n_clusters = cluster_codes(cluster, P.shape[0])
     mean, cov, weights = binned_linear_form(binned, norm, codes, n_clusters)
     stat = float(norm_of_means(mean, weights, norm))
     if method == "consistency":
-        null = _consistency_null(P, kind, binned, weights, norm, n_boot, seed)
+        null = consistency_null(binned, weights, norm, n_boot, seed)
     else:
         null = gaussian_null(cov, weights, norm, n_boot, seed)
     p = upper_p_value(null, stat)

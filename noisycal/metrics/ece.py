@@ -324,7 +324,12 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         far from it (``benchmarks/README.md`` has the measured coverage), starts at
         exactly 0 when the data cannot exclude perfect calibration
         (``details['lower_is_zero']``, with ``details['p_value_zero']`` the test's
-        p-value), and needs one target value per item. 'bootstrap': the item bootstrap
+        p-value), and needs one target value per item. With a one-hot target (hard or
+        voted labels) and no ``cluster`` the test of perfect calibration redraws the
+        labels from the predictions (consistency resampling, exact however sparsely the
+        bins are filled; ``details['zero_test']``), and the upper end is set by the least
+        favourable null configuration (``upper_null='least-favourable'`` of
+        ``invert_norm``). 'bootstrap': the item bootstrap
         read off with ``method``; it inherits the plug-in's upward bias and covers
         poorly for nearly calibrated models. 'bound' and 'credible': see Notes.
     estimator : {'plug-in', 'median-unbiased'}, optional
