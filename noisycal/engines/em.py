@@ -34,6 +34,8 @@ __all__ = [
     "run_em",
     "fit_em",
     "split_data",
+    "join_data",
+    "expected_counts",
     "pattern_data",
     "PatternData",
     "collapse_patterns",
@@ -153,7 +155,7 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     -------
     prevalence (L, K), confusion (J, K, K)
     """
-    K, J, L = data.n_classes, data.n_annotators, data.n_groups
+    K, L = data.n_classes, data.n_groups
     if weights is not None:
         post = post * weights[:, None]
     n_g = jax.ops.segment_sum(post, data.group, num_segments=L)  # (L, K)
@@ -163,12 +165,7 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     # a group with no (weighted) items keeps a uniform prevalence, not 0/0: it happens
     # when a bootstrap resample draws no item of a small group
     prevalence = jnp.where(tot > 0, n_g / jnp.where(tot > 0, tot, 1.0), 1.0 / K)
-    # expected counts[j, true, observed]; split accumulators avoid scatter contention
-    R = data.item.shape[0]
-    seg = (data.annotator * K + data.label) * _SPLIT + jnp.bitwise_and(
-        jnp.arange(R, dtype=jnp.int32), _SPLIT - 1)
-    acc = jax.ops.segment_sum(post[data.item], seg, num_segments=J * K * _SPLIT)
-    counts = acc.reshape(J, K, _SPLIT, K).sum(axis=2).transpose(0, 2, 1)  # (J, true, obs)
+    counts = expected_counts(post, data)  # (J, true, observed)
     if one_coin:
         correct = jnp.trace(counts, axis1=1, axis2=2)
         total = jnp.sum(counts, axis=(1, 2))
@@ -183,6 +180,42 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     rows = jnp.sum(counts, axis=2, keepdims=True)
     confusion = jnp.where(rows > 0, counts / jnp.where(rows > 0, rows, 1.0), 1.0 / K)
     return prevalence, confusion
+
+
+def expected_counts(post: jax.Array, data: DSData) -> jax.Array:
+    """Expected rating counts ``[annotator, true, observed]`` given item posteriors.
+
+    ``counts[j, k, l] = sum over ratings r of annotator j with label l of post[item_r, k]``
+    (Dawid and Skene 1979, Eq. 2.3 before normalising). With the slot layout
+    (:class:`noisycal.models.dawid_skene.Slots`) it is one scatter-add of the (n_items, K)
+    posteriors per slot, with no (n_ratings, K) gather; otherwise a segment sum of the
+    gathered posteriors of every rating.
+
+    Parameters
+    ----------
+    post : (n_items, K)
+        Posteriors (already multiplied by item weights, if any).
+    data : DSData
+
+    Returns
+    -------
+    (n_annotators, K, K)
+    """
+    K, J = data.n_classes, data.n_annotators
+    if data.slots is None:
+        # split accumulators avoid scatter contention
+        R = data.item.shape[0]
+        seg = (data.annotator * K + data.label) * _SPLIT + jnp.bitwise_and(
+            jnp.arange(R, dtype=jnp.int32), _SPLIT - 1)
+        acc = jax.ops.segment_sum(post[data.item], seg, num_segments=J * K * _SPLIT)
+        return acc.reshape(J, K, _SPLIT, K).sum(axis=2).transpose(0, 2, 1)
+    sl = data.slots
+    acc = jnp.zeros((J * K + 1, K), post.dtype)  # row J K collects the empty slots
+    for s in range(sl.code.shape[1]):
+        acc = acc.at[sl.code[:, s]].add(post)
+    if sl.over_code.shape[0]:
+        acc = acc.at[sl.over_code].add(post[sl.over_item])
+    return acc[:J * K].reshape(J, K, K).transpose(0, 2, 1)
 
 
 def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
@@ -246,16 +279,25 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
 
 
 def split_data(data: DSData) -> tuple[tuple, tuple]:
-    """(arrays, static sizes) of ``data``, the form the jitted helpers take."""
-    return ((data.item, data.annotator, data.label, data.group),
+    """(arrays, static sizes) of ``data``, the form the jitted helpers take.
+
+    ``arrays`` holds the rating arrays, the groups and the slot layout (or ``None``);
+    :func:`join_data` puts them back together.
+    """
+    return ((data.item, data.annotator, data.label, data.group, data.slots),
             (data.n_items, data.n_annotators, data.n_classes, data.n_groups))
+
+
+def join_data(arrays: tuple, sizes: tuple) -> DSData:
+    """The :class:`DSData` that :func:`split_data` took apart."""
+    return DSData(*arrays[:4], *sizes, arrays[4])
 
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol"))
 def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.Array | None,
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
             one_coin: bool, max_iter: int, tol: float) -> EMState:
-    data = DSData(*arrays, *sizes)
+    data = join_data(arrays, sizes)
     return jax.vmap(lambda p: run_em(p, data, gold, alpha, beta, one_coin=one_coin,
                                      max_iter=max_iter, tol=tol, weights=weights))(post0)
 
@@ -307,16 +349,20 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
 
     Returns
     -------
-    pattern : (n_items,) pattern index of each item
-    representative : (n_patterns,) one item of each pattern
+    pattern : (n_items,) pattern index of each item (patterns numbered in the order of
+        their first item)
+    representative : (n_patterns,) the first item of each pattern (increasing)
     counts : (n_patterns,) items per pattern
     """
     keys = np.random.default_rng(20261130).integers(0, 2**63, size=(2, int(code.max()) + 1),
                                                      dtype=np.uint64)
     h = np.zeros((n_items, 2 + len(extra)), dtype=np.uint64)
-    order = np.argsort(item, kind="stable")
-    starts = np.searchsorted(item[order], np.arange(n_items))
-    sorted_code = code[order]
+    if item.size and np.all(item[1:] >= item[:-1]):  # already sorted (the usual case)
+        sorted_item, sorted_code = item, code
+    else:
+        order = np.argsort(item, kind="stable")
+        sorted_item, sorted_code = item[order], code[order]
+    starts = np.searchsorted(sorted_item, np.arange(n_items))
     with np.errstate(over="ignore"):  # uint64 sums wrap around: a hash, not a count
         h[:, 0] = np.add.reduceat(keys[0][sorted_code], starts)
         h[:, 1] = np.add.reduceat(keys[1][sorted_code], starts)
@@ -334,7 +380,11 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
         _, rep, pattern, counts = np.unique(h, axis=0, return_index=True,
                                             return_inverse=True, return_counts=True)
         pattern = pattern.ravel()
-    return pattern.astype(np.int32), rep, counts
+    # number the patterns by first appearance, so that items sorted by index stay sorted
+    order = np.argsort(rep)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[pattern].astype(np.int32), rep[order], counts[order]
 
 
 class PatternData(NamedTuple):
@@ -386,7 +436,9 @@ def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
     pattern, rep, counts = collapse_patterns(
         np.asarray(item, np.int64), np.asarray(annotator, np.int64) * K + label, n_items,
         extra=(g_items, gold_items))
-    keep = np.isin(item, rep)
+    keep = np.zeros(n_items, bool)
+    keep[rep] = True
+    keep = keep[item]
     pos = np.full(n_items, -1, np.int64)
     pos[rep] = np.arange(rep.size)
     data = make_data(pos[item[keep]], annotator[keep], label[keep], n_items=rep.size,
@@ -398,7 +450,7 @@ def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
 @partial(jax.jit, static_argnames=("sizes", "mode"))
 def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote: jax.Array,
                gold: jax.Array | None, *, sizes: tuple, mode: str) -> jax.Array:
-    data = DSData(*arrays, *sizes)
+    data = join_data(arrays, sizes)
 
     def one(pc: tuple) -> jax.Array:
         post, lse = e_step(pc[0], pc[1], data, gold)
