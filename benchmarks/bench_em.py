@@ -40,8 +40,17 @@ n = 1,000,000. Several sizes can be run at once (``--n 100000 200000``); per-ite
 per-iteration times and the ratio are reported at each measured size, nothing is
 extrapolated. Results are printed and written to ``benchmarks/output/bench_em.json``.
 
+Designs (``--design``, several run one after another in the same process): ``dense``
+(the default: J = 5 annotators rate every item, at most 5^5 distinct rating patterns),
+``j50`` (5 distinct random annotators of 50 per item) and ``sparse`` (5 of 1,000 per
+item: nearly every item has its own pattern, so collapsing patterns gains nothing and
+the EM loop over 5e6 ratings is what is measured). Each design line prints the load
+average (the machine may be shared), the ``Annotations`` construction time on its own
+line and the engine's memory per rating.
+
 Usage::
 
+    python benchmarks/bench_em.py --design all       # dense, j50 and sparse at n = 1e6
     python benchmarks/bench_em.py                    # n = 1e6, J = 5, K = 5, 20 iterations
     python benchmarks/bench_em.py --quick            # n = 1e5
     python benchmarks/bench_em.py --n 100000 200000  # several sizes
@@ -89,19 +98,42 @@ def true_parameters(n_classes: int, n_annotators: int, seed: int
     return prevalence, confusion
 
 
-def simulate(n: int, prevalence: np.ndarray, confusion: np.ndarray, seed: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Long item/annotator/label arrays: every annotator rates every item once."""
+#: Rating designs: (annotators J, ratings per item). "dense": every one of 5 annotators
+#: rates every item; "j50": 5 random annotators of 50 per item; "sparse": 5 random
+#: annotators of 1,000 per item (almost every item has its own rating pattern).
+DESIGNS = {"dense": (5, 5), "j50": (50, 5), "sparse": (1000, 5)}
+
+
+def random_annotators(rng: np.random.Generator, n: int, n_annotators: int, per_item: int
+                      ) -> np.ndarray:
+    """(n, per_item) distinct annotators per item, uniformly at random."""
+    J, S = n_annotators, per_item
+    if S == J:
+        return np.broadcast_to(np.arange(J), (n, J)).copy()
+    who = rng.integers(0, J, size=(n, S))
+    while True:  # redraw the rows with a repeated annotator (few: S^2 / 2J of them)
+        srt = np.sort(who, axis=1)
+        dup = np.any(srt[:, 1:] == srt[:, :-1], axis=1)
+        if not dup.any():
+            return who
+        who[dup] = rng.integers(0, J, size=(int(dup.sum()), S))
+
+
+def simulate(n: int, prevalence: np.ndarray, confusion: np.ndarray, seed: int,
+             per_item: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Long item/annotator/label arrays: ``per_item`` distinct random annotators rate each
+    item once (all J of them when ``per_item`` is None)."""
     rng = np.random.default_rng(seed)
     J, K, _ = confusion.shape
+    S = J if per_item is None else per_item
     y = rng.choice(K, size=n, p=prevalence)
+    who = random_annotators(rng, n, J, S)  # (n, S)
     cum = np.cumsum(confusion, axis=2)  # (J, K, K)
-    u = rng.random((n, J))
-    rows = cum[np.arange(J)[None, :], y[:, None]]  # (n, J, K)
+    u = rng.random((n, S))
+    rows = cum[who, y[:, None]]  # (n, S, K)
     label = np.minimum((u[:, :, None] >= rows).sum(axis=2), K - 1)
-    item = np.repeat(np.arange(n, dtype=np.int64), J)
-    annotator = np.tile(np.arange(J, dtype=np.int64), n)
-    return item, annotator, label.reshape(-1).astype(np.int64)
+    item = np.repeat(np.arange(n, dtype=np.int64), S)
+    return item, who.reshape(-1).astype(np.int64), label.reshape(-1).astype(np.int64)
 
 
 def fit_noisycal(ann: nc.Annotations, n_classes: int, iters: int, seed: int
@@ -147,18 +179,26 @@ def engine_breakdown(ann: nc.Annotations, fit: object, iters: int, reps: int = 3
             post0 = jnp.asarray(ann.soft_labels()[None])
             t_start = time.perf_counter() - t0
 
-            def loop(p: jax.Array) -> object:
-                return fit_em(p, data, None, None, None, one_coin=False, max_iter=iters,
+            def loop(p: jax.Array, d: object = data) -> object:
+                return fit_em(p, d, None, None, None, one_coin=False, max_iter=iters,
                               tol=1e-300).post
 
             t_loop = best_of(loop, post0)
+            # the same loop on the rating layout (the engine before the slot layout)
+            data_r = data._replace(slots=None)
+            t_loop_r = best_of(lambda p: loop(p, data_r), post0)
+            diff = float(jnp.abs(loop(post0) - loop(post0, data_r)).max())
             prev = jnp.asarray(fit.group_prevalence)
             conf = jnp.asarray(fit.confusion)
             post = jnp.asarray(fit.item_posterior)
             t_e = best_of(jax.jit(lambda p, c: e_step(p, c, data, None)), prev, conf)
             t_m = best_of(jax.jit(lambda q: m_step(q, data, None, None, False)), post)
+            t_e_r = best_of(jax.jit(lambda p, c: e_step(p, c, data_r, None)), prev, conf)
+            t_m_r = best_of(jax.jit(lambda q: m_step(q, data_r, None, None, False)), post)
         return {"pack_s": t_pack, "soft_vote_start_s": t_start, "em_loop_s": t_loop,
-                "em_loop_per_iter_s": t_loop / iters, "e_step_s": t_e, "m_step_s": t_m}
+                "em_loop_per_iter_s": t_loop / iters, "e_step_s": t_e, "m_step_s": t_m,
+                "rating_layout": {"em_loop_s": t_loop_r, "e_step_s": t_e_r,
+                                  "m_step_s": t_m_r, "max_abs_posterior_difference": diff}}
     except Exception as exc:  # noqa: BLE001 - a diagnostic, never the benchmark itself
         return {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -213,9 +253,13 @@ def compare(fit: object, ds: object, item: np.ndarray, annotator: np.ndarray,
     err = ds.errors_.reindex(index=idx, columns=classes).to_numpy(dtype=float)
     conf_ck = err.reshape(J, K, K).transpose(0, 2, 1)  # [j, true, observed]
     conf_ck = conf_ck[:, perm][:, :, perm]
-    item_pos = np.searchsorted(fit.items, item)
-    prev_next, conf_next = one_m_step(post_nc, item_pos, np.searchsorted(annotators, annotator),
-                                      np.searchsorted(classes, label), J)
+    # positions in the fit's own orders (which need not be sorted: no searchsorted)
+    item_pos = pd.Index(fit.items).get_indexer(item)
+    annotator_pos = pd.Index(annotators).get_indexer(annotator)
+    label_pos = pd.Index(classes).get_indexer(label)
+    if min(item_pos.min(), annotator_pos.min(), label_pos.min()) < 0:
+        raise RuntimeError("a rating's item, annotator or label is not in the fit")
+    prev_next, conf_next = one_m_step(post_nc, item_pos, annotator_pos, label_pos, J)
     return {
         "class_match": perm.tolist(),
         "posterior": float(np.abs(post_nc - post_ck).max()),
@@ -226,12 +270,37 @@ def compare(fit: object, ds: object, item: np.ndarray, annotator: np.ndarray,
     }
 
 
-def run_size(n: int, args: argparse.Namespace, ck_version: str | None) -> dict:
-    K, J, iters, seed = args.k, args.j, args.iters, args.seed
+def engine_memory(ann: nc.Annotations) -> dict:
+    """Bytes the EM engine holds for the ratings: the packed index arrays of the
+    distinct rating patterns (rating arrays and slot layout) and the per-pattern float64
+    arrays of one EM run (start posteriors, posteriors, weights), per original rating."""
+    from noisycal.engines.em import pattern_data
+
+    arr = ann.engine_arrays()
+    with jax.enable_x64(True):
+        pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
+                           n_annotators=arr.n_annotators, n_classes=arr.n_classes,
+                           group=None, n_groups=1)
+    d = pd_.data
+    index = sum(int(a.nbytes) for a in (d.item, d.annotator, d.label, d.group))
+    slots = 0 if d.slots is None else sum(int(a.nbytes) for a in d.slots)
+    floats = (3 * arr.n_classes + 1) * 8 * d.n_items
+    R = arr.item.size
+    return {"n_patterns": d.n_items, "n_slots": 0 if d.slots is None else
+            int(d.slots.code.shape[1]), "index_bytes_per_rating": index / R,
+            "slot_bytes_per_rating": slots / R, "float_bytes_per_rating": floats / R,
+            "bytes_per_rating": (index + slots + floats) / R}
+
+
+def run_size(n: int, design: str, args: argparse.Namespace, ck_version: str | None) -> dict:
+    K, iters, seed = args.k, args.iters, args.seed
+    J, S = DESIGNS[design] if design != "custom" else (args.j, args.j)
     prevalence, confusion = true_parameters(K, J, seed)
-    item, annotator, label = simulate(n, prevalence, confusion, seed)
+    item, annotator, label = simulate(n, prevalence, confusion, seed, per_item=S)
     R = item.size
-    print(f"\n== n = {n:,} items x {J} ratings = {R:,} ratings, K = {K}, {iters} iterations")
+    print(f"\n== design {design}: n = {n:,} items x {S} ratings from {J} annotators = "
+          f"{R:,} ratings, K = {K}, {iters} iterations; load avg "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     t0 = time.perf_counter()
     ann = nc.Annotations.from_arrays(item, annotator, label, classes=np.arange(K))
@@ -239,17 +308,24 @@ def run_size(n: int, args: argparse.Namespace, ck_version: str | None) -> dict:
     t_first, _ = fit_noisycal(ann, K, iters, seed)
     t_nc, fit = fit_noisycal(ann, K, iters, seed)
     per_nc = t_nc / (n * iters)
-    print(f"noisycal: Annotations.from_arrays {t_build:.2f} s (not timed in the fit); "
-          f"compile + first fit {t_first:.2f} s; timed fit {t_nc:.2f} s "
+    print(f"noisycal: Annotations.from_arrays {t_build:.2f} s (separate, not in the fit)")
+    print(f"noisycal: compile + first fit {t_first:.2f} s; timed fit {t_nc:.2f} s "
           f"({1e9 * per_nc:.1f} ns per item-iteration); n_iter = {fit.n_iter}")
+    mem = engine_memory(ann)
+    print(f"  engine memory: {mem['bytes_per_rating']:.1f} bytes per rating "
+          f"({mem['index_bytes_per_rating']:.1f} rating index arrays, "
+          f"{mem['slot_bytes_per_rating']:.1f} slot layout with {mem['n_slots']} slots, "
+          f"{mem['float_bytes_per_rating']:.1f} float64 per-pattern arrays); "
+          f"{mem['n_patterns']:,} distinct rating patterns")
     err_truth = {"prevalence": float(np.abs(fit.prevalence - prevalence).max()),
                  "confusion": float(np.abs(fit.confusion - confusion).max())}
     print(f"  noisycal vs the simulation truth: max |d prevalence| "
           f"{err_truth['prevalence']:.1e}, max |d confusion| {err_truth['confusion']:.1e}")
 
     out: dict = {
-        "n": n, "n_ratings": R,
+        "design": design, "n": n, "n_annotators": J, "ratings_per_item": S, "n_ratings": R,
         "noisycal": {"build_annotations_s": t_build, "compile_first_fit_s": t_first,
+                     "memory": mem,
                      "fit_s": t_nc, "per_item_iteration_s": per_nc, "n_iter": fit.n_iter,
                      "max_abs_error_vs_truth": err_truth},
     }
@@ -265,6 +341,12 @@ def run_size(n: int, args: argparse.Namespace, ck_version: str | None) -> dict:
                   f"ms); make_data {1e3 * bd['pack_s']:.0f} ms; soft-vote start "
                   f"{1e3 * bd['soft_vote_start_s']:.0f} ms (best of 3 each, so not "
                   "additive with the single timed fit)")
+            rl = bd["rating_layout"]
+            print(f"  same loop on the rating layout (no slots, the engine before): "
+                  f"{rl['em_loop_s']:.2f} s, {rl['em_loop_s'] / bd['em_loop_s']:.1f}x the "
+                  f"slot loop's time (E-step {1e3 * rl['e_step_s']:.0f} ms, M-step "
+                  f"{1e3 * rl['m_step_s']:.0f} ms); posteriors agree to "
+                  f"{rl['max_abs_posterior_difference']:.1e}")
 
     if ck_version is None:
         out["crowdkit"] = None
@@ -305,8 +387,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--n", type=int, nargs="+", default=[TARGET_N],
                     help="items; several sizes run one after another (default 1,000,000)")
     ap.add_argument("--k", type=int, default=5, help="classes K (default 5)")
+    ap.add_argument("--design", nargs="+", default=["dense"],
+                    choices=[*DESIGNS, "custom", "all"],
+                    help="rating designs, run one after another: dense (5 annotators rate "
+                         "every item, the default), j50 (5 random of 50 per item), sparse "
+                         "(5 random of 1,000 per item), all, or custom (--j annotators "
+                         "rating every item)")
     ap.add_argument("--j", type=int, default=5,
-                    help="annotators, each rating every item (default 5)")
+                    help="annotators of the custom design, each rating every item")
     ap.add_argument("--iters", type=int, default=20, help="EM iterations (default 20)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="smoke run: n = 100,000")
@@ -315,6 +403,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.quick:
         args.n = [100_000]
+    if "all" in args.design:
+        args.design = list(DESIGNS)
     return args
 
 
@@ -327,20 +417,20 @@ def main(argv: list[str] | None = None) -> dict:
           f"pandas {pd.__version__}, crowd-kit {ck_version or 'not installed'}, "
           f"device {jax.devices()[0].platform}, {os.cpu_count()} CPUs, "
           f"load avg {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"  sizes n = {', '.join(f'{n:,}' for n in args.n)}; J = {args.j} annotators "
-          f"rating every item; K = {args.k}; {args.iters} iterations, one soft-vote start; "
-          f"seed = {args.seed}")
+    print(f"  sizes n = {', '.join(f'{n:,}' for n in args.n)}; designs "
+          f"{', '.join(args.design)}; K = {args.k}; {args.iters} iterations, one soft-vote "
+          f"start; seed = {args.seed}")
     if ck_version is None:
         print("crowd-kit: not installed (pip install crowd-kit, or the 'bench' extra); "
               "only noisycal is timed")
-    results = [run_size(n, args, ck_version) for n in args.n]
+    results = [run_size(n, d, args, ck_version) for d in args.design for n in args.n]
     if TARGET_N not in args.n:
         print(f"\nnote: n = {TARGET_N:,} was not measured in this run; the "
               f"{TARGET_SPEEDUP:.0f}x target is not assessed (ratios above are at the "
               "sizes measured only)")
 
     result = {
-        "k": args.k, "j": args.j, "iters": args.iters, "seed": args.seed,
+        "k": args.k, "designs": args.design, "iters": args.iters, "seed": args.seed,
         "quick": args.quick, "target_speedup": TARGET_SPEEDUP, "target_n": TARGET_N,
         "environment": {
             "noisycal": nc.__version__, "jax": jax.__version__, "numpy": np.__version__,

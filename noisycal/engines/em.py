@@ -10,8 +10,6 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 
@@ -20,9 +18,10 @@ from noisycal.models.dawid_skene import (
     DSData,
     item_log_likelihood,
     joint_log_likelihood,
-    make_data,
     one_coin_confusion,
 )
+
+from .patterns import PatternData, collapse_patterns, pattern_data
 
 __all__ = [
     "EMState",
@@ -34,6 +33,8 @@ __all__ = [
     "run_em",
     "fit_em",
     "split_data",
+    "join_data",
+    "expected_counts",
     "pattern_data",
     "PatternData",
     "collapse_patterns",
@@ -153,7 +154,7 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     -------
     prevalence (L, K), confusion (J, K, K)
     """
-    K, J, L = data.n_classes, data.n_annotators, data.n_groups
+    K, L = data.n_classes, data.n_groups
     if weights is not None:
         post = post * weights[:, None]
     n_g = jax.ops.segment_sum(post, data.group, num_segments=L)  # (L, K)
@@ -163,12 +164,7 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     # a group with no (weighted) items keeps a uniform prevalence, not 0/0: it happens
     # when a bootstrap resample draws no item of a small group
     prevalence = jnp.where(tot > 0, n_g / jnp.where(tot > 0, tot, 1.0), 1.0 / K)
-    # expected counts[j, true, observed]; split accumulators avoid scatter contention
-    R = data.item.shape[0]
-    seg = (data.annotator * K + data.label) * _SPLIT + jnp.bitwise_and(
-        jnp.arange(R, dtype=jnp.int32), _SPLIT - 1)
-    acc = jax.ops.segment_sum(post[data.item], seg, num_segments=J * K * _SPLIT)
-    counts = acc.reshape(J, K, _SPLIT, K).sum(axis=2).transpose(0, 2, 1)  # (J, true, obs)
+    counts = expected_counts(post, data)  # (J, true, observed)
     if one_coin:
         correct = jnp.trace(counts, axis1=1, axis2=2)
         total = jnp.sum(counts, axis=(1, 2))
@@ -183,6 +179,42 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     rows = jnp.sum(counts, axis=2, keepdims=True)
     confusion = jnp.where(rows > 0, counts / jnp.where(rows > 0, rows, 1.0), 1.0 / K)
     return prevalence, confusion
+
+
+def expected_counts(post: jax.Array, data: DSData) -> jax.Array:
+    """Expected rating counts ``[annotator, true, observed]`` given item posteriors.
+
+    ``counts[j, k, l] = sum over ratings r of annotator j with label l of post[item_r, k]``
+    (Dawid and Skene 1979, Eq. 2.3 before normalising). With the slot layout
+    (:class:`noisycal.models.dawid_skene.Slots`) it is one scatter-add of the (n_items, K)
+    posteriors per slot, with no (n_ratings, K) gather; otherwise a segment sum of the
+    gathered posteriors of every rating.
+
+    Parameters
+    ----------
+    post : (n_items, K)
+        Posteriors (already multiplied by item weights, if any).
+    data : DSData
+
+    Returns
+    -------
+    (n_annotators, K, K)
+    """
+    K, J = data.n_classes, data.n_annotators
+    if data.slots is None:
+        # split accumulators avoid scatter contention
+        R = data.item.shape[0]
+        seg = (data.annotator * K + data.label) * _SPLIT + jnp.bitwise_and(
+            jnp.arange(R, dtype=jnp.int32), _SPLIT - 1)
+        acc = jax.ops.segment_sum(post[data.item], seg, num_segments=J * K * _SPLIT)
+        return acc.reshape(J, K, _SPLIT, K).sum(axis=2).transpose(0, 2, 1)
+    sl = data.slots
+    acc = jnp.zeros((J * K + 1, K), post.dtype)  # row J K collects the empty slots
+    for s in range(sl.code.shape[1]):
+        acc = acc.at[sl.code[:, s]].add(post)
+    if sl.over_code.shape[0]:
+        acc = acc.at[sl.over_code].add(post[sl.over_item])
+    return acc[:J * K].reshape(J, K, K).transpose(0, 2, 1)
 
 
 def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
@@ -246,16 +278,25 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
 
 
 def split_data(data: DSData) -> tuple[tuple, tuple]:
-    """(arrays, static sizes) of ``data``, the form the jitted helpers take."""
-    return ((data.item, data.annotator, data.label, data.group),
+    """(arrays, static sizes) of ``data``, the form the jitted helpers take.
+
+    ``arrays`` holds the rating arrays, the groups and the slot layout (or ``None``);
+    :func:`join_data` puts them back together.
+    """
+    return ((data.item, data.annotator, data.label, data.group, data.slots),
             (data.n_items, data.n_annotators, data.n_classes, data.n_groups))
+
+
+def join_data(arrays: tuple, sizes: tuple) -> DSData:
+    """The :class:`DSData` that :func:`split_data` took apart."""
+    return DSData(*arrays[:4], *sizes, arrays[4])
 
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol"))
 def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.Array | None,
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
             one_coin: bool, max_iter: int, tol: float) -> EMState:
-    data = DSData(*arrays, *sizes)
+    data = join_data(arrays, sizes)
     return jax.vmap(lambda p: run_em(p, data, gold, alpha, beta, one_coin=one_coin,
                                      max_iter=max_iter, tol=tol, weights=weights))(post0)
 
@@ -284,121 +325,10 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
                    max_iter=max_iter, tol=tol)
 
 
-def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
-                      extra: tuple[np.ndarray, ...] = ()) -> tuple[np.ndarray, np.ndarray,
-                                                                     np.ndarray]:
-    """Group items with identical rating patterns (exact sufficient statistics of EM).
-
-    Items whose multisets of (annotator, label) codes are equal (and whose ``extra``
-    keys, e.g. group and gold label, are equal) have identical posteriors under every
-    Dawid–Skene model, so EM can run on one representative per pattern weighted by its
-    multiplicity. A pattern is identified by two independent 64-bit multiset hashes
-    (sums of fixed pseudo-random keys of its codes), so two different patterns collide
-    with probability about 2**-128 per pair.
-
-    Parameters
-    ----------
-    item : int array of shape (n_ratings,)
-    code : int array of shape (n_ratings,)
-        One code per (annotator, label) pair, e.g. ``annotator * K + label``.
-    n_items : int
-    extra : tuple of (n_items,) int arrays
-        Item keys that must also match (group, gold class).
-
-    Returns
-    -------
-    pattern : (n_items,) pattern index of each item
-    representative : (n_patterns,) one item of each pattern
-    counts : (n_patterns,) items per pattern
-    """
-    keys = np.random.default_rng(20261130).integers(0, 2**63, size=(2, int(code.max()) + 1),
-                                                     dtype=np.uint64)
-    h = np.zeros((n_items, 2 + len(extra)), dtype=np.uint64)
-    order = np.argsort(item, kind="stable")
-    starts = np.searchsorted(item[order], np.arange(n_items))
-    sorted_code = code[order]
-    with np.errstate(over="ignore"):  # uint64 sums wrap around: a hash, not a count
-        h[:, 0] = np.add.reduceat(keys[0][sorted_code], starts)
-        h[:, 1] = np.add.reduceat(keys[1][sorted_code], starts)
-    for c, e in enumerate(extra):
-        h[:, 2 + c] = np.asarray(e).astype(np.int64).astype(np.uint64)
-    # one fast 1-D unique on a 64-bit digest of the whole row, then a check that every
-    # item agrees with its representative on all columns (else the exact 2-D unique)
-    mix = np.random.default_rng(7).integers(1, 2**63, size=h.shape[1], dtype=np.uint64) | 1
-    with np.errstate(over="ignore"):
-        digest = (h * mix).sum(axis=1)
-    _, rep, pattern, counts = np.unique(digest, return_index=True, return_inverse=True,
-                                        return_counts=True)
-    pattern = pattern.ravel()
-    if not np.array_equal(h, h[rep][pattern]):  # a digest collision (probability ~1e-7)
-        _, rep, pattern, counts = np.unique(h, axis=0, return_index=True,
-                                            return_inverse=True, return_counts=True)
-        pattern = pattern.ravel()
-    return pattern.astype(np.int32), rep, counts
-
-
-class PatternData(NamedTuple):
-    """Ratings collapsed to distinct rating patterns (see :func:`collapse_patterns`).
-
-    Attributes
-    ----------
-    data : DSData
-        One row per pattern (float64 context of the caller).
-    pattern : (n_items,) int
-        Pattern of every original item.
-    representative : (n_patterns,) int
-        One original item of each pattern.
-    counts : (n_patterns,) int
-        Items per pattern (EM weights).
-    gold : (n_patterns,) int or None
-        Gold class of each pattern (``-1`` when unknown).
-    """
-
-    data: DSData
-    pattern: np.ndarray
-    representative: np.ndarray
-    counts: np.ndarray
-    gold: np.ndarray | None
-
-
-def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
-                 n_items: int, n_annotators: int, n_classes: int, group: np.ndarray | None,
-                 n_groups: int, gold: np.ndarray | None = None) -> PatternData:
-    """Collapse ratings to distinct patterns and pack them for EM (the same EM fit).
-
-    Parameters
-    ----------
-    item, annotator, label : int arrays of shape (n_ratings,)
-    n_items, n_annotators, n_classes : int
-    group : int array of shape (n_items,), optional
-        Group of each item (patterns never mix groups).
-    n_groups : int
-    gold : int array of shape (n_items,), optional
-        Known classes, ``-1`` where unknown (patterns never mix gold classes).
-
-    Returns
-    -------
-    PatternData
-    """
-    K = n_classes
-    g_items = np.zeros(n_items, np.int32) if group is None else np.asarray(group, np.int32)
-    gold_items = np.full(n_items, -1, np.int32) if gold is None else np.asarray(gold, np.int32)
-    pattern, rep, counts = collapse_patterns(
-        np.asarray(item, np.int64), np.asarray(annotator, np.int64) * K + label, n_items,
-        extra=(g_items, gold_items))
-    keep = np.isin(item, rep)
-    pos = np.full(n_items, -1, np.int64)
-    pos[rep] = np.arange(rep.size)
-    data = make_data(pos[item[keep]], annotator[keep], label[keep], n_items=rep.size,
-                     n_annotators=n_annotators, n_classes=K, group=g_items[rep],
-                     n_groups=n_groups)
-    return PatternData(data, pattern, rep, counts, None if gold is None else gold_items[rep])
-
-
 @partial(jax.jit, static_argnames=("sizes", "mode"))
 def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote: jax.Array,
                gold: jax.Array | None, *, sizes: tuple, mode: str) -> jax.Array:
-    data = DSData(*arrays, *sizes)
+    data = join_data(arrays, sizes)
 
     def one(pc: tuple) -> jax.Array:
         post, lse = e_step(pc[0], pc[1], data, gold)

@@ -247,13 +247,14 @@ def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
               ) -> tuple[jax.Array, jax.Array]:
     """Negative Hessians of the log-likelihood and of the complete-data objective."""
     from noisycal.models.dawid_skene import (
-        DSData,
         item_log_likelihood,
         joint_log_likelihood,
         one_coin_confusion,
     )
 
-    data = DSData(*arrays, *sizes)
+    from .em import join_data
+
+    data = join_data(arrays, sizes)
     L, K, J = data.n_groups, data.n_classes, data.n_annotators
     # entries no free direction touches stay constants (a select, not x0 + 0 * theta:
     # log(0) has an infinite derivative, and 0 * inf is NaN)

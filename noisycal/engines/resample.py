@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from noisycal.models.dawid_skene import DSData
 
-from .em import EMState, run_em, split_data
+from .em import EMState, join_data, run_em, split_data
 
 __all__ = ["multinomial_counts", "resample_weights", "resample_refit", "bootstrap_em"]
 
@@ -105,7 +105,7 @@ def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax
                   alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
                   sizes: tuple, one_coin: bool, max_iter: int, tol: float,
                   n_boot: int) -> EMState:
-    data = DSData(*arrays, *sizes)
+    data = join_data(arrays, sizes)
 
     def one(key: jax.Array) -> EMState:
         _, st = resample_refit(key, post0, data, gold, alpha, beta, pattern,

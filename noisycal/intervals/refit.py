@@ -200,10 +200,10 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
                 stat_args: tuple, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
                 n_boot: int, statistic: Callable[..., Any]) -> tuple:
+    from ..engines.em import join_data
     from ..engines.resample import resample_refit
-    from ..models.dawid_skene import DSData
 
-    data = DSData(*arrays, *sizes)
+    data = join_data(arrays, sizes)
     L = sizes[3]
 
     def one(key: jax.Array) -> tuple:
