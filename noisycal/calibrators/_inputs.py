@@ -33,7 +33,7 @@ from .._validation import PROB_ATOL, check_array, check_choice, check_logits
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
 from ..targets import as_target_matrix
-from ._base import Calibrator, check_alignment, check_eps, positive_target
+from ._base import Calibrator, check_alignment, check_eps, positive_target, record_fit_target
 
 __all__ = ["ScoreInput", "SoftmaxMap", "score_matrix", "fit_target", "resolve_loss",
            "softmax_loss", "finish_status", "EPS"]
@@ -228,6 +228,7 @@ class SoftmaxMap(Calibrator):
         eps = check_eps(self.eps)
         x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
         T = fit_target(target, x)
+        record_fit_target(self, target)
         self.loss_ = resolve_loss(self.loss, T, target)
         self.eps_ = eps
         self.n_classes_ = int(x.S.shape[1])

@@ -11,6 +11,7 @@ from .._typing import ArrayLike
 from .._validation import check_choice
 from .._warnings import IdentifiabilityWarning
 from ..metrics.cmce import cmce_value, set_inputs
+from ._base import record_fit_target
 from ._inputs import EPS, score_matrix
 from .conformal import MatrixInput
 
@@ -84,6 +85,7 @@ class NaiveCMCETemperature(MatrixInput):
         x = score_matrix(probs, logits, self.eps)
         P0 = softmax(x.S, axis=1)
         _, y, T = set_inputs(P0, target, None)
+        record_fit_target(self, target)
         values = np.array([cmce_value(softmax(x.S / t, axis=1), y, T, self.n_bins,
                                       bool(self.weighted)) for t in grid])
         i = int(np.argmin(values))

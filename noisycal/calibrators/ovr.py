@@ -16,7 +16,7 @@ from scipy.special import expit, softmax
 
 from .._typing import ArrayLike
 from .._warnings import IdentifiabilityWarning
-from ._base import check_eps
+from ._base import check_eps, record_fit_target
 from ._inputs import EPS, fit_target, score_matrix
 from .conformal import MatrixInput
 from .isotonic import IsotonicCalibration
@@ -92,6 +92,7 @@ class OneVsRestPlatt(MatrixInput):
         eps = check_eps(self.eps)
         x = score_matrix(probs, logits, eps)
         T = fit_target(target, x)
+        record_fit_target(self, target)
         K = x.S.shape[1]
         u, v, st = np.empty(K), np.empty(K), []
         for k in range(K):
@@ -174,6 +175,7 @@ class OneVsRestIsotonic(MatrixInput):
         eps = check_eps(self.eps)
         x = score_matrix(probs, logits, eps)
         T = fit_target(target, x)
+        record_fit_target(self, target)
         P = softmax(x.S, axis=1)
         maps, st = [], []
         for k in range(P.shape[1]):
