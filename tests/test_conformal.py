@@ -182,11 +182,19 @@ def test_mr_and_ts_identical_on_singleton_msp_sets():
     # alpha large enough that the MSP threshold is below 0.5: every set has at most one
     # class, both maps put exactly 1 - alpha on it and leave empty sets alone
     zc, yc, zt, yt = _setup(seed=2)
-    mr = CAL.MassRescaling(alpha=0.3, degenerate_tol=(1e-8, 0.0)).fit(logits=zc, target=yc)
+    # the empty sets are MR's degenerate rows (left unchanged, reported)
+    with pytest.warns(nc.NumericalWarning, match="degenerate"):
+        mr = CAL.MassRescaling(alpha=0.3, degenerate_tol=(1e-8, 0.0)).fit(logits=zc,
+                                                                           target=yc)
     ts = CAL.ConformalTemperature(alpha=0.3).fit(logits=zc, target=yc)
+    n_empty = int(np.sum(mr.predict_sets(logits=zc).sum(axis=1) == 0))
+    assert mr.row_status_counts_ == {"ok": 600 - n_empty, "degenerate": n_empty}
+    assert ts.row_status_counts_["empty"] == n_empty
     sets = mr.predict_sets(logits=zt)
     assert sets.sum(axis=1).max() == 1 and mr.conformal_.quantile_ < 0.5
-    Qm, Qt = mr.predict_proba(logits=zt), ts.predict_proba(logits=zt)
+    with pytest.warns(nc.NumericalWarning, match="degenerate"):
+        Qm = mr.predict_proba(logits=zt)
+    Qt = ts.predict_proba(logits=zt)
     np.testing.assert_allclose(Qm.max(axis=1), Qt.max(axis=1), atol=1e-10)
     np.testing.assert_array_equal(Qm.argmax(axis=1), Qt.argmax(axis=1))
     for metric in (nc.ece, nc.mce):
@@ -262,6 +270,7 @@ def test_infinite_quantile_status():
     assert cp.predict_sets(probs=np.array([[0.9, 0.1]])).all()
 
 
+@pytest.mark.filterwarnings("ignore:MassRescaling.*degenerate:noisycal.NumericalWarning")
 def test_shared_set_builder_at_another_alpha():
     zc, yc, zt, yt = _setup(seed=6)
     shared = CAL.SplitConformal(alpha=0.3).fit(logits=zc, target=yc)
@@ -269,6 +278,7 @@ def test_shared_set_builder_at_another_alpha():
         direct = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc)
         reused = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc, conformal=shared)
         assert reused.conformal_.quantile_ == direct.conformal_.quantile_
+        assert reused.row_status_counts_ == direct.row_status_counts_
         np.testing.assert_array_equal(reused.predict_proba(logits=zt),
                                       direct.predict_proba(logits=zt))
     assert shared.alpha_ == 0.3  # the shared builder is not modified
@@ -291,3 +301,50 @@ def test_one_vs_rest_isotonic():
     with pytest.warns(nc.IdentifiabilityWarning):
         bad = CAL.OneVsRestIsotonic().fit(logits=Z, target=np.where(y == 2, 0, y))
     assert bad.status_ == "class_not_ok" and bad.class_status_[2] == "constant"
+
+
+def test_mass_rescaling_reports_degenerate_rows():
+    # at alpha = 0.01 on the 49-class toy most calibration sets hold (almost) all the
+    # mass, so mass_rescale leaves those rows unchanged: fit says so, predict warns
+    zc, yc, zt, _ = _setup(seed=5)
+    with pytest.warns(nc.NumericalWarning, match=r"rows are degenerate"):
+        mr = CAL.MassRescaling(alpha=0.01).fit(logits=zc, target=yc)
+    sets = mr.predict_sets(logits=zc)
+    P = np.exp(zc - zc.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    p_in = np.where(sets, P, 0).sum(axis=1)
+    expect = int(np.sum((p_in <= 1e-8) | (1 - p_in <= 1e-5 + 1e-8)))
+    assert expect > 0
+    assert mr.row_status_counts_ == {"ok": 600 - expect, "degenerate": expect}
+    assert mr.status_ == "degenerate_rows" and f"{expect} of 600 rows" in mr.message_
+    with pytest.warns(nc.NumericalWarning, match=rf"MassRescaling: {expect} of 600 rows"):
+        mr.predict_proba(logits=zc)
+    # a level at which no row is degenerate: status 'ok', no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = CAL.MassRescaling(alpha=0.1, degenerate_tol=(0.0, 0.0)).fit(logits=zc,
+                                                                          target=yc)
+    assert ok.status_ == "ok" and ok.row_status_counts_ == {"ok": 600}
+
+
+def test_run_protocol_builds_each_methods_own_set_builder():
+    # the shared set builder takes each method's own settings: methods with a non-default
+    # ada_steps run (they were refused with "other settings" before), and the reused
+    # builder gives the method's direct fit on the same split
+    from noisycal.experiments.set_mass import default_methods, run_protocol, splits
+
+    zc, yc, _, _ = _setup(n=900, K=5, seed=7)
+    methods = default_methods(alphas=(0.1, 0.3), thresholds=("adaptive",), baselines=False,
+                              ada_steps=4)
+    df = run_protocol(zc, yc, methods, n_splits=1, cal_fraction=0.5)
+    assert sorted(df["method"]) == sorted(methods)
+    ic, it = next(splits(yc.size, n_splits=1, cal_fraction=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = CAL.ConformalTemperature(alpha=0.3, threshold="adaptive", ada_steps=4,
+                                          seed=0).fit(logits=zc[ic], target=yc[ic])
+        P = direct.predict_proba(logits=zc[it])
+    row = df[df["method"] == "TS (ours) a=0.3 MSP Ada"].iloc[0]
+    from noisycal.experiments.set_mass import evaluate
+
+    assert row["HPR coverage"] == evaluate(P, yc[it], alpha=0.3)["HPR coverage"]

@@ -19,13 +19,14 @@ probabilities and then move the mass so that C(x) holds exactly 1 - alpha:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.special import softmax
 
 from .._typing import ArrayLike
-from .._validation import check_choice, check_probs
+from .._validation import check_choice, check_probs, user_stacklevel
 from .._warnings import IdentifiabilityWarning, NumericalWarning
 from ..metrics.set_mass import chunk_rows
 from ._inputs import EPS, ScoreInput, score_matrix
@@ -249,8 +250,13 @@ class MassRescaling(_ConformalMap):
     conformal_ : SplitConformal
     alpha_ : float
     n_classes_ : int
+    row_status_counts_ : dict
+        Per-row outcomes on the calibration rows: 'ok' (rescaled) and 'degenerate'
+        (left unchanged).
     status_, message_ : str
-        The conformal fit's status.
+        The conformal fit's status if not 'ok'; else 'degenerate_rows' (with a
+        :class:`~noisycal.NumericalWarning`) when some calibration rows are degenerate,
+        else 'ok'. ``predict_proba`` warns likewise when some of its rows are degenerate.
     """
 
     def __init__(self, *, alpha: float = 0.1, score: str = "msp", threshold: str = "constant",
@@ -299,7 +305,18 @@ class MassRescaling(_ConformalMap):
                              f"{tol!r}")
         self.degenerate_tol_ = (t0, t1)
         self._fit_sets(probs, logits, target, conformal)
-        self._set_status(self.conformal_.status_, self.conformal_.message_, None)
+        x, sets = self._prepare(probs, logits)
+        _, deg = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        n_deg = int(np.sum(deg))
+        self.row_status_counts_ = {k: c for k, c in (("ok", deg.size - n_deg),
+                                                     ("degenerate", n_deg)) if c}
+        if self.conformal_.status_ != "ok":
+            self._set_status(self.conformal_.status_, self.conformal_.message_, None)
+        elif n_deg:
+            self._set_status("degenerate_rows", f"{_degenerate_message(n_deg, deg.size)}; "
+                             "see row_status_counts_", NumericalWarning)
+        else:
+            self._set_status("ok", "", None)
         return self
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
@@ -316,8 +333,18 @@ class MassRescaling(_ConformalMap):
         binary scores
         """
         x, sets = self._prepare(probs, logits)
-        Q, _ = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        Q, deg = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        n_deg = int(np.sum(deg))
+        if n_deg:
+            warnings.warn(f"MassRescaling: {_degenerate_message(n_deg, deg.size)}",
+                          NumericalWarning, stacklevel=user_stacklevel())
         return Q[:, 1] if x.binary else Q
+
+
+def _degenerate_message(n_deg: int, n: int) -> str:
+    return (f"{n_deg} of {n} rows are degenerate (their set holds no mass or all of it, "
+            "within degenerate_tol) and are returned unchanged, not rescaled to set mass "
+            "1 - alpha")
 
 
 @_doc
