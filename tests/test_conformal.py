@@ -348,3 +348,31 @@ def test_run_protocol_builds_each_methods_own_set_builder():
     from noisycal.experiments.set_mass import evaluate
 
     assert row["HPR coverage"] == evaluate(P, yc[it], alpha=0.3)["HPR coverage"]
+
+
+@pytest.mark.parametrize("score", ["msp", "aps"])
+def test_probs_and_log_probs_give_the_same_sets(score):
+    # K = 5000 classes, most probabilities below the floor eps = 1e-6: the sets and the
+    # quantile are built on P itself, so probs=P and logits=log P agree (to rounding of
+    # softmax(log P)); a floor renormalising P would move the APS scores by ~K * eps
+    rng = np.random.default_rng(11)
+    n, K = 300, 5000
+    z = rng.normal(size=(n, K)) * 3.0
+    z[np.arange(n), rng.integers(0, K, n)] += 30.0
+    P = np.exp(z - z.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    assert np.mean(P < 1e-6) > 0.9
+    y = np.array([rng.choice(K, p=p) for p in P])
+    a = CAL.SplitConformal(alpha=0.1, score=score).fit(probs=P, target=y)
+    b = CAL.SplitConformal(alpha=0.1, score=score).fit(logits=np.log(P), target=y)
+    assert a.quantile_ == pytest.approx(b.quantile_, abs=1e-12)
+    np.testing.assert_allclose(a.scores_, nonconformity(P, y, score), atol=0, rtol=0)
+    np.testing.assert_array_equal(a.predict_sets(probs=P), b.predict_sets(logits=np.log(P)))
+    # MR rescales exactly the P its sets were built on: in-set mass is 1 - alpha
+    mr = CAL.MassRescaling(alpha=0.1, score=score, degenerate_tol=(0.0, 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nc.NumericalWarning)
+        Q = mr.fit(probs=P, target=y).predict_proba(probs=P)
+    sets = mr.predict_sets(probs=P)
+    ok = sets.any(axis=1) & ~sets.all(axis=1)
+    np.testing.assert_allclose(np.where(sets, Q, 0).sum(axis=1)[ok], 0.9, atol=1e-12)

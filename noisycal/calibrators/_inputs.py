@@ -121,6 +121,26 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
     return ScoreInput(np.log(np.maximum(P, eps)), p.ndim == 1, "probs", probs)
 
 
+def base_probs(x: ScoreInput) -> np.ndarray:
+    """The exact (n, K) probabilities of a call: ``probs=`` as given (1-D binary scores as
+    the columns ``(1 - p, p)``), or the softmax of ``logits=``. Never floored: ``eps``
+    only enters the logarithms in ``x.S``.
+
+    Parameters
+    ----------
+    x : ScoreInput
+        From :func:`score_matrix` (which has checked the input).
+
+    Returns
+    -------
+    ndarray of shape (n, K)
+    """
+    if x.given == "probs":
+        p = np.asarray(x.raw, dtype=np.float64)
+        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
+    return softmax(x.S, axis=1)
+
+
 def fit_target(target: object, x: ScoreInput) -> np.ndarray:
     """The (n, K) target matrix of a fit, whose rows must sum to 1.
 

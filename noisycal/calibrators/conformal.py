@@ -44,8 +44,8 @@ from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int, check_real, check_seed, encode_labels
 from ..metrics.set_mass import hpr_mask
 from ..targets import as_target_matrix
-from ._base import Calibrator
-from ._inputs import EPS, ScoreInput, score_matrix
+from ._base import Calibrator, check_eps
+from ._inputs import EPS, ScoreInput, base_probs, score_matrix
 
 __all__ = ["conformal_quantile", "nonconformity", "label_scores", "prediction_sets",
            "SplitConformal", "MatrixInput", "check_alpha", "hard_labels", "fit_adaptive",
@@ -371,14 +371,7 @@ class SplitConformal(MatrixInput):
         self.seed = seed
 
     def _inputs(self, probs: ArrayLike | None, logits: ArrayLike | None) -> ScoreInput:
-        x = score_matrix(probs, logits, self.eps)
-        return x
-
-    @staticmethod
-    def _probs(x: ScoreInput) -> np.ndarray:
-        from scipy.special import softmax
-
-        return softmax(x.S, axis=1)
+        return score_matrix(probs, logits, check_eps(self.eps))
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
             target: object) -> SplitConformal:
@@ -403,7 +396,7 @@ class SplitConformal(MatrixInput):
         x = self._inputs(probs, logits)
         n, K = x.S.shape
         y = hard_labels(target, n, K)
-        P = self._probs(x)
+        P = base_probs(x)
         s = nonconformity(P, y, self.score)
         self.n_classes_, self.input_ = K, x.given
         self.ada_params_ = self.ada_mse_ = None
@@ -496,7 +489,7 @@ class SplitConformal(MatrixInput):
         if x.S.shape[1] != self.n_classes_:
             raise ValueError(f"{x.given} must have {self.n_classes_} columns like the fit, got "
                              f"{x.S.shape[1]}")
-        return prediction_sets(self._probs(x), self.thresholds(x), self.score,
+        return prediction_sets(base_probs(x), self.thresholds(x), self.score,
                                aps_include_boundary=bool(self.aps_include_boundary))
 
     def predict_sets(self, *, probs: ArrayLike | None = None,

@@ -26,22 +26,15 @@ import numpy as np
 from scipy.special import softmax
 
 from .._typing import ArrayLike
-from .._validation import check_choice, check_probs, user_stacklevel
+from .._validation import check_choice, user_stacklevel
 from .._warnings import IdentifiabilityWarning, NumericalWarning
 from ..metrics.set_mass import chunk_rows
-from ._inputs import EPS, ScoreInput, score_matrix
-from .conformal import MatrixInput, SplitConformal
+from ._base import check_eps
+from ._inputs import EPS, ScoreInput, base_probs, score_matrix
+from .conformal import MatrixInput, SplitConformal, hard_labels
 
 __all__ = ["MassRescaling", "ConformalTemperature", "mass_rescale", "conformal_temperatures",
            "TemperatureSolution"]
-
-
-def _base_probs(x: ScoreInput) -> np.ndarray:
-    """The base probabilities: ``probs=`` as given, or the softmax of ``logits=``."""
-    if x.given == "probs":
-        p = check_probs(x.raw)
-        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
-    return softmax(x.S, axis=1)
 
 
 def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
@@ -204,6 +197,14 @@ class _ConformalMap(MatrixInput):
                 raise ValueError(f"conformal was fitted with other settings ({diff}) than "
                                  "this map's parameters")
             self.conformal_ = conformal.at_alpha(self.alpha)
+            # the calibration rows (their per-row outcomes are counted by fit): the width
+            # of the fitted builder, and hard labels of the same length
+            x = score_matrix(probs, logits, check_eps(self.eps))
+            n, K = x.S.shape
+            if K != conformal.n_classes_:
+                raise ValueError(f"{x.given} must have the {conformal.n_classes_} columns "
+                                 f"conformal was fitted on, got {K}")
+            hard_labels(target, n, K)
         self.alpha_ = self.conformal_.alpha_
         self.n_classes_ = self.conformal_.n_classes_
 
@@ -287,8 +288,11 @@ class MassRescaling(_ConformalMap):
         target : labels (n,), or one-hot rows / a hard Target
         conformal : SplitConformal, optional
             A fitted set builder with this map's settings (its quantile is recomputed at
-            this map's alpha): reuses an adaptive transform across levels. The
-            calibration data are then those it was fitted on.
+            this map's alpha): reuses an adaptive transform across levels. Its threshold
+            comes from the data it was fitted on; ``probs``/``logits`` and ``target``
+            should be those calibration rows: they must have its number of columns and
+            valid hard labels (checked), and the per-row outcomes
+            (``row_status_counts_``) are counted on them.
 
         Returns
         -------
@@ -306,7 +310,7 @@ class MassRescaling(_ConformalMap):
         self.degenerate_tol_ = (t0, t1)
         self._fit_sets(probs, logits, target, conformal)
         x, sets = self._prepare(probs, logits)
-        _, deg = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        _, deg = mass_rescale(base_probs(x), sets, self.alpha_, self.degenerate_tol_)
         n_deg = int(np.sum(deg))
         self.row_status_counts_ = {k: c for k, c in (("ok", deg.size - n_deg),
                                                      ("degenerate", n_deg)) if c}
@@ -333,7 +337,7 @@ class MassRescaling(_ConformalMap):
         binary scores
         """
         x, sets = self._prepare(probs, logits)
-        Q, deg = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        Q, deg = mass_rescale(base_probs(x), sets, self.alpha_, self.degenerate_tol_)
         n_deg = int(np.sum(deg))
         if n_deg:
             warnings.warn(f"MassRescaling: {_degenerate_message(n_deg, deg.size)}",
