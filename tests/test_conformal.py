@@ -13,6 +13,7 @@ from scipy import stats as sps
 import noisycal as nc
 from noisycal.calibrators.conformal import (
     conformal_quantile,
+    conformal_rank,
     label_scores,
     nonconformity,
     prediction_sets,
@@ -37,6 +38,12 @@ def test_quantile_by_hand():
     assert conformal_quantile(s, 0.19) == math.inf  # k = ceil(0.81 * 5) = 5 > 4
     # k = ceil(0.9 * 20) = 18 exactly, not 19 from rounding 0.9 * 20 = 18.000000000000004
     assert conformal_quantile(np.arange(1, 20) / 20, 0.1) == 18 / 20
+    assert conformal_rank(19, 0.1) == 18 and conformal_rank(4, 0.19) == 5
+    # the fitted builder's k_ is the same rule (k = 18 of the 19 scores)
+    yy = np.zeros(19, dtype=int)
+    PP = np.column_stack([np.arange(1, 20) / 20, 1 - np.arange(1, 20) / 20])
+    sc = CAL.SplitConformal(alpha=0.1).fit(probs=PP, target=yy)
+    assert sc.k_ == 18 and sc.quantile_ == pytest.approx(1 - 2 / 20, abs=1e-15)
 
 
 @pytest.mark.parametrize(("n", "alpha"), [(19, 0.1), (9, 0.15), (50, 0.05)])
@@ -384,3 +391,33 @@ def test_probs_and_log_probs_give_the_same_sets(score):
     sets = mr.predict_sets(probs=P)
     ok = sets.any(axis=1) & ~sets.all(axis=1)
     np.testing.assert_allclose(np.where(sets, Q, 0).sum(axis=1)[ok], 0.9, atol=1e-12)
+
+
+def test_conformal_temperature_names_cap_and_unreachable_rows():
+    from noisycal.calibrators.conformal_maps import _unsolved_rows
+
+    # row 0: the full set holds 1 - alpha at every temperature (cap); row 1: class 0 is
+    # in the set but tied with class 1 outside it, so its mass never exceeds 1/2 < 0.9
+    # (unreachable); row 2 solvable
+    S = np.array([[2.0, 1.0, 0.0], [1.0, 1.0, 0.0], [2.0, 1.0, 0.0]])
+    sets = np.array([[True, True, True], [True, False, False], [True, False, False]])
+    sol = conformal_temperatures(S, sets, 0.1)
+    assert sol.status.tolist() == ["cap", "unreachable", "ok"]
+    assert sol.tau[0] == 1e6 and sol.tau[1] == 1e-4
+    kind, why = _unsolved_rows(sol.status)
+    assert kind == "cap_and_unreachable"
+    assert "1 hold at least 1 - alpha" in why and "1 never reach 1 - alpha" in why
+    assert _unsolved_rows(sol.status[1:])[0] == "unreachable"
+    assert _unsolved_rows(sol.status[2:]) == ("ok", "")
+    # a fitted map warns with the counts of its cap rows (3 classes, alpha = 0.03: many
+    # full sets)
+    rng = np.random.default_rng(0)
+    zc = rng.normal(size=(60, 3)) * 2
+    yc = rng.integers(0, 3, 60)
+    with pytest.warns(nc.IdentifiabilityWarning, match="calibration rows"):
+        ts = CAL.ConformalTemperature(alpha=0.03).fit(logits=zc, target=yc)
+    n_cap = ts.row_status_counts_.get("cap", 0)
+    assert n_cap > 0 and ts.status_.startswith("cap")
+    assert f"{n_cap} hold at least 1 - alpha" in ts.message_
+    with pytest.warns(nc.NumericalWarning, match=rf"of 60 rows, {n_cap} hold at least"):
+        ts.predict_proba(logits=zc)

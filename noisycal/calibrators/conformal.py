@@ -96,6 +96,13 @@ def hard_labels(target: object, n: int, K: int) -> np.ndarray:
     return np.argmax(T, axis=1)
 
 
+def conformal_rank(n: int, alpha: float) -> int:
+    """The rank k = ceil((1 - alpha)(n + 1)) of the split-conformal threshold among n
+    scores (1e-12 below the ceiling, so that (1 - alpha)(n + 1) an integer up to rounding,
+    e.g. 0.9 * 20 = 18.000000000000004, gives that integer)."""
+    return math.ceil((1.0 - alpha) * (n + 1) - 1e-12)
+
+
 def conformal_quantile(scores: ArrayLike, alpha: float) -> float:
     r"""The split-conformal threshold: the k-th smallest score, k = ceil((1-alpha)(n+1)).
 
@@ -125,7 +132,7 @@ def conformal_quantile(scores: ArrayLike, alpha: float) -> float:
     if s.ndim != 1 or s.size < 1 or not np.all(np.isfinite(s)):
         raise ValueError(f"scores must be a non-empty finite 1-D array, got shape {s.shape}")
     n = s.size
-    k = math.ceil((1.0 - alpha) * (n + 1) - 1e-12)
+    k = conformal_rank(n, alpha)
     if k > n:
         return math.inf
     return float(np.partition(s, k - 1)[k - 1])
@@ -428,7 +435,7 @@ class SplitConformal(MatrixInput):
 
         s = self.scores_
         self.n_quantile_ = int(s.size)
-        self.k_ = math.ceil((1.0 - self.alpha_) * (s.size + 1) - 1e-12)
+        self.k_ = conformal_rank(s.size, self.alpha_)
         self.quantile_ = conformal_quantile(s, self.alpha_)
         if status == "ok" and not math.isfinite(self.quantile_):
             status, message = "infinite_quantile", (

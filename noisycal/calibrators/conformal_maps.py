@@ -68,6 +68,18 @@ def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
     return np.where(deg[:, None], P, Q), deg
 
 
+def _unsolved_rows(status: np.ndarray) -> tuple[str, str]:
+    """'ok', 'cap', 'unreachable' or 'cap_and_unreachable' for per-row outcomes, and a
+    phrase counting each kind of row without a temperature of in-set mass 1 - alpha."""
+    n_cap, n_unr = (int(np.sum(status == k)) for k in ("cap", "unreachable"))
+    parts = ([f"{n_cap} hold at least 1 - alpha in their set at every temperature and get "
+              "the cap tau_max (near uniform)"] if n_cap else []) + \
+        ([f"{n_unr} never reach 1 - alpha in their set, even at tau_min, and get tau_min"]
+         if n_unr else [])
+    kind = "_and_".join(k for k, c in (("cap", n_cap), ("unreachable", n_unr)) if c)
+    return kind or "ok", "; ".join(parts)
+
+
 class TemperatureSolution(NamedTuple):
     """Per-row temperatures of :func:`conformal_temperatures`.
 
@@ -178,9 +190,7 @@ class _ConformalMap(MatrixInput):
     _fitted_attr = "conformal_"
 
     def _set_args(self) -> dict:
-        names = ("alpha", "score", "threshold", "aps_include_boundary", "ada_fraction",
-                 "ada_hidden", "ada_steps", "ada_lr", "eps", "seed")
-        return {k: getattr(self, k) for k in names}
+        return {k: getattr(self, k) for k in SplitConformal._get_param_names()}
 
     def _fit_sets(self, probs: ArrayLike | None, logits: ArrayLike | None,
                   target: object, conformal: SplitConformal | None = None) -> None:
@@ -364,7 +374,8 @@ class ConformalTemperature(_ConformalMap):
     ``tau_min``, the authors' code), and a set holding at least 1 - alpha at every
     temperature (``|C|/K >= 1 - alpha``) gets the cap ``tau_max`` (near uniform); both
     are counted in ``row_status_counts_`` on the calibration rows and a cap or
-    unreachable row makes ``status_`` 'cap' (with a warning).
+    unreachable row makes ``status_`` 'cap', 'unreachable' or 'cap_and_unreachable' (with a
+    warning counting each; ``predict_proba`` warns likewise for its rows).
 
     Parameters
     ----------
@@ -433,14 +444,11 @@ class ConformalTemperature(_ConformalMap):
         sol = self.temperatures(probs=probs, logits=logits)
         kinds, counts = np.unique(sol.status, return_counts=True)
         self.row_status_counts_ = {str(k): int(c) for k, c in zip(kinds, counts, strict=True)}
-        bad = sum(self.row_status_counts_.get(k, 0) for k in ("cap", "unreachable"))
+        status, why = _unsolved_rows(sol.status)
         if self.conformal_.status_ != "ok":
             self._set_status(self.conformal_.status_, self.conformal_.message_, None)
-        elif bad:
-            self._set_status("cap", f"{bad} of {sol.tau.size} calibration rows have no "
-                             "temperature with in-set mass exactly 1 - alpha (their set holds "
-                             "at least 1 - alpha at every temperature: tau is the cap "
-                             "tau_max; or never reaches it: tau_min); see "
+        elif status != "ok":
+            self._set_status(status, f"of {sol.tau.size} calibration rows, {why}; see "
                              "row_status_counts_", IdentifiabilityWarning)
         else:
             self._set_status("ok", "", None)
@@ -467,8 +475,9 @@ class ConformalTemperature(_ConformalMap):
                       logits: ArrayLike | None = None) -> np.ndarray:
         """Tempered probabilities ``softmax(s / tau(x))``, one temperature per row.
 
-        Rows whose set holds at least 1 - alpha at every temperature (status 'cap') get a
-        :class:`~noisycal.NumericalWarning` with their count.
+        Rows whose set holds at least 1 - alpha at every temperature (status 'cap', tau
+        is ``tau_max``) or never reaches it (status 'unreachable', tau is ``tau_min``)
+        give a :class:`~noisycal.NumericalWarning` counting each kind.
 
         Parameters
         ----------
@@ -483,14 +492,9 @@ class ConformalTemperature(_ConformalMap):
         sol = conformal_temperatures(x.S, sets, self.alpha_, empty_set=self.empty_set,
                                      tau_min=float(self.tau_min), tau_max=float(self.tau_max),
                                      tol=float(self.tol))
-        n_cap = int(np.sum(sol.status == "cap"))
-        if n_cap:
-            import warnings
-
-            from .._validation import user_stacklevel
-
-            warnings.warn(f"ConformalTemperature: {n_cap} row(s) hold at least 1 - alpha in "
-                          "their set at every temperature; they get tau_max (near uniform)",
+        status, why = _unsolved_rows(sol.status)
+        if status != "ok":
+            warnings.warn(f"ConformalTemperature: of {sol.tau.size} rows, {why}",
                           NumericalWarning, stacklevel=user_stacklevel())
         Q = softmax(x.S / sol.tau[:, None], axis=1)
         return Q[:, 1] if x.binary else Q
