@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         name += "_mr_tight"
     t0 = time.perf_counter()
     df = run_protocol(d.logits_test, d.y_test, methods,
-                      n_splits=n_splits, ada_steps=args.ada_steps,
+                      n_splits=n_splits,
                       progress=lambda s: print(s, f"({time.perf_counter() - t0:.0f} s)",
                                                flush=True))
     table = summarise(df)

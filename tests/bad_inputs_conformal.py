@@ -98,6 +98,17 @@ CASES = [
     ("conf-naive-grid-name", _fit("NaiveCMCETemperature", grid="linear"), R, V, "grid"),
     ("conf-naive-boundary", _st(_fit("NaiveCMCETemperature", grid=[5.0, 10.0, 20.0])), S, None,
      "boundary"),
+    ("conf-naive-n-bins-zero", _fit("NaiveCMCETemperature", n_bins=0), R, V, "n_bins"),
+    ("conf-naive-n-bins-negative", _fit("NaiveCMCETemperature", n_bins=-3), R, V,
+     "n_bins"),
+    ("conf-naive-n-bins-float", _fit("NaiveCMCETemperature", n_bins=2.5), R, V, "n_bins"),
+    ("conf-naive-weighted-string", _fit("NaiveCMCETemperature", weighted="no"), R, V,
+     "weighted"),
+    ("conf-naive-eps-negative", _fit("NaiveCMCETemperature", eps=-1.0), R, V, "eps"),
+    ("conf-split-eps-negative", _fit("SplitConformal", eps=-1.0), R, V, "eps"),
+    ("conf-mr-eps-negative", _fit("MassRescaling", eps=-1.0), R, V, "eps"),
+    ("conf-mr-degenerate-rows", _st(_fit("MassRescaling", alpha=0.05)), S, None,
+     "degenerate_rows"),
     ("conf-ovr-absent-class", _st(_absent_class_ovr), S, None, "class_not_ok"),
     ("conf-ovr-isotonic-absent-class", _st(lambda: C.OneVsRestIsotonic().fit(
         logits=Z, target=np.where(Y == 2, 0, Y))), S, None, "class_not_ok"),
@@ -106,4 +117,21 @@ CASES = [
     ("conf-ovr-unnormalised-target", _fit("OneVsRestPlatt", {"logits": Z,
                                                              "target": SOFT * 2}),
      R, V, "target"),
+]
+
+
+def _shared_then(cls, **fit):
+    shared = C.SplitConformal(alpha=0.3).fit(logits=Z, target=Y)
+    return lambda: getattr(C, cls)(alpha=0.3).fit(**fit, conformal=shared)
+
+
+CASES += [
+    ("conf-shared-wrong-width", _shared_then("ConformalTemperature", logits=Z[:, :2],
+                                             target=Y % 2), R, V, "logits must have the 3"),
+    ("conf-shared-target-length", _shared_then("MassRescaling", logits=Z, target=Y[:50]),
+     R, V, "target has 50 labels"),
+    ("conf-shared-target-unknown-label", _shared_then("MassRescaling", logits=Z,
+                                                      target=np.full(60, 7)), R, V, "target"),
+    ("conf-shared-soft-target", _shared_then("ConformalTemperature", logits=Z, target=SOFT),
+     R, V, "target must be hard labels"),
 ]

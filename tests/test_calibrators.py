@@ -353,3 +353,38 @@ def test_histogram_bound_checks_its_target_is_the_fitted_one():
     assert hb.bound(same) == hb.bound(U)
     with pytest.raises(ValueError, match="target must be the corrected Target the histogram"):
         hb.bound(V)
+
+
+_FAILED_TARGET_FAMILY = [
+    ("TemperatureScaling", {}), ("PlattScaling", {}), ("VectorScaling", {}),
+    ("DirichletCalibration", {}), ("MatrixScaling", {}), ("BetaCalibration", {}),
+    ("AdaptiveTemperatureScaling", {}), ("OneVsRestPlatt", {}),
+    ("OneVsRestIsotonic", {}), ("NaiveCMCETemperature", {"grid": "log"}),
+    ("HistogramBinning", {"n_bins": 5}), ("IsotonicCalibration", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "params"), _FAILED_TARGET_FAMILY,
+                         ids=[n for n, _ in _FAILED_TARGET_FAMILY])
+def test_a_target_from_a_failed_fit_gives_target_not_ok(name, params):
+    # the same fit to an ok Target gives the calibrator's own status ('ok' here), and to
+    # a Target whose fit did not converge 'target_not_ok' with the target's message
+    rng = np.random.default_rng(3)
+    binary = name == "BetaCalibration"
+    K = 2 if binary else 3
+    y = rng.integers(0, K, 300)
+    S = rng.normal(size=(300, K)) + 1.5 * np.eye(K)[y]
+    P = np.exp(S) / np.exp(S).sum(axis=1, keepdims=True)
+    soft = 0.8 * np.eye(K)[y] + 0.2 / K
+    probs = P[:, 1] if binary else P
+    cls = getattr(nc.calibrators, name)
+    ok = cls(**params).fit(probs=probs, target=nc.targets.Target(soft, "posterior"))
+    assert ok.status_ == "ok", ok.message_
+    bad = nc.targets.Target(soft, "posterior", status="not_converged",
+                            message="EM stopped early")
+    with pytest.warns(nc.IdentifiabilityWarning, match="target_not_ok"):
+        cal = cls(**params).fit(probs=probs, target=bad)
+    assert cal.status_ == "target_not_ok"
+    assert "not_converged" in cal.message_ and "EM stopped early" in cal.message_
+    # refitting the same instance to the ok target clears the inherited status
+    assert cal.fit(probs=probs, target=nc.targets.Target(soft, "posterior")).status_ == "ok"

@@ -13,6 +13,7 @@ from scipy import stats as sps
 import noisycal as nc
 from noisycal.calibrators.conformal import (
     conformal_quantile,
+    conformal_rank,
     label_scores,
     nonconformity,
     prediction_sets,
@@ -37,6 +38,12 @@ def test_quantile_by_hand():
     assert conformal_quantile(s, 0.19) == math.inf  # k = ceil(0.81 * 5) = 5 > 4
     # k = ceil(0.9 * 20) = 18 exactly, not 19 from rounding 0.9 * 20 = 18.000000000000004
     assert conformal_quantile(np.arange(1, 20) / 20, 0.1) == 18 / 20
+    assert conformal_rank(19, 0.1) == 18 and conformal_rank(4, 0.19) == 5
+    # the fitted builder's k_ is the same rule (k = 18 of the 19 scores)
+    yy = np.zeros(19, dtype=int)
+    PP = np.column_stack([np.arange(1, 20) / 20, 1 - np.arange(1, 20) / 20])
+    sc = CAL.SplitConformal(alpha=0.1).fit(probs=PP, target=yy)
+    assert sc.k_ == 18 and sc.quantile_ == pytest.approx(1 - 2 / 20, abs=1e-15)
 
 
 @pytest.mark.parametrize(("n", "alpha"), [(19, 0.1), (9, 0.15), (50, 0.05)])
@@ -182,11 +189,19 @@ def test_mr_and_ts_identical_on_singleton_msp_sets():
     # alpha large enough that the MSP threshold is below 0.5: every set has at most one
     # class, both maps put exactly 1 - alpha on it and leave empty sets alone
     zc, yc, zt, yt = _setup(seed=2)
-    mr = CAL.MassRescaling(alpha=0.3, degenerate_tol=(1e-8, 0.0)).fit(logits=zc, target=yc)
+    # the empty sets are MR's degenerate rows (left unchanged, reported)
+    with pytest.warns(nc.NumericalWarning, match="degenerate"):
+        mr = CAL.MassRescaling(alpha=0.3, degenerate_tol=(1e-8, 0.0)).fit(logits=zc,
+                                                                           target=yc)
     ts = CAL.ConformalTemperature(alpha=0.3).fit(logits=zc, target=yc)
+    n_empty = int(np.sum(mr.predict_sets(logits=zc).sum(axis=1) == 0))
+    assert mr.row_status_counts_ == {"ok": 600 - n_empty, "degenerate": n_empty}
+    assert ts.row_status_counts_["empty"] == n_empty
     sets = mr.predict_sets(logits=zt)
     assert sets.sum(axis=1).max() == 1 and mr.conformal_.quantile_ < 0.5
-    Qm, Qt = mr.predict_proba(logits=zt), ts.predict_proba(logits=zt)
+    with pytest.warns(nc.NumericalWarning, match="degenerate"):
+        Qm = mr.predict_proba(logits=zt)
+    Qt = ts.predict_proba(logits=zt)
     np.testing.assert_allclose(Qm.max(axis=1), Qt.max(axis=1), atol=1e-10)
     np.testing.assert_array_equal(Qm.argmax(axis=1), Qt.argmax(axis=1))
     for metric in (nc.ece, nc.mce):
@@ -219,7 +234,15 @@ def test_adaptive_threshold_keeps_marginal_coverage():
 def test_naive_cmce_temperature_and_accuracy():
     zc, yc, zt, yt = _setup(seed=4)
     nv = CAL.NaiveCMCETemperature(grid="log").fit(logits=zc, target=yc)
-    assert nv.temperature_ == nv.grid_[np.argmin(nv.cmce_)]
+    # independently of fit's loop: the public CMCE at the chosen temperature is the
+    # recorded minimum, and no other tried temperature (every 10th) does better
+    def cmce_at(t):
+        Q = np.exp(zc / t - (zc / t).max(axis=1, keepdims=True))
+        return float(nc.cmce(Q / Q.sum(axis=1, keepdims=True), yc, interval=None))
+
+    best = cmce_at(nv.temperature_)
+    assert best == pytest.approx(nv.cmce_.min(), abs=1e-12)
+    assert all(cmce_at(t) >= best for t in nv.grid_[::10])
     # it divides the over-confident logits roughly by their factor 2.5
     assert 1.5 < nv.temperature_ < 4
     Q = nv.predict_proba(logits=zt)
@@ -262,6 +285,7 @@ def test_infinite_quantile_status():
     assert cp.predict_sets(probs=np.array([[0.9, 0.1]])).all()
 
 
+@pytest.mark.filterwarnings("ignore:MassRescaling.*degenerate:noisycal.NumericalWarning")
 def test_shared_set_builder_at_another_alpha():
     zc, yc, zt, yt = _setup(seed=6)
     shared = CAL.SplitConformal(alpha=0.3).fit(logits=zc, target=yc)
@@ -269,6 +293,7 @@ def test_shared_set_builder_at_another_alpha():
         direct = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc)
         reused = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc, conformal=shared)
         assert reused.conformal_.quantile_ == direct.conformal_.quantile_
+        assert reused.row_status_counts_ == direct.row_status_counts_
         np.testing.assert_array_equal(reused.predict_proba(logits=zt),
                                       direct.predict_proba(logits=zt))
     assert shared.alpha_ == 0.3  # the shared builder is not modified
@@ -291,3 +316,108 @@ def test_one_vs_rest_isotonic():
     with pytest.warns(nc.IdentifiabilityWarning):
         bad = CAL.OneVsRestIsotonic().fit(logits=Z, target=np.where(y == 2, 0, y))
     assert bad.status_ == "class_not_ok" and bad.class_status_[2] == "constant"
+
+
+def test_mass_rescaling_reports_degenerate_rows():
+    # at alpha = 0.01 on the 49-class toy most calibration sets hold (almost) all the
+    # mass, so mass_rescale leaves those rows unchanged: fit says so, predict warns
+    zc, yc, zt, _ = _setup(seed=5)
+    with pytest.warns(nc.NumericalWarning, match=r"rows are degenerate"):
+        mr = CAL.MassRescaling(alpha=0.01).fit(logits=zc, target=yc)
+    sets = mr.predict_sets(logits=zc)
+    P = np.exp(zc - zc.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    p_in = np.where(sets, P, 0).sum(axis=1)
+    expect = int(np.sum((p_in <= 1e-8) | (1 - p_in <= 1e-5 + 1e-8)))
+    assert expect > 0
+    assert mr.row_status_counts_ == {"ok": 600 - expect, "degenerate": expect}
+    assert mr.status_ == "degenerate_rows" and f"{expect} of 600 rows" in mr.message_
+    with pytest.warns(nc.NumericalWarning, match=rf"MassRescaling: {expect} of 600 rows"):
+        mr.predict_proba(logits=zc)
+    # a level at which no row is degenerate: status 'ok', no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = CAL.MassRescaling(alpha=0.1, degenerate_tol=(0.0, 0.0)).fit(logits=zc,
+                                                                          target=yc)
+    assert ok.status_ == "ok" and ok.row_status_counts_ == {"ok": 600}
+
+
+def test_run_protocol_builds_each_methods_own_set_builder():
+    # the shared set builder takes each method's own settings: methods with a non-default
+    # ada_steps run (they were refused with "other settings" before), and the reused
+    # builder gives the method's direct fit on the same split
+    from noisycal.experiments.set_mass import default_methods, run_protocol, splits
+
+    zc, yc, _, _ = _setup(n=900, K=5, seed=7)
+    methods = default_methods(alphas=(0.1, 0.3), thresholds=("adaptive",), baselines=False,
+                              ada_steps=4)
+    df = run_protocol(zc, yc, methods, n_splits=1, cal_fraction=0.5)
+    assert sorted(df["method"]) == sorted(methods)
+    ic, it = next(splits(yc.size, n_splits=1, cal_fraction=0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = CAL.ConformalTemperature(alpha=0.3, threshold="adaptive", ada_steps=4,
+                                          seed=0).fit(logits=zc[ic], target=yc[ic])
+        P = direct.predict_proba(logits=zc[it])
+    row = df[df["method"] == "TS (ours) a=0.3 MSP Ada"].iloc[0]
+    from noisycal.experiments.set_mass import evaluate
+
+    assert row["HPR coverage"] == evaluate(P, yc[it], alpha=0.3)["HPR coverage"]
+
+
+@pytest.mark.parametrize("score", ["msp", "aps"])
+def test_probs_and_log_probs_give_the_same_sets(score):
+    # K = 5000 classes, most probabilities below the floor eps = 1e-6: the sets and the
+    # quantile are built on P itself, so probs=P and logits=log P agree (to rounding of
+    # softmax(log P)); a floor renormalising P would move the APS scores by ~K * eps
+    rng = np.random.default_rng(11)
+    n, K = 300, 5000
+    z = rng.normal(size=(n, K)) * 3.0
+    z[np.arange(n), rng.integers(0, K, n)] += 30.0
+    P = np.exp(z - z.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    assert np.mean(P < 1e-6) > 0.9
+    y = np.array([rng.choice(K, p=p) for p in P])
+    a = CAL.SplitConformal(alpha=0.1, score=score).fit(probs=P, target=y)
+    b = CAL.SplitConformal(alpha=0.1, score=score).fit(logits=np.log(P), target=y)
+    assert a.quantile_ == pytest.approx(b.quantile_, abs=1e-12)
+    np.testing.assert_allclose(a.scores_, nonconformity(P, y, score), atol=0, rtol=0)
+    np.testing.assert_array_equal(a.predict_sets(probs=P), b.predict_sets(logits=np.log(P)))
+    # MR rescales exactly the P its sets were built on: in-set mass is 1 - alpha
+    mr = CAL.MassRescaling(alpha=0.1, score=score, degenerate_tol=(0.0, 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nc.NumericalWarning)
+        Q = mr.fit(probs=P, target=y).predict_proba(probs=P)
+    sets = mr.predict_sets(probs=P)
+    ok = sets.any(axis=1) & ~sets.all(axis=1)
+    np.testing.assert_allclose(np.where(sets, Q, 0).sum(axis=1)[ok], 0.9, atol=1e-12)
+
+
+def test_conformal_temperature_names_cap_and_unreachable_rows():
+    from noisycal.calibrators.conformal_maps import _unsolved_rows
+
+    # row 0: the full set holds 1 - alpha at every temperature (cap); row 1: class 0 is
+    # in the set but tied with class 1 outside it, so its mass never exceeds 1/2 < 0.9
+    # (unreachable); row 2 solvable
+    S = np.array([[2.0, 1.0, 0.0], [1.0, 1.0, 0.0], [2.0, 1.0, 0.0]])
+    sets = np.array([[True, True, True], [True, False, False], [True, False, False]])
+    sol = conformal_temperatures(S, sets, 0.1)
+    assert sol.status.tolist() == ["cap", "unreachable", "ok"]
+    assert sol.tau[0] == 1e6 and sol.tau[1] == 1e-4
+    kind, why = _unsolved_rows(sol.status)
+    assert kind == "cap_and_unreachable"
+    assert "1 hold at least 1 - alpha" in why and "1 never reach 1 - alpha" in why
+    assert _unsolved_rows(sol.status[1:])[0] == "unreachable"
+    assert _unsolved_rows(sol.status[2:]) == ("ok", "")
+    # a fitted map warns with the counts of its cap rows (3 classes, alpha = 0.03: many
+    # full sets)
+    rng = np.random.default_rng(0)
+    zc = rng.normal(size=(60, 3)) * 2
+    yc = rng.integers(0, 3, 60)
+    with pytest.warns(nc.IdentifiabilityWarning, match="calibration rows"):
+        ts = CAL.ConformalTemperature(alpha=0.03).fit(logits=zc, target=yc)
+    n_cap = ts.row_status_counts_.get("cap", 0)
+    assert n_cap > 0 and ts.status_.startswith("cap")
+    assert f"{n_cap} hold at least 1 - alpha" in ts.message_
+    with pytest.warns(nc.NumericalWarning, match=rf"of 60 rows, {n_cap} hold at least"):
+        ts.predict_proba(logits=zc)

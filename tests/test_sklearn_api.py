@@ -67,6 +67,19 @@ ESTIMATORS = [
 ]
 IDS = [type(e).__name__ for e in ESTIMATORS]
 
+# MassRescaling leaves rows whose conformal set is empty or full unchanged and says so
+# with a NumericalWarning (tested in test_conformal.py); binary sets are always a
+# singleton, empty or full, so the protocol checks here meet such rows: that one warning
+# is allowed, every other warning still fails
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:MassRescaling.*rows are degenerate:noisycal.NumericalWarning")
+
+
+def _ok_status(est: CAL.Calibrator) -> str:
+    """'ok', or for MassRescaling 'degenerate_rows' exactly when it counted such rows."""
+    return "degenerate_rows" if getattr(est, "row_status_counts_", {}).get("degenerate") \
+        and isinstance(est, CAL.MassRescaling) else "ok"
+
 SKLEARN_CHECKS = [
     "check_estimator_cloneable",
     "check_estimator_repr",
@@ -144,7 +157,7 @@ def test_fit_returns_self_keeps_params_and_adds_only_underscore_attributes(est):
     added = set(vars(est)) - set(before)
     public = {a for a in added if not a.startswith("_")}
     assert public and all(a.endswith("_") for a in public), sorted(public)
-    assert est.status_ == "ok" and est.message_ == ""
+    assert est.status_ == _ok_status(est) and (est.message_ == "") == (est.status_ == "ok")
     # idempotent refit, and a pickled copy predicts the same
     p1 = est.predict_proba(probs=d["z"])
     p2 = _fit(est, d).predict_proba(probs=d["z"])
@@ -202,7 +215,7 @@ def test_multiclass_maps_follow_the_protocol_on_matrices(cls):
     assert all(vars(est)[k] is v for k, v in before.items())
     public = {a for a in set(vars(est)) - set(before) if not a.startswith("_")}
     assert all(a.endswith("_") for a in public), sorted(public)
-    assert est.status_ == "ok" and est.n_classes_ == 4
+    assert est.status_ == _ok_status(est) and est.n_classes_ == 4
     p1 = est.predict_proba(logits=Z)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict_proba(logits=Z), p1)
     np.testing.assert_array_equal(clone(est).fit(logits=Z, target=y).predict_proba(logits=Z),

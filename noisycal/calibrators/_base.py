@@ -166,13 +166,28 @@ class Calibrator:
                     stacklevel: int | None = None) -> None:
         """Store ``status_``/``message_`` and warn (``category``) when the status is not ok;
         the warning points at the first frame outside noisycal unless ``stacklevel`` is
-        given."""
+        given.
+
+        A fitting target recorded by :func:`record_fit_target` whose status is not 'ok'
+        takes precedence: the calibrator then gets ``'target_not_ok'`` (see
+        :func:`inherit_target_status`) whatever its own fit's outcome.
+        """
+        if not status.endswith("_not_ok") and inherit_target_status(
+                self, {"target": self.__dict__.get("_fit_target_obj")}):
+            return
         self.status_ = status
         self.message_ = message
         if status != "ok" and category is not None:
             level = user_stacklevel() if stacklevel is None else stacklevel
             warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
                           stacklevel=level)
+
+
+def record_fit_target(cal: Calibrator, target: object) -> None:
+    """Remember the target ``fit`` was given, so that the status ``fit`` sets inherits a
+    failed target's status (``'target_not_ok'``; see :meth:`Calibrator._set_status`).
+    Called by the shared input preparation of each fit, before any status is set."""
+    cal._fit_target_obj = target if isinstance(target, Target) else None
 
 
 def inherit_target_status(cal: Calibrator, inputs: Mapping[str, object]) -> bool:

@@ -33,7 +33,7 @@ from .._validation import PROB_ATOL, check_array, check_choice, check_logits
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
 from ..targets import as_target_matrix
-from ._base import Calibrator, check_alignment, check_eps, positive_target
+from ._base import Calibrator, check_alignment, check_eps, positive_target, record_fit_target
 
 __all__ = ["ScoreInput", "SoftmaxMap", "score_matrix", "fit_target", "resolve_loss",
            "softmax_loss", "finish_status", "EPS"]
@@ -119,6 +119,26 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
                              f"to {p[i].sum():.8g} (normalise them, or pass logits=)")
         P = p
     return ScoreInput(np.log(np.maximum(P, eps)), p.ndim == 1, "probs", probs)
+
+
+def base_probs(x: ScoreInput) -> np.ndarray:
+    """The exact (n, K) probabilities of a call: ``probs=`` as given (1-D binary scores as
+    the columns ``(1 - p, p)``), or the softmax of ``logits=``. Never floored: ``eps``
+    only enters the logarithms in ``x.S``.
+
+    Parameters
+    ----------
+    x : ScoreInput
+        From :func:`score_matrix` (which has checked the input).
+
+    Returns
+    -------
+    ndarray of shape (n, K)
+    """
+    if x.given == "probs":
+        p = np.asarray(x.raw, dtype=np.float64)
+        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
+    return softmax(x.S, axis=1)
 
 
 def fit_target(target: object, x: ScoreInput) -> np.ndarray:
@@ -228,6 +248,7 @@ class SoftmaxMap(Calibrator):
         eps = check_eps(self.eps)
         x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
         T = fit_target(target, x)
+        record_fit_target(self, target)
         self.loss_ = resolve_loss(self.loss, T, target)
         self.eps_ = eps
         self.n_classes_ = int(x.S.shape[1])

@@ -17,11 +17,9 @@ some ``q_k``; the maps keep ``c`` as the predicted class and say so in their doc
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import softmax
 
 from .._typing import ArrayLike
-from .._validation import check_array
-from ._inputs import ScoreInput, score_matrix
+from ._inputs import ScoreInput, base_probs, score_matrix
 
 __all__ = ["top_label_rebuild", "top_label_inputs"]
 
@@ -49,8 +47,7 @@ def top_label_inputs(probs: ArrayLike | None, logits: ArrayLike | None
     x = score_matrix(probs, logits, 1e-300)
     if x.binary:
         return x, None, None
-    P = softmax(x.S, axis=1) if x.given == "logits" else np.asarray(
-        check_array(probs, "probs", ndim=2))
+    P = base_probs(x)
     return x, P, np.argmax(P, axis=1)
 
 

@@ -44,8 +44,8 @@ from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int, check_real, check_seed, encode_labels
 from ..metrics.set_mass import hpr_mask
 from ..targets import as_target_matrix
-from ._base import Calibrator
-from ._inputs import EPS, ScoreInput, score_matrix
+from ._base import Calibrator, check_eps
+from ._inputs import EPS, ScoreInput, base_probs, score_matrix
 
 __all__ = ["conformal_quantile", "nonconformity", "label_scores", "prediction_sets",
            "SplitConformal", "MatrixInput", "check_alpha", "hard_labels", "fit_adaptive",
@@ -96,6 +96,13 @@ def hard_labels(target: object, n: int, K: int) -> np.ndarray:
     return np.argmax(T, axis=1)
 
 
+def conformal_rank(n: int, alpha: float) -> int:
+    """The rank k = ceil((1 - alpha)(n + 1)) of the split-conformal threshold among n
+    scores (1e-12 below the ceiling, so that (1 - alpha)(n + 1) an integer up to rounding,
+    e.g. 0.9 * 20 = 18.000000000000004, gives that integer)."""
+    return math.ceil((1.0 - alpha) * (n + 1) - 1e-12)
+
+
 def conformal_quantile(scores: ArrayLike, alpha: float) -> float:
     r"""The split-conformal threshold: the k-th smallest score, k = ceil((1-alpha)(n+1)).
 
@@ -125,7 +132,7 @@ def conformal_quantile(scores: ArrayLike, alpha: float) -> float:
     if s.ndim != 1 or s.size < 1 or not np.all(np.isfinite(s)):
         raise ValueError(f"scores must be a non-empty finite 1-D array, got shape {s.shape}")
     n = s.size
-    k = math.ceil((1.0 - alpha) * (n + 1) - 1e-12)
+    k = conformal_rank(n, alpha)
     if k > n:
         return math.inf
     return float(np.partition(s, k - 1)[k - 1])
@@ -371,14 +378,7 @@ class SplitConformal(MatrixInput):
         self.seed = seed
 
     def _inputs(self, probs: ArrayLike | None, logits: ArrayLike | None) -> ScoreInput:
-        x = score_matrix(probs, logits, self.eps)
-        return x
-
-    @staticmethod
-    def _probs(x: ScoreInput) -> np.ndarray:
-        from scipy.special import softmax
-
-        return softmax(x.S, axis=1)
+        return score_matrix(probs, logits, check_eps(self.eps))
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
             target: object) -> SplitConformal:
@@ -403,7 +403,7 @@ class SplitConformal(MatrixInput):
         x = self._inputs(probs, logits)
         n, K = x.S.shape
         y = hard_labels(target, n, K)
-        P = self._probs(x)
+        P = base_probs(x)
         s = nonconformity(P, y, self.score)
         self.n_classes_, self.input_ = K, x.given
         self.ada_params_ = self.ada_mse_ = None
@@ -435,7 +435,7 @@ class SplitConformal(MatrixInput):
 
         s = self.scores_
         self.n_quantile_ = int(s.size)
-        self.k_ = math.ceil((1.0 - self.alpha_) * (s.size + 1) - 1e-12)
+        self.k_ = conformal_rank(s.size, self.alpha_)
         self.quantile_ = conformal_quantile(s, self.alpha_)
         if status == "ok" and not math.isfinite(self.quantile_):
             status, message = "infinite_quantile", (
@@ -496,7 +496,7 @@ class SplitConformal(MatrixInput):
         if x.S.shape[1] != self.n_classes_:
             raise ValueError(f"{x.given} must have {self.n_classes_} columns like the fit, got "
                              f"{x.S.shape[1]}")
-        return prediction_sets(self._probs(x), self.thresholds(x), self.score,
+        return prediction_sets(base_probs(x), self.thresholds(x), self.score,
                                aps_include_boundary=bool(self.aps_include_boundary))
 
     def predict_sets(self, *, probs: ArrayLike | None = None,

@@ -19,28 +19,22 @@ probabilities and then move the mass so that C(x) holds exactly 1 - alpha:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.special import softmax
 
 from .._typing import ArrayLike
-from .._validation import check_choice, check_probs
+from .._validation import check_choice, user_stacklevel
 from .._warnings import IdentifiabilityWarning, NumericalWarning
 from ..metrics.set_mass import chunk_rows
-from ._inputs import EPS, ScoreInput, score_matrix
-from .conformal import MatrixInput, SplitConformal
+from ._base import check_eps
+from ._inputs import EPS, ScoreInput, base_probs, score_matrix
+from .conformal import MatrixInput, SplitConformal, hard_labels
 
 __all__ = ["MassRescaling", "ConformalTemperature", "mass_rescale", "conformal_temperatures",
            "TemperatureSolution"]
-
-
-def _base_probs(x: ScoreInput) -> np.ndarray:
-    """The base probabilities: ``probs=`` as given, or the softmax of ``logits=``."""
-    if x.given == "probs":
-        p = check_probs(x.raw)
-        return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
-    return softmax(x.S, axis=1)
 
 
 def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
@@ -72,6 +66,18 @@ def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
     safe_out = np.where(deg, 1.0, p_out)[:, None]
     Q = np.where(sets, (1.0 - alpha) / safe_in * P, alpha / safe_out * P)
     return np.where(deg[:, None], P, Q), deg
+
+
+def _unsolved_rows(status: np.ndarray) -> tuple[str, str]:
+    """'ok', 'cap', 'unreachable' or 'cap_and_unreachable' for per-row outcomes, and a
+    phrase counting each kind of row without a temperature of in-set mass 1 - alpha."""
+    n_cap, n_unr = (int(np.sum(status == k)) for k in ("cap", "unreachable"))
+    parts = ([f"{n_cap} hold at least 1 - alpha in their set at every temperature and get "
+              "the cap tau_max (near uniform)"] if n_cap else []) + \
+        ([f"{n_unr} never reach 1 - alpha in their set, even at tau_min, and get tau_min"]
+         if n_unr else [])
+    kind = "_and_".join(k for k, c in (("cap", n_cap), ("unreachable", n_unr)) if c)
+    return kind or "ok", "; ".join(parts)
 
 
 class TemperatureSolution(NamedTuple):
@@ -184,9 +190,7 @@ class _ConformalMap(MatrixInput):
     _fitted_attr = "conformal_"
 
     def _set_args(self) -> dict:
-        names = ("alpha", "score", "threshold", "aps_include_boundary", "ada_fraction",
-                 "ada_hidden", "ada_steps", "ada_lr", "eps", "seed")
-        return {k: getattr(self, k) for k in names}
+        return {k: getattr(self, k) for k in SplitConformal._get_param_names()}
 
     def _fit_sets(self, probs: ArrayLike | None, logits: ArrayLike | None,
                   target: object, conformal: SplitConformal | None = None) -> None:
@@ -203,6 +207,14 @@ class _ConformalMap(MatrixInput):
                 raise ValueError(f"conformal was fitted with other settings ({diff}) than "
                                  "this map's parameters")
             self.conformal_ = conformal.at_alpha(self.alpha)
+            # the calibration rows (their per-row outcomes are counted by fit): the width
+            # of the fitted builder, and hard labels of the same length
+            x = score_matrix(probs, logits, check_eps(self.eps))
+            n, K = x.S.shape
+            if K != conformal.n_classes_:
+                raise ValueError(f"{x.given} must have the {conformal.n_classes_} columns "
+                                 f"conformal was fitted on, got {K}")
+            hard_labels(target, n, K)
         self.alpha_ = self.conformal_.alpha_
         self.n_classes_ = self.conformal_.n_classes_
 
@@ -249,8 +261,13 @@ class MassRescaling(_ConformalMap):
     conformal_ : SplitConformal
     alpha_ : float
     n_classes_ : int
+    row_status_counts_ : dict
+        Per-row outcomes on the calibration rows: 'ok' (rescaled) and 'degenerate'
+        (left unchanged).
     status_, message_ : str
-        The conformal fit's status.
+        The conformal fit's status if not 'ok'; else 'degenerate_rows' (with a
+        :class:`~noisycal.NumericalWarning`) when some calibration rows are degenerate,
+        else 'ok'. ``predict_proba`` warns likewise when some of its rows are degenerate.
     """
 
     def __init__(self, *, alpha: float = 0.1, score: str = "msp", threshold: str = "constant",
@@ -281,8 +298,11 @@ class MassRescaling(_ConformalMap):
         target : labels (n,), or one-hot rows / a hard Target
         conformal : SplitConformal, optional
             A fitted set builder with this map's settings (its quantile is recomputed at
-            this map's alpha): reuses an adaptive transform across levels. The
-            calibration data are then those it was fitted on.
+            this map's alpha): reuses an adaptive transform across levels. Its threshold
+            comes from the data it was fitted on; ``probs``/``logits`` and ``target``
+            should be those calibration rows: they must have its number of columns and
+            valid hard labels (checked), and the per-row outcomes
+            (``row_status_counts_``) are counted on them.
 
         Returns
         -------
@@ -299,7 +319,18 @@ class MassRescaling(_ConformalMap):
                              f"{tol!r}")
         self.degenerate_tol_ = (t0, t1)
         self._fit_sets(probs, logits, target, conformal)
-        self._set_status(self.conformal_.status_, self.conformal_.message_, None)
+        x, sets = self._prepare(probs, logits)
+        _, deg = mass_rescale(base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        n_deg = int(np.sum(deg))
+        self.row_status_counts_ = {k: c for k, c in (("ok", deg.size - n_deg),
+                                                     ("degenerate", n_deg)) if c}
+        if self.conformal_.status_ != "ok":
+            self._set_status(self.conformal_.status_, self.conformal_.message_, None)
+        elif n_deg:
+            self._set_status("degenerate_rows", f"{_degenerate_message(n_deg, deg.size)}; "
+                             "see row_status_counts_", NumericalWarning)
+        else:
+            self._set_status("ok", "", None)
         return self
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
@@ -316,8 +347,18 @@ class MassRescaling(_ConformalMap):
         binary scores
         """
         x, sets = self._prepare(probs, logits)
-        Q, _ = mass_rescale(_base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        Q, deg = mass_rescale(base_probs(x), sets, self.alpha_, self.degenerate_tol_)
+        n_deg = int(np.sum(deg))
+        if n_deg:
+            warnings.warn(f"MassRescaling: {_degenerate_message(n_deg, deg.size)}",
+                          NumericalWarning, stacklevel=user_stacklevel())
         return Q[:, 1] if x.binary else Q
+
+
+def _degenerate_message(n_deg: int, n: int) -> str:
+    return (f"{n_deg} of {n} rows are degenerate (their set holds no mass or all of it, "
+            "within degenerate_tol) and are returned unchanged, not rescaled to set mass "
+            "1 - alpha")
 
 
 @_doc
@@ -333,7 +374,8 @@ class ConformalTemperature(_ConformalMap):
     ``tau_min``, the authors' code), and a set holding at least 1 - alpha at every
     temperature (``|C|/K >= 1 - alpha``) gets the cap ``tau_max`` (near uniform); both
     are counted in ``row_status_counts_`` on the calibration rows and a cap or
-    unreachable row makes ``status_`` 'cap' (with a warning).
+    unreachable row makes ``status_`` 'cap', 'unreachable' or 'cap_and_unreachable' (with a
+    warning counting each; ``predict_proba`` warns likewise for its rows).
 
     Parameters
     ----------
@@ -402,14 +444,11 @@ class ConformalTemperature(_ConformalMap):
         sol = self.temperatures(probs=probs, logits=logits)
         kinds, counts = np.unique(sol.status, return_counts=True)
         self.row_status_counts_ = {str(k): int(c) for k, c in zip(kinds, counts, strict=True)}
-        bad = sum(self.row_status_counts_.get(k, 0) for k in ("cap", "unreachable"))
+        status, why = _unsolved_rows(sol.status)
         if self.conformal_.status_ != "ok":
             self._set_status(self.conformal_.status_, self.conformal_.message_, None)
-        elif bad:
-            self._set_status("cap", f"{bad} of {sol.tau.size} calibration rows have no "
-                             "temperature with in-set mass exactly 1 - alpha (their set holds "
-                             "at least 1 - alpha at every temperature: tau is the cap "
-                             "tau_max; or never reaches it: tau_min); see "
+        elif status != "ok":
+            self._set_status(status, f"of {sol.tau.size} calibration rows, {why}; see "
                              "row_status_counts_", IdentifiabilityWarning)
         else:
             self._set_status("ok", "", None)
@@ -436,8 +475,9 @@ class ConformalTemperature(_ConformalMap):
                       logits: ArrayLike | None = None) -> np.ndarray:
         """Tempered probabilities ``softmax(s / tau(x))``, one temperature per row.
 
-        Rows whose set holds at least 1 - alpha at every temperature (status 'cap') get a
-        :class:`~noisycal.NumericalWarning` with their count.
+        Rows whose set holds at least 1 - alpha at every temperature (status 'cap', tau
+        is ``tau_max``) or never reaches it (status 'unreachable', tau is ``tau_min``)
+        give a :class:`~noisycal.NumericalWarning` counting each kind.
 
         Parameters
         ----------
@@ -452,14 +492,9 @@ class ConformalTemperature(_ConformalMap):
         sol = conformal_temperatures(x.S, sets, self.alpha_, empty_set=self.empty_set,
                                      tau_min=float(self.tau_min), tau_max=float(self.tau_max),
                                      tol=float(self.tol))
-        n_cap = int(np.sum(sol.status == "cap"))
-        if n_cap:
-            import warnings
-
-            from .._validation import user_stacklevel
-
-            warnings.warn(f"ConformalTemperature: {n_cap} row(s) hold at least 1 - alpha in "
-                          "their set at every temperature; they get tau_max (near uniform)",
+        status, why = _unsolved_rows(sol.status)
+        if status != "ok":
+            warnings.warn(f"ConformalTemperature: of {sol.tau.size} rows, {why}",
                           NumericalWarning, stacklevel=user_stacklevel())
         Q = softmax(x.S / sol.tau[:, None], axis=1)
         return Q[:, 1] if x.binary else Q

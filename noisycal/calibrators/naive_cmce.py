@@ -8,10 +8,11 @@ import numpy as np
 from scipy.special import softmax
 
 from .._typing import ArrayLike
-from .._validation import check_choice
+from .._validation import check_choice, check_n_bins
 from .._warnings import IdentifiabilityWarning
 from ..metrics.cmce import cmce_value, set_inputs
-from ._inputs import EPS, score_matrix
+from ._base import check_eps, record_fit_target
+from ._inputs import EPS, base_probs, score_matrix
 from .conformal import MatrixInput
 
 __all__ = ["NaiveCMCETemperature", "REFERENCE_TAU_GRID"]
@@ -81,15 +82,20 @@ class NaiveCMCETemperature(MatrixInput):
                     or np.any(grid <= 0):
                 raise ValueError("grid must be 'reference', 'log' or a 1-D array of positive "
                                  "finite temperatures")
-        x = score_matrix(probs, logits, self.eps)
-        P0 = softmax(x.S, axis=1)
+        if not isinstance(self.weighted, bool | np.bool_):
+            raise ValueError(f"weighted must be True or False, got {self.weighted!r}")
+        eps = check_eps(self.eps)
+        x = score_matrix(probs, logits, eps)
+        P0 = base_probs(x)
         _, y, T = set_inputs(P0, target, None)
-        values = np.array([cmce_value(softmax(x.S / t, axis=1), y, T, self.n_bins,
+        record_fit_target(self, target)
+        n_bins = check_n_bins(self.n_bins, P0.size)
+        values = np.array([cmce_value(softmax(x.S / t, axis=1), y, T, n_bins,
                                       bool(self.weighted)) for t in grid])
         i = int(np.argmin(values))
         self.grid_, self.cmce_ = grid, values
         self.temperature_ = float(grid[i])
-        self.n_classes_, self.eps_ = x.S.shape[1], self.eps
+        self.n_classes_, self.eps_ = x.S.shape[1], eps
         if grid.size > 1 and i in (0, grid.size - 1):
             self._set_status("boundary", f"the smallest CMCE is at the grid's end "
                              f"(tau = {grid[i]:.6g}); widen the grid", IdentifiabilityWarning)

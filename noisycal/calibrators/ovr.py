@@ -12,12 +12,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import expit, softmax
+from scipy.special import expit
 
 from .._typing import ArrayLike
 from .._warnings import IdentifiabilityWarning
-from ._base import check_eps
-from ._inputs import EPS, fit_target, score_matrix
+from ._base import check_eps, record_fit_target
+from ._inputs import EPS, base_probs, fit_target, score_matrix
 from .conformal import MatrixInput
 from .isotonic import IsotonicCalibration
 from .multiclass import PlattScaling
@@ -92,6 +92,7 @@ class OneVsRestPlatt(MatrixInput):
         eps = check_eps(self.eps)
         x = score_matrix(probs, logits, eps)
         T = fit_target(target, x)
+        record_fit_target(self, target)
         K = x.S.shape[1]
         u, v, st = np.empty(K), np.empty(K), []
         for k in range(K):
@@ -174,7 +175,8 @@ class OneVsRestIsotonic(MatrixInput):
         eps = check_eps(self.eps)
         x = score_matrix(probs, logits, eps)
         T = fit_target(target, x)
-        P = softmax(x.S, axis=1)
+        record_fit_target(self, target)
+        P = base_probs(x)
         maps, st = [], []
         for k in range(P.shape[1]):
             with warnings.catch_warnings():
@@ -205,7 +207,7 @@ class OneVsRestIsotonic(MatrixInput):
         x = score_matrix(probs, logits, self.eps_)
         if x.S.shape[1] != self.n_classes_ or x.binary != self.binary_:
             raise ValueError(f"{x.given} must have the shape the map was fitted on")
-        P = softmax(x.S, axis=1)
+        P = base_probs(x)
         q = np.column_stack([m.predict_proba(probs=P[:, k])
                              for k, m in enumerate(self.maps_)])
         out = _renormalise(q)

@@ -40,6 +40,7 @@ import numpy as np
 from .._validation import check_choice, check_int, check_real
 from .._warnings import NoisycalWarning
 from ..calibrators import (
+    BetaCalibration,
     Calibrator,
     GatedLWCal,
     IsotonicCalibration,
@@ -49,7 +50,7 @@ from ..calibrators import (
 )
 
 __all__ = ["LEARNERS", "GATE_CENTERS", "GATE_WIDTHS", "MethodSpec", "make_learner",
-           "beta_available", "method_specs", "gate_method_name", "MAIN_METHODS",
+           "method_specs", "gate_method_name", "MAIN_METHODS",
            "METHOD_TITLES", "fit_method"]
 
 #: Base learners.
@@ -95,17 +96,6 @@ def make_learner(name: str, seed: int) -> object:
                                     max_features="sqrt", random_state=seed, n_jobs=1)
     from sklearn.ensemble import GradientBoostingClassifier
     return GradientBoostingClassifier(random_state=seed)
-
-
-def _beta_class() -> type | None:
-    from .. import calibrators
-
-    return getattr(calibrators, "BetaCalibration", None)
-
-
-def beta_available() -> bool:
-    """Whether :mod:`noisycal.calibrators` has ``BetaCalibration``."""
-    return _beta_class() is not None
 
 
 def gate_method_name(center: float, width: float) -> str:
@@ -158,7 +148,7 @@ def method_specs(*, trim_retain: float = 0.9, platt_input: str = "probability",
     gate_grid : bool, default=False
         Add the twelve gate-sensitivity variants of Table VII.
     include_beta : bool, default=True
-        Add ``beta`` and ``trimcal_beta`` when ``BetaCalibration`` exists.
+        Add ``beta`` and ``trimcal_beta`` (:class:`~noisycal.calibrators.BetaCalibration`).
 
     Returns
     -------
@@ -174,13 +164,12 @@ def method_specs(*, trim_retain: float = 0.9, platt_input: str = "probability",
     else:
         specs.append(MethodSpec("platt", PlattScaling))
     specs.append(MethodSpec("isotonic", IsotonicCalibration))
-    beta = _beta_class() if include_beta else None
-    if beta is not None:
-        specs.append(MethodSpec("beta", beta))
+    if include_beta:
+        specs.append(MethodSpec("beta", BetaCalibration))
     specs.append(MethodSpec("trimcal_iso", lambda: TrimCal(retain=retain)))
-    if beta is not None:
+    if include_beta:
         specs.append(MethodSpec("trimcal_beta", lambda: TrimCal(retain=retain,
-                                                               calibrator=beta())))
+                                                               calibrator=BetaCalibration())))
     specs += [MethodSpec("lwcal", LWCal), MethodSpec("gated_lwcal", GatedLWCal),
               MethodSpec("oracle", IsotonicCalibration, clean=True)]
     if gate_grid:

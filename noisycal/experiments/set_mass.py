@@ -162,7 +162,7 @@ def splits(n: int, *, n_splits: int = 10, cal_fraction: float = 0.2,
 
 
 def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: int = 10,
-                 cal_fraction: float = 0.2, seed: int = 0, ada_steps: int = 3000,
+                 cal_fraction: float = 0.2, seed: int = 0,
                  progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Fit every method on each calibration split and evaluate it on the test split.
 
@@ -174,8 +174,6 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
         From :func:`default_methods`.
     n_splits, cal_fraction, seed
         See :func:`splits`.
-    ada_steps : int, default=3000
-        Training steps of the shared adaptive transforms.
     progress : callable, optional
         Called with a line of text after each split.
 
@@ -187,7 +185,7 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
     rows = []
     for s, (ic, it) in enumerate(splits(y.size, n_splits=n_splits, cal_fraction=cal_fraction,
                                         seed=seed)):
-        shared: dict[tuple, cal.SplitConformal] = {}
+        shared: dict[tuple, cal.SplitConformal] = {}  # set settings -> fitted builder
         for name, (factory, alpha, key) in methods.items():
             t0 = time.perf_counter()
             with warnings.catch_warnings():
@@ -196,12 +194,16 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
                 if key is None:
                     m.fit(logits=logits[ic], target=y[ic])
                 else:
-                    if key not in shared:
-                        shared[key] = cal.SplitConformal(
-                            alpha=alpha, score=key[0], threshold=key[1], ada_steps=ada_steps,
-                            seed=s).fit(logits=logits[ic], target=y[ic])
+                    # the set builder of this method's own settings (all but alpha), one
+                    # per split and settings
                     m.set_params(seed=s)
-                    m.fit(logits=logits[ic], target=y[ic], conformal=shared[key])
+                    params = m.get_params()
+                    kw = {k: params[k] for k in cal.SplitConformal._get_param_names()}
+                    same = tuple((k, repr(v)) for k, v in kw.items() if k != "alpha")
+                    if same not in shared:
+                        shared[same] = cal.SplitConformal(**kw).fit(logits=logits[ic],
+                                                                    target=y[ic])
+                    m.fit(logits=logits[ic], target=y[ic], conformal=shared[same])
                 P = m.predict_proba(logits=logits[it])
             rows.append({"split": s, "method": name, "alpha": alpha,
                          **evaluate(P, y[it], alpha=alpha),
