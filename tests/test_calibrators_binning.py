@@ -170,3 +170,15 @@ def test_comparison_table_has_the_hb_ats_and_ir_soft_rows():
     # ATS reports the mean per-item temperature on the test items, close to TS here
     assert abs(tab.loc["ATS", "T"] - tab.loc["TS", "T"]) < 0.1
     assert np.isnan(tab.loc["HB", "T"])
+
+
+def test_top_label_rebuild_sums_to_one_when_the_top_mass_rounds_near_one():
+    # 1 - p_top is 1.1e-16 while the other classes hold 3e-16 (the row sums to 1 within
+    # rounding): the remainder must be the others' own sum, or the row sums to 1.0085 here.
+    from noisycal.calibrators._toplabel import top_label_rebuild
+    P = np.array([[1.0 - 2.0**-53, 1e-16, 2e-16, 0.0],
+                  [0.7, 0.2, 0.1, 0.0]])
+    Q = top_label_rebuild(P, np.array([0, 0]), np.array([0.995, 0.8]))
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(Q[0, 1:3], [0.005 / 3, 0.010 / 3], rtol=1e-12)
+    np.testing.assert_allclose(Q[1], [0.8, 0.2 * 2 / 3, 0.1 * 2 / 3, 0.0], rtol=1e-12)

@@ -72,11 +72,15 @@ def top_label_rebuild(P: np.ndarray, top: np.ndarray, conf: np.ndarray) -> np.nd
     n, K = P.shape
     rows = np.arange(n)
     conf = np.asarray(conf, dtype=np.float64)
-    p_top = P[rows, top]
-    rest = 1.0 - p_top
+    others = P.copy()
+    others[rows, top] = 0.0
+    # the mass outside the top class summed directly, not as 1 - p_top: when p_top rounds
+    # to within a few ulps of 1, 1 - p_top can be several times the true remainder and the
+    # rescaled row would sum to more than 1
+    rest = others.sum(axis=1)
     full = rest <= 0.0
     scale = np.divide(1.0 - conf, rest, out=np.zeros(n), where=~full)
-    Q = P * scale[:, None]
+    Q = others * scale[:, None]
     if np.any(full):
         Q[full] = ((1.0 - conf[full]) / (K - 1))[:, None]
     Q[rows, top] = conf
