@@ -288,7 +288,13 @@ def split_data(data: DSData) -> tuple[tuple, tuple]:
 
 
 def join_data(arrays: tuple, sizes: tuple) -> DSData:
-    """The :class:`DSData` that :func:`split_data` took apart."""
+    """The :class:`DSData` that :func:`split_data` took apart.
+
+    Parameters
+    ----------
+    arrays, sizes : tuple
+        The two halves :func:`split_data` returns.
+    """
     return DSData(*arrays[:4], *sizes, arrays[4])
 
 
