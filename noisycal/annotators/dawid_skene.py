@@ -42,6 +42,7 @@ from ..engines.ds_numpyro import (
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
 from ..engines.options import check_anchor, method_options
+from ..engines.patterns import pattern_data
 from ..engines.results import (
     AnnotatorFit,
     checked_status,
@@ -414,14 +415,23 @@ class DawidSkene:
                            rng_key=jax.random.split(as_key(seed))[0],
                            orientation=orientation, anchor=anchor)
         init_params = nuts_init_params(em.prevalence, em.confusion, one_coin=self._one_coin)
+        # the sampler sees one item per distinct rating pattern, weighted by its count:
+        # the same log density, gradient and posterior as the full data, at the cost of
+        # the patterns (on CIFAR-10N's 3 labels per image, about 1 in 10 of the items)
+        arr = ann.engine_arrays()
         with x64():
-            data = _ds_data(ann, group, L)
+            pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                               n_annotators=J, n_classes=K, group=group, n_groups=L,
+                               gold=gold)
+        vote = np.asarray(ann.majority_vote(tie="lowest"))[pd_.representative]
         nd = sample_dawid_skene(
-            data, np.asarray(ann.majority_vote(tie="lowest")),
-            ds_model_kwargs(data, L, alpha, beta, gold, one_coin=self._one_coin),
-            init_params, gold=gold, num_chains=num_chains, num_warmup=num_warmup,
+            pd_.data, vote,
+            ds_model_kwargs(pd_.data, L, alpha, beta, pd_.gold, one_coin=self._one_coin,
+                            weights=pd_.counts),
+            init_params, gold=pd_.gold, num_chains=num_chains, num_warmup=num_warmup,
             num_samples=num_samples, seed=seed, progress_bar=progress_bar,
-            chain_method=chain_method, orientation=orientation, anchor=anchor)
+            chain_method=chain_method, orientation=orientation, anchor=anchor,
+            weights=pd_.counts, pattern=pd_.pattern)
         diag = chain_diagnostics(nd, orientation, stacklevel=4)
         status, message = self._nuts_status(ann, L, diag, rhat_threshold)
         self._warn("NUTS", status, message)

@@ -333,7 +333,8 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
 
 @partial(jax.jit, static_argnames=("sizes", "mode"))
 def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote: jax.Array,
-               gold: jax.Array | None, *, sizes: tuple, mode: str) -> jax.Array:
+               gold: jax.Array | None, weights: jax.Array | None = None, *, sizes: tuple,
+               mode: str) -> jax.Array:
     data = join_data(arrays, sizes)
 
     def one(pc: tuple) -> jax.Array:
@@ -341,7 +342,7 @@ def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote:
         if mode == "agree":
             return post.T @ vote
         if mode == "loglik":
-            return jnp.sum(lse)
+            return jnp.sum(lse) if weights is None else jnp.sum(weights * lse)
         return post
 
     out = jax.lax.map(one, (prevalence, confusion), batch_size=64)
@@ -374,7 +375,7 @@ def posteriors_at(prevalence: jax.Array, confusion: jax.Array, data: DSData, *,
 
 
 def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData,
-              gold: jax.Array | None = None) -> jax.Array:
+              gold: jax.Array | None = None, weights: jax.Array | None = None) -> jax.Array:
     """Log-likelihood (D,) at D parameter sets.
 
     Parameters
@@ -384,10 +385,12 @@ def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData,
     gold : int array of shape (n_items,), optional
         Known classes (``-1`` where unknown): those items contribute the joint
         log-probability of their class and ratings, as in :func:`e_step`.
+    weights : array of shape (n_items,), optional
+        Item multiplicities (rating-pattern counts).
     """
     arrays, sizes = split_data(data)
-    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), gold, sizes=sizes,
-                      mode="loglik")
+    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), gold, weights,
+                      sizes=sizes, mode="loglik")
 
 
 def vote_agreement(prevalence: jax.Array, confusion: jax.Array, data: DSData,
