@@ -200,8 +200,8 @@ class DawidSkene:
             num_chains: int | None = None, num_warmup: int | None = None,
             num_samples: int | None = None, progress_bar: bool | None = None,
             rhat_threshold: float | None = None, chain_method: str | None = None,
-            screen_gaps: bool | None = None, weak_threshold: float | None = None
-            ) -> AnnotatorFit:
+            screen_gaps: bool | None = None, weak_threshold: float | None = None,
+            devices: object = None) -> AnnotatorFit:
         """Fit the model.
 
         Arguments that belong to one method raise ``ValueError`` when given with another
@@ -268,6 +268,12 @@ class DawidSkene:
             (observed over complete-data information, smallest eigenvalue) is below it;
             ``details['identification']`` holds the numbers
             (:mod:`noisycal.engines.identification`). NUTS fits are not checked.
+        devices : int or sequence of jax devices, optional
+            EM only: shard the items (their rating patterns) over these JAX devices, or
+            over the first ``devices`` of ``jax.devices()``; the EM program is the same
+            and XLA splits it along the items (the fit equals the one-device fit up to
+            the order of floating-point sums). Default: one device. Bootstrap refits
+            (``n_boot``) run on one device.
 
         Returns
         -------
@@ -281,7 +287,7 @@ class DawidSkene:
             max_iter=max_iter, tol=tol, num_chains=num_chains, num_warmup=num_warmup,
             num_samples=num_samples, progress_bar=progress_bar,
             rhat_threshold=rhat_threshold, chain_method=chain_method,
-            weak_threshold=weak_threshold))
+            weak_threshold=weak_threshold, devices=devices))
         if groups is not None and self._model != "grouped":
             raise ValueError("groups= is for GroupedDawidSkene")
         if self._model == "grouped" and groups is None:
@@ -344,12 +350,12 @@ class DawidSkene:
                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
                 seed: Seed, orientation: str, anchor: int, init: str, n_starts: int,
                 max_iter: int, tol: float, n_boot: int, screen_gaps: bool,
-                weak_threshold: float) -> AnnotatorFit:
+                weak_threshold: float, devices: tuple | None) -> AnnotatorFit:
         k_init, k_boot = jax.random.split(as_key(seed))
         ms = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
                            init=init, n_starts=n_starts, max_iter=max_iter, tol=tol,
                            rng_key=k_init, orientation=orientation, anchor=anchor,
-                           screen_gaps=screen_gaps)
+                           screen_gaps=screen_gaps, devices=devices)
         draws, boot_info = (ms.refits(k_boot, n_boot) if n_boot else (None, {}))
         status, message = self._status(ann, ms.prevalence, ms.confusion, ms.converged, L)
         if (ms.screened is not None and not ms.screened.any()
