@@ -259,8 +259,9 @@ def item_log_likelihood(joint: jax.Array, gold: jax.Array | None = None) -> jax.
     return jnp.where(known, at_gold, lse)
 
 
-def log_likelihood(params: dict, data: DSData, gold: jax.Array | None = None) -> jax.Array:
-    """Marginal log-likelihood ``sum_i log sum_k prevalence[g_i, k] exp(ll[i, k])``.
+def log_likelihood(params: dict, data: DSData, gold: jax.Array | None = None,
+                   weights: jax.Array | None = None) -> jax.Array:
+    """Marginal log-likelihood ``sum_i w_i log sum_k prevalence[g_i, k] exp(ll[i, k])``.
 
     Parameters
     ----------
@@ -269,8 +270,14 @@ def log_likelihood(params: dict, data: DSData, gold: jax.Array | None = None) ->
     data : DSData
     gold : int array of shape (n_items,), optional
         Known classes (``-1`` where unknown); see :func:`item_log_likelihood`.
+    weights : array of shape (n_items,), optional
+        Item multiplicities ``w_i`` (1 when not given): with the items of ``data`` the
+        distinct rating patterns and ``weights`` their counts
+        (:func:`noisycal.engines.patterns.pattern_data`), this is the log-likelihood of
+        the full data, computed once per pattern.
     """
-    return jnp.sum(item_log_likelihood(joint_log_likelihood(params, data), gold))
+    item_ll = item_log_likelihood(joint_log_likelihood(params, data), gold)
+    return jnp.sum(item_ll) if weights is None else jnp.sum(weights * item_ll)
 
 
 def default_priors(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -288,7 +295,7 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
                 n_items: int, n_annotators: int, n_classes: int, group: jax.Array | None = None,
                 n_groups: int = 1, alpha: jax.Array | None = None,
                 beta: jax.Array | None = None, one_coin: bool = False,
-                gold: jax.Array | None = None) -> None:
+                gold: jax.Array | None = None, weights: jax.Array | None = None) -> None:
     """NumPyro Dawid–Skene model with the true class marginalised by logsumexp.
 
     Parameters
@@ -311,6 +318,11 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
     gold : int array of shape (n_items,), optional
         Known true classes (``-1`` where unknown): those items enter the likelihood with
         their class instead of the mixture (observed data only).
+    weights : array of shape (n_items,), optional
+        Item multiplicities (observed data only): each item's log-likelihood enters
+        ``weights[i]`` times. With one item per distinct rating pattern and its count as
+        weight, the log density is the full data's, at a fraction of the cost
+        (:func:`noisycal.engines.patterns.pattern_data`).
 
     Examples
     --------
@@ -345,9 +357,9 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         with numpyro.plate("annotator", J, dim=-2), numpyro.plate("class", K, dim=-1):
             confusion = numpyro.sample("confusion", dist.Dirichlet(beta, validate_args=False))
     if label is None:
-        if gold is not None:
-            raise ValueError("gold applies to observed labels; simulation (label=None) "
-                             "draws the true classes")
+        if gold is not None or weights is not None:
+            raise ValueError("gold and weights apply to observed labels; simulation "
+                             "(label=None) draws the true classes")
         with numpyro.plate("item", n_items, dim=-1):
             y = numpyro.sample("y", dist.Categorical(prevalence[g]))
         with numpyro.plate("rating", item.shape[0], dim=-1):
@@ -355,7 +367,8 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         return
     data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
     numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
-                                             "confusion": confusion}, data, gold))
+                                             "confusion": confusion}, data, gold,
+                                            weights))
 
 
 MODELS = {"dawid_skene": dawid_skene}

@@ -29,7 +29,8 @@ __all__ = ["ds_model_kwargs", "fit_mle", "nuts_init_params", "draw_perms", "NUTS
 
 
 def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarray | None,
-                    gold: np.ndarray | None, *, one_coin: bool) -> dict:
+                    gold: np.ndarray | None, *, one_coin: bool,
+                    weights: np.ndarray | None = None) -> dict:
     """Keyword arguments of the NumPyro model for packed ratings ``data``.
 
     Parameters
@@ -42,12 +43,16 @@ def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarra
     gold : int array of shape (n_items,), optional
         Known classes, ``-1`` where unknown.
     one_coin : bool
+    weights : array of shape (n_items,), optional
+        Item multiplicities (rating-pattern counts when ``data`` holds one item per
+        pattern).
     """
     return dict(n_items=data.n_items, n_annotators=data.n_annotators,
                 n_classes=data.n_classes, group=data.group if L > 1 else None,
                 n_groups=L, alpha=None if alpha is None else jnp.asarray(alpha),
                 beta=None if beta is None else jnp.asarray(beta), one_coin=one_coin,
-                gold=None if gold is None else jnp.asarray(gold))
+                gold=None if gold is None else jnp.asarray(gold),
+                weights=None if weights is None else np.asarray(weights, np.float64))
 
 
 def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: Seed,
@@ -121,7 +126,8 @@ def nuts_init_params(prevalence: np.ndarray, confusion: np.ndarray, *, one_coin:
 
 
 def draw_perms(vote: np.ndarray, prevalence: np.ndarray, confusion: np.ndarray, data: Any,
-               orientation: str, anchor: int) -> np.ndarray:
+               orientation: str, anchor: int, weights: np.ndarray | None = None
+               ) -> np.ndarray:
     """One relabelling per draw (label-switching guard).
 
     Parameters
@@ -135,6 +141,8 @@ def draw_perms(vote: np.ndarray, prevalence: np.ndarray, confusion: np.ndarray, 
         Hungarian on the agreement of each draw's posteriors with the vote, or the sign
         of annotator ``anchor``'s gap (two classes).
     anchor : int
+    weights : array of shape (n_items,), optional
+        Item multiplicities (rating-pattern counts).
 
     Returns
     -------
@@ -143,7 +151,10 @@ def draw_perms(vote: np.ndarray, prevalence: np.ndarray, confusion: np.ndarray, 
     if orientation == "anchor":
         return anchor_perm(confusion, anchor)
     K = prevalence.shape[-1]
-    vote1h = jnp.asarray(np.eye(K)[np.asarray(vote)])
+    vote1h = np.eye(K)[np.asarray(vote)]
+    if weights is not None:
+        vote1h = vote1h * np.asarray(weights, np.float64)[:, None]
+    vote1h = jnp.asarray(vote1h)
     agree = vote_agreement(jnp.asarray(prevalence), jnp.asarray(confusion), data, vote1h)
     return hungarian_perm(np.asarray(agree))
 
@@ -176,14 +187,18 @@ class NUTSDraws(NamedTuple):
 def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_params: dict, *,
                        gold: np.ndarray | None, num_chains: int, num_warmup: int,
                        num_samples: int, seed: Seed, progress_bar: bool, chain_method: str,
-                       orientation: str, anchor: int) -> NUTSDraws:
+                       orientation: str, anchor: int, weights: np.ndarray | None = None,
+                       pattern: np.ndarray | None = None) -> NUTSDraws:
     """Sample a Dawid–Skene model with NUTS and relabel every draw.
 
     Parameters
     ----------
     data : DSData
+        The ratings, or one item per distinct rating pattern (then ``weights`` and
+        ``pattern`` are given, and the log density, the relabelling and the
+        log-likelihood are those of the full data).
     vote : int array of shape (n_items,)
-        Majority vote (reference labelling).
+        Majority vote (reference labelling), one per item of ``data``.
     model_kwargs : dict
         From :func:`ds_model_kwargs`.
     init_params : dict
@@ -194,6 +209,12 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     seed : int or jax key
     orientation, anchor
         See :func:`draw_perms`.
+    weights : array of shape (n_items,), optional
+        Multiplicity of each item of ``data`` (pattern counts); ``model_kwargs`` must
+        carry the same weights.
+    pattern : int array of shape (n_original_items,), optional
+        Item of ``data`` (pattern) of every original item: the posteriors are returned
+        for the original items.
 
     Returns
     -------
@@ -216,13 +237,17 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
         prev_s = np.array(samples["prevalence"]).reshape(C, S, L, K)
         conf_s = np.array(samples["confusion"]).reshape(C, S, J, K, K)
         perms = draw_perms(vote, prev_s.reshape(-1, L, K), conf_s.reshape(-1, J, K, K), data,
-                           orientation, anchor)
+                           orientation, anchor, weights)
         prev_s, conf_s, moved = relabel_draws(prev_s, conf_s, perms)
         prev_d, conf_d = prev_s.reshape(-1, L, K), conf_s.reshape(-1, J, K, K)
         post = np.asarray(posteriors_at(jnp.asarray(prev_d), jnp.asarray(conf_d), data,
                                         mean=True, gold=jgold))
         loglik = float(loglik_at(jnp.asarray(prev_d.mean(0))[None],
-                                 jnp.asarray(conf_d.mean(0))[None], data, gold=jgold)[0])
+                                 jnp.asarray(conf_d.mean(0))[None], data, gold=jgold,
+                                 weights=None if weights is None
+                                 else jnp.asarray(weights, jnp.float64))[0])
+    if pattern is not None:
+        post = post[np.asarray(pattern)]
     return NUTSDraws(prev_s, conf_s, np.asarray(diverging), moved, post, loglik)
 
 

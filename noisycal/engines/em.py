@@ -7,8 +7,11 @@ uses the model's own likelihood, :func:`noisycal.models.dawid_skene.class_log_li
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import numpy as np
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +35,7 @@ __all__ = [
     "m_step",
     "run_em",
     "fit_em",
+    "check_devices",
     "split_data",
     "join_data",
     "expected_counts",
@@ -309,7 +313,8 @@ def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.
 
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
-           weights: jax.Array | None = None) -> EMState:
+           weights: jax.Array | None = None, devices: Sequence[Any] | None = None
+           ) -> EMState:
     """Run EM from several starts, vmapped and jitted (the sizes in ``data`` are static).
 
     Parameters
@@ -320,20 +325,99 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
         As in :func:`run_em`.
     weights : (n_items,), optional
         Items each row stands for (rating patterns: see :func:`collapse_patterns`).
+    devices : sequence of jax devices, optional
+        Shard the items over these devices (:func:`check_devices`): every per-item array
+        (slots, groups, weights, gold classes, posteriors) is split along the items on a
+        one-axis mesh, the rest replicated, and XLA partitions the same EM program
+        (the M-step's sums become cross-device reductions). The items are padded to a
+        multiple of the device count with empty, zero-weight items, removed from the
+        result. Needs the slot layout (``data.slots``). ``None`` or one device: no
+        sharding.
 
     Returns
     -------
     EMState
         Stacked over the starts.
     """
+    if devices is not None and len(devices) > 1:
+        return _fit_em_sharded(post0, data, gold, alpha, beta, weights, devices,
+                               one_coin=one_coin, max_iter=max_iter, tol=tol)
     arrays, sizes = split_data(data)
     return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                    max_iter=max_iter, tol=tol)
 
 
+def check_devices(devices: object) -> tuple[Any, ...] | None:
+    """The devices of ``devices=``: None, a count (the first that many of
+    ``jax.devices()``), or a sequence of distinct jax devices.
+
+    Raises
+    ------
+    ValueError
+        Naming ``devices`` for anything else, a count beyond ``len(jax.devices())`` or a
+        repeated device.
+    """
+    if devices is None:
+        return None
+    avail = jax.devices()
+    if isinstance(devices, int | np.integer) and not isinstance(devices, bool):
+        if not 1 <= int(devices) <= len(avail):
+            raise ValueError(f"devices must be between 1 and {len(avail)} (the JAX devices "
+                             f"available), got {devices!r}")
+        return tuple(avail[:int(devices)])
+    try:
+        out = tuple(devices)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError("devices must be None, a number of devices or a sequence of JAX "
+                         f"devices, got {devices!r}") from None
+    if not out or not all(isinstance(d, jax.Device) for d in out):
+        raise ValueError("devices must be None, a number of devices or a sequence of JAX "
+                         f"devices, got {devices!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"devices must not repeat a device, got {devices!r}")
+    return out
+
+
+def _fit_em_sharded(post0: jax.Array, data: DSData, gold: jax.Array | None,
+                    alpha: jax.Array | None, beta: jax.Array | None,
+                    weights: jax.Array | None, devices: Sequence[Any], *, one_coin: bool,
+                    max_iter: int, tol: float) -> EMState:
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    if data.slots is None:
+        raise ValueError("sharding over devices needs the slot layout of the ratings "
+                         "(make_data(..., slots=True))")
+    n, K = data.n_items, data.n_classes
+    D = len(devices)
+    extra = -n % D
+    mesh = Mesh(np.asarray(devices), ("items",))
+
+    def put(x: jax.Array, spec: Any) -> jax.Array:
+        return jax.device_put(x, NamedSharding(mesh, spec))
+
+    sl = data.slots
+    code = jnp.pad(sl.code, ((0, extra), (0, 0)), constant_values=data.n_annotators * K)
+    w = jnp.ones(n, post0.dtype) if weights is None else jnp.asarray(weights, post0.dtype)
+    w = put(jnp.pad(w, (0, extra)), P("items"))
+    g = None if gold is None else put(jnp.pad(gold, (0, extra), constant_values=-1),
+                                      P("items"))
+    p0 = put(jnp.pad(post0, ((0, 0), (0, extra), (0, 0)), constant_values=1.0 / K),
+             P(None, "items", None))
+    rep = [put(x, P()) for x in (data.item, data.annotator, data.label, sl.over_item,
+                                 sl.over_code)]
+    slots = type(sl)(put(code, P("items", None)), rep[3], rep[4])
+    arrays = (rep[0], rep[1], rep[2], put(jnp.pad(data.group, (0, extra)), P("items")), slots)
+    sizes = (n + extra, data.n_annotators, K, data.n_groups)
+    st = _fit_em(p0, arrays, g, alpha, beta, w, sizes=sizes, one_coin=one_coin,
+                 max_iter=max_iter, tol=tol)
+    return st._replace(post=st.post[:, :n])
+
+
 @partial(jax.jit, static_argnames=("sizes", "mode"))
 def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote: jax.Array,
-               gold: jax.Array | None, *, sizes: tuple, mode: str) -> jax.Array:
+               gold: jax.Array | None, weights: jax.Array | None = None, *, sizes: tuple,
+               mode: str) -> jax.Array:
     data = join_data(arrays, sizes)
 
     def one(pc: tuple) -> jax.Array:
@@ -341,7 +425,7 @@ def _draws_map(prevalence: jax.Array, confusion: jax.Array, arrays: tuple, vote:
         if mode == "agree":
             return post.T @ vote
         if mode == "loglik":
-            return jnp.sum(lse)
+            return jnp.sum(lse) if weights is None else jnp.sum(weights * lse)
         return post
 
     out = jax.lax.map(one, (prevalence, confusion), batch_size=64)
@@ -374,7 +458,7 @@ def posteriors_at(prevalence: jax.Array, confusion: jax.Array, data: DSData, *,
 
 
 def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData,
-              gold: jax.Array | None = None) -> jax.Array:
+              gold: jax.Array | None = None, weights: jax.Array | None = None) -> jax.Array:
     """Log-likelihood (D,) at D parameter sets.
 
     Parameters
@@ -384,10 +468,12 @@ def loglik_at(prevalence: jax.Array, confusion: jax.Array, data: DSData,
     gold : int array of shape (n_items,), optional
         Known classes (``-1`` where unknown): those items contribute the joint
         log-probability of their class and ratings, as in :func:`e_step`.
+    weights : array of shape (n_items,), optional
+        Item multiplicities (rating-pattern counts).
     """
     arrays, sizes = split_data(data)
-    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), gold, sizes=sizes,
-                      mode="loglik")
+    return _draws_map(prevalence, confusion, arrays, jnp.zeros((0, 0)), gold, weights,
+                      sizes=sizes, mode="loglik")
 
 
 def vote_agreement(prevalence: jax.Array, confusion: jax.Array, data: DSData,

@@ -12,13 +12,15 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_int, check_real
+from .em import check_devices
 from .identification import WEAK_THRESHOLD, check_weak_threshold
 from .nuts import check_sampler_options
 
 __all__ = ["EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "check_anchor", "method_options"]
 
 #: EM-only arguments of ``fit`` and their defaults.
-EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False}
+EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False,
+               "devices": None}
 #: Arguments of EM and gradient MLE (defaults by method).
 ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8, "weak_threshold": WEAK_THRESHOLD},
                  "mle": {"max_iter": 1000, "tol": 1e-9, "weak_threshold": WEAK_THRESHOLD}}
@@ -74,6 +76,7 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
             raise ValueError("screen_gaps must be True or False, got "
                              f"{opts['screen_gaps']!r}")
         opts["screen_gaps"] = bool(opts["screen_gaps"])
+        opts["devices"] = check_devices(opts["devices"])
     if method == "nuts":
         c, w, s = check_sampler_options(
             opts["num_chains"], opts["num_warmup"], opts["num_samples"],

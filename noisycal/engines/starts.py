@@ -239,7 +239,8 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray | None, beta: np.ndarray | None,
                   gold: np.ndarray | None, *, one_coin: bool, init: str, n_starts: int,
                   max_iter: int, tol: float, rng_key: jax.Array, orientation: str,
-                  anchor: int, screen_gaps: bool = False) -> MultiStartFit:
+                  anchor: int, screen_gaps: bool = False,
+                  devices: tuple | None = None) -> MultiStartFit:
     """Fit a Dawid–Skene model by (MAP-)EM from several starts.
 
     Parameters
@@ -263,6 +264,8 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
     anchor : int
     screen_gaps : bool, default=False
         Choose among the starts passing :func:`screen_starts` (two classes).
+    devices : tuple of jax devices, optional
+        Shard the rating patterns over these devices (:func:`noisycal.engines.em.fit_em`).
 
     Returns
     -------
@@ -280,7 +283,8 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         ja = None if alpha is None else jnp.asarray(alpha)
         jb = None if beta is None else jnp.asarray(beta)
         st = fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin, max_iter=max_iter,
-                    tol=tol, weights=jnp.asarray(pd_.counts, dtype=jnp.float64))
+                    tol=tol, weights=jnp.asarray(pd_.counts, dtype=jnp.float64),
+                    devices=devices)
     objective = np.asarray(st.objective)
     finite = np.isfinite(objective)
     screened = None

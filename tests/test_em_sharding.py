@@ -1,0 +1,87 @@
+"""EM sharded over several devices equals the one-device fit.
+
+JAX sees four CPU devices only when ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
+is set before it starts, so the comparison runs in a fresh Python process. Items are
+padded to a multiple of the device count with empty zero-weight items (1,003 items over
+4 devices here: one pad item), grouped prevalences and gold items included.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import jax
+
+import noisycal as nc
+
+SCRIPT = r"""
+import json, warnings
+import numpy as np
+import jax
+import noisycal as nc
+
+assert len(jax.devices()) == 4, jax.devices()
+rng = np.random.default_rng(0)
+n, J, K = 1003, 6, 3
+y = rng.integers(0, K, n)
+rows = []
+for i in range(n):
+    for j in rng.choice(J, size=rng.integers(2, 5), replace=False):
+        p = np.full(K, 0.25 / (K - 1)); p[y[i]] = 0.75
+        rows.append((i, j, rng.choice(K, p=p)))
+item, ann, lab = (np.array(c) for c in zip(*rows))
+a = nc.Annotations.from_arrays(item, ann, lab, items=np.arange(n), annotators=np.arange(J),
+                               classes=np.arange(K))
+groups = rng.integers(0, 2, n)
+gold = {int(i): int(y[i]) for i in range(0, n, 37)}
+out = {}
+for name, model, kw in (("full", nc.DawidSkene(K), {}),
+                        ("grouped", nc.GroupedDawidSkene(K), {"groups": groups}),
+                        ("gold", nc.DawidSkene(K), {"gold": gold})):
+    fits = [model.fit(a, n_starts=2, max_iter=100, seed=1, devices=d, **kw)
+            for d in (None, 4)]
+    out[name] = {
+        "post": max(float(np.max(np.abs(f.item_posterior - fits[0].item_posterior)))
+                    for f in fits[1:]),
+        "conf": max(float(np.max(np.abs(f.confusion - fits[0].confusion))) for f in fits[1:]),
+        "prev": max(float(np.max(np.abs(f.group_prevalence - fits[0].group_prevalence)))
+                    for f in fits[1:]),
+        "loglik": max(abs(f.loglik - fits[0].loglik) / abs(fits[0].loglik) for f in fits[1:]),
+        "n_iter": [int(f.n_iter) for f in fits],
+        "status": [f.status for f in fits],
+    }
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_em_on_four_devices_equals_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    out = json.loads(line[len("RESULT "):])
+    for name, r in out.items():
+        assert r["post"] < 1e-10, (name, r)
+        assert r["conf"] < 1e-10, (name, r)
+        assert r["prev"] < 1e-10, (name, r)
+        assert r["loglik"] < 1e-12, (name, r)
+        assert len(set(r["n_iter"])) == 1, (name, r)
+        assert len(set(r["status"])) == 1, (name, r)
+
+
+@pytest.mark.parametrize("bad", [0, len(jax.devices()) + 1, "cpu", [1, 2], True])
+def test_bad_devices_raise(bad):
+    a = nc.Annotations.from_arrays([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1])
+    with pytest.raises(ValueError, match="devices"):
+        nc.DawidSkene(2).fit(a, devices=bad)
+
+
+def test_devices_is_an_em_option():
+    a = nc.Annotations.from_arrays([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1])
+    with pytest.raises(ValueError, match="devices applies to method='em'"):
+        nc.DawidSkene(2).fit(a, method="mle", devices=1)

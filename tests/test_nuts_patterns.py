@@ -1,0 +1,147 @@
+"""NUTS on collapsed rating patterns: the same log density, relabelling and
+log-likelihood as the full data.
+
+``DawidSkene.fit(method='nuts')`` hands the sampler one item per distinct rating pattern
+with its count as a weight. The log density (prior + weighted likelihood, through
+NumPyro's own ``log_density``), its gradient, the log-likelihood at a parameter set and
+the vote agreement used for relabelling must equal those of the uncollapsed data at
+arbitrary parameters; with groups and gold items too (patterns never mix groups or gold
+classes).
+"""
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+from numpyro.infer.util import log_density
+
+import noisycal as nc
+from noisycal._jax import x64
+from noisycal.engines.ds_numpyro import draw_perms
+from noisycal.engines.em import loglik_at, posteriors_at
+from noisycal.engines.patterns import pattern_data
+from noisycal.models import dawid_skene as dsm
+
+
+def _ratings(seed, n=400, J=4, K=3, L=2):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, n)
+    conf = 0.7 * np.eye(K) + 0.3 / K
+    item, ann, lab = [], [], []
+    for i in range(n):
+        for j in rng.choice(J, size=rng.integers(1, J + 1), replace=False):
+            item.append(i)
+            ann.append(j)
+            lab.append(rng.choice(K, p=conf[y[i]]))
+    group = rng.integers(0, L, n)
+    gold = np.where(rng.random(n) < 0.1, y, -1)
+    return (np.array(item), np.array(ann), np.array(lab), group, gold, n, J, K, L)
+
+
+def _annotations(item, ann, lab, n, J, K):
+    return nc.Annotations.from_long({"item": item, "annotator": ann, "label": lab},
+                                    classes=np.arange(K), items=np.arange(n),
+                                    annotators=np.arange(J))
+
+
+def _params(seed, J, K, L):
+    rng = np.random.default_rng(seed)
+    return {"prevalence": rng.dirichlet(np.ones(K), size=L),
+            "confusion": rng.dirichlet(np.ones(K) * 2, size=(J, K))}
+
+
+@pytest.mark.parametrize("with_gold", [False, True])
+def test_weighted_pattern_log_density_equals_full_data(with_gold):
+    item, ann, lab, group, gold, n, J, K, L = _ratings(0)
+    gold = gold if with_gold else None
+    with x64():
+        full = dsm.make_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                             group=group, n_groups=L, slots=False)
+        pd_ = pattern_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                           group=group, n_groups=L, gold=gold)
+        assert pd_.data.n_items < 0.75 * n  # the collapse does something on this design
+        params = _params(1, J, K, L)
+
+        def dens(data, g, w, p):
+            kw = dict(n_items=data.n_items, n_annotators=J, n_classes=K, group=data.group,
+                      n_groups=L, gold=None if g is None else jnp.asarray(g),
+                      weights=None if w is None else jnp.asarray(w, jnp.float64))
+            return log_density(dsm.dawid_skene, (data.item, data.annotator, data.label), kw,
+                               p)[0]
+
+        p = {k: jnp.asarray(v) for k, v in params.items()}
+        d_full = dens(full, gold, None, p)
+        d_pat = dens(pd_.data, pd_.gold, pd_.counts, p)
+        assert np.isfinite(float(d_full))
+        np.testing.assert_allclose(float(d_pat), float(d_full), rtol=1e-12)
+        g_full = jax.grad(lambda q: dens(full, gold, None, q))(p)
+        g_pat = jax.grad(lambda q: dens(pd_.data, pd_.gold, pd_.counts, q))(p)
+        for k in p:
+            np.testing.assert_allclose(np.asarray(g_pat[k]), np.asarray(g_full[k]),
+                                       rtol=1e-10, atol=1e-9)
+        # the log-likelihood at D parameter sets
+        prev = jnp.stack([p["prevalence"], jnp.asarray(_params(2, J, K, L)["prevalence"])])
+        conf = jnp.stack([p["confusion"], jnp.asarray(_params(2, J, K, L)["confusion"])])
+        jg_full = None if gold is None else jnp.asarray(gold)
+        jg_pat = None if pd_.gold is None else jnp.asarray(pd_.gold)
+        np.testing.assert_allclose(
+            np.asarray(loglik_at(prev, conf, pd_.data, jg_pat,
+                                 weights=jnp.asarray(pd_.counts, jnp.float64))),
+            np.asarray(loglik_at(prev, conf, full, jg_full)), rtol=1e-12)
+        # item posteriors: the pattern's, expanded, are the items'
+        post_pat = np.asarray(posteriors_at(prev, conf, pd_.data, gold=jg_pat))
+        post_full = np.asarray(posteriors_at(prev, conf, full, gold=jg_full))
+        np.testing.assert_allclose(post_pat[:, pd_.pattern], post_full, atol=1e-12)
+
+
+def test_weighted_vote_agreement_gives_the_full_data_relabelling():
+    item, ann, lab, group, gold, n, J, K, L = _ratings(3)
+    rng = np.random.default_rng(4)
+    with x64():
+        full = dsm.make_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                             slots=False)
+        pd_ = pattern_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                           group=None, n_groups=1)
+        vote = _annotations(item, ann, lab, n, J, K).majority_vote(
+            tie="lowest")
+        vote = np.asarray(vote)
+        # every pattern's items share one vote (the vote depends only on the labels)
+        assert all(np.unique(vote[pd_.pattern == p]).size == 1
+                   for p in range(pd_.data.n_items))
+        # draws whose classes are permuted at random: the relabelling must undo them
+        D = 6
+        base = _params(5, J, K, 1)
+        perms = np.array([rng.permutation(K) for _ in range(D)])
+        prev = np.stack([base["prevalence"][:, q] for q in perms])
+        conf = np.stack([base["confusion"][:, q][:, :, q] for q in perms])
+        p_full = draw_perms(vote, prev, conf, full, "vote", 0)
+        p_pat = draw_perms(vote[pd_.representative], prev, conf, pd_.data, "vote", 0,
+                           weights=pd_.counts)
+    np.testing.assert_array_equal(p_pat, p_full)
+
+
+def test_nuts_fit_on_patterns_reports_every_item():
+    # a small fit end to end: posteriors for the original items, rows on the simplex,
+    # items with the same ratings get the same posterior
+    item, ann, lab, group, gold, n, J, K, L = _ratings(6, n=150, J=3, K=2)
+    a = _annotations(item, ann, lab, n, J, K)
+    fit = nc.DawidSkene(K).fit(a, method="nuts", num_chains=2, num_warmup=100,
+                               num_samples=100, progress_bar=False, seed=0,
+                               rhat_threshold=1.5)  # short chains: structure, not mixing
+    post = np.asarray(fit.item_posterior)
+    assert post.shape == (n, K)
+    np.testing.assert_allclose(post.sum(axis=1), 1.0, atol=1e-12)
+    with x64():
+        pd_ = pattern_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                           group=None, n_groups=1)
+    for p in range(pd_.data.n_items):
+        rows = post[pd_.pattern == p]
+        np.testing.assert_allclose(rows, rows[0][None].repeat(len(rows), 0), atol=1e-14)
+    # the reported log-likelihood is the full data's at the posterior means
+    with x64():
+        full = dsm.make_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                             slots=False)
+        ll = float(loglik_at(jnp.asarray(fit.group_prevalence)[None],
+                             jnp.asarray(fit.confusion)[None], full)[0])
+    np.testing.assert_allclose(fit.loglik, ll, rtol=1e-10)
