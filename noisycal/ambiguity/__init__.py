@@ -24,7 +24,10 @@ SoftPlatt, VS and Dirichlet-Soft are :class:`~noisycal.calibrators.PlattScaling`
 :class:`~noisycal.calibrators.MatrixScaling` fitted to :func:`slts`.
 :func:`paper_targets` builds every target for one calibration set,
 :func:`fit_temperatures` fits TS to each, and :func:`compare_calibrators` runs the paper's
-table (true-label ECE, voted ECE, classwise ECE, Brier, NLL, T). The paper's simulators
+table (true-label ECE, voted ECE, classwise ECE, Brier, NLL, T), and
+:func:`posterior_true_label_ece` reports the true-label ECE after a Bayesian map (a NUTS
+fit of :class:`~noisycal.annotators.soft_labels.DirichletSoftLabels`) with a credible
+interval that carries the map's posterior uncertainty. The paper's simulators
 are here too: the ISIC 2019 annotator model (:func:`sample_annotations`,
 :data:`ISIC2019_CONFUSION`) and the three-Gaussian toy (:func:`three_gaussians`).
 
@@ -35,6 +38,7 @@ when ``mean_i (z_{i,y*} - <pi_i, z_i>) > 0`` (our observation; see
 """
 
 from ._compare import METHODS, compare_calibrators, evaluate_predictions
+from ._maps import posterior_true_label_ece
 from ._simulate import (
     ISIC2019_CLASS_COUNTS,
     ISIC2019_CLASSES,
@@ -68,6 +72,7 @@ __all__ = [
     "stratified_split",
     "compare_calibrators",
     "evaluate_predictions",
+    "posterior_true_label_ece",
     "METHODS",
     "sample_annotations",
     "ISIC2019_CLASSES",

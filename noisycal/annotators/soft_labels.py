@@ -16,7 +16,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, predictions
+from .._validation import check_array, check_choice, check_int, predictions
 
 __all__ = ["DirichletSoftLabels", "SoftLabelFit"]
 
@@ -42,6 +42,16 @@ def _log_predictions(probs: ArrayLike | None, logits: ArrayLike | None) -> tuple
             "log-probabilities (pass logits= instead)"
         )
     return log_p, binary
+
+
+def _draw_blocks(W: np.ndarray, b: np.ndarray, idx: np.ndarray, log_p: np.ndarray,
+                 budget: int = 2**24) -> Any:
+    """Yield ``(start, probs)`` for chunks of the draws ``idx``: probs (chunk, n, K)."""
+    chunk = max(1, int(budget // max(1, log_p.size)))
+    for s in range(0, idx.size, chunk):
+        sel = idx[s:s + chunk]
+        z = np.einsum("skj,ij->sik", W[sel], log_p) + b[sel, None, :]
+        yield s, softmax(z, axis=2)
 
 
 def _check_counts(counts: ArrayLike, n_items: int, n_classes: int) -> np.ndarray:
@@ -119,37 +129,95 @@ class SoftLabelFit:
         return {"W": self.W, "b": self.b, "kappa": self.kappa}
 
     def predict_proba(self, *, logits: ArrayLike | None = None,
-                      probs: ArrayLike | None = None) -> np.ndarray:
-        """Calibrated probabilities ``softmax(W log p + b)``.
+                      probs: ArrayLike | None = None, draws: bool = False,
+                      thin: int = 1, max_draws: int | None = None) -> np.ndarray:
+        """Calibrated probabilities ``softmax(W log p + b)``, or their posterior draws.
 
         Parameters
         ----------
         logits, probs : array-like of shape (n_items, n_classes) or (n_items,)
             The classifier's predictions; give exactly one. A 1-D input holds binary
             positive-class values.
+        draws : bool, default=False
+            False: one matrix (the MLE/MAP map, or for a NUTS fit the posterior mean of
+            the calibrated probabilities over the draws). True (NUTS fits only): the
+            calibrated probabilities under every posterior draw of ``(W, b)``.
+        thin : int, default=1
+            Use every ``thin``-th posterior draw (chains concatenated), for both forms.
+        max_draws : int, optional
+            At most this many draws, evenly spaced over the thinned ones (both forms).
 
         Returns
         -------
-        ndarray of shape (n_items, n_classes), or (n_items,) for a 1-D input
-            Calibrated probabilities; for a NUTS fit, the posterior mean of the
-            calibrated probabilities over the draws.
+        ndarray
+            ``draws=False``: shape (n_items, n_classes), or (n_items,) for a 1-D input.
+            ``draws=True``: shape (n_draws, n_items, n_classes), or (n_draws, n_items)
+            for a 1-D input. The draws are computed in chunks of about 2**24 numbers so
+            that the intermediate arrays stay bounded; the result itself holds
+            ``n_draws * n_items * n_classes`` numbers (use ``thin``/``max_draws`` to
+            bound it).
+
+        Raises
+        ------
+        ValueError
+            For ``draws=True`` on a fit without posterior draws (``method='mle'`` or
+            ``'map'``), invalid ``thin``/``max_draws``, or predictions with the wrong
+            number of classes.
         """
+        if not isinstance(draws, bool | np.bool_):
+            raise ValueError(f"draws must be True or False, got {draws!r}")
+        if draws and self.draws is None:
+            raise ValueError(f"draws=True needs posterior draws of the map (method='nuts'); "
+                             f"this fit is method={self.method!r}")
+        log_p, binary = self._log_p(logits, probs)
+        if self.draws is None:
+            out = softmax(log_p @ self.W.T + self.b, axis=1)
+            return out[:, 1] if binary else out
+        idx = self.draw_index(thin=thin, max_draws=max_draws)
+        if draws:
+            out = np.empty((idx.size, *log_p.shape))
+            for s, block in _draw_blocks(self.draws["W"], self.draws["b"], idx, log_p):
+                out[s:s + block.shape[0]] = block
+            return out[..., 1] if binary else out
+        out = np.zeros_like(log_p)
+        for _, block in _draw_blocks(self.draws["W"], self.draws["b"], idx, log_p):
+            out += block.sum(axis=0)
+        out /= idx.size
+        return out[:, 1] if binary else out
+
+    def draw_index(self, *, thin: int = 1, max_draws: int | None = None) -> np.ndarray:
+        """Indices of the posterior draws that ``thin`` and ``max_draws`` keep.
+
+        Parameters
+        ----------
+        thin : int, default=1
+            Every ``thin``-th draw (chains concatenated).
+        max_draws : int, optional
+            At most this many, evenly spaced over the thinned draws (deterministic).
+
+        Returns
+        -------
+        ndarray of int
+        """
+        if self.draws is None:
+            raise ValueError(f"this fit has no posterior draws (method={self.method!r})")
+        thin = check_int(thin, "thin", minimum=1)
+        idx = np.arange(0, self.draws["W"].shape[0], thin)
+        if max_draws is not None:
+            max_draws = check_int(max_draws, "max_draws", minimum=1)
+            if idx.size > max_draws:
+                idx = idx[np.unique(np.round(np.linspace(0, idx.size - 1, max_draws))
+                                    .astype(np.int64))]
+        return idx
+
+    def _log_p(self, logits: ArrayLike | None, probs: ArrayLike | None
+               ) -> tuple[np.ndarray, bool]:
         log_p, binary = _log_predictions(probs, logits)
         if log_p.shape[1] != self.n_classes:
             name = "logits" if logits is not None else "probs"
             raise ValueError(f"{name} must have {self.n_classes} classes (the fitted map's), "
                              f"got {log_p.shape[1]}")
-        if self.draws is None:
-            out = softmax(log_p @ self.W.T + self.b, axis=1)
-        else:
-            Ws, bs = self.draws["W"], self.draws["b"]
-            out = np.zeros_like(log_p)
-            chunk = max(1, int(2**24 // max(1, log_p.size)))
-            for s in range(0, Ws.shape[0], chunk):
-                z = np.einsum("skj,ij->sik", Ws[s:s + chunk], log_p) + bs[s:s + chunk, None, :]
-                out += softmax(z, axis=2).sum(axis=0)
-            out /= Ws.shape[0]
-        return out[:, 1] if binary else out
+        return log_p, binary
 
     def summary(self) -> pd.DataFrame:
         """One row per scalar parameter (``W[k, j]``, ``b[k]``, ``kappa``).

@@ -16,7 +16,51 @@ from .._jax import as_numpy_rng
 from .._stats import equal_tailed
 from ..correction import channels_invertible, corrected_from_channels
 
-__all__ = ["equal_tailed", "nc_ece_credible", "check_credible_target"]
+__all__ = ["equal_tailed", "nc_ece_credible", "check_credible_target",
+           "bayesian_bootstrap_draws"]
+
+
+def bayesian_bootstrap_draws(n_draws: int, n_items: int,
+                             statistic: Callable[[int, np.ndarray], float], *,
+                             seed: Any = 0, max_draws: int = 1000
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """Per posterior draw, a statistic under Bayesian-bootstrap item weights.
+
+    The one loop behind the credible intervals of the library (NC-ECE with channel
+    draws, the true-label ECE after a posterior over calibration maps): at most
+    ``max_draws`` draws (a seeded subsample without replacement when there are more),
+    and for each draw d one set of item weights ``w ~ Dirichlet(1, ..., 1)`` (normalised
+    exponentials, Rubin's Bayesian bootstrap), so that the posterior uncertainty of the
+    draws and the sampling of items both enter the spread of the values.
+
+    Parameters
+    ----------
+    n_draws : int
+        Number of posterior draws available.
+    n_items : int
+        Number of items the weights are over.
+    statistic : callable
+        ``statistic(d, w) -> float``: the value for draw index ``d`` under the item
+        weights ``w`` (shape (n_items,), summing to 1); NaN marks a failed draw.
+    seed : int or jax key, default=0
+    max_draws : int, default=1000
+
+    Returns
+    -------
+    draw_index : ndarray of int
+        The draws used, in order.
+    values : ndarray of float
+        The statistic of each.
+    """
+    rng = as_numpy_rng(seed)
+    idx = np.arange(n_draws)
+    if n_draws > max_draws:
+        idx = rng.choice(n_draws, max_draws, replace=False)
+    vals = np.empty(idx.shape[0])
+    for j, d in enumerate(idx):
+        w = rng.exponential(size=n_items)
+        vals[j] = statistic(int(d), w / w.sum())
+    return idx, vals
 
 
 def check_credible_target(target: Any) -> dict:
@@ -79,18 +123,17 @@ def nc_ece_credible(target: Any, level: float, *, statistic: Callable[..., Any],
     det = check_credible_target(target)
     draws = np.asarray(det["channel_draws"])
     mask = np.asarray(det["informative"], dtype=bool)
-    rng = as_numpy_rng(seed)
-    if draws.shape[0] > max_draws:
-        draws = draws[rng.choice(draws.shape[0], max_draws, replace=False)]
-    vals = np.empty(draws.shape[0])
-    n = np.shape(det["ratings"])[0]
-    for d, C in enumerate(draws):
-        w = rng.exponential(size=n)
+
+    def one(d: int, w: np.ndarray) -> float:
+        C = draws[d]
         if not np.all(channels_invertible(C[mask])):
-            vals[d] = np.nan
-            continue
+            return float("nan")
         T = corrected_from_channels(det["ratings"], det["observed"], mask, det["weights"], C)
-        vals[d] = float(statistic(w / w.sum(), T))
+        return float(statistic(w, T))
+
+    idx, vals = bayesian_bootstrap_draws(draws.shape[0], np.shape(det["ratings"])[0], one,
+                                         seed=seed, max_draws=max_draws)
+    draws = draws[idx]
     n_failed = int(np.sum(np.isnan(vals)))
     ci = equal_tailed(vals, level) if n_failed == 0 else (float("nan"), float("nan"))
     return ci, {"n_channel_draws": int(draws.shape[0]), "n_failed": n_failed}, vals
