@@ -336,3 +336,18 @@ def test_non_convergence_and_boundary_are_reported():
     with pytest.warns(nc.ConvergenceWarning) as rec2:
         C.DirichletCalibration(max_iter=1).fit(logits=Z, target=y)
     assert rec[0].filename == rec2[0].filename == __file__
+
+
+@pytest.mark.parametrize("bounds", [(0.05, 20.0), (3.0, 20.0)])  # the second clips T
+def test_temperature_objective_is_the_log_loss_at_the_fitted_temperature(bounds):
+    # the objective comes from the row maxima and m in one pass; it must equal the log
+    # loss of softmax(s / T) against the target at the reported (possibly clipped) T
+    rng = np.random.default_rng(3)
+    Z = rng.normal(0.0, 3.0, size=(500, 7))
+    y = (softmax(Z / 1.5, axis=1).cumsum(1) > rng.random((500, 1))).argmax(1)  # T* ~ 1.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = nc.calibrators.TemperatureScaling(bounds=bounds).fit(logits=Z, target=y)
+    direct = -np.mean(log_softmax(Z / ts.temperature_, axis=1)[np.arange(500), y])
+    np.testing.assert_allclose(ts.objective_, direct, rtol=1e-12)
+    assert (ts.status_ == "boundary") == (bounds[0] == 3.0)

@@ -57,23 +57,30 @@ LIMIT_RTOL = 1e-12
 #: Larger fits start Newton from the root on every k-th item, about this many items (the
 #: start only saves passes over the full data; the root is that of the full data).
 WARM_START_ITEMS = 1000
+#: A Newton step at most this size relative to beta ends the iteration (its error, of the
+#: order of the step squared times the scores' scale, is below machine precision).
+NEWTON_FINAL_STEP = 1e-9
 #: Passes of the safeguarded Newton iteration (bisection alone needs about 1100 from a
 #: bracket [0, 2^1023] down to machine precision).
 MAX_ITER = 2000
 
 
-def _moments(beta: float, S: np.ndarray, Sc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``E[s_i]`` and ``Var[s_i]`` under ``softmax(beta s_i)`` for every item, one pass.
+def _moments(beta: float, Sc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``E[sc_i]`` and ``Var[sc_i]`` under ``softmax(beta sc_i)`` for every item, one pass.
 
-    ``Sc`` is ``S`` minus its row maxima (so ``exp(beta Sc) <= 1`` for beta >= 0)."""
+    ``Sc`` is the score matrix minus its row maxima (so ``exp(beta Sc) <= 1`` for
+    beta >= 0); the variance is that of the scores themselves, the mean is shifted by
+    the row maximum."""
     E = np.exp(beta * Sc)
     w = E.sum(axis=1)
-    mean = np.einsum("ij,ij->i", E, S) / w
-    second = np.einsum("ij,ij,ij->i", E, S, S, optimize=False) / w
+    E *= Sc
+    mean = E.sum(axis=1) / w
+    second = np.einsum("ij,ij->i", E, Sc) / w
     return mean, np.maximum(second - mean * mean, 0.0)
 
 
-def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str, int]:
+def solve_inverse_temperature(S: np.ndarray, T: np.ndarray, *, m: float | None = None,
+                              smax: np.ndarray | None = None) -> tuple[float, str, int]:
     """The minimiser beta* = 1/T* of the temperature-scaling log loss, exactly.
 
     Parameters
@@ -82,6 +89,10 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str,
         Scores (logits or log-probabilities).
     T : ndarray of shape (n, K)
         Target rows, each summing to 1 (any real entries).
+    m : float, optional
+        ``mean_i <t_i, s_i>`` when already computed.
+    smax : ndarray of shape (n,), optional
+        The row maxima of ``S`` when already computed.
 
     Returns
     -------
@@ -90,20 +101,31 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str,
     kind : {'root', 'infinite_temperature', 'zero_temperature', 'not_converged'}
         Which case the fit is in (module docstring).
     n_iter : int
-        Passes over the scores of the Newton iteration (0 in the limit cases).
+        Passes of the Newton iteration over the scores (0 in the limit cases).
+
+    Notes
+    -----
+    The two limit tests use the tolerance ``LIMIT_RTOL`` times the mean row spread
+    ``mean_i (max_k s_ik - mean_k s_ik)``. ``g(infinity)`` needs no pass of its own: the
+    mean of ``s_i`` over its argmax classes is the row maximum.
     """
     r = T.sum(axis=1)
-    m = float(np.mean(np.sum(T * S, axis=1)))
-    scale = float(np.mean(np.abs(S - S.mean(axis=1, keepdims=True)))) or 1.0
+    if m is None:
+        m = float(np.mean(np.einsum("ij,ij->i", T, S)))
+    if smax is None:
+        smax = S.max(axis=1)
+    smean = S.mean(axis=1)
+    scale = float(np.mean(smax - smean)) or 1.0
     tol = LIMIT_RTOL * scale
-    if float(np.mean(r * S.mean(axis=1))) - m >= -tol:  # g(0): the uniform mean
+    if float(np.mean(r * smean)) - m >= -tol:  # g(0): the uniform mean
         return 0.0, "infinite_temperature", 0
-    top = S == S.max(axis=1, keepdims=True)
-    g_inf = float(np.mean(r * np.sum(S * top, axis=1) / top.sum(axis=1))) - m
-    if g_inf <= tol:
+    m_top = float(np.mean(r * smax))
+    if m_top - m <= tol:  # g(infinity)
         return math.inf, "zero_temperature", 0
-    # g(0) < 0 < g(inf) and g is non-decreasing: Newton inside the bracket (lo, hi)
-    Sc = S - S.max(axis=1, keepdims=True)
+    # g(0) < 0 < g(inf) and g is non-decreasing: Newton inside the bracket (lo, hi), on
+    # the scores shifted by their row maxima (g = mean(r E[sc]) - (m - m_top))
+    Sc = S - smax[:, None]
+    mc = m - m_top
     lo, hi, beta = 0.0, math.inf, 1.0
     if S.shape[0] > 2 * WARM_START_ITEMS:  # start from the root on an evenly spaced subset
         step = S.shape[0] // WARM_START_ITEMS
@@ -111,8 +133,8 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str,
         beta = sub if kind == "root" else beta
     rtol = 4 * np.finfo(float).eps
     for it in range(1, MAX_ITER + 1):
-        mean, var = _moments(beta, S, Sc)
-        g = float(np.mean(r * mean)) - m
+        mean, var = _moments(beta, Sc)
+        g = float(np.mean(r * mean)) - mc
         slope = float(np.mean(r * var))
         if g == 0.0:
             return beta, "root", it
@@ -121,16 +143,29 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray) -> tuple[float, str,
         else:
             hi = beta
         step = beta - g / slope if slope > 0 else math.nan
-        if lo < step < hi and math.isfinite(step):
+        newton = lo < step < hi and math.isfinite(step)
+        if newton:
             nxt = step
         elif math.isinf(hi):
             nxt = 2.0 * beta  # no upper end yet: the root lies beyond beta
         else:
             nxt = 0.5 * (lo + hi)
-        if abs(nxt - beta) <= rtol * beta or (math.isfinite(hi) and hi - lo <= rtol * hi):
+        # a Newton step of relative size d leaves an error of order d^2 (quadratic
+        # convergence), below machine precision once d <= NEWTON_FINAL_STEP
+        if (abs(nxt - beta) <= rtol * beta
+                or (newton and abs(nxt - beta) <= NEWTON_FINAL_STEP * beta)
+                or (math.isfinite(hi) and hi - lo <= rtol * hi)):
             return nxt, "root", it
         beta = nxt
     return beta, "not_converged", MAX_ITER
+
+
+def _log_loss(S: np.ndarray, T: np.ndarray, smax: np.ndarray, m: float, temp: float
+              ) -> float:
+    """Mean log loss of ``softmax(S / temp)`` against ``T`` from the row maxima and ``m``
+    (one exponential pass; equals ``softmax_loss(S / temp, T, 'log', ...)``)."""
+    lse = smax / temp + np.log(np.exp((S - smax[:, None]) / temp).sum(axis=1))
+    return float(np.mean(lse * T.sum(axis=1))) - m / temp
 
 
 class TemperatureScaling(SoftmaxMap):
@@ -252,20 +287,23 @@ class TemperatureScaling(SoftmaxMap):
         lo, hi = check_box(self.bounds, positive=True)
         x, T = self._prepare(probs, logits, target)
         S = x.S
-        self.mean_target_score_ = float(np.mean(np.sum(T * S, axis=1)))
-        if np.all(np.ptp(S, axis=1) == 0):
+        m = float(np.mean(np.einsum("ij,ij->i", T, S)))
+        self.mean_target_score_ = m
+        smax = S.max(axis=1)
+        if np.all(smax == S.min(axis=1)):
             self.temperature_, self.unconstrained_temperature_, self.n_iter_ = 1.0, math.nan, 0
             self._finish(S, T, lo, hi, "not_identified", "")
             return self
         if self.loss_ == "log":
-            beta, kind, self.n_iter_ = solve_inverse_temperature(S, T)
+            beta, kind, self.n_iter_ = solve_inverse_temperature(S, T, m=m, smax=smax)
             t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
                       "infinite_temperature": math.inf, "zero_temperature": 0.0,
                       "not_converged": math.nan}[kind]
             self.unconstrained_temperature_ = t_star
             self.temperature_ = float(np.clip(t_star, lo, hi)) if kind != "not_converged" \
                 else 1.0
-            self._finish(S, T, lo, hi, kind, "")
+            self._finish(S, T, lo, hi, kind, "",
+                         objective=_log_loss(S, T, smax, m, self.temperature_))
             return self
         best = self._fit_brier(S, T, lo, hi, x.binary)
         self.temperature_ = float(math.exp(best.x[0]))
@@ -294,9 +332,11 @@ class TemperatureScaling(SoftmaxMap):
         return minimise_from_starts(f, starts, [(math.log(lo), math.log(hi))])
 
     def _finish(self, S: np.ndarray, T: np.ndarray, lo: float, hi: float, kind: str,
-                optimiser: str) -> None:
-        """Set ``objective_``, ``at_bound_``, ``status_`` and ``message_`` (and warn)."""
-        self.objective_ = softmax_loss(self._eta(S), T, self.loss_, self.binary_)
+                optimiser: str, objective: float | None = None) -> None:
+        """Set ``objective_`` (unless given), ``at_bound_``, ``status_`` and ``message_``
+        (and warn)."""
+        self.objective_ = (softmax_loss(self._eta(S), T, self.loss_, self.binary_)
+                           if objective is None else objective)
         t = self.temperature_
         self.at_bound_ = bool(np.isclose(t, lo) or np.isclose(t, hi))
         box = f"bounds={self.bounds!r}"
