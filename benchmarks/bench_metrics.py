@@ -38,7 +38,8 @@ equal-width ``get_ece`` as the functional) is timed per replicate at n = 10,000,
 K = 10 and compared with noisycal's per-replicate time at the same n.
 
 ``--memory`` measures memory instead: for ``nc.ece`` (no interval, and the bootstrap),
-classwise ECE, ``nc.brier`` and ``nc.nll`` on n = 1e7, K = 10 float32 probabilities and
+classwise ECE, ``nc.brier`` and ``nc.nll`` (no interval: their item bootstrap,
+``nc.bootstrap``, resamples all n items per replicate) on n = 1e7, K = 10 float32 probabilities and
 integer labels (built chunk by chunk, so building them adds no peak), each case runs in a
 fresh process, after a warm-up call on 20,000 items (so compilation is not counted). It
 reports the peak of NumPy allocations during the call (``tracemalloc``) and the growth
@@ -224,9 +225,9 @@ def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) 
     if case == "ece_classwise":
         return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise", interval=None)
     if case == "brier":
-        return nc.brier(probs, labels)
+        return nc.brier(probs, labels, interval=None)
     if case == "nll":
-        return nc.nll(probs, labels)
+        return nc.nll(probs, labels, interval=None)
     raise ValueError(f"unknown memory case {case!r}")
 
 

@@ -473,7 +473,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                      debias: bool, interval: str | None, level: float, n_boot: int,
                      method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                      batch_size: int | None, details: dict,
-                     estimator: str = "plug-in", bootstrap: str = "auto") -> Estimate:
+                     estimator: str = "plug-in", bootstrap: str = "auto",
+                     sums: np.ndarray | None = None) -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
     Parameters
@@ -498,12 +499,21 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     bootstrap : {'auto', 'exact', 'binned'}, default='auto'
         How the item bootstrap draws its replicates (see :func:`noisycal.ece`);
         ``details['bootstrap']`` says which ran.
+    sums : ndarray of shape (G, n_bins, C), optional
+        The sample's per-bin sums when the caller streamed them
+        (:func:`~noisycal.metrics.binning.streamed_bin_sums`); ``binned`` then holds no
+        items and ``interval`` must be None.
 
     Returns
     -------
     Estimate
     """
     G, n, _ = binned.data.shape
+    if sums is not None:
+        if interval is not None:
+            raise ValueError("sums: streamed per-bin sums serve the point estimate only "
+                             "(interval=None)")
+        n = int(round(float(sums[0, :, 0].sum())))
     cfg = dict(n_bins=binned.n_bins, n_draws=binned.n_draws, reduce=reduce, norm=norm,
                debias=debias)
     codes, n_clusters = cluster_codes(cluster, n)
@@ -513,7 +523,7 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     with x64():
         # the sample's per-bin sums in NumPy: the item table moves to JAX only for the
         # exact bootstrap and BCa's jackknife
-        stats = bin_sums(binned)
+        stats = bin_sums(binned) if sums is None else sums
         value, per_group = _point_value(jnp.asarray(stats), n_draws=binned.n_draws,
                                         reduce=reduce, norm=norm, debias=debias)
         value, per_group = float(value), np.asarray(per_group)

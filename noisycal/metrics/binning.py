@@ -36,6 +36,7 @@ __all__ = [
     "make_binned",
     "binned_from_predictions",
     "bin_sums",
+    "streamed_bin_sums",
     "CHUNK_ROWS",
     "segment_stats",
     "gather_stats",
@@ -324,11 +325,50 @@ def bin_sums(binned: Binned) -> np.ndarray:
     for g in range(G):
         out[g, :, 0] = np.bincount(binned.bins[g], minlength=B)
         for c in range(1, C):
-            for s in range(0, n, 16 * CHUNK_ROWS):
-                e = min(n, s + 16 * CHUNK_ROWS)
+            for s in range(0, n, CHUNK_ROWS):  # the chunks of streamed_bin_sums: same sums
+                e = min(n, s + CHUNK_ROWS)
                 out[g, :, c] += np.bincount(binned.bins[g, s:e], weights=binned.data[g, s:e, c],
                                             minlength=B)
     return out
+
+
+def streamed_bin_sums(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
+                      kind: str, n_bins: int, *, with_sq: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bin sums of equal-width bins over row chunks, with no item table.
+
+    What :func:`bin_sums` gives on :func:`binned_from_predictions` with
+    ``strategy='uniform'`` (the same numbers: same bins, same chunks, same order of
+    summation), holding only one chunk of rows at a time; enough for a point estimate.
+
+    Parameters
+    ----------
+    P, labels, T, kind, n_bins, with_sq
+        As in :func:`binned_from_predictions`.
+
+    Returns
+    -------
+    sums : ndarray of shape (G, n_bins, C)
+    edges : ndarray of shape (G, n_bins + 1)
+    """
+    n, K = P.shape
+    G = K if kind == "classwise" else 1
+    C = 4 if with_sq else 3
+    edges = np.tile(uniform_edges(n_bins), (G, 1))
+    inner = edges[0, 1:-1]
+    out = np.zeros((G, n_bins, C))
+    offset = (np.arange(G) * n_bins)[:, None]
+    for s in range(0, n, CHUNK_ROWS):
+        e = min(n, s + CHUNK_ROWS)
+        conf, tgt = _chunk_scores(P[s:e], None if labels is None else labels[s:e],
+                                  None if T is None else T[s:e], kind)
+        key = (np.searchsorted(inner, conf, side="right") + offset).ravel()
+        cols = [None, conf, tgt] + ([tgt**2] if with_sq else [])
+        for c, x in enumerate(cols):
+            w = None if x is None else x.ravel()
+            out[:, :, c] += np.bincount(key, weights=w, minlength=G * n_bins).reshape(
+                G, n_bins)
+    return out, edges
 
 
 def segment_stats(data: jax.Array, bins: jax.Array, weights: jax.Array | None,

@@ -43,9 +43,11 @@ from .binning import (
     BIN_STRATEGIES,
     CHUNK_ROWS,
     KINDS,
+    Binned,
     binned_from_predictions,
     group_scores,
     make_binned,
+    streamed_bin_sums,
 )
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 
@@ -300,7 +302,6 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                     interval_bound=interval == "bound")
     kind = _resolve_kind(kind, binary, P.shape[1])
     estimator = resolve_estimator(estimator, interval, debias, reduce)
-    binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
     groups = ([f"class_{k}" for k in range(P.shape[1])] if kind == "classwise" else [kind])
     label = {"top_label": name, "positive_class": f"positive-class {name}",
              "classwise": f"classwise {name}"}[kind]
@@ -310,7 +311,15 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
-    est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm,
+    sums = None
+    if interval is None and strategy == "uniform" and not nc_request:
+        # no interval: the per-bin sums over row chunks, no item table (classwise: K x n)
+        sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
+        G, C = sums.shape[0], sums.shape[2]
+        binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, n_bins, 1)
+    else:
+        binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
+    est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm, sums=sums,
                            debias=debias, interval=None if nc_request else interval,
                            level=level, n_boot=n_boot, method=method, seed=seed,
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
