@@ -18,34 +18,56 @@ percentile bootstrap over items (90% interval: the 5% and 95% quantiles of the
 replicates). Before timing, the NumPy ECE on the full sample is checked against
 noisycal's point estimate (to 1e-10), so the comparison is like for like.
 
+noisycal runs its default scheme, the binned bootstrap (``bootstrap='auto'``, see
+``nc.ece``); it is timed at every ``--n-boot`` (default 50 and 1000: the fixed costs
+weigh most at 50), and at the largest one the exact item bootstrap
+(``bootstrap='exact'``) is also run once and the two 90% intervals printed side by side
+(``--no-exact`` skips it). The targets are 10x at 50 replicates and 30x at 1000.
+
 The NumPy loop costs about the same for every replicate, so by default it is timed
 on ``--baseline-boot`` replicates (20) and its per-replicate time is multiplied by
 ``--n-boot``; pass ``--baseline-boot 1000`` to run the whole loop (then its
 interval can be compared with noisycal's). noisycal is run once to compile (JIT)
 and warm up on the same shapes, reported separately, then timed on a second full
 run. It returns NumPy values, so the JAX computation has finished when the clock
-stops. The target is a speed-up of at least 10x.
+stops.
 
 If ``uncertainty-calibration`` (import name ``calibration``, Kumar et al. 2019) is
 installed, its bootstrap (``calibration.bootstrap_uncertainty``, with its Guo et al.
 equal-width ``get_ece`` as the functional) is timed per replicate at n = 10,000,
 K = 10 and compared with noisycal's per-replicate time at the same n.
 
-Results are printed and written to ``benchmarks/output/bench_metrics.json``.
+``--memory`` measures memory instead: for ``nc.ece`` (no interval, and the bootstrap),
+classwise ECE, ``nc.brier`` and ``nc.nll`` (no interval: their item bootstrap,
+``nc.bootstrap``, resamples all n items per replicate) on n = 1e7, K = 10 float32 probabilities and
+integer labels (built chunk by chunk, so building them adds no peak), each case runs in a
+fresh process, after a warm-up call on 20,000 items (so compilation is not counted). It
+reports the peak of NumPy allocations during the call (``tracemalloc``) and the growth
+of the peak resident set size (``VmHWM``, reset through ``/proc/self/clear_refs``, which
+also sees JAX's buffers), both as multiples of the probability matrix's size.
+
+Results are printed and written to ``benchmarks/output/bench_metrics.json``
+(``bench_metrics_memory.json`` for ``--memory``).
 
 Usage::
 
     python benchmarks/bench_metrics.py            # n = 1e6, K = 10, 1000 replicates
     python benchmarks/bench_metrics.py --quick    # n = 1e5, 200 replicates (smoke run)
     python benchmarks/bench_metrics.py --baseline-boot 1000   # full NumPy loop (minutes)
+    python benchmarks/bench_metrics.py --memory   # peak memory at n = 1e7, K = 10 float32
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
 import os
 import platform
+import subprocess
+import sys
 import time
+import tracemalloc
 
 import numpy as np
 from _output import write_result  # benchmarks/_output.py (run as a script)
@@ -56,7 +78,8 @@ import noisycal as nc
 
 N_BINS = 15
 LEVEL = 0.9
-TARGET_SPEEDUP = 10.0
+#: Speed-up targets (numpy loop / noisycal) by number of replicates.
+TARGETS = {50: 10.0, 1000: 30.0}
 
 
 def simulate(n: int, n_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -109,12 +132,12 @@ def percentile_interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, 
 
 
 def time_noisycal(probs: np.ndarray, labels: np.ndarray, n_boot: int,
-                  seed: int) -> tuple[float, float, nc.Estimate]:
+                  seed: int, scheme: str = "auto") -> tuple[float, float, nc.Estimate]:
     """(compile + first run seconds, second run seconds, estimate of the second run)."""
 
     def run() -> nc.Estimate:
         return nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=n_boot,
-                      level=LEVEL, seed=seed)
+                      level=LEVEL, seed=seed, bootstrap=scheme)
 
     t0 = time.perf_counter()
     run()
@@ -179,37 +202,151 @@ def bench_uncertainty_calibration(n: int, n_classes: int, n_boot_ucal: int, n_bo
     }
 
 
+def simulate_float32(n: int, n_classes: int, seed: int, chunk: int = 2**18
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`simulate` chunk by chunk into a float32 matrix (no full float64 copy)."""
+    probs = np.empty((n, n_classes), dtype=np.float32)
+    labels = np.empty(n, dtype=np.int64)
+    for i, s in enumerate(range(0, n, chunk)):
+        e = min(n, s + chunk)
+        p, y = simulate(e - s, n_classes, seed * 100_003 + i)
+        probs[s:e], labels[s:e] = p, y
+    return probs, labels
+
+
+MEMORY_CASES = ("ece", "ece_bootstrap", "ece_classwise", "brier", "nll")
+
+
+def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) -> object:
+    if case == "ece":
+        return nc.ece(probs, labels, n_bins=N_BINS, interval=None)
+    if case == "ece_bootstrap":
+        return nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=n_boot)
+    if case == "ece_classwise":
+        return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise", interval=None)
+    if case == "brier":
+        return nc.brier(probs, labels, interval=None)
+    if case == "nll":
+        return nc.nll(probs, labels, interval=None)
+    raise ValueError(f"unknown memory case {case!r}")
+
+
+def _proc_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def memory_case(case: str, n: int, n_classes: int, n_boot: int, seed: int) -> dict:
+    """One memory measurement (run in a fresh process by :func:`bench_memory`)."""
+    warm_p, warm_y = simulate_float32(20_000, n_classes, seed + 1)
+    _memory_call(case, warm_p, warm_y, n_boot)  # compile on small data first
+    probs, labels = simulate_float32(n, n_classes, seed)
+    gc.collect()
+    rss0 = _proc_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:  # reset the peak RSS to now
+        f.write("5")
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    out = _memory_call(case, probs, labels, n_boot)
+    seconds = time.perf_counter() - t0
+    _, tm_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    hwm = _proc_kib("VmHWM")
+    return {"case": case, "n": n, "n_classes": n_classes, "input_bytes": probs.nbytes,
+            "labels_bytes": labels.nbytes, "tracemalloc_peak_bytes": tm_peak,
+            "rss_peak_growth_bytes": 1024 * (hwm - rss0), "seconds": seconds,
+            "value": float(out)}
+
+
+def bench_memory(args: argparse.Namespace) -> dict:
+    """Every memory case in its own process; a table of peaks as multiples of the input."""
+    load = os.getloadavg()
+    print("noisycal metrics: peak additional memory")
+    print(f"  noisycal {nc.__version__} ({os.path.dirname(nc.__file__)}), jax "
+          f"{jax.__version__}, numpy {np.__version__}, {os.cpu_count()} CPUs, load avg "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(f"  n = {args.n:,}, K = {args.n_classes}, float32 probabilities "
+          f"({args.n * args.n_classes * 4 / 2**20:.0f} MiB), int64 labels; bootstrap "
+          f"n_boot = {args.memory_boot}")
+    rows = []
+    for case in args.memory_cases:
+        cmd = [sys.executable, __file__, "--memory-case", case, "--n", str(args.n),
+               "--n-classes", str(args.n_classes), "--memory-boot", str(args.memory_boot),
+               "--seed", str(args.seed)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            print(f"  {case}: failed\n{res.stderr[-2000:]}")
+            rows.append({"case": case, "failed": res.stderr[-2000:]})
+            continue
+        row = json.loads(res.stdout.strip().splitlines()[-1])
+        inp = row["input_bytes"]
+        print(f"  {case:14s} numpy peak {row['tracemalloc_peak_bytes'] / 2**20:7.0f} MiB "
+              f"({row['tracemalloc_peak_bytes'] / inp:4.2f}x input); peak RSS growth "
+              f"{row['rss_peak_growth_bytes'] / 2**20:7.0f} MiB "
+              f"({row['rss_peak_growth_bytes'] / inp:4.2f}x); {row['seconds']:.2f} s")
+        rows.append(row)
+    result = {"n": args.n, "n_classes": args.n_classes, "memory_boot": args.memory_boot,
+              "load_avg_at_start": list(load), "noisycal": nc.__version__,
+              "noisycal_path": os.path.dirname(nc.__file__), "cases": rows}
+    write_result("bench_metrics_memory", result)
+    return result
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n", type=int, default=1_000_000, help="items (default 1,000,000)")
+    ap.add_argument("--n", type=int, default=None,
+                    help="items (default 1,000,000; 10,000,000 with --memory)")
     ap.add_argument("--n-classes", type=int, default=10, help="classes K (default 10)")
-    ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (1000)")
+    ap.add_argument("--n-boot", type=int, nargs="+", default=[50, 1000],
+                    help="bootstrap replicates, one timed run each (default 50 1000)")
     ap.add_argument("--baseline-boot", type=int, default=20,
                     help="replicates the NumPy loop actually runs; its per-replicate time "
-                         "is extrapolated to --n-boot (default 20; 1000 runs it all)")
+                         "is extrapolated to each --n-boot (default 20; 1000 runs it all)")
+    ap.add_argument("--no-exact", action="store_true",
+                    help="skip the exact-bootstrap run at the largest --n-boot")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ucal-n", type=int, default=10_000,
                     help="items for the uncertainty-calibration comparison (10,000)")
     ap.add_argument("--ucal-boot", type=int, default=20,
                     help="replicates uncertainty-calibration runs (default 20)")
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: n = 100,000 and n_boot = 200 (overrides --n, --n-boot)")
+                    help="smoke run: n = 100,000 and n_boot = 50 200 (overrides --n, --n-boot)")
+    ap.add_argument("--memory", action="store_true",
+                    help="measure peak memory (n = 1e7, K = 10 float32) instead of time")
+    ap.add_argument("--memory-cases", nargs="+", default=list(MEMORY_CASES),
+                    choices=MEMORY_CASES)
+    ap.add_argument("--memory-boot", type=int, default=1000,
+                    help="replicates of the bootstrap memory case (default 1000)")
+    ap.add_argument("--memory-case", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.n is None:
+        args.n = 10_000_000 if args.memory or args.memory_case else 1_000_000
     if args.quick:
-        args.n, args.n_boot = 100_000, 200
-    args.baseline_boot = min(args.baseline_boot, args.n_boot)
+        args.n, args.n_boot = 100_000, [50, 200]
+    args.n_boot = sorted(set(args.n_boot))
+    args.baseline_boot = min(args.baseline_boot, max(args.n_boot))
     return args
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    n, K, B, Bb = args.n, args.n_classes, args.n_boot, args.baseline_boot
+    if args.memory_case:
+        print(json.dumps(memory_case(args.memory_case, args.n, args.n_classes,
+                                     args.memory_boot, args.seed)))
+        return {}
+    if args.memory:
+        return bench_memory(args)
+    n, K, Bb = args.n, args.n_classes, args.baseline_boot
+    B_max = max(args.n_boot)
     load = os.getloadavg()
     print("noisycal ECE bootstrap benchmark")
     print(f"  noisycal {nc.__version__}, jax {jax.__version__}, numpy {np.__version__}, "
           f"device {jax.devices()[0].platform}, {os.cpu_count()} CPUs, "
           f"load avg {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"  n = {n:,}, K = {K}, n_boot = {B}, {N_BINS} equal-width bins, "
+    print(f"  n = {n:,}, K = {K}, n_boot = {args.n_boot}, {N_BINS} equal-width bins, "
           f"{LEVEL:.0%} percentile interval, seed = {args.seed}")
 
     probs, labels = simulate(n, K, args.seed)
@@ -221,34 +358,47 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  point ECE: noisycal {point_nc:.10f}, numpy {point_np:.10f} "
           f"(|diff| = {abs(point_np - point_nc):.1e})")
 
-    t_first, t_nc, est = time_noisycal(probs, labels, B, args.seed)
-    print(f"noisycal: compile + first run {t_first:.2f} s; timed run {t_nc:.2f} s "
-          f"({1e3 * t_nc / B:.2f} ms per replicate)")
-
     t0 = time.perf_counter()
     reps_np = bootstrap_numpy(probs, labels, Bb, args.seed)
     t_np_run = time.perf_counter() - t0
     per_rep_np = t_np_run / Bb
-    t_np = per_rep_np * B
-    extrapolated = Bb < B
-    how = (f"extrapolated from {Bb} replicates run in {t_np_run:.2f} s" if extrapolated
-           else f"all {B} replicates run")
-    print(f"numpy loop: {1e3 * per_rep_np:.1f} ms per replicate; "
-          f"{B} replicates {t_np:.1f} s ({how})")
+    print(f"numpy loop: {1e3 * per_rep_np:.1f} ms per replicate ({Bb} replicates run in "
+          f"{t_np_run:.2f} s; extrapolated to larger n_boot)")
 
-    ratio = t_np / t_nc
-    meets = ratio >= TARGET_SPEEDUP
-    print(f"speed-up (numpy / noisycal): {ratio:.1f}x -> "
-          f"{'meets' if meets else 'MISSES'} the {TARGET_SPEEDUP:.0f}x target")
-
-    ci_nc = tuple(est.interval)
+    runs = {}
+    for B in args.n_boot:
+        t_first, t_nc, est = time_noisycal(probs, labels, B, args.seed)
+        t_np = per_rep_np * B
+        ratio = t_np / t_nc
+        target = TARGETS.get(B)
+        verdict = ("" if target is None else
+                   f" -> {'meets' if ratio >= target else 'MISSES'} the {target:.0f}x target")
+        print(f"n_boot = {B}: noisycal ({est.details['bootstrap']}) compile + first run "
+              f"{t_first:.2f} s, timed run {t_nc:.3f} s; numpy loop {t_np:.1f} s; "
+              f"speed-up {ratio:.1f}x{verdict}")
+        runs[str(B)] = {"scheme": est.details["bootstrap"], "compile_first_s": t_first,
+                        "total_s": t_nc, "numpy_total_s": t_np, "speedup": ratio,
+                        "target": target,
+                        "meets_target": None if target is None else bool(ratio >= target),
+                        "interval": list(est.interval)}
+    est_max = runs[str(B_max)]
+    print(f"interval noisycal binned ({B_max} reps): [{est_max['interval'][0]:.6f}, "
+          f"{est_max['interval'][1]:.6f}]")
+    exact = None
+    if not args.no_exact:
+        t0 = time.perf_counter()
+        ex = nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=B_max,
+                    level=LEVEL, seed=args.seed + 1, bootstrap="exact")
+        t_ex = time.perf_counter() - t0
+        exact = {"total_s_with_compile": t_ex, "interval": list(ex.interval)}
+        print(f"interval noisycal exact  ({B_max} reps): [{ex.interval[0]:.6f}, "
+              f"{ex.interval[1]:.6f}] ({t_ex:.1f} s with compilation)")
     ci_np = percentile_interval(reps_np)
-    print(f"interval noisycal ({B} reps): [{ci_nc[0]:.6f}, {ci_nc[1]:.6f}]")
-    note = (f"  (only {Bb} replicates: rough; use --baseline-boot {B} to compare)"
-            if extrapolated else "")
-    print(f"interval numpy    ({Bb} reps): [{ci_np[0]:.6f}, {ci_np[1]:.6f}]{note}")
+    note = (f"  (only {Bb} replicates: rough; use --baseline-boot {B_max} to compare)"
+            if Bb < B_max else "")
+    print(f"interval numpy           ({Bb} reps): [{ci_np[0]:.6f}, {ci_np[1]:.6f}]{note}")
 
-    ucal = bench_uncertainty_calibration(args.ucal_n, K, args.ucal_boot, B, args.seed)
+    ucal = bench_uncertainty_calibration(args.ucal_n, K, args.ucal_boot, B_max, args.seed)
     if not ucal["installed"]:
         print("uncertainty-calibration: not installed (pip install uncertainty-calibration); "
               "skipped")
@@ -266,7 +416,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {
         "n": n,
         "n_classes": K,
-        "n_boot": B,
+        "n_boot": args.n_boot,
         "n_bins": N_BINS,
         "level": LEVEL,
         "seed": args.seed,
@@ -281,14 +431,11 @@ def main(argv: list[str] | None = None) -> dict:
             "load_avg_at_start": list(load),
         },
         "point_ece": {"noisycal": point_nc, "numpy": point_np},
-        "noisycal": {"compile_first_s": t_first, "total_s": t_nc, "per_replicate_s": t_nc / B,
-                     "interval": list(ci_nc)},
+        "noisycal": runs,
+        "noisycal_exact": exact,
         "numpy_loop": {"replicates_run": Bb, "run_s": t_np_run, "per_replicate_s": per_rep_np,
-                       "total_s": t_np, "extrapolated": extrapolated,
                        "interval": list(ci_np)},
-        "speedup": ratio,
-        "target_speedup": TARGET_SPEEDUP,
-        "meets_target": bool(meets),
+        "targets": {str(k): v for k, v in TARGETS.items()},
         "uncertainty_calibration": ucal,
     }
     write_result("bench_metrics", result)

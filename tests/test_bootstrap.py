@@ -32,12 +32,14 @@ def test_batch_size_does_not_change_replicates():
 def test_cluster_bootstrap_of_duplicated_rows_equals_item_bootstrap():
     # every item appears twice; resampling clusters of the duplicated data draws the
     # same clusters as resampling items of the de-duplicated data (same key), so the
-    # replicate ECEs coincide exactly.
+    # replicate ECEs coincide exactly (with the exact item bootstrap: the binned one
+    # draws its replicates differently, tests/test_bootstrap_binned.py).
     sim = nc.simulate.classifier(250, 3, seed=3)
     P2 = np.repeat(sim.probs, 2, axis=0)
     y2 = np.repeat(sim.labels, 2)
     cl = np.repeat(np.arange(250), 2)
-    a = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=60, seed=4)
+    a = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=60, seed=4,
+               bootstrap="exact")
     b = nc.ece(P2, y2, interval="bootstrap", n_boot=60, seed=4, cluster=cl)
     np.testing.assert_allclose(a.replicates, b.replicates, rtol=1e-10)
     # rows resampled independently ignore the duplication: a narrower interval

@@ -4,6 +4,7 @@ the per-bin table shared by every binned metric (:mod:`noisycal.metrics.ece`).""
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from scipy import stats as sps
 import jax
 import jax.numpy as jnp
 
-from .._jax import as_key, x64
+from .._jax import as_key, as_numpy_rng, x64
 from .._typing import ArrayLike, Seed
 from ..intervals.bootstrap import (
     cluster_codes,
@@ -25,26 +26,34 @@ from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
 from .binned_form import bin_gap_se, binned_linear_form, consistency_null, one_hot_target
 from .binning import (
+    CHUNK_ROWS,
     Binned,
     assign_bins,
+    bin_sums,
     gather_stats,
     metric_from_stats,
     quantile_inner_edges,
     segment_stats,
 )
 
-__all__ = ["binned_estimate"]
+__all__ = ["binned_estimate", "BOOTSTRAP_SCHEMES", "binned_bootstrap_applies"]
+
+#: How a binned metric's item bootstrap draws its replicates (``bootstrap=``).
+BOOTSTRAP_SCHEMES = ("auto", "exact", "binned")
+
+#: Cells (bin, or bin x label) with at least this many sample items have their sums drawn
+#: from the normal in the binned bootstrap; smaller cells are resampled item by item.
+NORMAL_FROM = 200
+
 
 
 # ----------------------------------------------------------------------------- kernels
 
 
-@partial(jax.jit, static_argnames=("n_bins", "n_draws", "reduce", "norm", "debias"))
-def _point_stats(data: jax.Array, bins: jax.Array, *, n_bins: int, n_draws: int, reduce: str,
-                 norm: str, debias: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
-    stats = segment_stats(data, bins, None, n_bins)
-    value, per_group = metric_from_stats(stats, n_draws, reduce, norm, debias)
-    return stats, value, per_group
+@partial(jax.jit, static_argnames=("n_draws", "reduce", "norm", "debias"))
+def _point_value(stats: jax.Array, *, n_draws: int, reduce: str, norm: str,
+                 debias: bool) -> tuple[jax.Array, jax.Array]:
+    return metric_from_stats(stats, n_draws, reduce, norm, debias)
 
 
 def _bin_means(stats: jax.Array, n_draws: int) -> jax.Array:
@@ -111,23 +120,261 @@ def _jackknife_groups(data: jax.Array, bins: jax.Array, group: jax.Array, *, n_b
     return jax.lax.map(loo, jnp.arange(n_groups), batch_size=min(n_groups, 16))
 
 
-def _run_bootstrap(binned: Binned, data: jax.Array, bins: jax.Array, stats: np.ndarray,
+# ----------------------------------------------------------------------------- binned bootstrap
+
+
+class CellPlan(NamedTuple):
+    """What the binned bootstrap needs of the sample (see :func:`cell_plan`).
+
+    Attributes
+    ----------
+    prob : ndarray of shape (L + 1,)
+        Sample fractions of the L large cells, then of all small-cell items together.
+    mean : ndarray of shape (L, C - 1)
+        Per-item mean of the non-constant statistics (confidence, target, ...) in each
+        large cell.
+    root : ndarray of shape (L, C - 1, C - 1)
+        Symmetric square root of each large cell's plug-in covariance of those statistics.
+    cell_bin : ndarray of shape (L,)
+        Bin of each large cell.
+    small_data : ndarray of shape (n_small, C)
+        Rows of the items in small cells (constant column first).
+    small_bins : ndarray of shape (n_small,)
+    split : bool
+        Whether cells are bin x target value (a 0/1 target) or bins.
+    """
+
+    prob: np.ndarray
+    mean: np.ndarray
+    root: np.ndarray
+    cell_bin: np.ndarray
+    small_data: np.ndarray
+    small_bins: np.ndarray
+    split: bool
+
+
+def binned_bootstrap_applies(binned: Binned, codes: np.ndarray | None, rebin: bool) -> bool:
+    """Whether the binned bootstrap can stand for the item bootstrap.
+
+    It needs one score group (top-label or positive-class, not classwise: there every
+    item is in K bins at once), one target value per item (no Monte-Carlo draws), items
+    as the resampling units (no ``cluster``) and the sample's bins held fixed (no
+    ``rebin``).
+
+    Parameters
+    ----------
+    binned : Binned
+    codes : ndarray or None
+        Cluster codes (None: items are resampled).
+    rebin : bool
+
+    Returns
+    -------
+    bool
+    """
+    return binned.data.shape[0] == 1 and binned.n_draws == 1 and codes is None and not rebin
+
+
+def cell_plan(binned: Binned, normal_from: int = NORMAL_FROM) -> CellPlan:
+    """Cells of the sample and their moments, for :func:`binned_replicate_stats`.
+
+    A cell is a bin, split further by the target value when every target is 0 or 1 (hard
+    or voted labels), so that a large cell's target sum is exactly its count times the
+    target. Moments are computed in two passes (means, then centred cross-products).
+
+    Parameters
+    ----------
+    binned : Binned
+        One group, one target draw.
+    normal_from : int, default=NORMAL_FROM
+        Cells with at least this many items are drawn from the normal.
+
+    Returns
+    -------
+    CellPlan
+    """
+    data, bins = binned.data[0], binned.bins[0]
+    n, C = data.shape
+    m = C - 1
+    chunks = [(s, min(n, s + 16 * CHUNK_ROWS)) for s in range(0, n, 16 * CHUNK_ROWS)]
+    split = all(bool(np.all((data[s:e, 2] == 0.0) | (data[s:e, 2] == 1.0)))
+                for s, e in chunks)
+    n_cells = binned.n_bins * (2 if split else 1)
+
+    def cell_key(s: int, e: int) -> np.ndarray:
+        b = bins[s:e].astype(np.int64)
+        return b * 2 + data[s:e, 2].astype(np.int64) if split else b
+
+    # two passes over row chunks: counts and means, then centred cross-products
+    cnt = np.zeros(n_cells, dtype=np.int64)
+    mean = np.zeros((n_cells, m))
+    for s, e in chunks:
+        key = cell_key(s, e)
+        cnt += np.bincount(key, minlength=n_cells)
+        for j in range(m):
+            mean[:, j] += np.bincount(key, weights=data[s:e, 1 + j], minlength=n_cells)
+    mean /= np.maximum(cnt, 1)[:, None]
+    cov = np.zeros((n_cells, m, m))
+    small_rows = []
+    for s, e in chunks:
+        key = cell_key(s, e)
+        centred = [data[s:e, 1 + j] - mean[key, j] for j in range(m)]
+        for j in range(m):
+            for k in range(j + 1):
+                cov[:, j, k] += np.bincount(key, weights=centred[j] * centred[k],
+                                            minlength=n_cells)
+        small_rows.append(s + np.flatnonzero(cnt[key] < normal_from))
+    cov = np.tril(cov) + np.transpose(np.tril(cov, -1), (0, 2, 1))
+    large = np.flatnonzero(cnt >= normal_from)
+    cov = cov[large] / cnt[large][:, None, None]
+    lam, vec = np.linalg.eigh(cov)
+    root = np.einsum("lij,lj,lkj->lik", vec, np.sqrt(np.maximum(lam, 0.0)), vec)
+    # a statistic constant in a cell (the target of a split cell) gets exactly no noise
+    const = np.diagonal(cov, axis1=1, axis2=2) == 0.0
+    root = np.where(const[:, :, None] | const[:, None, :], 0.0, root)
+    is_small = np.concatenate(small_rows)
+    prob = np.append(cnt[large], is_small.size) / n
+    cell_bin = large // 2 if split else large
+    return CellPlan(prob, mean[large], root, cell_bin, data[is_small],
+                    bins[is_small].astype(np.int64), split)
+
+
+#: Most small-item draws held at once by :func:`binned_replicate_stats`.
+_DRAWS_PER_CHUNK = 2**22
+
+
+def binned_replicate_stats(plan: CellPlan, n: int, n_bins: int, n_boot: int,
+                           rng: np.random.Generator) -> np.ndarray:
+    """Per-bin sums of ``n_boot`` binned-bootstrap replicates, shape (n_boot, n_bins, C).
+
+    Per replicate: the counts of the large cells and of the small-item pool are one
+    exact multinomial draw of n items over the cells (NumPy's ``multinomial``); each
+    large cell's sums are ``N_c mu_c + sqrt(N_c) root_c z`` with z standard normal; the
+    pool's S items are drawn uniformly (exactly: given that a resampled item falls in
+    the pool it is any pool item with equal probability) and added to their bins.
+
+    Parameters
+    ----------
+    plan : CellPlan
+    n : int
+        Sample size (items drawn per replicate).
+    n_bins : int
+    n_boot : int
+    rng : numpy Generator
+
+    Returns
+    -------
+    ndarray of shape (n_boot, n_bins, C)
+    """
+    L, m = plan.mean.shape
+    C = m + 1
+    counts = rng.multinomial(n, plan.prob, size=n_boot).astype(np.float64)
+    big = counts[:, :L]
+    z = rng.standard_normal((n_boot, L, m))
+    sums = big[:, :, None] * plan.mean + np.sqrt(big)[:, :, None] * np.einsum(
+        "lij,rlj->rli", plan.root, z)
+    cells = np.concatenate([big[:, :, None], sums], axis=2)  # (n_boot, L, C)
+    onehot = (plan.cell_bin[:, None] == np.arange(n_bins)[None, :]).astype(np.float64)
+    stats = np.einsum("rlc,lb->rbc", cells, onehot)
+    n_small = plan.small_data.shape[0]
+    if n_small == 0:
+        return stats
+    S = counts[:, L].astype(np.int64)
+    flat = stats.reshape(n_boot * n_bins, C)
+    start = 0
+    while start < n_boot:  # chunks of replicates holding at most _DRAWS_PER_CHUNK draws
+        cum = np.cumsum(S[start:])
+        stop = start + max(1, int(np.searchsorted(cum, _DRAWS_PER_CHUNK, side="right")))
+        s = S[start:stop]
+        j = rng.integers(0, n_small, int(s.sum()))
+        seg = np.repeat(np.arange(start, stop) * n_bins, s) + plan.small_bins[j]
+        for c in range(C):
+            flat[:, c] += np.bincount(seg, weights=plan.small_data[j, c],
+                                      minlength=n_boot * n_bins)
+        start = stop
+    return stats
+
+
+@partial(jax.jit, static_argnames=("n_draws", "reduce", "norm", "debias"))
+def _metric_of_replicates(stats: jax.Array, *, n_draws: int, reduce: str, norm: str,
+                          debias: bool) -> tuple[jax.Array, jax.Array]:
+    """Values and per-bin means of replicate statistics of shape (R, 1, B, C)."""
+
+    def one(st: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return metric_from_stats(st, n_draws, reduce, norm, debias)[0], _bin_means(st, n_draws)
+
+    return jax.vmap(one)(stats)
+
+
+def _run_binned(binned: Binned, cfg: dict, *, n_boot: int, seed: Seed
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Replicate values and per-bin replicate means of the binned bootstrap."""
+    plan = cell_plan(binned)
+    stats = binned_replicate_stats(plan, binned.data.shape[1], binned.n_bins, n_boot,
+                                   as_numpy_rng(seed))
+    metric_cfg = {k: v for k, v in cfg.items() if k != "n_bins"}
+    reps, bin_reps = _metric_of_replicates(jnp.asarray(stats[:, None]), **metric_cfg)
+    return np.asarray(reps), np.asarray(bin_reps)
+
+
+def resolve_scheme(scheme: str, binned: Binned, codes: np.ndarray | None,
+                   rebin: bool) -> str:
+    """The bootstrap scheme to run: 'auto' becomes 'binned' where it applies, else 'exact'.
+
+    Parameters
+    ----------
+    scheme : {'auto', 'exact', 'binned'}
+    binned : Binned
+    codes : ndarray or None
+        Cluster codes.
+    rebin : bool
+
+    Returns
+    -------
+    {'exact', 'binned'}
+
+    Raises
+    ------
+    ValueError
+        ``bootstrap='binned'`` where it does not apply (see
+        :func:`binned_bootstrap_applies`).
+    """
+    applies = binned_bootstrap_applies(binned, codes, rebin)
+    if scheme == "binned" and not applies:
+        raise ValueError("bootstrap='binned' needs one score group (top-label or "
+                         "positive-class, not classwise), one target value per item, no "
+                         "cluster and rebin=False; use bootstrap='exact'")
+    if scheme == "auto":
+        return "binned" if applies else "exact"
+    return scheme
+
+
+def _run_bootstrap(binned: Binned, stats: np.ndarray,
                    codes: np.ndarray | None, n_clusters: int, cfg: dict, *, n_boot: int,
-                   method: str, seed: Seed, rebin: bool, batch_size: int | None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Replicate values, per-bin replicate means, and BCa's jackknife values."""
+                   method: str, seed: Seed, rebin: bool, batch_size: int | None,
+                   scheme: str = "exact"
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
+    """Replicate values, per-bin replicate means, BCa's jackknife values, scheme run."""
     G, n, C = binned.data.shape
     B = binned.n_bins
-    # On CPU a sequential map (one replicate per step) measured fastest: XLA
-    # parallelises a single large gather/scatter better than a vmapped batch.
-    bs = batch_size or (1 if jax.default_backend() == "cpu"
-                        else default_batch_size(n_boot, 2 * G * n * C))
-    order = np.argsort(binned.data[:, :, 1], axis=1, kind="stable")
-    conf_sorted = np.take_along_axis(binned.data[:, :, 1], order, axis=1)
-    reps, bin_reps = _replicates(
-        as_key(seed), data, bins, None if codes is None else jnp.asarray(codes),
-        jnp.asarray(conf_sorted), jnp.asarray(order.astype(np.int32)),
-        n_boot=n_boot, batch_size=bs, n_clusters=n_clusters, rebin=bool(rebin), **cfg)
+    if scheme == "exact" or method == "bca":
+        data, bins = jnp.asarray(binned.data), jnp.asarray(binned.bins)
+    if scheme == "binned":
+        reps, bin_reps = _run_binned(binned, cfg, n_boot=n_boot, seed=seed)
+    else:
+        # On CPU a sequential map (one replicate per step) measured fastest: XLA
+        # parallelises a single large gather/scatter better than a vmapped batch.
+        bs = batch_size or (1 if jax.default_backend() == "cpu"
+                            else default_batch_size(n_boot, 2 * G * n * C))
+        if rebin:
+            order = np.argsort(binned.data[:, :, 1], axis=1, kind="stable")
+            conf_sorted = np.take_along_axis(binned.data[:, :, 1], order, axis=1)
+        else:  # unused without rebin: no O(n log n) sort
+            order, conf_sorted = np.zeros((G, 1), np.int32), np.zeros((G, 1))
+        reps, bin_reps = _replicates(
+            as_key(seed), data, bins, None if codes is None else jnp.asarray(codes),
+            jnp.asarray(conf_sorted), jnp.asarray(order.astype(np.int32)),
+            n_boot=n_boot, batch_size=bs, n_clusters=n_clusters, rebin=bool(rebin), **cfg)
     jack = None
     if method == "bca":
         if codes is None:
@@ -140,7 +387,7 @@ def _run_bootstrap(binned: Binned, data: jax.Array, bins: jax.Array, stats: np.n
             grp = (codes.astype(np.int64) * n_groups) // n_clusters
             jack = np.asarray(_jackknife_groups(data, bins, jnp.asarray(grp, jnp.int32),
                                                 n_groups=n_groups, **cfg))
-    return np.asarray(reps), np.asarray(bin_reps), jack
+    return np.asarray(reps), np.asarray(bin_reps), jack, scheme
 
 
 def _bin_table(binned: Binned, groups: list, stats: np.ndarray, bin_reps: np.ndarray | None,
@@ -226,7 +473,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                      debias: bool, interval: str | None, level: float, n_boot: int,
                      method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                      batch_size: int | None, details: dict,
-                     estimator: str = "plug-in") -> Estimate:
+                     estimator: str = "plug-in", bootstrap: str = "auto",
+                     sums: np.ndarray | None = None) -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
     Parameters
@@ -248,25 +496,42 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         Extra details of the estimate.
     estimator : {'plug-in', 'median-unbiased', 'debiased'}, default='plug-in'
         Which value to report; 'median-unbiased' needs ``interval='inversion'``.
+    bootstrap : {'auto', 'exact', 'binned'}, default='auto'
+        How the item bootstrap draws its replicates (see :func:`noisycal.ece`);
+        ``details['bootstrap']`` says which ran.
+    sums : ndarray of shape (G, n_bins, C), optional
+        The sample's per-bin sums when the caller streamed them
+        (:func:`~noisycal.metrics.binning.streamed_bin_sums`); ``binned`` then holds no
+        items and ``interval`` must be None.
 
     Returns
     -------
     Estimate
     """
     G, n, _ = binned.data.shape
+    if sums is not None:
+        if interval is not None:
+            raise ValueError("sums: streamed per-bin sums serve the point estimate only "
+                             "(interval=None)")
+        n = int(round(float(sums[0, :, 0].sum())))
     cfg = dict(n_bins=binned.n_bins, n_draws=binned.n_draws, reduce=reduce, norm=norm,
                debias=debias)
     codes, n_clusters = cluster_codes(cluster, n)
+    scheme = resolve_scheme(bootstrap, binned, codes, rebin) if interval == "bootstrap" \
+        else None
     reps = bin_reps = jack = None
     with x64():
-        data = jnp.asarray(binned.data)
-        bins = jnp.asarray(binned.bins)
-        stats, value, per_group = _point_stats(data, bins, **cfg)
-        stats, value, per_group = np.asarray(stats), float(value), np.asarray(per_group)
+        # the sample's per-bin sums in NumPy: the item table moves to JAX only for the
+        # exact bootstrap and BCa's jackknife
+        stats = bin_sums(binned) if sums is None else sums
+        value, per_group = _point_value(jnp.asarray(stats), n_draws=binned.n_draws,
+                                        reduce=reduce, norm=norm, debias=debias)
+        value, per_group = float(value), np.asarray(per_group)
         if interval == "bootstrap":
-            reps, bin_reps, jack = _run_bootstrap(
-                binned, data, bins, stats, codes, n_clusters, cfg, n_boot=n_boot,
-                method=method, seed=seed, rebin=rebin, batch_size=batch_size)
+            reps, bin_reps, jack, scheme = _run_bootstrap(
+                binned, stats, codes, n_clusters, cfg, n_boot=n_boot,
+                method=method, seed=seed, rebin=rebin, batch_size=batch_size,
+                scheme=scheme)
     status, message, ci = "ok", "", None
     if reps is not None:
         ci, status, message = interval_from_replicates(value, reps, level, method, jack)
@@ -284,6 +549,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         kind, how = "inversion", "parametric"
     det.update(n_bins=binned.n_bins, n_empty_bins=int(np.sum(stats[:, :, 0] == 0)),
                edges=binned.edges)
+    if reps is not None:
+        det["bootstrap"] = scheme
     if G > 1 or groups[0].startswith("class"):
         det["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
     return Estimate(name, value, ci, level if ci is not None else None, kind, how, n=n,

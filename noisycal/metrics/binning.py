@@ -34,6 +34,10 @@ __all__ = [
     "assign_bins",
     "group_scores",
     "make_binned",
+    "binned_from_predictions",
+    "bin_sums",
+    "streamed_bin_sums",
+    "CHUNK_ROWS",
     "segment_stats",
     "gather_stats",
     "metric_from_stats",
@@ -221,6 +225,150 @@ def make_binned(conf: np.ndarray, tgt: np.ndarray, n_bins: int, strategy: str, *
     cols = [np.ones((G, n, 1)), conf.T[:, :, None], t] + ([t**2] if with_sq else [])
     data = np.concatenate(cols, axis=2)
     return Binned(data, bins, edges, n_bins, D)
+
+
+#: Rows per chunk when laying out items from predictions (bounds the temporaries).
+CHUNK_ROWS = 2**16
+
+
+def _chunk_scores(p: np.ndarray, y: np.ndarray | None, T: np.ndarray | None, kind: str
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Confidences (G, m) and targets (G, m) of a chunk of rows, float64."""
+    m, K = p.shape
+    if kind == "top_label":
+        pred = np.argmax(p, axis=1)
+        conf = np.take_along_axis(p, pred[:, None], axis=1).T
+        tgt = (y == pred) if y is not None else np.take_along_axis(T, pred[:, None], 1)[:, 0]
+        return conf.astype(np.float64), np.asarray(tgt, dtype=np.float64)[None]
+    if kind == "positive_class":
+        tgt = (y == 1) if y is not None else T[:, 1]
+        return p[:, 1][None].astype(np.float64), np.asarray(tgt, dtype=np.float64)[None]
+    tgt = (y[None, :] == np.arange(K)[:, None]) if y is not None else T.T
+    return p.T.astype(np.float64), np.asarray(tgt, dtype=np.float64)
+
+
+def binned_from_predictions(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
+                            kind: str, n_bins: int, strategy: str, *,
+                            with_sq: bool = True) -> Binned:
+    """``make_binned(*group_scores(P, T, kind)[:2], ...)`` laid out over row chunks.
+
+    The probabilities keep their dtype (float32 input is never copied to float64 as a
+    whole: each chunk's confidences are widened, exactly); hard labels are given as
+    class codes and never become a one-hot matrix. Only the float64 item table of
+    :class:`Binned` (``2 + 1 + with_sq`` numbers per item and group) is allocated in full.
+    Same result as :func:`make_binned` on :func:`group_scores` (one target draw).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K), float32 or float64
+        Probabilities.
+    labels : int ndarray of shape (n,) or None
+        Class codes (the target is their one-hot), or None when ``T`` is given.
+    T : ndarray of shape (n, K) or None
+        Target matrix when ``labels`` is None.
+    kind : {'top_label', 'classwise', 'positive_class'}
+    n_bins : int
+    strategy : {'uniform', 'quantile'}
+    with_sq : bool, default=True
+
+    Returns
+    -------
+    Binned
+    """
+    n, K = P.shape
+    G = K if kind == "classwise" else 1
+    C = 4 if with_sq else 3
+    data = np.empty((G, n, C))
+    data[:, :, 0] = 1.0
+    for s in range(0, n, CHUNK_ROWS):
+        e = min(n, s + CHUNK_ROWS)
+        conf, tgt = _chunk_scores(P[s:e], None if labels is None else labels[s:e],
+                                  None if T is None else T[s:e], kind)
+        data[:, s:e, 1] = conf
+        data[:, s:e, 2] = tgt
+        if with_sq:
+            data[:, s:e, 3] = tgt**2
+    if strategy == "uniform":
+        edges = np.tile(uniform_edges(n_bins), (G, 1))
+    else:
+        edges = np.empty((G, n_bins + 1))
+        with jax.enable_x64(True):
+            for g in range(G):
+                srt = np.sort(data[g, :, 1])
+                inner = quantile_inner_edges(jnp.asarray(srt), jnp.ones(n), n_bins)
+                edges[g] = np.concatenate([[0.0], np.asarray(inner), [1.0]])
+    bins = np.empty((G, n), dtype=np.int32)
+    for g in range(G):
+        for s in range(0, n, CHUNK_ROWS):
+            e = min(n, s + CHUNK_ROWS)
+            bins[g, s:e] = np.searchsorted(edges[g, 1:-1], data[g, s:e, 1], side="right")
+    return Binned(data, bins, edges, n_bins, 1)
+
+
+def bin_sums(binned: Binned) -> np.ndarray:
+    """Per-bin sums of every statistic of the sample, shape (G, n_bins, C), in NumPy.
+
+    The same numbers as :func:`segment_stats` with unit weights (summed in another
+    order), without moving the item table to JAX.
+
+    Parameters
+    ----------
+    binned : Binned
+
+    Returns
+    -------
+    ndarray of shape (G, n_bins, C)
+    """
+    G, n, C = binned.data.shape
+    B = binned.n_bins
+    out = np.zeros((G, B, C))
+    for g in range(G):
+        out[g, :, 0] = np.bincount(binned.bins[g], minlength=B)
+        for c in range(1, C):
+            for s in range(0, n, CHUNK_ROWS):  # the chunks of streamed_bin_sums: same sums
+                e = min(n, s + CHUNK_ROWS)
+                out[g, :, c] += np.bincount(binned.bins[g, s:e], weights=binned.data[g, s:e, c],
+                                            minlength=B)
+    return out
+
+
+def streamed_bin_sums(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
+                      kind: str, n_bins: int, *, with_sq: bool = True
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bin sums of equal-width bins over row chunks, with no item table.
+
+    What :func:`bin_sums` gives on :func:`binned_from_predictions` with
+    ``strategy='uniform'`` (the same numbers: same bins, same chunks, same order of
+    summation), holding only one chunk of rows at a time; enough for a point estimate.
+
+    Parameters
+    ----------
+    P, labels, T, kind, n_bins, with_sq
+        As in :func:`binned_from_predictions`.
+
+    Returns
+    -------
+    sums : ndarray of shape (G, n_bins, C)
+    edges : ndarray of shape (G, n_bins + 1)
+    """
+    n, K = P.shape
+    G = K if kind == "classwise" else 1
+    C = 4 if with_sq else 3
+    edges = np.tile(uniform_edges(n_bins), (G, 1))
+    inner = edges[0, 1:-1]
+    out = np.zeros((G, n_bins, C))
+    offset = (np.arange(G) * n_bins)[:, None]
+    for s in range(0, n, CHUNK_ROWS):
+        e = min(n, s + CHUNK_ROWS)
+        conf, tgt = _chunk_scores(P[s:e], None if labels is None else labels[s:e],
+                                  None if T is None else T[s:e], kind)
+        key = (np.searchsorted(inner, conf, side="right") + offset).ravel()
+        cols = [None, conf, tgt] + ([tgt**2] if with_sq else [])
+        for c, x in enumerate(cols):
+            w = None if x is None else x.ravel()
+            out[:, :, c] += np.bincount(key, weights=w, minlength=G * n_bins).reshape(
+                G, n_bins)
+    return out, edges
 
 
 def segment_stats(data: jax.Array, bins: jax.Array, weights: jax.Array | None,

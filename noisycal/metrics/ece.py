@@ -28,7 +28,9 @@ from .._validation import (
     check_level,
     check_n_bins,
     check_not_swapped,
+    check_probs,
     check_seed,
+    encode_labels,
     prediction_items,
     predictions,
 )
@@ -36,11 +38,21 @@ from ..intervals.bootstrap import BOOTSTRAP_METHODS
 from ..intervals.bounds import check_bound_options
 from ..intervals.estimate import Estimate
 from ..targets import Target, as_target_matrix
-from .binned_estimate import binned_estimate
-from .binning import BIN_STRATEGIES, KINDS, group_scores, make_binned
+from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
+from .binning import (
+    BIN_STRATEGIES,
+    CHUNK_ROWS,
+    KINDS,
+    Binned,
+    binned_from_predictions,
+    group_scores,
+    make_binned,
+    streamed_bin_sums,
+)
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 
-__all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "with_target_status", "PAPER_N_BINS",
+__all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "lean_inputs",
+           "with_target_status", "PAPER_N_BINS",
            "INTERVALS", "ESTIMATORS", "resolve_estimator"]
 
 #: Bin counts used by the four papers, keyed by a short name of each:
@@ -186,16 +198,99 @@ def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     return P, logP, T, binary
 
 
+def _checked_probs(arr: np.ndarray) -> np.ndarray:
+    """``arr`` itself (float32 or float64), checked as :func:`check_probs` checks it.
+
+    The checks run over row chunks, with row sums accumulated in float64; on a failure
+    :func:`check_probs` is called on the whole array for its error message.
+    """
+    n = arr.shape[0]
+    for s in range(0, n, 16 * CHUNK_ROWS):
+        c = arr[s:s + 16 * CHUNK_ROWS]
+        bad = not np.all(np.isfinite(c)) or bool(np.any(c < 0.0)) or bool(np.any(c > 1.0))
+        if not bad and c.ndim == 2:
+            bad = bool(np.any(np.abs(c.sum(axis=1, dtype=np.float64) - 1.0) > PROB_ATOL))
+        if bad:
+            check_probs(arr)
+    return arr
+
+
+def _label_codes(target: object, ids: np.ndarray | None, n: int, n_classes: int,
+                 classes: ArrayLike | None, name: str) -> np.ndarray | None:
+    """Class codes of a plain integer label vector (whose target is its one-hot), else None.
+
+    None leaves the target to :func:`~noisycal.targets.as_target_matrix` (Targets,
+    matrices, soft binary vectors, labels with ``classes=``, categoricals, pandas labels
+    checked against item ids).
+    """
+    if target is None or isinstance(target, Target) or classes is not None \
+            or getattr(target, "cat", None) is not None \
+            or (ids is not None and hasattr(target, "index")):
+        return None
+    arr = np.asarray(target.to_numpy() if hasattr(target, "to_numpy") else target)
+    if arr.ndim != 1 or arr.dtype.kind not in "iub" or arr.shape[0] != n:
+        return None
+    y, _ = encode_labels(arr, n_classes=n_classes, name=name)
+    return y
+
+
+def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
+                classes: ArrayLike | None, items: ArrayLike | None, name: str = "target"
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, bool]:
+    """Predictions and target as :func:`resolve_inputs` checks them, without copies.
+
+    float32 or float64 probabilities are checked over row chunks and kept in their
+    dtype, no logarithm is taken, and a plain integer label vector stays a vector of
+    class codes (its one-hot matrix is never built). Other inputs (logits, other dtypes,
+    other targets) go through :func:`resolve_inputs`.
+
+    Parameters
+    ----------
+    probs, target, logits, classes, items, name
+        As in :func:`resolve_inputs`.
+
+    Returns
+    -------
+    P : ndarray of shape (n, K)
+    T : ndarray of shape (n, K) or None
+        The target matrix, None when ``labels`` is given.
+    labels : int ndarray of shape (n,) or None
+        Class codes whose one-hot matrix is the target.
+    binary_1d : bool
+    """
+    arr = None if probs is None else np.asarray(probs)
+    if (logits is not None or arr is None or arr.dtype not in (np.float32, np.float64)
+            or arr.ndim not in (1, 2) or arr.shape[0] < 1
+            or (arr.ndim == 2 and arr.shape[1] < 2)):
+        P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items,
+                                         name=name)
+        return P, T, None, binary
+    ids = prediction_items(probs, logits, items)
+    p = _checked_probs(arr)
+    binary = p.ndim == 1
+    # a binary vector becomes [1 - p, p] in float64, as resolve_inputs makes it
+    P = np.column_stack([1.0 - p.astype(np.float64), p]) if binary else p
+    y = _label_codes(target, ids, P.shape[0], P.shape[1], classes, name)
+    if y is not None:  # a one-hot target: never fractional, so never swapped
+        return P, None, y, binary
+    T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
+    if binary:
+        check_not_swapped(p.astype(np.float64), T)
+    return P, T, None, binary
+
+
 def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
                    name: str, reduce: str, kind: str | None, n_bins: int, strategy: str,
                    norm: str, debias: bool, interval: str | None, level: float, n_boot: int,
                    method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                    batch_size: int | None, classes: ArrayLike | None = None,
                    items: ArrayLike | None = None, bound: dict | None = None,
-                   refit_channels: bool = False, estimator: str | None = None) -> Estimate:
+                   refit_channels: bool = False, estimator: str | None = None,
+                   bootstrap: str = "auto") -> Estimate:
+    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
-    P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
+    P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
     if interval == "auto":
         interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
     n_bins, level, n_boot, batch_size = _check_common(
@@ -207,8 +302,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                     interval_bound=interval == "bound")
     kind = _resolve_kind(kind, binary, P.shape[1])
     estimator = resolve_estimator(estimator, interval, debias, reduce)
-    conf, tgt, groups = group_scores(P, T, kind)
-    binned = make_binned(conf, tgt, n_bins, strategy, with_sq=debias)
+    groups = ([f"class_{k}" for k in range(P.shape[1])] if kind == "classwise" else [kind])
     label = {"top_label": name, "positive_class": f"positive-class {name}",
              "classwise": f"classwise {name}"}[kind]
     if norm == "l2":
@@ -217,18 +311,26 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
-    est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm,
+    sums = None
+    if interval is None and strategy == "uniform" and not nc_request:
+        # no interval: the per-bin sums over row chunks, no item table (classwise: K x n)
+        sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
+        G, C = sums.shape[0], sums.shape[2]
+        binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, n_bins, 1)
+    else:
+        binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
+    est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm, sums=sums,
                            debias=debias, interval=None if nc_request else interval,
                            level=level, n_boot=n_boot, method=method, seed=seed,
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
                            details={"kind": kind, "strategy": strategy, "norm": norm,
                                     "debias": debias, "target_kind": _target_kind(target)},
-                           estimator=estimator)
+                           estimator=estimator, bootstrap=bootstrap)
     if nc_request:
-        est = nc_ece_interval(est, conf[:, 0], binned.bins[0], target, interval=interval,
-                              refit_channels=bool(refit_channels), level=level,
-                              n_boot=n_boot, method=method, seed=seed, bound=bound or {},
-                              probs=P)
+        est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
+                              interval=interval, refit_channels=bool(refit_channels),
+                              level=level, n_boot=n_boot, method=method, seed=seed,
+                              bound=bound or {}, probs=np.asarray(P, dtype=np.float64))
     return with_target_status(est, target)
 
 
@@ -282,7 +384,23 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         replicate (True) or keep the sample's edges fixed (False).
     batch_size : int, optional
         Replicates per vectorised chunk; default 1 on CPU (a sequential ``lax.map``
-        measured fastest there) and as many as fit ~2**25 numbers on accelerators."""
+        measured fastest there) and as many as fit ~2**25 numbers on accelerators.
+    bootstrap : {'auto', 'exact', 'binned'}, default='auto'
+        How ``interval='bootstrap'`` draws its item-bootstrap replicates. 'exact': n
+        items drawn with replacement per replicate (cost n per replicate). 'binned': the
+        same bootstrap drawn from per-cell statistics (cost independent of n); a cell
+        is a bin, split by the target value when every target is 0 or 1. The cell
+        counts are drawn exactly (multinomial over cells); given its count N_c, a cell
+        with at least ``NORMAL_FROM`` (200) sample items gets the sum of its N_c
+        resampled confidences and targets from the normal with their exact conditional
+        mean N_c mu_c and covariance N_c Sigma_c (central limit theorem; with hard
+        labels only the confidence sum is approximated, and a bin's confidences span
+        at most its width), and items of smaller cells are drawn one by one, exactly.
+        It applies to one score group and one target value per item without
+        ``cluster`` or ``rebin`` (else ValueError); the interval endpoints agree with
+        the exact bootstrap's within Monte-Carlo error (tests/test_bootstrap_binned.py).
+        'auto': 'binned' where it applies, else 'exact'. ``details['bootstrap']``
+        says which ran."""
 
 _RETURNS = """Estimate
         ``bins`` holds the per-bin table; ``details['per_group']`` the per-class values
@@ -306,7 +424,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         rebin: bool = False, batch_size: int | None = None, bound_mode: str = "binned_only",
         channel_radius: float | None = None, true_channels: tuple | None = None,
         same_sample: bool | None = None, refit_channels: bool = False,
-        estimator: str | None = None) -> Estimate:
+        estimator: str | None = None, bootstrap: str = "auto") -> Estimate:
     r"""Binned expected calibration error against any target.
 
     Parameters
@@ -397,7 +515,8 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
                           classes=classes, items=items,
                           bound={"mode": bound_mode, "channel_radius": channel_radius,
                                  "true_channels": true_channels, "same_sample": same_sample},
-                          refit_channels=refit_channels, estimator=estimator)
+                          refit_channels=refit_channels, estimator=estimator,
+                          bootstrap=bootstrap)
 
 
 @_doc
@@ -407,7 +526,7 @@ def mce(probs: ArrayLike | None = None, target: object = None, *,
         strategy: str = "uniform", interval: str | None = "bootstrap", level: float = 0.9,
         n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
         cluster: ArrayLike | None = None, rebin: bool = False,
-        batch_size: int | None = None) -> Estimate:
+        batch_size: int | None = None, bootstrap: str = "auto") -> Estimate:
     r"""Maximum calibration error: the largest |mean target - mean confidence| over non-empty bins.
 
     In classwise mode the maximum runs over all classes and bins.
@@ -431,7 +550,7 @@ def mce(probs: ArrayLike | None = None, target: object = None, *,
                           n_bins=n_bins, strategy=strategy, norm="l1", debias=False,
                           interval=interval, level=level, n_boot=n_boot, method=method,
                           seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
-                          classes=classes, items=items)
+                          classes=classes, items=items, bootstrap=bootstrap)
 
 
 def _label_draws(S: np.ndarray, n_draws: int, key: jax.Array) -> np.ndarray:
@@ -450,8 +569,8 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                    n_bins: int = 15, kind: str | None = None, strategy: str = "uniform",
                    interval: str | None = "auto", level: float = 0.9,
                    n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
-                   cluster: ArrayLike | None = None, batch_size: int | None = None
-                   ) -> Estimate:
+                   cluster: ArrayLike | None = None, batch_size: int | None = None,
+                   bootstrap: str = "auto") -> Estimate:
     r"""True-label ECE: the ECE against labels drawn from the annotator distribution.
 
     Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth",
@@ -482,6 +601,7 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
         reflects sampling of items, not the Monte-Carlo error of the draws.
     """
     check_choice(form, "form", ("mc", "expected"))
+    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
     if interval == "auto":
         interval = "inversion" if form == "expected" else "bootstrap"
@@ -508,6 +628,7 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                            interval=interval, level=level, n_boot=n_boot, method=method,
                            seed=boot_key, cluster=cluster, rebin=False, batch_size=batch_size,
                            estimator=resolve_estimator(None, interval, False),
+                           bootstrap=bootstrap,
                            details={"kind": kind, "form": form, "n_draws": n_draws
                                     if form == "mc" else None, "strategy": strategy,
                                     "target_kind": "sampled" if form == "mc" else "soft"})

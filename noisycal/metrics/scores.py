@@ -24,7 +24,8 @@ from .._validation import (
 from .._warnings import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
-from .ece import resolve_inputs, with_target_status
+from .binning import CHUNK_ROWS
+from .ece import lean_inputs, resolve_inputs, with_target_status
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
            "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES"]
@@ -180,6 +181,27 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
                     replicates=est.replicates)
 
 
+def _label_losses(P: np.ndarray, labels: np.ndarray, score: str) -> np.ndarray:
+    """Per-item Brier score or NLL against one-hot labels, over row chunks, float64.
+
+    ``||p_i - e_y||^2 = ||p_i||^2 - 2 p_iy + 1`` and ``-log p_iy``: the one-hot matrix is
+    never built, float32 rows are widened one chunk at a time, and only the NLL takes a
+    logarithm (of one entry per row).
+    """
+    n = P.shape[0]
+    out = np.empty(n)
+    for s in range(0, n, CHUNK_ROWS):
+        e = min(n, s + CHUNK_ROWS)
+        p = P[s:e].astype(np.float64)
+        py = np.take_along_axis(p, labels[s:e, None], axis=1)[:, 0]
+        if score == "nll":
+            with np.errstate(divide="ignore"):
+                out[s:e] = -np.log(py)
+        else:
+            out[s:e] = np.einsum("ij,ij->i", p, p) - 2.0 * py + 1.0
+    return out
+
+
 def brier(
     probs: ArrayLike | None = None,
     target: object = None,
@@ -243,7 +265,19 @@ def brier(
     0.4
     """
     check_choice(variant, "variant", ("plain", "expected"))
-    P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
+    P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
+    if labels is not None:
+        # one-hot targets: plain and expected Brier coincide, ||p||^2 - 2 p_y + 1 per item
+        losses = _label_losses(P, labels, "brier")
+        if binary:  # the binary score (p - t)^2 is half the two-class one
+            losses *= 0.5
+        name = "Brier" if variant == "plain" else "expected Brier"
+        details = {"variant": variant, "binary": binary,
+                   "form": "plain" if variant == "plain" else "affine",
+                   "affine_in_target": AFFINE_IN_TARGET[name]}
+        est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
+                            method=method, seed=seed, cluster=cluster, details=details)
+        return with_target_status(est, target)
     outside = leaves_unit_interval(T, target)
     if (variant == "expected" or outside) and np.any(np.abs(T.sum(1) - 1) > PROB_ATOL):
         raise ValueError("target: the expected (affine) Brier score needs target rows that "
@@ -326,6 +360,15 @@ def nll(
     ...                    interval=None)), 6)
     0.490415
     """
+    labels = None
+    if logits is None:  # logits need their stable log-softmax: resolve_inputs below
+        P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
+    if labels is not None:  # one-hot targets: -log p_iy, one log per row
+        losses = _label_losses(P, labels, "nll")
+        details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False}
+        est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
+                            method=method, seed=seed, cluster=cluster, details=details)
+        return with_target_status(est, target)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
     with np.errstate(invalid="ignore"):
         terms = np.where(T != 0.0, -T * logP, 0.0)
