@@ -1,8 +1,8 @@
 """Inductive Venn–Abers predictors (IVAP): binary, and one-vs-rest for K classes.
 
 Vovk, Petej & Fedorova (2015), "Large-scale probabilistic predictors with and without
-guarantees of validity" (NeurIPS), Algorithm 1 (the IVAP) with the precomputation of its
-Section 4: for a test score ``s`` and calibration pairs ``(s_i, y_i)``,
+guarantees of validity" (NeurIPS; arXiv:1511.00213): for a test score ``s`` and
+calibration pairs ``(s_i, y_i)``,
 
 - ``p0(s)`` is the isotonic regression of the calibration labels **and (s, 0)**, read
   at ``s``; ``p1(s)`` the same with ``(s, 1)``;
@@ -27,7 +27,8 @@ its left (every ``s`` in ``[u_j, u_{j+1})`` gives the same ``p0``). Both tables 
   matter (a new shifted point below the current tangent becomes the new start and pops
   the hull vertices it hides; one above it changes nothing, because every slope from
   the shifted prefix to the suffix is at most 1), as the corner stacks of the paper's
-  algorithms do. Each point is pushed and popped at most once: O(k) after the sort.
+  algorithms for F_0 and F_1 do (its Algorithms 1-4; 5-6 are the look-ups below).
+  Each point is pushed and popped at most once: O(k) after the sort.
 - ``p0`` is the mirror image: ``1 - p1`` of the reversed scores with labels ``1 - y``.
 
 Prediction is then a binary search per test score, O(log k). The tables agree with a
@@ -155,7 +156,7 @@ class VennAbers(MatrixInput):
     """Inductive Venn–Abers predictor: binary, or one-vs-rest with renormalisation.
 
     Vovk, Petej & Fedorova (2015), "Large-scale probabilistic predictors with and
-    without guarantees of validity", Algorithm 1, with both isotonic fits precomputed
+    without guarantees of validity", with both isotonic fits precomputed
     for every position of a test score (O(n log n) fit, O(log n) per test score; module
     docstring). Binary (1-D) scores get one IVAP on the positive-class probability; an
     (n, K) input gets one IVAP per class on its softmax probability ``p_k``, each
