@@ -116,6 +116,10 @@ def _loss(params: list, f: jax.Array, y: jax.Array, smoothing: float) -> jax.Arr
     return jnp.mean((1.0 - smoothing) * nll - smoothing * logp.mean(axis=1))
 
 
+_grad = jax.jit(jax.grad(_loss), static_argnums=3)
+_predict = jax.jit(lambda p, f: jnp.argmax(_forward(p, f), axis=1))
+
+
 @jax.jit
 def _adamw(params: list, m: list, v: list, grads: list, t: jax.Array, lr: jax.Array,
            wd: jax.Array) -> tuple[list, list, list]:
@@ -190,8 +194,6 @@ def grid_classifier(x: ArrayLike, labels: ArrayLike, n_classes: int, *,
     params = _init(k_init, (2 + 2 * F, H, H, K))
     m = jax.tree.map(jnp.zeros_like, params)
     v = jax.tree.map(jnp.zeros_like, params)
-    grad = jax.jit(jax.grad(_loss), static_argnums=3)
-    predict = jax.jit(lambda p, f: jnp.argmax(_forward(p, f), axis=1))
     acc, best, best_params, t = [], -1.0, params, 0
     n = X.shape[0]
     for epoch in range(n_epochs):
@@ -200,10 +202,10 @@ def grid_classifier(x: ArrayLike, labels: ArrayLike, n_classes: int, *,
         for i in range(0, n, bs):
             idx = order[i:i + bs]
             t += 1
-            g = grad(params, feats[idx], yj[idx], ls)
+            g = _grad(params, feats[idx], yj[idx], ls)
             params, m, v = _adamw(params, m, v, g, jnp.float32(t), jnp.float32(lr_e),
                                   jnp.float32(wd))
-        a = float(np.mean(np.asarray(predict(params, feats_v)) == yv))
+        a = float(np.mean(np.asarray(_predict(params, feats_v)) == yv))
         acc.append(a)
         if a > best:
             best, best_params, best_epoch = a, params, epoch
