@@ -111,6 +111,8 @@ def run(z: np.ndarray, test: nc.simulate.GaussianGrid, methods: dict, n_splits: 
             rows.append({"split": s, "method": name, **metrics(P, y[it], p[it]),
                          "status": getattr(m, "status_", "ok"),
                          "seconds": time.perf_counter() - t0})
+            if s == 0:
+                print(f"  {name}: {rows[-1]['seconds']:.1f} s", flush=True)
         print(f"split {s + 1}/{n_splits} done ({time.perf_counter() - t_start:.0f} s)",
               flush=True)
     return pd.DataFrame(rows)
