@@ -72,6 +72,11 @@ def gaussian_grid(n_items: int, n_classes: int, *, spacing: float = 1.0,
     centers = np.column_stack([gx.ravel(), gy.ravel()])[:K]
     y = rng.integers(0, K, size=n)
     x = centers[y] + sigma * rng.standard_normal((n, 2))
-    d2 = np.sum((x[:, None, :] - centers[None, :, :]) ** 2, axis=2)
-    z = -0.5 * d2 / sigma**2
+    # row chunks of about a million distances: the same arithmetic as one broadcast,
+    # without its (n, K, 2) temporary (n = 50,000 and K = 1,000 would need 800 MB)
+    z = np.empty((n, K))
+    step = max(1, 2**20 // K)
+    for i in range(0, n, step):
+        d2 = np.sum((x[i:i + step, None, :] - centers[None, :, :]) ** 2, axis=2)
+        z[i:i + step] = -0.5 * d2 / sigma**2
     return GaussianGrid(x, y, z, softmax(z, axis=1), centers, float(sigma))

@@ -15,6 +15,7 @@ from scipy import integrate
 from scipy import stats as sps
 from scipy.special import expit, logit, softmax
 
+from ._grid_classifier import GridClassifier, grid_classifier
 from ._jax import as_numpy_rng
 from ._simulate_grid import GaussianGrid, gaussian_grid
 from ._typing import ArrayLike, Seed
@@ -36,6 +37,8 @@ __all__ = [
     "gaussian_toy_truth",
     "GaussianGrid",
     "gaussian_grid",
+    "GridClassifier",
+    "grid_classifier",
 ]
 
 

@@ -20,6 +20,7 @@ from .ovr import OneVsRestIsotonic, OneVsRestPlatt
 from .scaling import AdaptiveTemperatureScaling, BetaCalibration
 from .temperature import TemperatureScaling
 from .trimcal import TrimCal
+from .venn_abers import VennAbers
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
@@ -27,4 +28,4 @@ __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
            "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
-           "OneVsRestPlatt", "OneVsRestIsotonic"]
+           "OneVsRestPlatt", "OneVsRestIsotonic", "VennAbers"]
