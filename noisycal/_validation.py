@@ -6,6 +6,7 @@ was received. Nothing is clipped, dropped or guessed.
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from collections.abc import Iterable
@@ -198,13 +199,18 @@ def check_probs(probs: ArrayLike, name: str = "probs", *, atol: float = PROB_ATO
 
     Returns the array unchanged in shape, as float64.
     """
-    p = check_array(probs, name, ndim=(1, 2))
+    p = check_array(probs, name, ndim=(1, 2), finite=False)
+    # two reductions check finiteness and range at once (NaN and inf propagate to the
+    # minimum or maximum); the messages are check_array's and the range message
+    lo, hi = (float(p.min()), float(p.max())) if p.size else (0.0, 0.0)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        bad = int(np.size(p) - np.count_nonzero(np.isfinite(p)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
     if p.shape[0] < 1:
         raise ValueError(f"{name} must contain at least one item, got shape {p.shape}")
     if p.ndim == 2 and p.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes), got shape {p.shape}")
-    if np.any(p < 0.0) or np.any(p > 1.0):
-        lo, hi = float(p.min()), float(p.max())
+    if lo < 0.0 or hi > 1.0:
         raise ValueError(f"{name} must lie in [0, 1], got values in [{lo:g}, {hi:g}] "
                          "(pass logits= if these are logits)")
     if p.ndim == 2:

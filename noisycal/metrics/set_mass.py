@@ -24,7 +24,6 @@ import numpy as np
 
 from .._validation import check_real, user_stacklevel
 from .._warnings import NumericalWarning
-from .binning import equal_width_bins
 
 __all__ = ["HPR_TOL", "chunk_rows", "prefix_bin_stats", "hpr_mask", "window_sums",
            "warn_empty_window", "check_window"]
@@ -109,8 +108,8 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
     the per-bin sufficient statistics of the cumulative mass calibration error.
 
     The masses of a row increase with t, so each bin holds a run of consecutive sets:
-    the run boundaries come from one ``searchsorted`` of the (row, bin) keys, and the sums
-    are one ``add.reduceat`` over the runs (for hard labels the number of covered sets in
+    the run boundaries come from a ``searchsorted`` of the inner edges in each row, and
+    the sums are one ``add.reduceat`` over the runs (for hard labels the number of covered sets in
     a run [a, b) is ``max(0, b - max(a, rank))``).
 
     Parameters
@@ -133,16 +132,20 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
     B = n_bins
     step = chunk_rows(K, chunk_size)
     out = np.empty((n, B, 3))
+    inner = np.arange(1, B) / B  # the inner edges of equal_width_bins
     for a in range(0, n, step):
         b = min(n, a + step)
         m = b - a
         mass, rank, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
                                         None if T is None else T[a:b])
-        key = equal_width_bins(mass.ravel(), B).reshape(m, K)
-        key += (np.arange(m, dtype=key.dtype) * B)[:, None]
-        key = key.ravel()
-        # start of every (row, bin) run in the row-major order
-        starts = np.searchsorted(key, np.arange(m * B + 1, dtype=key.dtype))
+        # start of every (row, bin) run in the row-major order: a row's masses increase,
+        # so bin h (the rule of equal_width_bins) starts at the first mass >= h / B
+        starts = np.empty((m, B + 1), np.int64)
+        starts[:, 0], starts[:, B] = 0, K
+        for i in range(m):
+            starts[i, 1:B] = mass[i].searchsorted(inner, side="left")
+        starts += (np.arange(m, dtype=np.int64) * K)[:, None]
+        starts = np.concatenate([starts[:, :B].ravel(), [m * K]])
         counts = np.diff(starts)
         out[a:b, :, 0] = counts.reshape(m, B)
         out[a:b, :, 1] = _run_sums(mass, starts[:-1], counts).reshape(m, B)
