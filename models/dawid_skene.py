@@ -319,7 +319,8 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         Known true classes (``-1`` where unknown): those items enter the likelihood with
         their class instead of the mixture (observed data only).
     weights : array of shape (n_items,), optional
-        Item multiplicities (observed data only): each item's log-likelihood enters
+        Item multiplicities (observed data only), finite and >= 0 (not checked inside
+        the model, which runs traced; its shape is): each item's log-likelihood enters
         ``weights[i]`` times. With one item per distinct rating pattern and its count as
         weight, the log density is the full data's, at a fraction of the cost
         (:func:`noisycal.engines.patterns.pattern_data`).
@@ -365,6 +366,9 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
         with numpyro.plate("rating", item.shape[0], dim=-1):
             numpyro.sample("label", dist.Categorical(confusion[annotator, y[item]]))
         return
+    if weights is not None and tuple(jnp.shape(weights)) != (n_items,):
+        raise ValueError(f"weights must have shape (n_items,) = ({n_items},), got "
+                         f"{tuple(jnp.shape(weights))}")
     data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
     numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
                                              "confusion": confusion}, data, gold,

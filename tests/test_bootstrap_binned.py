@@ -191,3 +191,16 @@ def test_scheme_choice_and_refusals() -> None:
     a = nc.ece(P, y, seed=4, **kw)
     b = nc.ece(P, y, seed=4, **kw)
     np.testing.assert_array_equal(a.replicates, b.replicates)
+
+
+def test_a_bootstrap_scheme_without_the_bootstrap_interval_is_refused():
+    # bootstrap= only chooses how interval='bootstrap' draws; elsewhere it would be ignored
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=200)
+    y = rng.integers(0, 3, 200)
+    for scheme in ("exact", "binned"):
+        with pytest.raises(ValueError, match="no effect with interval='inversion'"):
+            nc.ece(P, y, bootstrap=scheme)
+        with pytest.raises(ValueError, match="no effect with interval=None"):
+            nc.ece(P, y, interval=None, bootstrap=scheme)
+    assert np.isfinite(float(nc.ece(P, y, interval=None, bootstrap="auto")))

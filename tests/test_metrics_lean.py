@@ -110,3 +110,17 @@ def test_ece_numpy_peak_memory_within_twice_the_input(interval: str | None) -> N
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 2 * P.nbytes, peak / P.nbytes
+
+
+def test_float32_with_a_soft_target_equals_its_float64_widening():
+    # products with a target matrix are taken in float64 (the affine and expected Brier)
+    rng = np.random.default_rng(5)
+    P = rng.dirichlet(np.ones(10), size=20_000)
+    T = rng.dirichlet(np.ones(10) * 0.5, size=20_000)
+    P32 = P.astype(np.float32)
+    for variant in ("plain", "expected"):
+        a = nc.brier(P32, T, variant=variant, interval=None)
+        b = nc.brier(P32.astype(np.float64), T, variant=variant, interval=None)
+        assert float(a) == float(b), variant
+    assert float(nc.ece(P32, T, interval=None)) == float(nc.ece(P32.astype(np.float64), T,
+                                                                   interval=None))

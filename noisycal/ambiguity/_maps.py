@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import softmax
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_int, check_level, predictions
+from .._validation import check_int, check_level, prediction_items, predictions
 from ..intervals.credible import bayesian_bootstrap_draws, equal_tailed
 from ..intervals.estimate import Estimate
 from ..metrics.ece import resolve_inputs, true_label_ece, with_target_status
@@ -106,9 +106,12 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
     max_draws = check_int(max_draws, "max_draws", minimum=1)
     level = check_level(level)
     P_mean = fit.predict_proba(logits=logits, probs=probs, thin=thin)
-    est = true_label_ece(P_mean, target, classes=classes, items=items, form="expected",
+    # the item ids of the predictions (a pandas index, or items=) travel with P_mean, so
+    # a target in another item order is aligned or refused as true_label_ece does
+    ids = prediction_items(probs, logits, items)
+    est = true_label_ece(P_mean, target, classes=classes, items=ids, form="expected",
                          n_bins=n_bins, kind=kind, interval=None)
-    S = resolve_inputs(P_mean, target, None, classes=classes, items=items)[2]
+    S = resolve_inputs(P_mean, target, None, classes=classes, items=ids)[2]
     _, log_p, _ = predictions(probs, logits)
     idx = fit.draw_index(thin=thin)
     kind, M = est.details["kind"], int(n_bins)

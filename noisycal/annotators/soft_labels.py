@@ -143,7 +143,8 @@ class SoftLabelFit:
             the calibrated probabilities over the draws). True (NUTS fits only): the
             calibrated probabilities under every posterior draw of ``(W, b)``.
         thin : int, default=1
-            Use every ``thin``-th posterior draw (chains concatenated), for both forms.
+            Use every ``thin``-th posterior draw (chains concatenated), for both forms;
+            checked but unused for a fit without draws (MLE or MAP).
         max_draws : int, optional
             At most this many draws, evenly spaced over the thinned ones (both forms).
 
@@ -169,6 +170,9 @@ class SoftLabelFit:
         if draws and self.draws is None:
             raise ValueError(f"draws=True needs posterior draws of the map (method='nuts'); "
                              f"this fit is method={self.method!r}")
+        check_int(thin, "thin", minimum=1)  # checked for every fit (used with draws)
+        if max_draws is not None:
+            check_int(max_draws, "max_draws", minimum=1)
         log_p, binary = self._log_p(logits, probs)
         if self.draws is None:
             out = softmax(log_p @ self.W.T + self.b, axis=1)

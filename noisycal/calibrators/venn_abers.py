@@ -169,11 +169,13 @@ class VennAbers(MatrixInput):
         How ``(p0, p1)`` becomes one probability: ``p1 / (1 - p0 + p1)`` (the
         log-loss minimax choice of Vovk & Petej (2014), "Venn-Abers predictors", the
         usual "standard" aggregation), ``p1 + (p0^2 - p1^2) / 2`` (Brier-loss minimax),
-        or ``(p0 + p1) / 2``. The set-mass paper leaves it open ("standard
-        aggregation"); this is our choice of default.
+        or ``(p0 + p1) / 2``. "Adaptive Set-Mass Calibration with Conformal
+        Prediction" leaves it open ("standard aggregation"); this is our choice of
+        default.
     eps : float, default=1e-6
-        Only used to read ``probs=`` into the shared score format; the maps act on the
-        probabilities (never floored).
+        Has no effect on the predictions: the maps act on the probabilities (never
+        floored). It is validated and kept only because every calibrator reads
+        ``probs=`` through the same score format.
 
     Attributes
     ----------

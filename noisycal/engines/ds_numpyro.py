@@ -224,6 +224,12 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
 
     from .nuts import sample_nuts
 
+    mk_w = model_kwargs.get("weights")
+    if (weights is None) != (mk_w is None) or (
+            weights is not None and not np.array_equal(np.asarray(weights),
+                                                       np.asarray(mk_w))):
+        raise ValueError("weights must be the item weights of model_kwargs (the sampler's "
+                         "density and the relabelling must weight the items alike)")
     C, S = num_chains, num_samples
     L, J, K = data.n_groups, data.n_annotators, data.n_classes
     jgold = None if gold is None else jnp.asarray(gold)

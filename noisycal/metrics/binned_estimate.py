@@ -275,12 +275,13 @@ def binned_replicate_stats(plan: CellPlan, n: int, n_bins: int, n_boot: int,
         "lij,rlj->rli", plan.root, z)
     cells = np.concatenate([big[:, :, None], sums], axis=2)  # (n_boot, L, C)
     onehot = (plan.cell_bin[:, None] == np.arange(n_bins)[None, :]).astype(np.float64)
-    stats = np.einsum("rlc,lb->rbc", cells, onehot)
+    stats = np.ascontiguousarray(np.einsum("rlc,lb->rbc", cells, onehot))
     n_small = plan.small_data.shape[0]
     if n_small == 0:
         return stats
     S = counts[:, L].astype(np.int64)
-    flat = stats.reshape(n_boot * n_bins, C)
+    flat = stats.reshape(n_boot * n_bins, C)  # a view of the contiguous stats: adds land
+    assert np.shares_memory(flat, stats)
     start = 0
     while start < n_boot:  # chunks of replicates holding at most _DRAWS_PER_CHUNK draws
         cum = np.cumsum(S[start:])

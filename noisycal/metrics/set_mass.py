@@ -37,6 +37,11 @@ HPR_TOL = 1e-12
 _CHUNK_ELEMENTS = 2**20
 
 
+#: Up to this many classes the run starts of :func:`prefix_bin_stats` come from one
+#: vectorised count (K x (n_bins - 1) comparisons a row); above, from a per-row search.
+SMALL_K = 64
+
+
 def chunk_rows(n_classes: int, chunk_size: int | None = None) -> int:
     """Rows per chunk: ``chunk_size`` if given, else about a million numbers per array.
 
@@ -142,8 +147,11 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
         # so bin h (the rule of equal_width_bins) starts at the first mass >= h / B
         starts = np.empty((m, B + 1), np.int64)
         starts[:, 0], starts[:, B] = 0, K
-        for i in range(m):
-            starts[i, 1:B] = mass[i].searchsorted(inner, side="left")
+        if K <= SMALL_K:  # few classes: count the masses below each edge, all rows at once
+            starts[:, 1:B] = np.count_nonzero(mass[:, :, None] < inner, axis=1)
+        else:  # many classes: a binary search per row
+            for i in range(m):
+                starts[i, 1:B] = mass[i].searchsorted(inner, side="left")
         starts += (np.arange(m, dtype=np.int64) * K)[:, None]
         starts = np.concatenate([starts[:, :B].ravel(), [m * K]])
         counts = np.diff(starts)
