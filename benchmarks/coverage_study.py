@@ -30,6 +30,8 @@ Usage::
 
     python benchmarks/coverage_study.py                  # full grid, 200 replications
     python benchmarks/coverage_study.py --quick          # 60 replications, n <= 2000
+    python benchmarks/coverage_study.py --no-percentile --reps 100 \
+        --cells 10-class/classwise/hard:0.08:500,binary/hard:0.05:500   # chosen cells
 
 Writes ``benchmarks/output/coverage_study.json`` and prints a markdown table. A reduced
 version runs in ``tests/test_coverage.py``.
@@ -204,6 +206,15 @@ def run_cell(sc: Scenario, n: int, par: float, pop: float, reps: int, methods: t
     return out
 
 
+def _parse_cells(spec: str) -> list[tuple[str, float, int]]:
+    """``'scenario:ece:n,...'`` -> [(scenario, ece, n), ...] in the given order."""
+    out = []
+    for item in (c for c in spec.split(",") if c):
+        name, ece, n = item.rsplit(":", 2)
+        out.append((name, float(ece), int(n)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=200)
@@ -213,38 +224,64 @@ def main(argv: list[str] | None = None) -> list[dict]:
                     help="the default interval only (the percentile bootstrap is slow)")
     ap.add_argument("--only", default="",
                     help="comma-separated: run scenarios whose name contains one of these")
+    ap.add_argument("--cells", default="",
+                    help="comma-separated scenario:ece:n (e.g. 10-class/classwise/hard:0.08:500),"
+                         " run in this order instead of the grid")
+    ap.add_argument("--tag", default="", help="name of the json output (default from --only)")
     args = ap.parse_args(argv)
     reps = 60 if args.quick else args.reps
     ns = tuple(n for n in NS if n <= 2000) if args.quick else NS
+    wanted = [w for w in args.only.split(",") if w] or [""]
+    cells = _parse_cells(args.cells)
+    if cells:
+        wanted = sorted({c[0] for c in cells})
+    tag = args.tag or "_".join(w.replace("/", "-") for w in wanted if w) or "all"
+    all_sc = {sc.name: sc for sc in scenarios(
+        binary_only=all(w.startswith("binary") for w in wanted))}
+    if cells:
+        missing = [c[0] for c in cells if c[0] not in all_sc]
+        if missing:
+            raise SystemExit(f"unknown scenario(s): {missing}")
+        plan = [(all_sc[name], ece, n) for name, ece, n in cells]
+    else:
+        plan = []
+        for sc in all_sc.values():
+            if not any(w in sc.name for w in wanted):
+                continue
+            ns_sc = tuple(n for n in ns if n <= 2000) if sc.smooth else ns
+            plan += [(sc, ece, n) for ece in sc.eces for n in ns_sc]
     results = []
     t0 = time.perf_counter()
     print("| scenario | n | population ECE | method | coverage (MC s.e.) | starts at 0 "
-          "| mean width | mean value | mean plug-in |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    wanted = [w for w in args.only.split(",") if w] or [""]
-    for sc in scenarios(binary_only=all(w.startswith("binary") for w in wanted)):
-        if not any(w in sc.name for w in wanted):
-            continue
+          "| mean width | mean value | mean plug-in | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    solved: dict = {}
+    for sc, ece, n in plan:
         methods = ("inversion", "percentile") if sc.name.endswith("hard") \
             and not args.no_percentile else ("inversion",)
-        ns_sc = tuple(n for n in ns if n <= 2000) if sc.smooth else ns
-        for ece in sc.eces:
-            par, pop = solve_parameter(sc, ece)
-            for n in ns_sc:
-                for row in run_cell(sc, n, par, pop, reps, methods, args.n_boot):
-                    results.append(row)
-                    print(f"| {row['scenario']} | {n} | {pop:.4f} | {row['method']} | "
-                          f"{row['coverage']:.3f} ({row['mc_se']:.3f}) | "
-                          f"{row['starts_at_zero']:.2f} | {row['mean_width']:.4f} | "
-                          f"{row['mean_value']:.4f} | {row['mean_plugin']:.4f} |", flush=True)
+        if (sc.name, ece) not in solved:
+            solved[sc.name, ece] = solve_parameter(sc, ece)
+        par, pop = solved[sc.name, ece]
+        t1 = time.perf_counter()
+        for row in run_cell(sc, n, par, pop, reps, methods, args.n_boot):
+            row["seconds"] = time.perf_counter() - t1
+            results.append(row)
+            print(f"| {row['scenario']} | {n} | {pop:.4f} | {row['method']} | "
+                  f"{row['coverage']:.3f} ({row['mc_se']:.3f}) | "
+                  f"{row['starts_at_zero']:.2f} | {row['mean_width']:.4f} | "
+                  f"{row['mean_value']:.4f} | {row['mean_plugin']:.4f} | "
+                  f"{row['seconds']:.0f} |", flush=True)
+        _write(tag, results, reps)            # after every cell: a partial run keeps its rows
     print(f"\n{time.perf_counter() - t0:.0f} s")
+    return results
+
+
+def _write(tag: str, results: list, reps: int) -> None:
     try:
         from _output import write_result  # benchmarks/_output.py (run as a script)
-        tag = "_".join(w.replace("/", "-") for w in wanted if w) or "all"
-        write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps})
     except ImportError:
-        pass
-    return results
+        return
+    write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps})
 
 
 if __name__ == "__main__":
