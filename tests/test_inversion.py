@@ -162,6 +162,66 @@ def test_cluster_covariance_equals_item_covariance_for_singleton_clusters():
     np.testing.assert_allclose(cov_clusters, cov_items, rtol=1e-10, atol=1e-16)
 
 
+def _two_bins(p, y):
+    """Positive-class layout of scores p and hard labels y in 2 equal-width bins."""
+    p = np.asarray(p, dtype=float)
+    return make_binned(p[:, None], np.asarray(y, dtype=float)[:, None, None], 2, "uniform",
+                       with_sq=False)
+
+
+def test_variance_floor_by_hand():
+    # Bin 0 holds p = 0.1, 0.2 with labels 0, 0; bin 1 holds p = 0.7, 0.9 with labels 1, 0;
+    # n = 4. Contributions x_i0 = (-0.1, -0.2, 0, 0), x_i1 = (0, 0, 0.3, -0.9).
+    # Sample covariance of the means (n - 1 divisor, over n): var_0 = 0.0275 / 12,
+    # var_1 = 0.81 / 12, cov_01 = -0.045 / 12. Under calibration the bin means have
+    # variances (0.1 * 0.9 + 0.2 * 0.8) / 16 = 0.015625 (above var_0 = 0.00229: the floor
+    # binds) and (0.7 * 0.3 + 0.9 * 0.1) / 16 = 0.01875 (below var_1 = 0.0675: it does not).
+    from noisycal.metrics.binned_form import calibrated_bin_variance
+    binned = _two_bins([0.1, 0.2, 0.7, 0.9], [0, 0, 1, 0])
+    np.testing.assert_allclose(calibrated_bin_variance(binned), [0.015625, 0.01875],
+                               rtol=1e-12)
+    mean, raw, _ = binned_linear_form(binned, "l1")
+    np.testing.assert_allclose(mean, [-0.075, -0.15], rtol=1e-12)
+    np.testing.assert_allclose(raw, np.array([[0.0275, -0.045], [-0.045, 0.81]]) / 12,
+                               rtol=1e-12)
+    _, floored, _ = binned_linear_form(binned, "l1", variance_floor="calibrated")
+    np.testing.assert_allclose(floored, np.array([[0.015625, -0.045 / 12],
+                                                  [-0.045 / 12, 0.81 / 12]]), rtol=1e-12)
+    with pytest.raises(ValueError, match="variance_floor"):
+        binned_linear_form(binned, "l1", variance_floor="bernoulli")
+
+
+def test_variance_floor_classwise_and_where_it_does_not_apply():
+    # Classwise: item i adds p_ik (1 - p_ik) / n^2 to the floor of class k's bin.
+    from noisycal.metrics.binned_form import calibrated_bin_variance
+    P = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]])
+    conf, tgt, _ = group_scores(P, np.eye(3)[[0, 1, 2]], "classwise")
+    binned = make_binned(conf, tgt, 2, "uniform", with_sq=False)
+    floor = calibrated_bin_variance(binned).reshape(3, 2)
+    v = P * (1 - P) / 9
+    np.testing.assert_allclose(floor, [[v[2, 0], v[0, 0] + v[1, 0]],
+                                       [v[:, 1].sum(), 0.0],
+                                       [v[0, 2] + v[1, 2], v[2, 2]]], rtol=1e-12)
+    # Soft targets and clustered data keep the sample covariance.
+    soft = make_binned(np.array([[0.1], [0.2], [0.7], [0.9]]),
+                       np.array([0.0, 1 / 3, 2 / 3, 1.0])[:, None, None], 2, "uniform",
+                       with_sq=False)
+    for b, codes in ((soft, None), (_two_bins([0.1, 0.2, 0.7, 0.9], [0, 0, 1, 0]),
+                                    np.array([0, 0, 1, 1]))):
+        a = binned_linear_form(b, "l1", codes, None if codes is None else 2)[1]
+        f = binned_linear_form(b, "l1", codes, None if codes is None else 2,
+                               variance_floor="calibrated")[1]
+        np.testing.assert_array_equal(a, f)
+
+
+def test_default_interval_uses_the_variance_floor_for_hard_labels_only():
+    s = nc.simulate.binary_scores(300, slope=0.9, seed=2)
+    hard = nc.ece(s.p, s.y, n_bins=10, n_boot=300, seed=1)
+    soft = nc.ece(s.p, s.true_prob, n_bins=10, n_boot=300, seed=1)
+    assert hard.details["variance_floor"] == "calibrated"
+    assert soft.details["variance_floor"] == "none"
+
+
 # ----------------------------------------------------------------------------- ece API
 
 
