@@ -34,7 +34,7 @@ Usage::
         --cells 10-class/classwise/hard:0.08:500,binary/hard:0.05:500   # chosen cells
 
 Writes ``benchmarks/output/coverage_study.json`` and prints a markdown table. A reduced
-version runs in ``tests/test_coverage.py``.
+version runs in ``tests/test_inversion.py``.
 """
 
 from __future__ import annotations

@@ -44,7 +44,11 @@ accepts :math:`\theta_0` when a blend (half and half by default) of the restrict
 estimate and :math:`\hat m` rescaled to norm :math:`\theta_0` accepts it.
 ``zero_null``: exact draws under perfect calibration (consistency resampling for one-hot
 targets) for the test of :math:`\theta = 0`, since sparsely filled bins make the
-Gaussian null too light-tailed.
+Gaussian null too light-tailed. The binned ECE also floors each bin mean's variance at its
+value under calibration for one-hot targets
+(:func:`noisycal.metrics.binned_form.floored_cov`): a sparse bin without a positive label
+has a sample variance near 0, which makes the simulated statistic too light in its upper
+tail and puts the lower end above the truth.
 
 Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 ``benchmarks/README.md``.
