@@ -119,6 +119,34 @@ def test_least_favourable_upper_end_only_widens():
     assert none.high == soft.high
 
 
+def test_upper_cov_gives_the_larger_upper_end():
+    # Lower end, p-value and estimate from cov; the upper end is the larger of the two
+    # covariances' upper ends (here the larger variance's: the spread dominates).
+    m, w = np.array([0.3, -0.2, 0.25]), np.full(3, 1 / 3)
+    small, big = 0.01 * np.eye(3), 0.04 * np.eye(3)
+    kw = dict(n_sim=2000, seed=4, upper_null="least-favourable")
+    a, b = invert_norm(m, small, w, **kw), invert_norm(m, big, w, **kw)
+    assert b.low < a.low and b.high > a.high
+    assert invert_norm(m, big, w, upper_cov=small, **kw).high == b.high
+    c = invert_norm(m, small, w, upper_cov=big, **kw)
+    assert c.low == a.low and c.p_value == a.p_value and c.estimate == a.estimate
+    # The tail split still comes from cov, so the upper end is close to b's, not equal.
+    assert a.high < c.high and c.high == pytest.approx(b.high, abs=0.01)
+    with pytest.raises(ValueError, match="cov"):
+        invert_norm(m, big, w, upper_cov=np.eye(2))
+
+
+def test_zero_null_rejecting_opens_the_interval_at_zero():
+    # The exact null's draws all lie below the statistic (p-value 1/100), while the
+    # Gaussian null with unit variances accepts 0: the interval is (0, high].
+    m, cov, w = np.full(4, 0.3), np.eye(4), np.full(4, 0.25)
+    gauss = invert_norm(m, cov, w, n_sim=500, seed=0)
+    assert gauss.low == 0.0
+    exact = invert_norm(m, cov, w, n_sim=500, seed=0, zero_null=np.zeros(99))
+    assert exact.p_value == 0.01 and 0.0 < exact.low < 1e-300 and not exact.lower_is_zero
+    assert exact.high == gauss.high
+
+
 def test_zero_null_sets_the_zero_test():
     # An exact null whose draws all exceed the statistic: the test cannot reject, so the
     # interval starts at 0 even where the Gaussian null rejects.
@@ -218,7 +246,7 @@ def test_default_interval_uses_the_variance_floor_for_hard_labels_only():
     s = nc.simulate.binary_scores(300, slope=0.9, seed=2)
     hard = nc.ece(s.p, s.y, n_bins=10, n_boot=300, seed=1)
     soft = nc.ece(s.p, s.true_prob, n_bins=10, n_boot=300, seed=1)
-    assert hard.details["variance_floor"] == "calibrated"
+    assert hard.details["variance_floor"].startswith("calibrated")
     assert soft.details["variance_floor"] == "none"
 
 
@@ -287,6 +315,23 @@ def test_default_interval_covers_the_population_ece(study, scenario, ece, n, rep
     row = study.run_cell(sc, n, par, pop, reps, ("inversion",), 1000)[0]
     assert 0.85 <= row["coverage"] <= 0.95, row
     assert row["mean_value"] < row["mean_plugin"] + 1e-12
+
+
+@pytest.mark.slow
+def test_classwise_cell_with_sparse_bins_covers(study):
+    """10-class classwise ECE 0.08, n = 500 (hard labels): many of the 150 bins hold a few
+    items and no positive label. Without the calibrated variance floor the lower end lay
+    above the truth in 14% of runs (coverage 0.82, benchmarks/README.md); nominally about
+    5%. 100 seeded runs: coverage has Monte-Carlo s.e. sqrt(0.9 * 0.1 / 100) = 0.03, so
+    the band is 0.9 -+ 2.5 s.e.; the one-sided miss share has s.e.
+    sqrt(0.05 * 0.95 / 100) = 0.022 at its nominal 0.05, bounded at 0.05 + 2.5 s.e."""
+    sc = next(s for s in study.scenarios() if s.name == "10-class/classwise/hard")
+    par, pop = study.solve_parameter(sc, 0.08)
+    assert pop == pytest.approx(0.08, abs=1e-8)
+    row = study.run_cell(sc, 500, par, pop, 100, ("inversion",), 1000)[0]
+    assert 0.825 <= row["coverage"] <= 0.975, row
+    assert row["low_above_truth"] <= 0.105, row
+    assert row["high_below_truth"] <= 0.105, row
 
 
 # ----------------------------------------------------------------------------- the test

@@ -216,14 +216,18 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
                               "within each bin")
         return value, (float("nan"), float("nan")), {"plugin": value, "status": status}
     # One-hot targets: each bin mean's variance floored at its value under calibration
-    # (sparse bins without a positive label otherwise have a sample variance near 0).
-    cov = floored_cov(binned, cov, _VARIANCE_FLOOR, codes)
+    # (sparse bins without a positive label otherwise have a sample variance near 0),
+    # with the sample covariance as invert_norm's upper_cov (the upper end is the larger
+    # of the two, so the floor cannot lower it).
+    floored = floored_cov(binned, cov, _VARIANCE_FLOOR, codes)
+    cov, upper_cov = (floored, cov) if floored is not cov else (cov, None)
     # One-hot targets without clusters: the zero test by consistency resampling (exact
     # however sparse the bins); the upper end from the least favourable configuration.
     zero_null = consistency_null(binned, weights, norm, n_boot, seed) \
         if codes is None and one_hot_target(binned) else None
     inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed,
-                      upper_null="least-favourable", zero_null=zero_null)
+                      upper_null="least-favourable", zero_null=zero_null,
+                      upper_cov=upper_cov)
     z = float(sps.norm.ppf(0.5 + level / 2))
     se = bin_gap_se(binned).ravel()
     table["low"] = table["mean_target"] - z * se
@@ -232,7 +236,8 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     reported, ci, det = inversion_report(inv, value, level, estimator)
     det.update(zero_test="gaussian" if zero_null is None else "consistency",
                upper_null="least-favourable",
-               variance_floor=_VARIANCE_FLOOR if zero_null is not None else "none")
+               variance_floor="none" if upper_cov is None else
+               f"{_VARIANCE_FLOOR} (upper end: the larger of floored and sample)")
     return reported, ci, det
 
 
