@@ -30,9 +30,11 @@ Usage::
 
     python benchmarks/coverage_study.py                  # full grid, 200 replications
     python benchmarks/coverage_study.py --quick          # 60 replications, n <= 2000
+    python benchmarks/coverage_study.py --no-percentile --reps 100 \
+        --cells 10-class/classwise/hard:0.08:500,binary/hard:0.05:500   # chosen cells
 
 Writes ``benchmarks/output/coverage_study.json`` and prints a markdown table. A reduced
-version runs in ``tests/test_coverage.py``.
+version runs in ``tests/test_inversion.py``.
 """
 
 from __future__ import annotations
@@ -173,8 +175,8 @@ def solve_parameter(sc: Scenario, ece: float) -> tuple[float, float]:
 
 def run_cell(sc: Scenario, n: int, par: float, pop: float, reps: int, methods: tuple,
              n_boot: int) -> list[dict]:
-    rows = {m: {"cover": 0, "zero": 0, "width": [], "value": [], "plugin": []}
-            for m in methods}
+    rows = {m: {"cover": 0, "zero": 0, "width": [], "value": [], "plugin": [], "hits": [],
+                "low_above": 0, "high_below": 0} for m in methods}
     for r in range(reps):
         probs, target = sc.draw(n, par, r)
         for m in methods:
@@ -188,6 +190,9 @@ def run_cell(sc: Scenario, n: int, par: float, pop: float, reps: int, methods: t
                            seed=r, **kw)
             row = rows[m]
             row["cover"] += e.low <= pop <= e.high
+            row["hits"].append(int(e.low <= pop <= e.high))
+            row["low_above"] += e.low > pop
+            row["high_below"] += e.high < pop
             row["zero"] += e.low == 0.0
             row["width"].append(e.high - e.low)
             row["value"].append(e.value)
@@ -200,7 +205,21 @@ def run_cell(sc: Scenario, n: int, par: float, pop: float, reps: int, methods: t
                     "starts_at_zero": row["zero"] / reps,
                     "mean_width": float(np.mean(row["width"])),
                     "mean_value": float(np.mean(row["value"])),
-                    "mean_plugin": float(np.mean(row["plugin"])), "reps": reps})
+                    "mean_plugin": float(np.mean(row["plugin"])), "reps": reps,
+                    "low_above_truth": row["low_above"] / reps,
+                    "high_below_truth": row["high_below"] / reps,
+                    "covered_by_seed": row["hits"]})
+    return out
+
+
+def _parse_cells(spec: str) -> list[tuple[str, float, int, int | None]]:
+    """``'scenario:ece:n[:reps],...'`` -> [(scenario, ece, n, reps or None), ...] in order."""
+    out = []
+    for item in (c for c in spec.split(",") if c):
+        name, rest = item.split(":", 1)
+        parts = rest.split(":")
+        out.append((name, float(parts[0]), int(parts[1]),
+                    int(parts[2]) if len(parts) > 2 else None))
     return out
 
 
@@ -213,38 +232,67 @@ def main(argv: list[str] | None = None) -> list[dict]:
                     help="the default interval only (the percentile bootstrap is slow)")
     ap.add_argument("--only", default="",
                     help="comma-separated: run scenarios whose name contains one of these")
+    ap.add_argument("--cells", default="",
+                    help="comma-separated scenario:ece:n[:reps] (e.g. "
+                         "10-class/classwise/hard:0.08:500:200), run in this order instead "
+                         "of the grid; reps defaults to --reps")
+    ap.add_argument("--tag", default="", help="name of the json output (default from --only)")
     args = ap.parse_args(argv)
     reps = 60 if args.quick else args.reps
     ns = tuple(n for n in NS if n <= 2000) if args.quick else NS
+    wanted = [w for w in args.only.split(",") if w] or [""]
+    cells = _parse_cells(args.cells)
+    if cells:
+        wanted = sorted({c[0] for c in cells})
+    tag = args.tag or "_".join(w.replace("/", "-") for w in wanted if w) or "all"
+    all_sc = {sc.name: sc for sc in scenarios(
+        binary_only=all(w.startswith("binary") for w in wanted))}
+    if cells:
+        missing = [c[0] for c in cells if c[0] not in all_sc]
+        if missing:
+            raise SystemExit(f"unknown scenario(s): {missing}")
+        plan = [(all_sc[name], ece, n, r or reps) for name, ece, n, r in cells]
+    else:
+        plan = []
+        for sc in all_sc.values():
+            if not any(w in sc.name for w in wanted):
+                continue
+            ns_sc = tuple(n for n in ns if n <= 2000) if sc.smooth else ns
+            plan += [(sc, ece, n, reps) for ece in sc.eces for n in ns_sc]
     results = []
     t0 = time.perf_counter()
     print("| scenario | n | population ECE | method | coverage (MC s.e.) | starts at 0 "
-          "| mean width | mean value | mean plug-in |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    wanted = [w for w in args.only.split(",") if w] or [""]
-    for sc in scenarios(binary_only=all(w.startswith("binary") for w in wanted)):
-        if not any(w in sc.name for w in wanted):
-            continue
+          "| mean width | mean value | mean plug-in | seconds | reps | lower end above truth "
+          "| upper end below truth |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    solved: dict = {}
+    for sc, ece, n, reps_cell in plan:
         methods = ("inversion", "percentile") if sc.name.endswith("hard") \
             and not args.no_percentile else ("inversion",)
-        ns_sc = tuple(n for n in ns if n <= 2000) if sc.smooth else ns
-        for ece in sc.eces:
-            par, pop = solve_parameter(sc, ece)
-            for n in ns_sc:
-                for row in run_cell(sc, n, par, pop, reps, methods, args.n_boot):
-                    results.append(row)
-                    print(f"| {row['scenario']} | {n} | {pop:.4f} | {row['method']} | "
-                          f"{row['coverage']:.3f} ({row['mc_se']:.3f}) | "
-                          f"{row['starts_at_zero']:.2f} | {row['mean_width']:.4f} | "
-                          f"{row['mean_value']:.4f} | {row['mean_plugin']:.4f} |", flush=True)
+        if (sc.name, ece) not in solved:
+            solved[sc.name, ece] = solve_parameter(sc, ece)
+        par, pop = solved[sc.name, ece]
+        t1 = time.perf_counter()
+        for row in run_cell(sc, n, par, pop, reps_cell, methods, args.n_boot):
+            row["seconds"] = time.perf_counter() - t1
+            results.append(row)
+            print(f"| {row['scenario']} | {n} | {pop:.4f} | {row['method']} | "
+                  f"{row['coverage']:.3f} ({row['mc_se']:.3f}) | "
+                  f"{row['starts_at_zero']:.2f} | {row['mean_width']:.4f} | "
+                  f"{row['mean_value']:.4f} | {row['mean_plugin']:.4f} | "
+                  f"{row['seconds']:.0f} | {row['reps']} | {row['low_above_truth']:.3f} | "
+                  f"{row['high_below_truth']:.3f} |", flush=True)
+        _write(tag, results, reps)            # after every cell: a partial run keeps its rows
     print(f"\n{time.perf_counter() - t0:.0f} s")
+    return results
+
+
+def _write(tag: str, results: list, reps: int) -> None:
     try:
         from _output import write_result  # benchmarks/_output.py (run as a script)
-        tag = "_".join(w.replace("/", "-") for w in wanted if w) or "all"
-        write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps})
     except ImportError:
-        pass
-    return results
+        return
+    write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps})
 
 
 if __name__ == "__main__":

@@ -44,7 +44,11 @@ accepts :math:`\theta_0` when a blend (half and half by default) of the restrict
 estimate and :math:`\hat m` rescaled to norm :math:`\theta_0` accepts it.
 ``zero_null``: exact draws under perfect calibration (consistency resampling for one-hot
 targets) for the test of :math:`\theta = 0`, since sparsely filled bins make the
-Gaussian null too light-tailed.
+Gaussian null too light-tailed. The binned ECE also floors each bin mean's variance at its
+value under calibration for one-hot targets
+(:func:`noisycal.metrics.binned_form.floored_cov`): a sparse bin without a positive label
+has a sample variance near 0, which makes the simulated statistic too light in its upper
+tail and puts the lower end above the truth.
 
 Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 ``benchmarks/README.md``.
@@ -192,6 +196,9 @@ def inversion_report(inv: Inversion, plugin: float, level: float,
     if inv.lower_is_zero:
         det["note"] = ("the interval starts at 0: perfect calibration (error 0) is not "
                        f"excluded at the {level:g} level (one-sided at 0)")
+    elif 0.0 < inv.low < 1e-300:
+        det["note"] = ("the interval is open at 0: perfect calibration is excluded at the "
+                       f"{level:g} level, arbitrarily small errors are not")
     value = inv.estimate if estimator == "median-unbiased" else plugin
     return value, (inv.low, inv.high), det
 
@@ -300,7 +307,8 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
                 norm: str = "l1", level: float = 0.9, n_sim: int = 2000,
                 seed: Seed = 0, cov_factor: np.ndarray | None = None,
                 upper_null: str = "soft-threshold", upper_mix: float = 0.5,
-                zero_null: np.ndarray | None = None) -> Inversion:
+                zero_null: np.ndarray | None = None,
+                upper_cov: np.ndarray | None = None) -> Inversion:
     """Confidence interval, median-unbiased estimate and zero-test for a norm of means.
 
     See the module docstring for the construction.
@@ -349,6 +357,20 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         at level ``1 - level``: with sparsely filled bins the Gaussian null with the
         sample covariance is too light-tailed (a bin without a single positive label has
         an estimated variance near 0). The Gaussian null still sets the tail split.
+        When that test rejects while the Gaussian tests accept every small
+        :math:`\\theta_0 > 0`, the interval is open at 0: ``low`` is the smallest
+        positive float, so that the interval covers 0 exactly when the exact test does
+        not reject.
+    upper_cov : ndarray of shape (J, J), optional
+        A second covariance of ``mean`` for the upper end's test only: the upper end's
+        test then accepts :math:`\\theta_0` when it does so under either covariance
+        (the restricted estimate, the tail split, the lower end and the median keep
+        ``cov``), so the upper end is the larger of the two. The binned ECE passes its
+        variance-floored covariance as ``cov`` and the sample covariance here (our
+        choice): a larger variance always lowers the lower end (a heavier upper tail)
+        but moves the upper end either way (more spread raises it, more folding
+        :math:`\\mathrm E|m_j + e_j| - |m_j|` lowers it), so the floor must not be
+        able to lower the upper end below the sample covariance's.
 
     Returns
     -------
@@ -365,22 +387,27 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     mean, weights, factor = _checked_form(mean, cov, weights, cov_factor)
     alpha = 1.0 - level
     E = simulate_noise(factor, n_sim, seed)
+    if upper_cov is not None:
+        E_up = simulate_noise(_checked_form(mean, upper_cov, weights, None)[2], n_sim, seed)
+    else:
+        E_up = E
     av = weights * np.sum(factor * factor, axis=1)
     T = float(norm_of_means(mean, weights, norm))
 
-    def sims(theta0: float) -> np.ndarray:
-        return norm_of_means(_restricted(mean, av, weights, norm, theta0) + E, weights, norm)
+    def sims(theta0: float, noise: np.ndarray = E) -> np.ndarray:
+        return norm_of_means(_restricted(mean, av, weights, norm, theta0) + noise, weights,
+                             norm)
 
-    def blend_sims(theta0: float) -> np.ndarray:
+    def blend_sims(theta0: float, E_up: np.ndarray) -> np.ndarray:
         """The statistic simulated around the blend of the restricted estimate and mhat
         rescaled, brought to norm theta0."""
         if T == 0.0 or theta0 <= 0.0:
-            return sims(theta0)
+            return sims(theta0, E_up)
         m0 = ((1.0 - upper_mix) * _restricted(mean, av, weights, norm, theta0)
               + upper_mix * mean * (theta0 / T))
         size = float(norm_of_means(m0, weights, norm))
-        return norm_of_means(m0 * (theta0 / size) + E, weights, norm) if size > 0 \
-            else sims(theta0)
+        return norm_of_means(m0 * (theta0 / size) + E_up, weights, norm) if size > 0 \
+            else sims(theta0, E_up)
 
     null = sims(0.0)
     c0 = float(np.quantile(null, 1.0 - alpha))
@@ -401,9 +428,13 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
             # every simulated draw).
             if a_lo <= 0:
                 return -np.inf
+            noises = (E,) if E_up is E else (E, E_up)
             q = float(np.quantile(s, a_lo))
+            if E_up is not E:
+                q = min(q, float(np.quantile(sims(theta0, E_up), a_lo)))
             if upper_null == "least-favourable":
-                q = min(q, float(np.quantile(blend_sims(theta0), a_lo)))
+                q = min(q, *(float(np.quantile(blend_sims(theta0, e), a_lo))
+                             for e in noises))
             return q
         return float(np.quantile(s, 1.0 - (alpha - a_lo)))
 
@@ -436,6 +467,10 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     low, high, est = solve("low"), solve("high"), solve("median")
     if zero_null is not None and p_value > alpha:
         low = 0.0
+    elif zero_null is not None and low == 0.0:
+        # The exact test rejects 0 but the Gaussian tests accept every small theta0 > 0:
+        # the confidence set is (0, high], open at 0 (the smallest positive float).
+        low = float(np.nextafter(0.0, 1.0))
     est = min(max(est, low), high)
     return Inversion(plugin=T, estimate=est, low=low, high=high, p_value=p_value,
                      lower_is_zero=low == 0.0, n_sim=n_sim)

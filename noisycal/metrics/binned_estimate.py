@@ -24,7 +24,13 @@ from ..intervals.bootstrap import (
 from ..intervals.credible import equal_tailed
 from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
-from .binned_form import bin_gap_se, binned_linear_form, consistency_null, one_hot_target
+from .binned_form import (
+    bin_gap_se,
+    binned_linear_form,
+    consistency_null,
+    floored_cov,
+    one_hot_target,
+)
 from .binning import (
     CHUNK_ROWS,
     Binned,
@@ -440,6 +446,10 @@ def estimand_text(norm: str, n_groups: int, classwise: bool) -> str:
     return text + (f", combined over the {n_groups} classes" if classwise else "")
 
 
+#: The inverted interval's ``variance_floor`` (see binned_form.binned_linear_form).
+_VARIANCE_FLOOR = "calibrated"
+
+
 def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, level: float,
               n_boot: int, seed: Seed, codes: np.ndarray | None, n_clusters: int,
               estimator: str) -> tuple[float, tuple[float, float], dict]:
@@ -453,12 +463,19 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
         status = no_variation("a single item, or every target minus confidence equal "
                               "within each bin")
         return value, (float("nan"), float("nan")), {"plugin": value, "status": status}
+    # One-hot targets: each bin mean's variance floored at its value under calibration
+    # (sparse bins without a positive label otherwise have a sample variance near 0),
+    # with the sample covariance as invert_norm's upper_cov (the upper end is the larger
+    # of the two, so the floor cannot lower it).
+    floored = floored_cov(binned, cov, _VARIANCE_FLOOR, codes)
+    cov, upper_cov = (floored, cov) if floored is not cov else (cov, None)
     # One-hot targets without clusters: the zero test by consistency resampling (exact
     # however sparse the bins); the upper end from the least favourable configuration.
     zero_null = consistency_null(binned, weights, norm, n_boot, seed) \
         if codes is None and one_hot_target(binned) else None
     inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed,
-                      upper_null="least-favourable", zero_null=zero_null)
+                      upper_null="least-favourable", zero_null=zero_null,
+                      upper_cov=upper_cov)
     z = float(sps.norm.ppf(0.5 + level / 2))
     se = bin_gap_se(binned).ravel()
     table["low"] = table["mean_target"] - z * se
@@ -466,7 +483,9 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     table.attrs.update({"level": level, "interval": "inversion"})
     reported, ci, det = inversion_report(inv, value, level, estimator)
     det.update(zero_test="gaussian" if zero_null is None else "consistency",
-               upper_null="least-favourable")
+               upper_null="least-favourable",
+               variance_floor="none" if upper_cov is None else
+               f"{_VARIANCE_FLOOR} (upper end: the larger of floored and sample)")
     return reported, ci, det
 
 

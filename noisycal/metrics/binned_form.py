@@ -15,11 +15,12 @@ import numpy as np
 
 from .._jax import as_numpy_rng
 from .._typing import Seed
+from .._validation import check_choice
 from ..intervals.inversion import norm_of_means
 from .binning import Binned
 
 __all__ = ["binned_linear_form", "bin_gap_se", "contribution_mean_cov", "one_hot_target",
-           "consistency_null"]
+           "consistency_null", "calibrated_bin_variance", "floored_cov"]
 
 _CHUNK_ELEMENTS = 2**24
 
@@ -83,8 +84,58 @@ def contribution_mean_cov(x: np.ndarray, codes: np.ndarray | None = None,
     return mean, _cluster_cov(tot, n)
 
 
+def calibrated_bin_variance(binned: Binned) -> np.ndarray:
+    r"""Variance of each bin mean under calibration, one-hot targets, (G * B,).
+
+    If the model is calibrated and the labels independent given the scores, a hit
+    indicator with confidence p has variance p(1 - p), so the bin mean
+    :math:`\hat m_j = \frac1n\sum_{i \in j}(y_i - p_i)` has variance
+    :math:`\sum_{i \in j} p_i(1 - p_i)/n^2` (the variance behind consistency
+    resampling, Bröcker & Smith 2007, "Increasing the reliability of reliability
+    diagrams"). Empty bins get 0.
+
+    Parameters
+    ----------
+    binned : Binned
+
+    Returns
+    -------
+    ndarray of shape (G * B,)
+    """
+    conf = binned.data[:, :, 1]                      # (G, n)
+    G, n = conf.shape
+    B = binned.n_bins
+    flat = (np.arange(G)[:, None] * B + binned.bins).ravel()
+    return np.bincount(flat, weights=(conf * (1.0 - conf)).ravel(), minlength=G * B) / n ** 2
+
+
+def floored_cov(binned: Binned, cov: np.ndarray, variance_floor: str,
+                codes: np.ndarray | None = None) -> np.ndarray:
+    """``cov`` with its diagonal floored as ``variance_floor`` of :func:`binned_linear_form`
+    says (returned unchanged for 'none', clustered or not one-hot targets).
+
+    Parameters
+    ----------
+    binned : Binned
+    cov : ndarray of shape (G * B, G * B)
+        Covariance of the bin means (:func:`binned_linear_form` without a floor).
+    variance_floor : {'none', 'calibrated'}
+    codes : ndarray of shape (n,), optional
+        Cluster codes (no floor with clusters).
+
+    Returns
+    -------
+    ndarray of shape (G * B, G * B)
+    """
+    check_choice(variance_floor, "variance_floor", ("none", "calibrated"))
+    if variance_floor == "none" or codes is not None or not one_hot_target(binned):
+        return cov
+    short = np.maximum(calibrated_bin_variance(binned) - np.diag(cov), 0.0)
+    return cov + np.diag(short)
+
+
 def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = None,
-                       n_clusters: int | None = None
+                       n_clusters: int | None = None, *, variance_floor: str = "none"
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(mean, cov, weights)`` of a binned L1 or L2 ECE with its bins held fixed.
 
@@ -98,6 +149,18 @@ def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = Non
         (clusters are the sampling units).
     n_clusters : int, optional
         Number of clusters (with ``codes``).
+    variance_floor : {'none', 'calibrated'}, default='none'
+        'calibrated' (our choice; the default of the binned ECE's inverted interval):
+        for a one-hot target (:func:`one_hot_target`) without ``codes``, raise each
+        bin mean's variance to at least its value under calibration,
+        :func:`calibrated_bin_variance`, by adding the shortfall to the diagonal (which
+        keeps the matrix positive semi-definite and leaves the covariances alone). A
+        sparse bin with no positive label has a sample variance near 0 although its
+        labels vary; the floor keeps the simulated statistic from being too light in
+        its upper tail. Where the model is underconfident in a bin (true probability
+        nearer 1/2 than p), the floor can bind above the true variance, and the interval
+        is then conservative. Soft, corrected and clustered targets are left alone (the
+        Bernoulli variance is not theirs).
 
     Returns
     -------
@@ -105,9 +168,11 @@ def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = Non
     cov : ndarray of shape (G * B, G * B)
         Estimated covariance of ``mean``: the sample covariance of the contributions
         (of the cluster totals with ``codes``) over n (times the number of clusters
-        over n squared with ``codes``), with the n - 1 (clusters - 1) divisor.
+        over n squared with ``codes``), with the n - 1 (clusters - 1) divisor; with
+        ``variance_floor='calibrated'`` its diagonal floored as above.
     weights : ndarray of shape (G * B,)
     """
+    check_choice(variance_floor, "variance_floor", ("none", "calibrated"))
     d = _item_gaps(binned)
     G, n = d.shape
     B = binned.n_bins
@@ -124,6 +189,7 @@ def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = Non
         rows = np.tile(np.asarray(codes, dtype=np.int64), G)
         np.add.at(tot, (rows, flat), d.ravel())
         cov = _cluster_cov(tot, n)
+    cov = floored_cov(binned, cov, variance_floor, codes)
     counts = np.bincount(flat, minlength=J).astype(np.float64)
     if norm == "l1":
         weights = np.full(J, 1.0 / G)
@@ -213,22 +279,33 @@ def consistency_null(binned: Binned, weights: np.ndarray, norm: str, n_sim: int,
     rng = as_numpy_rng(seed)
     G, n = binned.bins.shape
     B = binned.n_bins
-    flat = (np.arange(G)[:, None] * B + binned.bins).ravel()
+    J = G * B
+    flat2d = np.arange(G)[:, None] * B + binned.bins  # (G, n): bin of item i in group g
     conf = binned.data[:, :, 1]                       # (G, n)
-    cum = np.cumsum(conf.T, axis=1)
+    # Each bin mean is (number of hits in it - its sum of confidences) / n; the second
+    # term does not depend on the draw.
+    conf_sum = np.bincount(flat2d.ravel(), weights=conf.ravel(), minlength=J)
+    cum = np.cumsum(conf.T, axis=1)                   # (n, G)
     cum[:, -1] = 1.0
+    items = np.arange(n)
     out = np.empty(n_sim)
-    step = max(1, _CHUNK_ELEMENTS // (n * G))
+    step = max(1, _CHUNK_ELEMENTS // n)
     for start in range(0, n_sim, step):
         r = min(step, n_sim - start)
         u = rng.random((r, n))
         if G == 1:
-            hit = (u < conf[0][None, :]).astype(np.float64)[:, None, :]    # (r, 1, n)
+            hit = u < conf[0][None, :]                                    # (r, n)
+            cell = flat2d[0][None, :]
         else:
-            y = (u[:, :, None] >= cum[None]).sum(axis=2)                  # (r, n)
-            hit = (y[:, None, :] == np.arange(G)[None, :, None]).astype(np.float64)
-        d = (hit - conf[None]).reshape(r, -1)
-        idx = (np.arange(r)[:, None] * (G * B) + flat[None, :]).ravel()
-        m = np.bincount(idx, weights=d.ravel(), minlength=r * G * B).reshape(r, G * B) / n
+            # The label: the number of cumulative confidences at or below u (inverse
+            # CDF, one class at a time); a hit only in the bin of the drawn class.
+            y = np.zeros((r, n), dtype=np.int64)
+            for k in range(G - 1):
+                y += u >= cum[None, :, k]
+            hit = np.ones((r, n), dtype=bool)
+            cell = flat2d[y, items[None, :]]                               # (r, n)
+        idx = (np.arange(r)[:, None] * J + cell)[hit]
+        counts = np.bincount(idx, minlength=r * J).reshape(r, J)
+        m = (counts - conf_sum[None, :]) / n
         out[start:start + r] = norm_of_means(m, weights, norm)
     return out
