@@ -347,3 +347,19 @@ def test_cifar10h_reduced_table_reproduces_the_paper_orderings():
         distribution=pi[cal], n_samples=S, seed=r)).temperature_ for r in range(10)], ddof=1)
         for S in (1, 200)}
     assert sd[200] < sd[1] / 4, sd
+
+
+def test_compare_calibrators_within_split_interval():
+    # interval= adds the expected-form ECE_true's interval to every row; the point values
+    # stay the plug-in ones of a call without it
+    rng = np.random.default_rng(11)
+    z = rng.normal(0.0, 2.0, size=(600, 4))
+    pi = 0.5 * softmax(z / 1.5, axis=1) + 0.5 * rng.dirichlet(np.ones(4), size=600)
+    kw = dict(logits_cal=z[:300], target_cal=pi[:300], logits_test=z[300:],
+              target_test=pi[300:], methods=["TS", "SLTS"], n_draws=5, seed=0)
+    plain = nc.ambiguity.compare_calibrators(**kw)
+    withi = nc.ambiguity.compare_calibrators(**kw, interval="bootstrap")
+    assert "ece_true_expected_lo" not in plain.columns
+    np.testing.assert_array_equal(plain["ece_true_expected"], withi["ece_true_expected"])
+    assert np.all(withi["ece_true_expected_lo"] < withi["ece_true_expected_hi"])
+    assert np.all(withi["ece_true_expected_lo"] >= 0)

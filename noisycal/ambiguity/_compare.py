@@ -56,7 +56,8 @@ METRIC_COLUMNS = ("ece_true_mc", "ece_true_expected", "aece_true_mc", "cwece_tru
 
 
 def evaluate_predictions(probs: ArrayLike, target: object, *, n_bins: int = 15,
-                         n_draws: int = 100, seed: Seed = 0) -> dict[str, float]:
+                         n_draws: int = 100, seed: Seed = 0, interval: str | None = None,
+                         level: float = 0.9) -> dict[str, float]:
     """The paper's metrics of one prediction matrix against annotator distributions.
 
     Parameters
@@ -70,6 +71,11 @@ def evaluate_predictions(probs: ArrayLike, target: object, *, n_bins: int = 15,
         Label draws of the Monte-Carlo true-label ECEs.
     seed : int or jax key, default=0
         Seeds the draws (use one seed for every method: common random numbers).
+    interval : str, optional
+        When given, the within-split interval of the expected-form true-label ECE
+        (``interval=`` of :func:`noisycal.true_label_ece`, e.g. 'auto' for its default
+        inverted interval or 'bootstrap'), at ``level``, as two more entries.
+    level : float, default=0.9
 
     Returns
     -------
@@ -79,14 +85,21 @@ def evaluate_predictions(probs: ArrayLike, target: object, *, n_bins: int = 15,
         (classwise), ``ece_voted`` (:func:`noisycal.ece` against the voted labels, ties
         to the lowest class), ``brier_expected`` and ``brier_soft``
         (:func:`noisycal.brier`, ``variant='expected'`` and ``'plain'``) and ``nll`` (the
-        cross-entropy against the distributions); plug-in values, no intervals.
+        cross-entropy against the distributions), plug-in values; with ``interval``
+        also ``ece_true_expected_lo`` and ``ece_true_expected_hi``.
     """
     P = np.asarray(probs, dtype=np.float64)
     mc = dict(form="mc", n_draws=n_draws, seed=seed, n_bins=n_bins, interval=None)
+    extra = {}
+    if interval is not None:  # the point values stay the plug-in ones
+        lo, hi = true_label_ece(P, target, form="expected", n_bins=n_bins,
+                                interval=interval, level=level, seed=seed).interval
+        extra = {"ece_true_expected_lo": float(lo), "ece_true_expected_hi": float(hi)}
     return {
         "ece_true_mc": float(true_label_ece(P, target, **mc)),
         "ece_true_expected": float(true_label_ece(P, target, form="expected",
                                                   n_bins=n_bins, interval=None)),
+        **extra,
         "aece_true_mc": float(true_label_ece(P, target, strategy="quantile", **mc)),
         "cwece_true_mc": float(true_label_ece(P, target, kind="classwise", **mc)),
         "ece_voted": float(ece(P, voted_from(target), n_bins=n_bins, interval=None)),
@@ -122,7 +135,8 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
                         target_test: object, methods: Sequence[str] | None = None,
                         true_cal: ArrayLike | None = None, n_samples: int = 1,
                         reg_lambda: float = 1e-3, max_iter: int = 10000, n_bins: int = 15,
-                        n_draws: int = 100, seed: Seed = 0) -> Any:
+                        n_draws: int = 100, seed: Seed = 0, interval: str | None = None,
+                        level: float = 0.9) -> Any:
     """Fit each method on calibration items and score it on test items (one table row each).
 
     The protocol of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous
@@ -162,6 +176,10 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
         Of the metrics (:func:`evaluate_predictions`).
     seed : int or jax key, default=0
         Seeds MCTS and the metrics' label draws.
+    interval : str, optional
+        Also the within-split interval of the expected-form true-label ECE of every row
+        (columns ``ece_true_expected_lo``/``_hi``; :func:`evaluate_predictions`).
+    level : float, default=0.9
 
     Returns
     -------
@@ -214,7 +232,9 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
             if kind == "adaptive":  # the paper's ATS "T": the mean T_i on the test items
                 temp = float(np.mean(cal.predict_temperature(logits=Zt)))
             row.update(status=cal.status_, message=cal.message_, T=temp)
-        row.update(evaluate_predictions(P, St, n_bins=n_bins, n_draws=n_draws, seed=seed))
+        row.update(evaluate_predictions(P, St, n_bins=n_bins, n_draws=n_draws, seed=seed,
+                                        interval=interval, level=level))
         rows.append(row)
-    columns = ["method", "fitted_to", "T", *METRIC_COLUMNS, "status", "message"]
+    bounds = [] if interval is None else ["ece_true_expected_lo", "ece_true_expected_hi"]
+    columns = ["method", "fitted_to", "T", *METRIC_COLUMNS, *bounds, "status", "message"]
     return pd.DataFrame(rows, columns=columns)
