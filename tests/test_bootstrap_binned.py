@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.metrics.binned_estimate import (
+from noisycal.metrics.binned_bootstrap import (
     NORMAL_FROM,
     binned_replicate_stats,
     cell_plan,

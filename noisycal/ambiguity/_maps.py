@@ -20,7 +20,7 @@ from .._validation import check_int, check_level, prediction_items, predictions
 from ..intervals.credible import bayesian_bootstrap_draws, equal_tailed
 from ..intervals.estimate import Estimate
 from ..metrics.ece import resolve_inputs, true_label_ece, with_target_status
-from ..metrics.nc_ece import _credible_stat, nc_ece_items
+from ..metrics.nc_ece import credible_stat, nc_ece_items
 
 __all__ = ["posterior_true_label_ece"]
 
@@ -122,7 +122,7 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
         if not np.all(np.isfinite(P)):
             return float("nan")
         conf, bins, cols = nc_ece_items(P, kind, M)
-        return _credible_stat(w, S, conf=conf, bins=bins, cols=cols, n_bins=M)
+        return credible_stat(w, S, conf=conf, bins=bins, cols=cols, n_bins=M)
 
     _, vals = bayesian_bootstrap_draws(idx.size, S.shape[0], one, seed=seed,
                                        max_draws=max_draws)

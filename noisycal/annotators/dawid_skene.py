@@ -269,11 +269,9 @@ class DawidSkene:
             ``details['identification']`` holds the numbers
             (:mod:`noisycal.engines.identification`). NUTS fits are not checked.
         devices : int or sequence of jax devices, optional
-            EM only: shard the items (their rating patterns) over these JAX devices, or
-            over the first ``devices`` of ``jax.devices()``; the EM program is the same
-            and XLA splits it along the items (the fit equals the one-device fit up to
-            the order of floating-point sums). Default: one device. Bootstrap refits
-            (``n_boot``) run on one device.
+            EM only: shard the rating patterns over these JAX devices (or the first
+            ``devices`` of ``jax.devices()``); the same fit up to the order of sums.
+            Default: one device. Bootstrap refits (``n_boot``) use one device.
 
         Returns
         -------
@@ -421,14 +419,11 @@ class DawidSkene:
                            rng_key=jax.random.split(as_key(seed))[0],
                            orientation=orientation, anchor=anchor)
         init_params = nuts_init_params(em.prevalence, em.confusion, one_coin=self._one_coin)
-        # the sampler sees one item per distinct rating pattern, weighted by its count:
-        # the same log density, gradient and posterior as the full data, at the cost of
-        # the patterns (on CIFAR-10N's 3 labels per image, about 1 in 10 of the items)
+        # one item per distinct rating pattern, weighted by its count: the same density
         arr = ann.engine_arrays()
         with x64():
             pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
-                               n_annotators=J, n_classes=K, group=group, n_groups=L,
-                               gold=gold)
+                               n_annotators=J, n_classes=K, group=group, n_groups=L, gold=gold)
         vote = np.asarray(ann.majority_vote(tie="lowest"))[pd_.representative]
         nd = sample_dawid_skene(
             pd_.data, vote,

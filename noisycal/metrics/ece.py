@@ -12,8 +12,6 @@ Calibration under Ambiguous Ground Truth"; with a corrected target the NC-ECE of
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 import jax
@@ -27,21 +25,15 @@ from .._validation import (
     check_int,
     check_level,
     check_n_bins,
-    check_not_swapped,
-    check_probs,
     check_seed,
-    encode_labels,
-    prediction_items,
-    predictions,
 )
 from ..intervals.bootstrap import BOOTSTRAP_METHODS
 from ..intervals.bounds import check_bound_options
 from ..intervals.estimate import Estimate
-from ..targets import Target, as_target_matrix
+from ..targets import Target
 from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
 from .binning import (
     BIN_STRATEGIES,
-    CHUNK_ROWS,
     KINDS,
     Binned,
     binned_from_predictions,
@@ -49,6 +41,7 @@ from .binning import (
     make_binned,
     streamed_bin_sums,
 )
+from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 
 __all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "lean_inputs",
@@ -145,140 +138,6 @@ def _target_kind(target: object) -> str:
     if isinstance(target, Target):
         return target.kind
     return "hard" if np.ndim(target) == 1 else "matrix"
-
-
-def with_target_status(est: Estimate, target: object) -> Estimate:
-    """``est`` with the status of a Target built from a failed fit (unchanged otherwise).
-
-    Parameters
-    ----------
-    est : Estimate
-    target : object
-        The metric's target argument.
-
-    Returns
-    -------
-    Estimate
-    """
-    status = getattr(target, "status", "ok") if isinstance(target, Target) else "ok"
-    if status == "ok":
-        return est
-    message = f"the target is not reliable: it was {target.message}"
-    if est.message:
-        message += f"; {est.message}"
-    return dataclasses.replace(est, status=f"target_{status}", message=message)
-
-
-def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
-                   classes: ArrayLike | None, items: ArrayLike | None, name: str = "target"
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Predictions and target of a metric: ``(P, log P, T, binary_1d)``, checked and aligned.
-
-    Parameters
-    ----------
-    probs, logits : array-like or pandas object
-        Exactly one is given.
-    target : object
-        Target, matrix, label vector or 1-D binary target.
-    classes : array-like, optional
-        Class labels of the prediction columns, in the user's order.
-    items : array-like, optional
-        Item ids of the prediction rows (default: a pandas index).
-    name : str, default='target'
-
-    Returns
-    -------
-    P, logP, T, binary_1d
-    """
-    ids = prediction_items(probs, logits, items)
-    P, logP, binary = predictions(probs, logits)
-    T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
-    if probs is not None:
-        check_not_swapped(np.asarray(probs, dtype=np.float64), T)
-    return P, logP, T, binary
-
-
-def _checked_probs(arr: np.ndarray) -> np.ndarray:
-    """``arr`` itself (float32 or float64), checked as :func:`check_probs` checks it.
-
-    The checks run over row chunks, with row sums accumulated in float64; on a failure
-    :func:`check_probs` is called on the whole array for its error message.
-    """
-    n = arr.shape[0]
-    for s in range(0, n, 16 * CHUNK_ROWS):
-        c = arr[s:s + 16 * CHUNK_ROWS]
-        bad = not np.all(np.isfinite(c)) or bool(np.any(c < 0.0)) or bool(np.any(c > 1.0))
-        if not bad and c.ndim == 2:
-            bad = bool(np.any(np.abs(c.sum(axis=1, dtype=np.float64) - 1.0) > PROB_ATOL))
-        if bad:
-            check_probs(arr)
-    return arr
-
-
-def _label_codes(target: object, ids: np.ndarray | None, n: int, n_classes: int,
-                 classes: ArrayLike | None, name: str) -> np.ndarray | None:
-    """Class codes of a plain integer label vector (whose target is its one-hot), else None.
-
-    None leaves the target to :func:`~noisycal.targets.as_target_matrix` (Targets,
-    matrices, soft binary vectors, labels with ``classes=``, categoricals, pandas labels
-    checked against item ids).
-    """
-    if target is None or isinstance(target, Target) or classes is not None \
-            or getattr(target, "cat", None) is not None \
-            or (ids is not None and hasattr(target, "index")):
-        return None
-    arr = np.asarray(target.to_numpy() if hasattr(target, "to_numpy") else target)
-    if arr.ndim != 1 or arr.dtype.kind not in "iub" or arr.shape[0] != n:
-        return None
-    y, _ = encode_labels(arr, n_classes=n_classes, name=name)
-    return y
-
-
-def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
-                classes: ArrayLike | None, items: ArrayLike | None, name: str = "target"
-                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, bool]:
-    """Predictions and target as :func:`resolve_inputs` checks them, without copies.
-
-    float32 or float64 probabilities are checked over row chunks and kept in their
-    dtype, no logarithm is taken, and a plain integer label vector stays a vector of
-    class codes (its one-hot matrix is never built). Other inputs (logits, other dtypes,
-    other targets) go through :func:`resolve_inputs`.
-
-    Parameters
-    ----------
-    probs, target, logits, classes, items, name
-        As in :func:`resolve_inputs`.
-
-    Returns
-    -------
-    P : ndarray of shape (n, K)
-    T : ndarray of shape (n, K) or None
-        The target matrix, None when ``labels`` is given.
-    labels : int ndarray of shape (n,) or None
-        Class codes whose one-hot matrix is the target.
-    binary_1d : bool
-    """
-    arr = None if probs is None else np.asarray(probs)
-    if (logits is not None or arr is None or arr.dtype not in (np.float32, np.float64)
-            or arr.ndim not in (1, 2) or arr.shape[0] < 1
-            or (arr.ndim == 2 and arr.shape[1] < 2)):
-        P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items,
-                                         name=name)
-        return P, T, None, binary
-    ids = prediction_items(probs, logits, items)
-    p = _checked_probs(arr)
-    binary = p.ndim == 1
-    # a binary vector becomes [1 - p, p] in float64, as resolve_inputs makes it
-    P = np.column_stack([1.0 - p.astype(np.float64), p]) if binary else p
-    y = _label_codes(target, ids, P.shape[0], P.shape[1], classes, name)
-    if y is not None:  # a one-hot target: never fractional, so never swapped
-        return P, None, y, binary
-    T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
-    if binary:
-        check_not_swapped(p.astype(np.float64), T)
-    # a target matrix is float64 and (n, K) already: products with it are computed in
-    # float64, so float32 predictions are widened here (exact)
-    return P.astype(np.float64, copy=False), T, None, binary
 
 
 def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,

@@ -152,8 +152,20 @@ def nc_ece_items(probs: np.ndarray, kind: str, n_bins: int
     return conf, bins.astype(np.int32), cols.astype(np.int32)
 
 
-def _credible_stat(w: np.ndarray, T: np.ndarray, *, conf: np.ndarray, bins: np.ndarray,
-                   cols: np.ndarray, n_bins: int) -> float:
+def credible_stat(w: np.ndarray, T: np.ndarray, *, conf: np.ndarray, bins: np.ndarray,
+                  cols: np.ndarray, n_bins: int) -> float:
+    """The binned ECE of item-weighted rows, one draw of a credible interval.
+
+    Parameters
+    ----------
+    w : ndarray of shape (n_items,)
+        Item weights (a Bayesian-bootstrap draw).
+    T : ndarray of shape (n_items, n_classes)
+        The target rows of this draw.
+    conf, bins, cols : ndarray
+        Scores, bin indices and target columns per group (:func:`nc_ece_items`).
+    n_bins : int
+    """
     with x64():
         return float(_statistic_jit(w, T, conf, bins, cols, n_bins=n_bins))
 
@@ -230,7 +242,7 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
         check_credible_target(target)
         c, b, cols = _statistic_items(est, conf, bins, target, probs, asked)
         ci, extra, vals = nc_ece_credible(
-            target, level, statistic=partial(_credible_stat, conf=c, bins=b, cols=cols,
+            target, level, statistic=partial(credible_stat, conf=c, bins=b, cols=cols,
                                              n_bins=M), seed=seed)
         status, message = est.status, est.message
         if extra["n_failed"]:
