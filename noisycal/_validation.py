@@ -229,12 +229,18 @@ def check_logits(logits: ArrayLike, name: str = "logits") -> np.ndarray:
     probabilities: a :class:`~noisycal.NumericalWarning` says so (it is still read as
     logits, as asked).
     """
-    z = check_array(logits, name, ndim=(1, 2))
+    z = check_array(logits, name, ndim=(1, 2), finite=False)
+    # two reductions check finiteness and the probability range at once (NaN and inf
+    # propagate to the minimum or maximum), as in check_probs
+    lo, hi = (float(z.min()), float(z.max())) if z.size else (0.0, 0.0)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        bad = int(np.size(z) - np.count_nonzero(np.isfinite(z)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
     if z.shape[0] < 1:
         raise ValueError(f"{name} must contain at least one item, got shape {z.shape}")
     if z.ndim == 2 and z.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes), got shape {z.shape}")
-    if z.ndim == 2 and np.all((z >= 0) & (z <= 1)) \
+    if z.ndim == 2 and lo >= 0 and hi <= 1 \
             and np.all(np.abs(z.sum(axis=1) - 1.0) <= PROB_ATOL):
         warnings.warn(f"every row of {name} lies in [0, 1] and sums to 1: these look like "
                       "probabilities; pass them as probs= (they are used as logits, as given)",

@@ -165,12 +165,16 @@ def fit_target(target: object, x: ScoreInput) -> np.ndarray:
     return T
 
 
-def resolve_loss(loss: object, T: np.ndarray, target: object) -> str:
-    """``'log'`` or ``'brier'``: 'auto' is 'brier' for a target that leaves the simplex."""
+def resolve_loss(loss: object, T: np.ndarray, target: object, *,
+                 outside: bool | None = None) -> str:
+    """``'log'`` or ``'brier'``: 'auto' is 'brier' for a target that leaves the simplex
+    (``outside``: :func:`~noisycal.metrics.scores.leaves_unit_interval` when known)."""
     check_choice(loss, "loss", FIT_LOSSES)
     if loss != "auto":
         return str(loss)
-    return "brier" if leaves_unit_interval(T, target) else "log"
+    if outside is None:
+        outside = leaves_unit_interval(T, target)
+    return "brier" if outside else "log"
 
 
 def softmax_loss(eta: np.ndarray, T: np.ndarray, loss: str, binary: bool) -> float:
@@ -249,12 +253,12 @@ class SoftmaxMap(Calibrator):
         x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
         T = fit_target(target, x)
         record_fit_target(self, target)
-        self.loss_ = resolve_loss(self.loss, T, target)
+        self._outside = leaves_unit_interval(T, target)
+        self.loss_ = resolve_loss(self.loss, T, target, outside=self._outside)
         self.eps_ = eps
         self.n_classes_ = int(x.S.shape[1])
         self.binary_ = bool(x.binary)
         self.input_ = x.given
-        self._outside = leaves_unit_interval(T, target)
         return x, T
 
     def predict_proba(self, *, probs: ArrayLike | None = None,

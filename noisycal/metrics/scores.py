@@ -54,7 +54,8 @@ def leaves_unit_interval(T: np.ndarray, target: object) -> bool:
     """
     if getattr(target, "kind", None) == "corrected":
         return True
-    return bool(np.any(T < -PROB_ATOL) or np.any(T > 1.0 + PROB_ATOL))
+    # two reductions, no temporaries of T's size
+    return bool(T.size and (T.min() < -PROB_ATOL or T.max() > 1.0 + PROB_ATOL))
 
 
 def weighted_mean(weights: jax.Array, values: jax.Array) -> jax.Array:
