@@ -258,7 +258,7 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         items drawn with replacement per replicate (cost n per replicate). 'poisson':
         an independent Poisson(1) weight per item (or cluster) and replicate, weighted
         bin means and total (:mod:`noisycal.metrics.poisson_bootstrap`; cost n per
-        replicate, shardable over devices). 'binned': the
+        replicate, shardable over ``devices``; not with ``rebin``). 'binned': the
         same bootstrap drawn from per-cell statistics (cost independent of n); a cell
         is a bin, split by the target value when every target is 0 or 1. The cell
         counts are drawn exactly (multinomial over cells); given its count N_c, a cell
@@ -271,10 +271,10 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         ``cluster`` or ``rebin`` (else ValueError); on the tested cases (near and far
         from calibration, sparse bins, soft targets, L1 and debiased L2) its 5% and 95%
         replicate quantiles agree with the exact bootstrap's within 4 Monte-Carlo
-        standard errors. 'auto': 'binned' where it applies, else 'exact'.
-        ``details['bootstrap']`` says which ran. Only ``interval='bootstrap'`` draws
-        replicates: an explicit 'exact' or 'binned' with another interval is a
-        ValueError."""
+        standard errors. 'auto': 'binned' where it applies, else 'exact' ('poisson'
+        with ``devices``). ``details['bootstrap']`` says which ran. Only
+        ``interval='bootstrap'`` draws replicates: any scheme but 'auto' given with
+        another interval is a ValueError."""
 
 _RETURNS = """Estimate
         ``bins`` holds the per-bin table; ``details['per_group']`` the per-class values
