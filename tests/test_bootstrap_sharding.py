@@ -54,8 +54,9 @@ out = {}
 for name, (data, kw) in cases.items():
     common = dict(interval="bootstrap", n_boot=201, seed=7, **kw)
     one = nc.ece(**data, bootstrap="poisson", **common)
-    runs = {"3": nc.ece(**data, devices=3, **common),
-            "4": nc.ece(**data, devices=jax.devices(), bootstrap="poisson", **common)}
+    runs = {"3": nc.ece(**data, devices=3, **common)}
+    if name.startswith("top_label"):  # a list of all four devices, 'poisson' explicit
+        runs["4"] = nc.ece(**data, devices=jax.devices(), bootstrap="poisson", **common)
     out[name] = {
         "reps": max(float(np.max(np.abs(r.replicates - one.replicates)))
                     for r in runs.values()),
@@ -86,7 +87,7 @@ def test_bootstrap_on_three_and_four_devices_equals_one_device():
         assert r["reps"] < 1e-10, (name, r)
         assert r["interval"] < 1e-10, (name, r)
         assert r["bins"] < 1e-10, (name, r)
-        assert r["n_devices"] == [3, 4], (name, r)
+        assert r["n_devices"] == ([3, 4] if name.startswith("top_label") else [3]), (name, r)
         assert r["scheme"] == ["poisson"], (name, r)
         assert r["status"] == ["ok"], (name, r)
         assert r["spread"] > 1e-4, (name, r)  # the replicates vary: the check has teeth
