@@ -2,33 +2,34 @@
 (``bootstrap='poisson'`` and ``devices=`` of :func:`noisycal.ece`).
 
 Every resampling unit (an item, or a cluster with ``cluster=``) gets an independent
-Poisson(1) weight in every replicate, instead of the multinomial counts of n draws with
-replacement: Hanley & MacGibbon (2006), "Creating non-parametric bootstrap samples using
-Poisson frequencies" (their Eq. 1: Multinomial(n, 1/n) counts are independent Poisson(1)
-counts conditioned on summing to n). A replicate's per-bin sums are then sums of
-weight x item statistics over the items, so each device sums its own items and the
-devices' sums are added (a ``psum`` over the mesh axis): nothing is gathered across
-devices, unlike the exact bootstrap's per-replicate index draw.
+Poisson(1) weight in every replicate, instead of the multinomial counts of n draws
+with replacement (Hanley & MacGibbon 2006, "Creating non-parametric bootstrap samples
+using Poisson frequencies": Multinomial(n, 1/n) counts are independent Poisson(1)
+counts conditioned on summing to n, and for large n the two bootstraps agree). A
+replicate's per-bin sums are then sums of weight x item statistics over the items, so
+each device sums its own items and the devices' sums are added (one ``psum`` over the
+mesh axis): nothing is gathered across devices, unlike the exact bootstrap's
+per-replicate index draw.
 
-Replicate totals are random under Poisson weights (their sum is Poisson(n), not n); the
-bin means of a replicate are weighted means (sum w x / sum w) and the ECE's bin
+Replicate totals are random under Poisson weights (their sum is Poisson(n), not n). Our
+choice: a replicate's bin means are weighted means (sum w x / sum w) and the ECE's bin
 fractions use the replicate's own weighted total as denominator (what
-:func:`~noisycal.metrics.binning.metric_from_stats` does with the weighted count column),
-so a replicate is the plug-in ECE of a sample of sum(w) items. The weights are integers,
-so the debiased L2 error's n_b - 1 is a count of drawn items as in the exact bootstrap.
-A replicate that draws no item (probability exp(-n), exp(-n_clusters) with clusters)
-has no value: it is NaN, and the interval's status is then 'nonfinite'.
+:func:`~noisycal.metrics.binning.metric_from_stats` does with the weighted count
+column), so a replicate is the plug-in ECE of a sample of sum(w) items. The weights are
+integers, so the debiased L2 error's n_b - 1 counts drawn items as in the exact
+bootstrap. A replicate that draws no item (probability exp(-n), exp(-n_clusters) with
+clusters) has no value: it is NaN, and the interval's status is then 'nonfinite'.
 
 The weights are counter-based, so the replicates do not depend on how the items are
 laid out over devices: the weight of unit u in replicate r is read off the Threefry-2x32
-hash (Salmon, Moraes, Dror & Shaw 2011, "Parallel Random Numbers: As Easy as 1, 2, 3",
-Section 4) of the counter pair (u, floor(r / 2)) under the key drawn from ``seed``,
-word r mod 2 of its output, by inverting the Poisson(1) distribution function on the
-32-bit word: w = #{k : word >= ceil(2^32 F(k))}. That is the Poisson(1) law up to the
-2^-32 resolution of the word (weights up to 12; P(w > 12) = 6e-11 < 2^-32 is cut off). One run
-on one device and one on D devices therefore draw the same weights, and their
-replicates differ only by the order of floating-point summation (below 1e-12 in the
-tests).
+hash (Salmon, Moraes, Dror & Shaw 2011, "Parallel Random Numbers: As Easy as 1, 2, 3";
+JAX's ``threefry_2x32``) of the counter pair (u, floor(r / 2)) under a key drawn from
+``seed``, word r mod 2 of its output, by inverting the Poisson(1) distribution function
+F on the 32-bit word: w = #{k : word >= ceil(2^32 F(k))}. That is the Poisson(1) law up
+to the 2^-32 resolution of the word (weights 0 to 12; P(w > 12) = 6e-11 < 2^-32 is cut
+off). A run on one device and one on D devices draw the same weights, and their
+replicates differ only by the order of floating-point summation (at most 1.3e-16 in
+``tests/test_bootstrap_sharding.py``, which requires 1e-10).
 """
 
 from __future__ import annotations
