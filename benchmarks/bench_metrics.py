@@ -32,6 +32,15 @@ and warm up on the same shapes, reported separately, then timed on a second full
 run. It returns NumPy values, so the JAX computation has finished when the clock
 stops.
 
+Beside the binned scheme, the Poisson bootstrap (``bootstrap='poisson'``: a Poisson(1)
+weight per item and replicate, the scheme ``devices=`` shards over items) is timed at
+every ``--n-boot`` on one device (in this process, against the same NumPy loop) and,
+for each count in ``--poisson-devices`` above 1 (default 2), on that many forced host
+devices (``XLA_FLAGS=--xla_force_host_platform_device_count``, which JAX reads at
+start, so in a fresh process on the same data; its ratio uses this process's NumPy
+loop). The sharded run's interval is checked equal to the one-device run's (same seed)
+to 1e-10. ``--no-poisson`` skips these lines.
+
 If ``uncertainty-calibration`` (import name ``calibration``, Kumar et al. 2019) is
 installed, its bootstrap (``calibration.bootstrap_uncertainty``, with its Guo et al.
 equal-width ``get_ece`` as the functional) is timed per replicate at n = 10,000,
@@ -132,12 +141,13 @@ def percentile_interval(reps: np.ndarray, level: float = LEVEL) -> tuple[float, 
 
 
 def time_noisycal(probs: np.ndarray, labels: np.ndarray, n_boot: int,
-                  seed: int, scheme: str = "auto") -> tuple[float, float, nc.Estimate]:
+                  seed: int, scheme: str = "auto", devices: int | None = None
+                  ) -> tuple[float, float, nc.Estimate]:
     """(compile + first run seconds, second run seconds, estimate of the second run)."""
 
     def run() -> nc.Estimate:
         return nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=n_boot,
-                      level=LEVEL, seed=seed, bootstrap=scheme)
+                      level=LEVEL, seed=seed, bootstrap=scheme, devices=devices)
 
     t0 = time.perf_counter()
     run()
@@ -146,6 +156,28 @@ def time_noisycal(probs: np.ndarray, labels: np.ndarray, n_boot: int,
     est = run()
     t_run = time.perf_counter() - t0
     return t_first, t_run, est
+
+
+def poisson_case(n: int, n_classes: int, n_boot: int, n_devices: int, seed: int) -> dict:
+    """One timed Poisson-bootstrap call on ``n_devices`` devices (compile run first)."""
+    probs, labels = simulate(n, n_classes, seed)
+    devices = None if n_devices == 1 else n_devices
+    t_first, t_run, est = time_noisycal(probs, labels, n_boot, seed, "poisson", devices)
+    return {"devices": n_devices, "n_boot": n_boot, "compile_first_s": t_first,
+            "total_s": t_run, "interval": list(est.interval),
+            "jax_devices": len(jax.devices())}
+
+
+def poisson_sharded(args: argparse.Namespace, n_devices: int, n_boot: int) -> dict:
+    """:func:`poisson_case` in a fresh process that sees ``n_devices`` host devices."""
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n_devices}",
+               JAX_PLATFORMS="cpu")
+    cmd = [sys.executable, __file__, "--poisson-case", str(n_devices), str(n_boot),
+           "--n", str(args.n), "--n-classes", str(args.n_classes), "--seed", str(args.seed)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        return {"devices": n_devices, "n_boot": n_boot, "failed": res.stderr[-2000:]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def bench_uncertainty_calibration(n: int, n_classes: int, n_boot_ucal: int, n_boot_nc: int,
@@ -295,6 +327,40 @@ def bench_memory(args: argparse.Namespace) -> dict:
     return result
 
 
+def bench_poisson(args: argparse.Namespace, per_rep_np: float, probs: np.ndarray,
+                  labels: np.ndarray) -> list[dict]:
+    """The Poisson-bootstrap lines: each --n-boot on each --poisson-devices count."""
+    rows = []
+    for B in args.n_boot:
+        one = None
+        for D in sorted(set(args.poisson_devices)):
+            load = os.getloadavg()[0]
+            if D == 1:
+                t_first, t_run, est = time_noisycal(probs, labels, B, args.seed, "poisson")
+                row = {"devices": 1, "n_boot": B, "compile_first_s": t_first,
+                       "total_s": t_run, "interval": list(est.interval)}
+                one = row
+            else:
+                row = poisson_sharded(args, D, B)
+            row["load_avg_at_start"] = load
+            rows.append(row)
+            if "failed" in row:
+                print(f"n_boot = {B}: noisycal (poisson, {D} devices) failed:\n"
+                      f"{row['failed']}")
+                continue
+            row["speedup"] = per_rep_np * B / row["total_s"]
+            same = ""
+            if one is not None and D > 1:
+                row["interval_diff_vs_1"] = max(abs(a - b) for a, b in
+                                                zip(row["interval"], one["interval"], strict=True))
+                same = f"; interval - 1-device interval: {row['interval_diff_vs_1']:.1e}"
+            print(f"n_boot = {B}: noisycal (poisson, {D} device{'s' if D > 1 else ''}"
+                  f"{', forced host, own process' if D > 1 else ''}) compile + first run "
+                  f"{row['compile_first_s']:.2f} s, timed run {row['total_s']:.3f} s; "
+                  f"speed-up vs numpy loop {row['speedup']:.1f}x (load {load:.1f}){same}")
+    return rows
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=None,
@@ -321,6 +387,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--memory-boot", type=int, default=1000,
                     help="replicates of the bootstrap memory case (default 1000)")
     ap.add_argument("--memory-case", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--no-poisson", action="store_true",
+                    help="skip the Poisson-bootstrap lines")
+    ap.add_argument("--poisson-devices", type=int, nargs="+", default=[1, 2],
+                    help="device counts of the Poisson bootstrap (1: this process; more: "
+                         "forced host devices in a fresh process; default 1 2)")
+    ap.add_argument("--poisson-case", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.n is None:
         args.n = 10_000_000 if args.memory or args.memory_case else 1_000_000
@@ -333,6 +405,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    if args.poisson_case:
+        print(json.dumps(poisson_case(args.n, args.n_classes, args.poisson_case[1],
+                                      args.poisson_case[0], args.seed)))
+        return {}
     if args.memory_case:
         print(json.dumps(memory_case(args.memory_case, args.n, args.n_classes,
                                      args.memory_boot, args.seed)))
@@ -381,6 +457,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "target": target,
                         "meets_target": None if target is None else bool(ratio >= target),
                         "interval": list(est.interval)}
+    poisson = [] if args.no_poisson else bench_poisson(args, per_rep_np, probs, labels)
     est_max = runs[str(B_max)]
     print(f"interval noisycal binned ({B_max} reps): [{est_max['interval'][0]:.6f}, "
           f"{est_max['interval'][1]:.6f}]")
@@ -433,6 +510,7 @@ def main(argv: list[str] | None = None) -> dict:
         "point_ece": {"noisycal": point_nc, "numpy": point_np},
         "noisycal": runs,
         "noisycal_exact": exact,
+        "noisycal_poisson": poisson,
         "numpy_loop": {"replicates_run": Bb, "run_s": t_np_run, "per_replicate_s": per_rep_np,
                        "interval": list(ci_np)},
         "targets": {str(k): v for k, v in TARGETS.items()},

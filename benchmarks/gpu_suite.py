@@ -6,7 +6,10 @@ each beside the same workload on the CPU where that is feasible, in one command.
    call). The ``Annotations`` construction is timed on its own line.
 2. **ECE bootstrap on n = 1e7, K = 10**: ``nc.ece(probs, labels, n_bins=15,
    interval="bootstrap", n_boot=1000)`` on float32 probabilities
-   (``bench_metrics.py``'s simulation).
+   (``bench_metrics.py``'s simulation). Beside it, the same data with the Poisson
+   bootstrap sharded over all of JAX's devices (``bootstrap="poisson",
+   devices=jax.devices()``; with one GPU a mesh of one, and on the ``--cpu`` line the
+   one default CPU device).
 3. **10-class Dawid–Skene NUTS on CIFAR-10N's 5,000 DenseNet-40 validation images**
    (simulated data of the same size when ``../shared/data`` is absent): the public
    ``fit(method="nuts")``, 4 chains x (1000 + 1000).
@@ -78,6 +81,20 @@ def ece_workload(n: int, seed: int) -> tuple[float, object]:
     return 0.0, fit
 
 
+def ece_sharded_workload(n: int, seed: int) -> tuple[float, object]:
+    P, y = simulate_probs(n, 10, seed)
+    P = P.astype(np.float32)
+    # every device of the default backend; inside jax.default_device (the --cpu line)
+    # that one device
+    dev = jax.config.jax_default_device
+    devices = jax.devices() if dev is None else [dev]
+
+    def fit() -> object:
+        return nc.ece(P, y, n_bins=15, interval="bootstrap", n_boot=1000, level=0.9,
+                      bootstrap="poisson", devices=devices)
+    return 0.0, fit
+
+
 def nuts_workload(scale: float, seed: int) -> tuple[float, object]:
     labels, _ = load_cifar10n(5000, seed)
     labels = labels[: max(50, int(round(scale * labels.shape[0])))]
@@ -120,8 +137,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--cpu", action="store_true", help="also time each workload on the CPU")
     ap.add_argument("--cpu-scale", type=float, default=0.1)
     ap.add_argument("--quick", action="store_true", help="sizes / 100 (smoke run)")
-    ap.add_argument("--only", nargs="+", default=["em", "ece", "nuts"],
-                    choices=["em", "ece", "nuts"])
+    ap.add_argument("--only", nargs="+", default=["em", "ece", "ece_sharded", "nuts"],
+                    choices=["em", "ece", "ece_sharded", "nuts"])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     f = 0.01 if args.quick else 1.0
@@ -136,6 +153,10 @@ def main(argv: list[str] | None = None) -> dict:
     if "ece" in args.only:
         rows.append(run("ECE bootstrap, n=1e7, K=10, B=1000",
                         lambda s, seed: ece_workload(int(1e7 * s), seed), f, cs, args.seed))
+    if "ece_sharded" in args.only:
+        rows.append(run(f"ECE Poisson bootstrap on {len(jax.devices())} dev.",
+                        lambda s, seed: ece_sharded_workload(int(1e7 * s), seed), f, cs,
+                        args.seed))
     if "nuts" in args.only:
         rows.append(run("NUTS DS K=10, CIFAR-10N 5,000",
                         lambda s, seed: nuts_workload(s, seed), f, cs, args.seed))

@@ -184,7 +184,7 @@ def test_scheme_choice_and_refusals() -> None:
     with pytest.raises(ValueError, match="bootstrap='binned'"):
         nc.ece(P, y, strategy="quantile", rebin=True, bootstrap="binned", **kw)
     with pytest.raises(ValueError, match="bootstrap"):
-        nc.ece(P, y, bootstrap="poisson", **kw)
+        nc.ece(P, y, bootstrap="bayesian", **kw)
     with pytest.raises(ValueError, match="bootstrap='binned'"):
         nc.true_label_ece(P, np.eye(3)[y], form="mc", n_draws=3, bootstrap="binned", **kw)
     # same seed, same replicates

@@ -44,11 +44,12 @@ from .binning import (
     quantile_inner_edges,
     segment_stats,
 )
+from .poisson_bootstrap import poisson_replicate_stats
 
 __all__ = ["binned_estimate", "BOOTSTRAP_SCHEMES", "binned_bootstrap_applies"]
 
 #: How a binned metric's item bootstrap draws its replicates (``bootstrap=``).
-BOOTSTRAP_SCHEMES = ("auto", "exact", "binned")
+BOOTSTRAP_SCHEMES = ("auto", "exact", "binned", "poisson")
 
 
 
@@ -173,6 +174,9 @@ def resolve_scheme(scheme: str, binned: Binned, codes: np.ndarray | None,
         ``bootstrap='binned'`` where it does not apply (see
         :func:`binned_bootstrap_applies`).
     """
+    if scheme == "poisson" and rebin:
+        raise ValueError("bootstrap='poisson' keeps the sample's bins fixed; rebin=True "
+                         "needs bootstrap='exact'")
     applies = binned_bootstrap_applies(binned, codes, rebin)
     if scheme == "binned" and not applies:
         raise ValueError("bootstrap='binned' needs one score group (top-label or "
@@ -186,7 +190,7 @@ def resolve_scheme(scheme: str, binned: Binned, codes: np.ndarray | None,
 def _run_bootstrap(binned: Binned, stats: np.ndarray,
                    codes: np.ndarray | None, n_clusters: int, cfg: dict, *, n_boot: int,
                    method: str, seed: Seed, rebin: bool, batch_size: int | None,
-                   scheme: str = "exact"
+                   scheme: str = "exact", devices: tuple | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, str]:
     """Replicate values, per-bin replicate means, BCa's jackknife values, scheme run."""
     G, n, C = binned.data.shape
@@ -195,6 +199,12 @@ def _run_bootstrap(binned: Binned, stats: np.ndarray,
         data, bins = jnp.asarray(binned.data), jnp.asarray(binned.bins)
     if scheme == "binned":
         reps, bin_reps = _run_binned(binned, cfg, n_boot=n_boot, seed=seed)
+    elif scheme == "poisson":  # replicates with no item drawn have no value (NaN)
+        st = poisson_replicate_stats(binned.data, binned.bins, codes, as_key(seed),
+                                     n_bins=B, n_boot=n_boot, devices=devices)
+        reps, bin_reps = _metric_of_replicates(st, **{k: v for k, v in cfg.items()
+                                                       if k != "n_bins"})
+        reps = jnp.where(jnp.sum(st[:, 0, :, 0], axis=1) > 0, reps, jnp.nan)
     else:
         # On CPU a sequential map (one replicate per step) measured fastest: XLA
         # parallelises a single large gather/scatter better than a vmapped batch.
@@ -321,7 +331,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                      method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                      batch_size: int | None, details: dict,
                      estimator: str = "plug-in", bootstrap: str = "auto",
-                     sums: np.ndarray | None = None) -> Estimate:
+                     sums: np.ndarray | None = None, devices: tuple | None = None
+                     ) -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
     Parameters
@@ -343,9 +354,13 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         Extra details of the estimate.
     estimator : {'plug-in', 'median-unbiased', 'debiased'}, default='plug-in'
         Which value to report; 'median-unbiased' needs ``interval='inversion'``.
-    bootstrap : {'auto', 'exact', 'binned'}, default='auto'
+    bootstrap : {'auto', 'exact', 'binned', 'poisson'}, default='auto'
         How the item bootstrap draws its replicates (see :func:`noisycal.ece`);
         ``details['bootstrap']`` says which ran.
+    devices : tuple of jax devices, optional
+        Shard the Poisson bootstrap's items over these devices
+        (:mod:`noisycal.metrics.poisson_bootstrap`; checked by its
+        ``check_poisson_request``).
     sums : ndarray of shape (G, n_bins, C), optional
         The sample's per-bin sums when the caller streamed them
         (:func:`~noisycal.metrics.binning.streamed_bin_sums`); ``binned`` then holds no
@@ -378,7 +393,7 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
             reps, bin_reps, jack, scheme = _run_bootstrap(
                 binned, stats, codes, n_clusters, cfg, n_boot=n_boot,
                 method=method, seed=seed, rebin=rebin, batch_size=batch_size,
-                scheme=scheme)
+                scheme=scheme, devices=devices)
     status, message, ci = "ok", "", None
     if reps is not None:
         ci, status, message = interval_from_replicates(value, reps, level, method, jack)
@@ -398,6 +413,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                edges=binned.edges)
     if reps is not None:
         det["bootstrap"] = scheme
+        if devices is not None:
+            det["devices"] = len(devices)
     if G > 1 or groups[0].startswith("class"):
         det["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
     return Estimate(name, value, ci, level if ci is not None else None, kind, how, n=n,

@@ -43,6 +43,7 @@ from .binning import (
 )
 from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .nc_ece import check_nc_ece_request, nc_ece_interval
+from .poisson_bootstrap import check_poisson_request
 
 __all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "lean_inputs",
            "with_target_status", "PAPER_N_BINS",
@@ -147,13 +148,14 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                    batch_size: int | None, classes: ArrayLike | None = None,
                    items: ArrayLike | None = None, bound: dict | None = None,
                    refit_channels: bool = False, estimator: str | None = None,
-                   bootstrap: str = "auto") -> Estimate:
+                   bootstrap: str = "auto", devices: object = None) -> Estimate:
     check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
     P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
     if interval == "auto":
         interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
+    devices, bootstrap = check_poisson_request(devices, bootstrap, interval, refit_channels)
     if bootstrap != "auto" and interval != "bootstrap":
         raise ValueError(f"bootstrap={bootstrap!r} chooses how interval='bootstrap' draws "
                          f"its replicates; it has no effect with interval={interval!r}")
@@ -189,7 +191,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
                            details={"kind": kind, "strategy": strategy, "norm": norm,
                                     "debias": debias, "target_kind": _target_kind(target)},
-                           estimator=estimator, bootstrap=bootstrap)
+                           estimator=estimator, bootstrap=bootstrap, devices=devices)
     if nc_request:
         est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
                               interval=interval, refit_channels=bool(refit_channels),
@@ -251,9 +253,12 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         all replicates at once and does not use it); default 1 on CPU (a sequential
         ``lax.map`` measured fastest there) and as many as fit ~2**25 numbers on
         accelerators.
-    bootstrap : {'auto', 'exact', 'binned'}, default='auto'
+    bootstrap : {'auto', 'exact', 'binned', 'poisson'}, default='auto'
         How ``interval='bootstrap'`` draws its item-bootstrap replicates. 'exact': n
-        items drawn with replacement per replicate (cost n per replicate). 'binned': the
+        items drawn with replacement per replicate (cost n per replicate). 'poisson':
+        an independent Poisson(1) weight per item (or cluster) and replicate, weighted
+        bin means and total (:mod:`noisycal.metrics.poisson_bootstrap`; cost n per
+        replicate, shardable over ``devices``; not with ``rebin``). 'binned': the
         same bootstrap drawn from per-cell statistics (cost independent of n); a cell
         is a bin, split by the target value when every target is 0 or 1. The cell
         counts are drawn exactly (multinomial over cells); given its count N_c, a cell
@@ -266,10 +271,10 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         ``cluster`` or ``rebin`` (else ValueError); on the tested cases (near and far
         from calibration, sparse bins, soft targets, L1 and debiased L2) its 5% and 95%
         replicate quantiles agree with the exact bootstrap's within 4 Monte-Carlo
-        standard errors. 'auto': 'binned' where it applies, else 'exact'.
-        ``details['bootstrap']`` says which ran. Only ``interval='bootstrap'`` draws
-        replicates: an explicit 'exact' or 'binned' with another interval is a
-        ValueError."""
+        standard errors. 'auto': 'binned' where it applies, else 'exact' ('poisson'
+        with ``devices``). ``details['bootstrap']`` says which ran. Only
+        ``interval='bootstrap'`` draws replicates: any scheme but 'auto' given with
+        another interval is a ValueError."""
 
 _RETURNS = """Estimate
         ``bins`` holds the per-bin table; ``details['per_group']`` the per-class values
@@ -293,7 +298,8 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         rebin: bool = False, batch_size: int | None = None, bound_mode: str = "binned_only",
         channel_radius: float | None = None, true_channels: tuple | None = None,
         same_sample: bool | None = None, refit_channels: bool = False,
-        estimator: str | None = None, bootstrap: str = "auto") -> Estimate:
+        estimator: str | None = None, bootstrap: str = "auto",
+        devices: object = None) -> Estimate:
     r"""Binned expected calibration error against any target.
 
     Parameters
@@ -342,6 +348,11 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         channels): refit the channels (and the aggregation weights) in every replicate,
         so the interval carries the channel estimation error; False holds the channels
         at their estimates. See :mod:`noisycal.intervals.refit`.
+    devices : int or sequence of jax devices, optional
+        Shard the items of ``bootstrap='poisson'`` (what 'auto' becomes; 'exact' or
+        'binned' raise) over these devices (an int: the first that many of
+        ``jax.devices()``); the replicates equal the one-device run's up to summation
+        order. None: one device.
 
     Returns
     -------
@@ -385,7 +396,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
                           bound={"mode": bound_mode, "channel_radius": channel_radius,
                                  "true_channels": true_channels, "same_sample": same_sample},
                           refit_channels=refit_channels, estimator=estimator,
-                          bootstrap=bootstrap)
+                          bootstrap=bootstrap, devices=devices)
 
 
 @_doc
