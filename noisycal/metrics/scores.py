@@ -28,7 +28,8 @@ from .binning import CHUNK_ROWS
 from .ece import lean_inputs, resolve_inputs, with_target_status
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
-           "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES"]
+           "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES",
+           "brier_form", "brier_losses", "nll_losses", "nll_high_variance"]
 
 #: Whether each score is affine in the target row T_i (then its mean against an unbiased
 #: target, such as the noise-corrected one, is unbiased for the mean against the clean
@@ -266,38 +267,12 @@ def brier(
     """
     check_choice(variant, "variant", ("plain", "expected"))
     P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
-    if labels is not None:
-        # one-hot targets: plain and expected Brier coincide, ||p||^2 - 2 p_y + 1 per item
-        losses = _label_losses(P, labels, "brier")
-        if binary:  # the binary score (p - t)^2 is half the two-class one
-            losses *= 0.5
-        name = "Brier" if variant == "plain" else "expected Brier"
-        details = {"variant": variant, "binary": binary,
-                   "form": "plain" if variant == "plain" else "affine",
-                   "affine_in_target": AFFINE_IN_TARGET[name]}
-        est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
-                            method=method, seed=seed, cluster=cluster, details=details)
-        return with_target_status(est, target)
-    outside = leaves_unit_interval(T, target)
-    if (variant == "expected" or outside) and np.any(np.abs(T.sum(1) - 1) > PROB_ATOL):
-        raise ValueError("target: the expected (affine) Brier score needs target rows that "
-                         "sum to 1 (probability rows, or noise-corrected rows)")
-    if variant == "expected" and not outside and np.any(T < -PROB_ATOL):
-        raise ValueError("variant='expected' needs target rows that are probability "
-                         "distributions or noise-corrected rows")
-    affine = variant == "expected" or outside
-    if binary:
-        p, t = P[:, 1], T[:, 1]
-        # (p - t)^2 + t (1 - t) = p^2 - 2 p t + t: affine in t
-        losses = p**2 - 2.0 * p * t + t if affine else (p - t) ** 2
-    else:
-        # ||p - T||^2 + 1 - ||T||^2 = ||p||^2 - 2 p.T + 1 for rows summing to 1
-        losses = (np.sum(P**2, axis=1) - 2.0 * np.sum(P * T, axis=1) + 1.0 if affine
-                  else np.sum((P - T) ** 2, axis=1))
-    name = "Brier" if not affine else ("expected Brier" if variant == "expected"
-                                       else "affine Brier")
-    details = {"variant": variant, "binary": binary, "form": "affine" if affine else "plain",
-               "affine_in_target": AFFINE_IN_TARGET[name]}
+    outside = labels is None and leaves_unit_interval(T, target)
+    rows_off = labels is None and bool(np.any(np.abs(T.sum(1) - 1) > PROB_ATOL))
+    negative = labels is None and bool(np.any(T < -PROB_ATOL))
+    affine, name, details = brier_form(variant, binary, outside, rows_off, negative,
+                                       hard=labels is not None)
+    losses = brier_losses(P, T, labels, binary, affine)
     est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
                         method=method, seed=seed, cluster=cluster, details=details)
     if outside and variant == "plain" and est.status == "ok":
@@ -306,6 +281,87 @@ def brier(
             "in T and biased, was replaced by its affine form ||p||^2 - 2 p.T + 1, unbiased "
             "for the Brier score against the clean labels"))
     return with_target_status(est, target)
+
+
+def brier_form(variant: str, binary: bool, outside: bool, rows_off: bool, negative: bool, *,
+               hard: bool = False) -> tuple[bool, str, dict]:
+    """Which Brier score :func:`brier` computes: ``(affine, name, details)``.
+
+    Parameters
+    ----------
+    variant : {'plain', 'expected'}
+    binary : bool
+        1-D binary input.
+    outside : bool
+        The target leaves [0, 1] (:func:`leaves_unit_interval`).
+    rows_off : bool
+        Some target row does not sum to 1 (within ``PROB_ATOL``).
+    negative : bool
+        Some target entry is below ``-PROB_ATOL``.
+    hard : bool, default=False
+        One-hot targets given as class codes (plain and expected coincide).
+
+    Returns
+    -------
+    affine, name, details
+
+    Raises
+    ------
+    ValueError
+        The affine form asked for (or forced by ``outside``) on rows that do not sum to 1,
+        or ``variant='expected'`` on negative entries of a target within [0, 1].
+    """
+    if hard:
+        name = "Brier" if variant == "plain" else "expected Brier"
+        return False, name, {"variant": variant, "binary": binary,
+                             "form": "plain" if variant == "plain" else "affine",
+                             "affine_in_target": AFFINE_IN_TARGET[name]}
+    if (variant == "expected" or outside) and rows_off:
+        raise ValueError("target: the expected (affine) Brier score needs target rows that "
+                         "sum to 1 (probability rows, or noise-corrected rows)")
+    if variant == "expected" and not outside and negative:
+        raise ValueError("variant='expected' needs target rows that are probability "
+                         "distributions or noise-corrected rows")
+    affine = variant == "expected" or outside
+    name = "Brier" if not affine else ("expected Brier" if variant == "expected"
+                                       else "affine Brier")
+    return affine, name, {"variant": variant, "binary": binary,
+                          "form": "affine" if affine else "plain",
+                          "affine_in_target": AFFINE_IN_TARGET[name]}
+
+
+def brier_losses(P: np.ndarray, T: np.ndarray | None, labels: np.ndarray | None,
+                 binary: bool, affine: bool) -> np.ndarray:
+    """Per-item Brier scores of :func:`brier` (``affine`` from :func:`brier_form`).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+    T : ndarray of shape (n, K) or None
+        Target matrix, None with ``labels``.
+    labels : int ndarray of shape (n,) or None
+        Class codes of a one-hot target.
+    binary : bool
+        1-D binary input: the binary score, half the two-class one.
+    affine : bool
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    if labels is not None:
+        # one-hot targets: plain and expected Brier coincide, ||p||^2 - 2 p_y + 1 per item
+        losses = _label_losses(P, labels, "brier")
+        if binary:  # the binary score (p - t)^2 is half the two-class one
+            losses *= 0.5
+        return losses
+    if binary:
+        p, t = P[:, 1], T[:, 1]
+        # (p - t)^2 + t (1 - t) = p^2 - 2 p t + t: affine in t
+        return p**2 - 2.0 * p * t + t if affine else (p - t) ** 2
+    # ||p - T||^2 + 1 - ||T||^2 = ||p||^2 - 2 p.T + 1 for rows summing to 1
+    return (np.sum(P**2, axis=1) - 2.0 * np.sum(P * T, axis=1) + 1.0 if affine
+            else np.sum((P - T) ** 2, axis=1))
 
 
 def nll(
@@ -364,27 +420,64 @@ def nll(
     if logits is None:  # logits need their stable log-softmax: resolve_inputs below
         P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
     if labels is not None:  # one-hot targets: -log p_iy, one log per row
-        losses = _label_losses(P, labels, "nll")
+        losses = nll_losses(P, None, None, labels)
         details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False}
         est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                             method=method, seed=seed, cluster=cluster, details=details)
         return with_target_status(est, target)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
-    with np.errstate(invalid="ignore"):
-        terms = np.where(T != 0.0, -T * logP, 0.0)
-    losses = terms.sum(axis=1)
+    losses = nll_losses(P, logP, T, None)
     outside = leaves_unit_interval(T, target)
     details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside}
     est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                         method=method, seed=seed, cluster=cluster, details=details)
     if outside:
-        msg = ("the target leaves [0, 1] (noise-corrected): the cross-entropy is linear in "
-               "the target, so its mean is unbiased for the NLL against the clean labels, but "
-               "the weights -log p_ik multiply the negative and amplified target entries, so "
-               "it has a high variance and can be negative (the clean NLL is >= 0); prefer "
-               "nc.brier (affine form) to compare predictors")
-        if est.value < 0:
-            msg += f"; here it is negative ({est.value:.4g})"
-        warnings.warn(f"NLL: {msg}", NumericalWarning, stacklevel=user_stacklevel())
-        est = dataclasses.replace(est, message=f"{est.message}; {msg}" if est.message else msg)
+        est = nll_high_variance(est)
     return with_target_status(est, target)
+
+
+def nll_losses(P: np.ndarray, logP: np.ndarray | None, T: np.ndarray | None,
+               labels: np.ndarray | None) -> np.ndarray:
+    r"""Per-item cross-entropies of :func:`nll`: ``-log p_iy`` with ``labels``, else
+    :math:`-\sum_k T_{ik} \log p_{ik}` (terms with :math:`T_{ik} = 0` are 0).
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+    logP : ndarray of shape (n, K) or None
+        Log-probabilities (with ``T``).
+    T : ndarray of shape (n, K) or None
+    labels : int ndarray of shape (n,) or None
+
+    Returns
+    -------
+    ndarray of shape (n,)
+    """
+    if labels is not None:
+        return _label_losses(P, labels, "nll")
+    with np.errstate(invalid="ignore"):
+        terms = np.where(T != 0.0, -T * logP, 0.0)
+    return terms.sum(axis=1)
+
+
+def nll_high_variance(est: Estimate) -> Estimate:
+    """The NLL against a target that leaves [0, 1]: ``est`` with the message saying why it
+    is high-variance, and a :class:`~noisycal.NumericalWarning`.
+
+    Parameters
+    ----------
+    est : Estimate
+
+    Returns
+    -------
+    Estimate
+    """
+    msg = ("the target leaves [0, 1] (noise-corrected): the cross-entropy is linear in "
+           "the target, so its mean is unbiased for the NLL against the clean labels, but "
+           "the weights -log p_ik multiply the negative and amplified target entries, so "
+           "it has a high variance and can be negative (the clean NLL is >= 0); prefer "
+           "nc.brier (affine form) to compare predictors")
+    if est.value < 0:
+        msg += f"; here it is negative ({est.value:.4g})"
+    warnings.warn(f"NLL: {msg}", NumericalWarning, stacklevel=user_stacklevel())
+    return dataclasses.replace(est, message=f"{est.message}; {msg}" if est.message else msg)
