@@ -99,7 +99,7 @@ def contribution_mean_cov(x: np.ndarray, codes: np.ndarray | None = None,
     return mean, _cluster_cov(tot, n)
 
 
-def calibrated_bin_variance(binned: Binned) -> np.ndarray:
+def calibrated_bin_variance(binned: Binned, n_items: int | None = None) -> np.ndarray:
     r"""Variance of each bin mean under calibration, one-hot targets, (G * B,).
 
     If the model is calibrated and the labels independent given the scores, a hit
@@ -112,6 +112,9 @@ def calibrated_bin_variance(binned: Binned) -> np.ndarray:
     Parameters
     ----------
     binned : Binned
+    n_items : int, optional
+        The n of the formula (default: the items of ``binned``; the sample size when
+        ``binned`` holds one chunk of its rows, whose terms then add up over chunks).
 
     Returns
     -------
@@ -119,6 +122,7 @@ def calibrated_bin_variance(binned: Binned) -> np.ndarray:
     """
     conf = binned.data[:, :, 1]                      # (G, n)
     G, n = conf.shape
+    n = n if n_items is None else n_items
     B = binned.n_bins
     flat = (np.arange(G)[:, None] * B + binned.bins).ravel()
     return np.bincount(flat, weights=(conf * (1.0 - conf)).ravel(), minlength=G * B) / n ** 2

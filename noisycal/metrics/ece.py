@@ -41,6 +41,7 @@ from .binning import (
     make_binned,
     streamed_bin_sums,
 )
+from .dask_input import RowBlocks, gather_binned, is_dask_array
 from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 
@@ -151,7 +152,12 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
-    P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
+    blocks = None
+    if is_dask_array(probs) or is_dask_array(target):  # read block by block by Dask tasks
+        blocks = RowBlocks(probs, target, classes, logits=logits, items=items)
+        P, T, labels, binary = blocks.shape_view, None, None, blocks.binary
+    else:
+        P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
     if interval == "auto":
         interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
     if bootstrap != "auto" and interval != "bootstrap":
@@ -175,8 +181,13 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
-    sums = None
-    if interval is None and strategy == "uniform" and not nc_request:
+    sums = form = streamed = None
+    if blocks is not None:
+        binned, sums, form, streamed = gather_binned(
+            blocks, kind, n_bins, debias=debias, interval=interval, n_boot=n_boot, seed=seed,
+            strategy=strategy, method=method, bootstrap=bootstrap, cluster=cluster,
+            rebin=rebin, refit_channels=bool(refit_channels))
+    elif interval is None and strategy == "uniform" and not nc_request:
         # no interval: the per-bin sums over row chunks, no item table (classwise: K x n)
         sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
         G, C = sums.shape[0], sums.shape[2]
@@ -189,7 +200,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
                            details={"kind": kind, "strategy": strategy, "norm": norm,
                                     "debias": debias, "target_kind": _target_kind(target)},
-                           estimator=estimator, bootstrap=bootstrap)
+                           estimator=estimator, bootstrap=bootstrap, form=form,
+                           streamed=streamed)
     if nc_request:
         est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
                               interval=interval, refit_channels=bool(refit_channels),

@@ -25,6 +25,7 @@ from .._warnings import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
 from .binning import CHUNK_ROWS
+from .dask_input import dask_score, is_dask_array
 from .ece import lean_inputs, resolve_inputs, with_target_status
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
@@ -265,6 +266,10 @@ def brier(
     ...                      interval=None)), 12)
     0.4
     """
+    if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
+        return dask_score("brier", probs, target, logits=logits, classes=classes, items=items,
+                          variant=variant, interval=interval, level=level, n_boot=n_boot,
+                          method=method, seed=seed, cluster=cluster)
     check_choice(variant, "variant", ("plain", "expected"))
     P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
     outside = labels is None and leaves_unit_interval(T, target)
@@ -416,6 +421,10 @@ def nll(
     ...                    interval=None)), 6)
     0.490415
     """
+    if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
+        return dask_score("nll", probs, target, logits=logits, classes=classes, items=items,
+                          variant="plain", interval=interval, level=level, n_boot=n_boot,
+                          method=method, seed=seed, cluster=cluster)
     labels = None
     if logits is None:  # logits need their stable log-softmax: resolve_inputs below
         P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
