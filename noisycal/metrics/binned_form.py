@@ -436,12 +436,36 @@ class TableForm:
     def linear_form(self, norm: str, codes: np.ndarray | None = None,
                     n_clusters: int | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`binned_linear_form`."""
+        """:func:`binned_linear_form`.
+
+        Parameters
+        ----------
+        norm : {'l1', 'l2'}
+        codes : ndarray of shape (n,), optional
+            Cluster codes.
+        n_clusters : int, optional
+
+        Returns
+        -------
+        mean, cov, weights
+        """
         return binned_linear_form(self.binned, norm, codes, n_clusters)
 
     def floored_cov(self, cov: np.ndarray, variance_floor: str,
                     codes: np.ndarray | None = None) -> np.ndarray:
-        """:func:`floored_cov`."""
+        """:func:`floored_cov`.
+
+        Parameters
+        ----------
+        cov : ndarray of shape (J, J)
+        variance_floor : {'none', 'calibrated'}
+        codes : ndarray of shape (n,), optional
+            Cluster codes (no floor with clusters).
+
+        Returns
+        -------
+        ndarray of shape (J, J)
+        """
         return floored_cov(self.binned, cov, variance_floor, codes)
 
     def gap_se(self) -> np.ndarray:
@@ -450,5 +474,17 @@ class TableForm:
 
     def consistency_null(self, weights: np.ndarray, norm: str, n_sim: int,
                          seed: Seed) -> np.ndarray:
-        """:func:`consistency_null`."""
+        """:func:`consistency_null`.
+
+        Parameters
+        ----------
+        weights : ndarray of shape (J,)
+        norm : {'l1', 'l2'}
+        n_sim : int
+        seed : int or jax key
+
+        Returns
+        -------
+        ndarray of shape (n_sim,)
+        """
         return consistency_null(self.binned, weights, norm, n_sim, seed)

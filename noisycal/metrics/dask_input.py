@@ -41,18 +41,13 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from types import SimpleNamespace
 
 import numpy as np
 from scipy import sparse
-from scipy import stats as sps
 
 from .._jax import as_numpy_rng
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_level, check_seed
-from .._warnings import NumericalWarning
-from ..intervals.bootstrap import BOOTSTRAP_METHODS, interval_from_replicates
-from ..intervals.estimate import Estimate
+from .._validation import check_choice
 from ..intervals.inversion import norm_of_means
 from ..targets import Target, as_target_matrix
 from .binned_bootstrap import binary_target, cell_cross_sums, cell_sums, plan_from_cells
@@ -72,9 +67,10 @@ from .binning import (
     streamed_bin_sums,
     uniform_edges,
 )
-from .inputs import lean_inputs, resolve_inputs
+from .inputs import lean_inputs
 
-__all__ = ["is_dask_array", "RowBlocks", "DaskForm", "gather_binned", "dask_score"]
+__all__ = ["is_dask_array", "RowBlocks", "DaskForm", "gather_binned", "block_inputs",
+           "poisson_sums", "refuse"]
 
 #: Most numbers one block of simulated uniforms or Poisson weights holds in a task.
 _BLOCK_ELEMENTS = 2**22
@@ -112,7 +108,7 @@ class RowBlocks:
 
     def __init__(self, probs: object, target: object, classes: ArrayLike | None, *,
                  logits: object = None, items: object = None) -> None:
-        _refuse(logits=logits is not None, items=items is not None)
+        refuse(logits=logits is not None, items=items is not None)
         dask, da = _dask()
         if not is_dask_array(probs):
             rows = target.chunks[0]
@@ -148,16 +144,44 @@ class RowBlocks:
 
     def map(self, func: Callable, **kwargs: object) -> list:
         """``func(p_block, t_block, first_row, classes=..., **kwargs)`` on every block,
-        computed on the active Dask scheduler; the results in row order."""
+        computed on the active Dask scheduler; the results in row order.
+
+        Parameters
+        ----------
+        func : callable
+            A module-level function (pickled to the workers of a distributed cluster).
+        **kwargs
+            Passed to every call.
+
+        Returns
+        -------
+        list
+        """
         tasks = [self._delayed(func)(p, t, s, classes=self.classes, **kwargs)
                  for p, t, s in zip(self._p, self._t, self.starts, strict=True)]
         return list(self._compute(*tasks))
 
 
-def _block_inputs(p: np.ndarray, t: object, first: int, classes: ArrayLike | None
+def block_inputs(p: np.ndarray, t: object, first: int, classes: ArrayLike | None
                   ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """:func:`lean_inputs` of one block; a row named in an error is counted from row 0
-    of the whole array, as the in-memory call counts it."""
+    of the whole array, as the in-memory call counts it.
+
+    Parameters
+    ----------
+    p : ndarray
+        A block of rows of the predictions.
+    t : ndarray or None
+        The same rows of the target.
+    first : int
+        The block's first row in the whole array.
+    classes : array-like, optional
+
+    Returns
+    -------
+    P, T, labels
+        As :func:`lean_inputs` returns them.
+    """
     try:
         P, T, labels, _ = lean_inputs(p, t, None, classes=classes, items=None)
     except ValueError as err:
@@ -199,12 +223,26 @@ def _consistency_hits(conf: np.ndarray, cells: np.ndarray, first: int, n: int, n
     return out
 
 
-def _poisson_sums(data: np.ndarray, cells: np.ndarray, n_cells: int, first: int,
+def poisson_sums(data: np.ndarray, cells: np.ndarray, n_cells: int, first: int,
                   n_boot: int, entropy: int) -> np.ndarray:
     """Per-cell sums of ``data`` under Poisson(1) item weights, (n_boot, n_cells, C).
 
-    ``data`` (G, m, C) and ``cells`` (G, m): each item's rows in its G groups. The weights
-    come from ``SeedSequence(entropy, spawn_key=(first,))``, rows in order.
+    Parameters
+    ----------
+    data : ndarray of shape (G, m, C)
+        Each item's rows in its G groups.
+    cells : int ndarray of shape (G, m)
+        The cell of each item in each group.
+    n_cells : int
+    first : int
+        The block's first row: with ``entropy`` it seeds the weights,
+        ``SeedSequence(entropy, spawn_key=(first,))``, drawn rows in order.
+    n_boot : int
+    entropy : int
+
+    Returns
+    -------
+    ndarray of shape (n_boot, n_cells, C)
     """
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(first,)))
     G, m, C = data.shape
@@ -227,7 +265,7 @@ def _binned_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | 
                   mean: np.ndarray | None = None, counts: np.ndarray | None = None,
                   entropy: int = 0) -> dict:
     """One row block's sums for :func:`dask_binned_metric` (``step`` says which)."""
-    P, T, labels = _block_inputs(p, t, first, classes)
+    P, T, labels = block_inputs(p, t, first, classes)
     if step == "point":
         return {"sums": streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)[0]}
     binned = binned_from_predictions(P, labels, T, kind, n_bins, "uniform", with_sq=debias)
@@ -253,7 +291,7 @@ def _binned_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | 
         out["cells"] = {s: cell_sums(data, bins, s, n_bins * (2 if s else 1))
                         for s in ((False, True) if out["binary"] else (False,))}
     elif step == "poisson":
-        out["reps"] = _poisson_sums(binned.data, cells, J, first, n, entropy)
+        out["reps"] = poisson_sums(binned.data, cells, J, first, n, entropy)
     return out
 
 
@@ -293,7 +331,19 @@ class DaskForm:
     def linear_form(self, norm: str, codes: np.ndarray | None = None,
                     n_clusters: int | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`~noisycal.metrics.binned_form.binned_linear_form` (``codes`` None)."""
+        """:func:`~noisycal.metrics.binned_form.binned_linear_form` (``codes`` None).
+
+        Parameters
+        ----------
+        norm : {'l1', 'l2'}
+        codes : ndarray of shape (n,), optional
+            Cluster codes (must be None: items are the sampling units).
+        n_clusters : int, optional
+
+        Returns
+        -------
+        mean, cov, weights
+        """
         if codes is not None:
             raise ValueError("cluster: not supported with Dask input")
         return linear_form_from_sums(self.dsum, self.cross, self.sums[:, :, 0].ravel(),
@@ -301,7 +351,19 @@ class DaskForm:
 
     def floored_cov(self, cov: np.ndarray, variance_floor: str,
                     codes: np.ndarray | None = None) -> np.ndarray:
-        """:func:`~noisycal.metrics.binned_form.floored_cov`."""
+        """:func:`~noisycal.metrics.binned_form.floored_cov`.
+
+        Parameters
+        ----------
+        cov : ndarray of shape (J, J)
+        variance_floor : {'none', 'calibrated'}
+        codes : ndarray of shape (n,), optional
+            Cluster codes (no floor with clusters).
+
+        Returns
+        -------
+        ndarray of shape (J, J)
+        """
         check_choice(variance_floor, "variance_floor", ("none", "calibrated"))
         if variance_floor == "none" or codes is not None or not self._one_hot:
             return cov
@@ -315,14 +377,33 @@ class DaskForm:
 
     def consistency_null(self, weights: np.ndarray, norm: str, n_sim: int,
                          seed: Seed) -> np.ndarray:
-        """:func:`~noisycal.metrics.binned_form.consistency_null` from the blocks' hits."""
+        """:func:`~noisycal.metrics.binned_form.consistency_null` from the blocks' hits.
+
+        Parameters
+        ----------
+        weights : ndarray of shape (J,)
+        norm : {'l1', 'l2'}
+        n_sim : int
+        seed : int or jax key
+
+        Returns
+        -------
+        ndarray of shape (n_sim,)
+        """
         if self.hits is None or n_sim != self.n_sim:
             raise ValueError("the consistency null was counted for another n_sim or target")
         m = (self.hits - self.sums[:, :, 1].ravel()[None, :]) / self.n
         return norm_of_means(m, weights, norm)
 
 
-def _refuse(**given: object) -> None:
+def refuse(**given: object) -> None:
+    """Raise ValueError naming the first option given (True) that Dask input lacks.
+
+    Parameters
+    ----------
+    **given : bool
+        Option name -> whether it was asked for.
+    """
     for name, bad in given.items():
         if bad:
             raise ValueError(f"{name}: not supported with Dask input (see "
@@ -360,7 +441,7 @@ def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
     """
     G = blocks.K if kind == "classwise" else 1
     boot = interval == "bootstrap"
-    _refuse(cluster=cluster is not None, rebin=bool(rebin), strategy=strategy == "quantile",
+    refuse(cluster=cluster is not None, rebin=bool(rebin), strategy=strategy == "quantile",
             refit_channels=bool(refit_channels), interval=interval in ("bound", "credible"),
             method=boot and method == "bca", bootstrap=boot and (
                 bootstrap == "exact" or (bootstrap == "binned" and G > 1)))
@@ -399,138 +480,3 @@ def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
     C = sums.shape[2]
     binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, B, 1)
     return binned, sums, form, streamed
-
-
-# ----------------------------------------------------------------------------- scores
-
-
-def _score_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | None,
-                 score: str, corrected: bool, step: str, affine: bool = False,
-                 mean: float = 0.0, n_boot: int = 0, entropy: int = 0) -> dict:
-    """One row block of :func:`dask_score`: flags and loss sums, or the second pass."""
-    from .scores import brier_losses, leaves_unit_interval, nll_losses
-
-    P, T, labels = _block_inputs(p, t, first, classes)
-    binary = np.ndim(p) == 1
-    if step == "flags":
-        if labels is not None:
-            return {"outside": False, "rows_off": False, "negative": False}
-        from .._validation import PROB_ATOL
-        return {"outside": leaves_unit_interval(T, SimpleNamespace(
-                    kind="corrected" if corrected else None)),
-                "rows_off": bool(np.any(np.abs(T.sum(1) - 1) > PROB_ATOL)),
-                "negative": bool(np.any(T < -PROB_ATOL))}
-    if score == "brier":
-        losses = brier_losses(P, T, labels, binary, affine)
-    elif labels is not None:
-        losses = nll_losses(P, None, None, labels)
-    else:
-        _, logP, T, _ = resolve_inputs(p, t, None, classes=classes, items=None)
-        losses = nll_losses(P, logP, T, None)
-    if step == "sum":
-        return {"sum": float(np.sum(losses)), "n": losses.shape[0],
-                "n_inf": int(np.sum(~np.isfinite(losses)))}
-    out = {"m2": float(np.sum((losses - mean) ** 2))}
-    if n_boot:
-        data = np.stack([np.ones_like(losses), losses], axis=1)[None]
-        out["reps"] = _poisson_sums(data, np.zeros((1, losses.shape[0]), np.int64), 1,
-                                    first, n_boot, entropy)[:, 0, :]
-    return out
-
-
-def dask_score(score: str, probs: object, target: object, *, logits: object,
-               classes: ArrayLike | None, items: object, variant: str,
-               interval: str | None, level: float, n_boot: int, method: str, seed: Seed,
-               cluster: object) -> Estimate:
-    """:func:`noisycal.brier` (``score='brier'``) or :func:`noisycal.nll` of Dask input.
-
-    Parameters
-    ----------
-    score : {'brier', 'nll'}
-    probs, target, logits, classes, items, variant, interval, level, n_boot, method, seed,
-    cluster
-        As in :func:`noisycal.brier` / :func:`noisycal.nll` (``variant`` 'plain' for the
-        NLL).
-
-    Returns
-    -------
-    Estimate
-    """
-    from .inputs import with_target_status
-    from .scores import AFFINE_IN_TARGET, brier_form, nll_high_variance
-
-    check_choice(variant, "variant", ("plain", "expected"))
-    check_choice(interval, "interval", (None, "bootstrap", "wald"))
-    level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
-    check_seed(seed)
-    _refuse(cluster=cluster is not None, method=method == "bca" and interval == "bootstrap")
-    blocks = RowBlocks(probs, target, classes, logits=logits, items=items)
-    corrected = getattr(target, "kind", None) == "corrected"
-    flags = blocks.map(_score_block, score=score, corrected=corrected, step="flags")
-    outside, rows_off, negative = (any(q[k] for q in flags)
-                                   for k in ("outside", "rows_off", "negative"))
-    if score == "brier":
-        affine, name, details = brier_form(variant, blocks.binary, outside, rows_off,
-                                           negative)
-    else:
-        affine, name = False, "NLL"
-        details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside}
-    parts = blocks.map(_score_block, score=score, corrected=corrected, step="sum",
-                       affine=affine)
-    n = sum(q["n"] for q in parts)
-    value = sum(q["sum"] for q in parts) / n
-    n_inf = sum(q["n_inf"] for q in parts)
-    est = _mean_estimate(blocks, value, n, n_inf, name, details, score=score,
-                         corrected=corrected,
-                         affine=affine, interval=interval, level=level, n_boot=n_boot,
-                         method=method, seed=seed)
-    if score == "nll" and outside:
-        est = nll_high_variance(est)
-    elif outside and variant == "plain" and est.status == "ok":
-        import dataclasses
-        est = dataclasses.replace(est, message=(
-            "the target leaves [0, 1] (noise-corrected), so the plain ||p - T||^2, quadratic "
-            "in T and biased, was replaced by its affine form ||p||^2 - 2 p.T + 1, unbiased "
-            "for the Brier score against the clean labels"))
-    return with_target_status(est, target)
-
-
-def _mean_estimate(blocks: RowBlocks, value: float, n: int, n_inf: int, name: str,
-                   details: dict, *,
-                   score: str, corrected: bool, affine: bool, interval: str | None,
-                   level: float, n_boot: int, method: str, seed: Seed) -> Estimate:
-    """:func:`~noisycal.metrics.scores.mean_estimate` from block sums."""
-    import warnings
-
-    from .._validation import user_stacklevel
-
-    if not np.isfinite(value):
-        return Estimate(name, value, n=n, status="nonfinite", details=details, message=(
-            f"{n_inf} item(s) have an infinite loss (probability 0 on a class with positive "
-            "target)"))
-    if interval is None:
-        return Estimate(name, value, n=n, details=details)
-    entropy = int(as_numpy_rng(seed).integers(0, 2**63))
-    parts = blocks.map(_score_block, score=score, corrected=corrected, step="spread",
-                       affine=affine, mean=value,
-                       n_boot=n_boot if interval == "bootstrap" else 0, entropy=entropy)
-    if interval == "wald":
-        se = float(np.sqrt(sum(q["m2"] for q in parts) / (n - 1)) / np.sqrt(n)) if n > 1 \
-            else float("nan")
-        if not np.isfinite(se):
-            msg = f"the standard error needs at least 2 items (n = {n}); no Wald interval"
-            warnings.warn(f"{name}: {msg}", NumericalWarning, stacklevel=user_stacklevel())
-            return Estimate(name, value, n=n, status="nonfinite_se", message=msg,
-                            details={**details, "se": se})
-        z = sps.norm.ppf(0.5 + level / 2.0)
-        return Estimate(name, value, (value - z * se, value + z * se), level, "wald", "wald",
-                        n=n, details={**details, "se": se})
-    sums = sum(q["reps"] for q in parts)
-    reps = sums[:, 1] / sums[:, 0]
-    ci, status, message = interval_from_replicates(value, reps, level, method)
-    return Estimate(name, value, ci, level, "bootstrap", method, n=n, n_boot=n_boot,
-                    status=status, message=message, details={**details,
-                                                             "bootstrap": "poisson"},
-                    replicates=reps)
