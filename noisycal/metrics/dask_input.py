@@ -69,7 +69,7 @@ from .binning import (
 )
 from .inputs import lean_inputs
 
-__all__ = ["is_dask_array", "RowBlocks", "DaskForm", "gather_binned", "block_inputs",
+__all__ = ["is_dask_array", "row_blocks", "RowBlocks", "DaskForm", "gather_binned", "block_inputs",
            "poisson_sums", "refuse"]
 
 #: Most numbers one block of simulated uniforms or Poisson weights holds in a task.
@@ -80,6 +80,24 @@ def is_dask_array(x: object) -> bool:
     """Whether ``x`` is a ``dask.array.Array`` (False without importing Dask)."""
     mod = sys.modules.get("dask.array")
     return mod is not None and isinstance(x, mod.Array)
+
+
+def row_blocks(probs: object, target: object, classes: ArrayLike | None, *,
+               logits: object = None, items: object = None) -> RowBlocks | None:
+    """:class:`RowBlocks` of the input when ``probs`` or ``target`` is a Dask array, else None.
+
+    Parameters
+    ----------
+    probs, target, classes, logits, items
+        As in :func:`noisycal.ece`.
+
+    Returns
+    -------
+    RowBlocks or None
+    """
+    if is_dask_array(probs) or is_dask_array(target):
+        return RowBlocks(probs, target, classes, logits=logits, items=items)
+    return None
 
 
 def _dask() -> tuple:
@@ -139,8 +157,10 @@ class RowBlocks:
         self._t = ([None] * len(self._p) if target is None
                    else target.to_delayed().ravel().tolist())
         self._compute, self._delayed = dask.compute, dask.delayed
-        #: A read-only (n, K) view of one zero: the shape of the predictions, no memory.
-        self.shape_view = np.broadcast_to(np.float64(0.0), (self.n, self.K))
+        #: ``(P, T, labels, binary)`` in the place of :func:`lean_inputs`' result: P is a
+        #: read-only (n, K) view of one zero (the shape of the predictions, no memory).
+        self.inputs = (np.broadcast_to(np.float64(0.0), (self.n, self.K)), None, None,
+                       self.binary)
 
     def map(self, func: Callable, **kwargs: object) -> list:
         """``func(p_block, t_block, first_row, classes=..., **kwargs)`` on every block,
@@ -263,7 +283,7 @@ def _binned_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | 
                   kind: str, n_bins: int, debias: bool, step: str, n: int, n_sim: int = 0,
                   state: dict | None = None, split: bool = False,
                   mean: np.ndarray | None = None, counts: np.ndarray | None = None,
-                  entropy: int = 0) -> dict:
+                  n_boot: int = 0, entropy: int = 0) -> dict:
     """One row block's sums for :func:`dask_binned_metric` (``step`` says which)."""
     P, T, labels = block_inputs(p, t, first, classes)
     if step == "point":
@@ -291,7 +311,7 @@ def _binned_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | 
         out["cells"] = {s: cell_sums(data, bins, s, n_bins * (2 if s else 1))
                         for s in ((False, True) if out["binary"] else (False,))}
     elif step == "poisson":
-        out["reps"] = poisson_sums(binned.data, cells, J, first, n, entropy)
+        out["reps"] = poisson_sums(binned.data, cells, J, first, n_boot, entropy)
     return out
 
 
@@ -469,8 +489,8 @@ def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
         streamed = {"plan": plan}
     else:  # classwise: the Poisson bootstrap, block by block
         entropy = int(as_numpy_rng(seed).integers(0, 2**63))
-        parts = blocks.map(_binned_block, step="poisson", entropy=entropy,
-                           **{**common, "n": n_boot})
+        parts = blocks.map(_binned_block, step="poisson", n_boot=n_boot, entropy=entropy,
+                           **common)
         reps = sum(q["reps"] for q in parts)
         streamed = {"replicate_stats": reps.reshape(n_boot, G, B, -1), "scheme": "poisson"}
     sums = sum(q["sums"] for q in parts)

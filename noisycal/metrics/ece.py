@@ -41,7 +41,7 @@ from .binning import (
     make_binned,
     streamed_bin_sums,
 )
-from .dask_input import RowBlocks, gather_binned, is_dask_array
+from .dask_input import gather_binned, row_blocks
 from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 
@@ -152,12 +152,9 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
-    blocks = None
-    if is_dask_array(probs) or is_dask_array(target):  # read block by block by Dask tasks
-        blocks = RowBlocks(probs, target, classes, logits=logits, items=items)
-        P, T, labels, binary = blocks.shape_view, None, None, blocks.binary
-    else:
-        P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
+    blocks = row_blocks(probs, target, classes, logits=logits, items=items)  # Dask input
+    P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
+                            if blocks is None else blocks.inputs)
     if interval == "auto":
         interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
     if bootstrap != "auto" and interval != "bootstrap":
@@ -182,7 +179,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
     sums = form = streamed = None
-    if blocks is not None:
+    if blocks is not None:  # sums over the row blocks
         binned, sums, form, streamed = gather_binned(
             blocks, kind, n_bins, debias=debias, interval=interval, n_boot=n_boot, seed=seed,
             strategy=strategy, method=method, bootstrap=bootstrap, cluster=cluster,
@@ -215,7 +212,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
 _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         Predicted probabilities; rows sum to 1 (within 1e-6). A 1-D array holds
         positive-class probabilities of a binary problem. Give ``probs`` or ``logits``.
-        A pandas Series/DataFrame's index is checked against the target's item ids.
+        A pandas Series/DataFrame's index is checked against the target's item ids. Dask
+        arrays are read in row blocks (:mod:`noisycal.metrics.dask_input`).
     target : Target, array-like of shape (n_items, n_classes), or labels (n_items,)
         What the predictions are compared with. Any finite real matrix is accepted
         (noise-corrected targets may leave [0, 1]). A 1-D vector holds class labels

@@ -186,7 +186,8 @@ def brier(
     probs, logits : see :func:`noisycal.ece`
         A 1-D binary input gives the binary Brier score :math:`(p_i - T_{i1})^2`;
         a matrix gives the multi-class score :math:`\sum_k (p_{ik} - T_{ik})^2`
-        (twice the binary one when K = 2).
+        (twice the binary one when K = 2). Dask arrays are read in row blocks
+        (:mod:`noisycal.metrics.dask_input`).
     target : Target, array-like of shape (n_items, n_classes) or labels
     classes, items : see :func:`noisycal.ece`
     variant : {'plain', 'expected'}, default='plain'
@@ -283,6 +284,7 @@ def nll(
     Parameters
     ----------
     probs, logits, target, classes, items : see :func:`noisycal.ece`
+        (Dask arrays too: :mod:`noisycal.metrics.dask_input`)
     interval : {'bootstrap', 'wald', None}, default='bootstrap'
     method : {'percentile', 'basic', 'bca'}, default='percentile'
         How the bootstrap interval is read off the replicates (``method=`` means only
