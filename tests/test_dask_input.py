@@ -253,3 +253,12 @@ def test_two_worker_local_cluster():
         np.testing.assert_allclose(z.interval, x.interval, rtol=0, atol=1e-10)
     c = nc.ece(dP, dy, kind="classwise", interval="bootstrap", n_boot=200, seed=1)
     np.testing.assert_array_equal(b[3].replicates, c.replicates)  # threads: same draws
+
+
+def test_other_metrics_refuse_dask_input_instead_of_computing_it():
+    P, y, S = _data(0)
+    for call in (lambda: nc.smooth_ece(_chunked(P), y),
+                 lambda: nc.true_label_ece(_chunked(P), S),
+                 lambda: nc.calibration_test(P, _chunked(y))):
+        with pytest.raises(TypeError, match="Dask arrays are read block by block"):
+            call()

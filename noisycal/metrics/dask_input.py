@@ -39,7 +39,6 @@ Each pass reads the input once (``persist()`` it to avoid recomputing its graph)
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -67,19 +66,13 @@ from .binning import (
     streamed_bin_sums,
     uniform_edges,
 )
-from .inputs import lean_inputs
+from .inputs import is_dask_array, lean_inputs
 
 __all__ = ["is_dask_array", "row_blocks", "RowBlocks", "DaskForm", "gather_binned", "block_inputs",
            "poisson_sums", "refuse"]
 
 #: Most numbers one block of simulated uniforms or Poisson weights holds in a task.
 _BLOCK_ELEMENTS = 2**22
-
-
-def is_dask_array(x: object) -> bool:
-    """Whether ``x`` is a ``dask.array.Array`` (False without importing Dask)."""
-    mod = sys.modules.get("dask.array")
-    return mod is not None and isinstance(x, mod.Array)
 
 
 def row_blocks(probs: object, target: object, classes: ArrayLike | None, *,
