@@ -11,7 +11,8 @@ import numpy as np
 from .binning import CHUNK_ROWS, Binned
 
 __all__ = ["NORMAL_FROM", "CellPlan", "binned_bootstrap_applies", "cell_plan",
-           "binned_replicate_stats"]
+           "binned_replicate_stats", "binary_target", "cell_sums", "cell_cross_sums",
+           "plan_from_cells"]
 
 #: Cells (bin, or bin x label) with at least this many sample items have their sums drawn
 #: from the normal in the binned bootstrap; smaller cells are resampled item by item.
@@ -75,7 +76,9 @@ def cell_plan(binned: Binned, normal_from: int = NORMAL_FROM) -> CellPlan:
 
     A cell is a bin, split further by the target value when every target is 0 or 1 (hard
     or voted labels), so that a large cell's target sum is exactly its count times the
-    target. Moments are computed in two passes (means, then centred cross-products).
+    target. Moments are computed in two passes over row chunks (means, then centred
+    cross-products); :func:`cell_sums`, :func:`cell_cross_sums` and
+    :func:`plan_from_cells` are the per-chunk steps (also run on Dask chunks).
 
     Parameters
     ----------
@@ -90,48 +93,130 @@ def cell_plan(binned: Binned, normal_from: int = NORMAL_FROM) -> CellPlan:
     """
     data, bins = binned.data[0], binned.bins[0]
     n, C = data.shape
-    m = C - 1
     chunks = [(s, min(n, s + 16 * CHUNK_ROWS)) for s in range(0, n, 16 * CHUNK_ROWS)]
-    split = all(bool(np.all((data[s:e, 2] == 0.0) | (data[s:e, 2] == 1.0)))
-                for s, e in chunks)
+    split = all(binary_target(data[s:e]) for s, e in chunks)
     n_cells = binned.n_bins * (2 if split else 1)
-
-    def cell_key(s: int, e: int) -> np.ndarray:
-        b = bins[s:e].astype(np.int64)
-        return b * 2 + data[s:e, 2].astype(np.int64) if split else b
-
-    # two passes over row chunks: counts and means, then centred cross-products
     cnt = np.zeros(n_cells, dtype=np.int64)
-    mean = np.zeros((n_cells, m))
+    mean = np.zeros((n_cells, C - 1))
     for s, e in chunks:
-        key = cell_key(s, e)
-        cnt += np.bincount(key, minlength=n_cells)
-        for j in range(m):
-            mean[:, j] += np.bincount(key, weights=data[s:e, 1 + j], minlength=n_cells)
+        c, sums = cell_sums(data[s:e], bins[s:e], split, n_cells)
+        cnt += c
+        mean += sums
     mean /= np.maximum(cnt, 1)[:, None]
-    cov = np.zeros((n_cells, m, m))
+    cov = np.zeros((n_cells, C - 1, C - 1))
     small_rows = []
     for s, e in chunks:
-        key = cell_key(s, e)
-        centred = [data[s:e, 1 + j] - mean[key, j] for j in range(m)]
-        for j in range(m):
-            for k in range(j + 1):
-                cov[:, j, k] += np.bincount(key, weights=centred[j] * centred[k],
-                                            minlength=n_cells)
-        small_rows.append(s + np.flatnonzero(cnt[key] < normal_from))
-    cov = np.tril(cov) + np.transpose(np.tril(cov, -1), (0, 2, 1))
-    large = np.flatnonzero(cnt >= normal_from)
-    cov = cov[large] / cnt[large][:, None, None]
+        part, small = cell_cross_sums(data[s:e], bins[s:e], split, mean, cnt, normal_from)
+        cov += part
+        small_rows.append(s + small)
+    is_small = np.concatenate(small_rows)
+    return plan_from_cells(cnt, mean, cov, data[is_small], bins[is_small], split,
+                           normal_from)
+
+
+def binary_target(data: np.ndarray) -> bool:
+    """Whether every target (column 2 of item rows ``data``, shape (m, C)) is 0 or 1."""
+    return bool(np.all((data[:, 2] == 0.0) | (data[:, 2] == 1.0)))
+
+
+def _cell_key(data: np.ndarray, bins: np.ndarray, split: bool) -> np.ndarray:
+    b = bins.astype(np.int64)
+    return b * 2 + data[:, 2].astype(np.int64) if split else b
+
+
+def cell_sums(data: np.ndarray, bins: np.ndarray, split: bool, n_cells: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """First pass of :func:`cell_plan` over a chunk of item rows: cell counts and sums.
+
+    Parameters
+    ----------
+    data : ndarray of shape (m, C)
+        Item rows of one group (constant column first).
+    bins : int ndarray of shape (m,)
+    split : bool
+        Cells are bin x target value.
+    n_cells : int
+
+    Returns
+    -------
+    counts : int64 ndarray of shape (n_cells,)
+    sums : ndarray of shape (n_cells, C - 1)
+        Sums of the non-constant columns; both add up over chunks.
+    """
+    key = _cell_key(data, bins, split)
+    sums = np.zeros((n_cells, data.shape[1] - 1))
+    for j in range(data.shape[1] - 1):
+        sums[:, j] += np.bincount(key, weights=data[:, 1 + j], minlength=n_cells)
+    return np.bincount(key, minlength=n_cells).astype(np.int64), sums
+
+
+def cell_cross_sums(data: np.ndarray, bins: np.ndarray, split: bool, mean: np.ndarray,
+                    counts: np.ndarray, normal_from: int = NORMAL_FROM
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Second pass of :func:`cell_plan` over a chunk: centred cross-products, small rows.
+
+    Parameters
+    ----------
+    data, bins, split
+        As in :func:`cell_sums`.
+    mean : ndarray of shape (n_cells, C - 1)
+        The cell means of the whole sample (first pass).
+    counts : int ndarray of shape (n_cells,)
+        The cell counts of the whole sample.
+    normal_from : int, default=NORMAL_FROM
+
+    Returns
+    -------
+    cross : ndarray of shape (n_cells, C - 1, C - 1)
+        Lower triangle of the summed centred cross-products (adds up over chunks).
+    small : int ndarray
+        Rows of the chunk (from 0) whose cell has fewer than ``normal_from`` items.
+    """
+    key = _cell_key(data, bins, split)
+    m = data.shape[1] - 1
+    cross = np.zeros((mean.shape[0], m, m))
+    centred = [data[:, 1 + j] - mean[key, j] for j in range(m)]
+    for j in range(m):
+        for k in range(j + 1):
+            cross[:, j, k] += np.bincount(key, weights=centred[j] * centred[k],
+                                          minlength=mean.shape[0])
+    return cross, np.flatnonzero(counts[key] < normal_from)
+
+
+def plan_from_cells(counts: np.ndarray, mean: np.ndarray, cross: np.ndarray,
+                    small_data: np.ndarray, small_bins: np.ndarray, split: bool,
+                    normal_from: int = NORMAL_FROM) -> CellPlan:
+    """The :class:`CellPlan` from the sample's cell counts, means and cross-products.
+
+    Parameters
+    ----------
+    counts, mean
+        Whole-sample cell counts and means (:func:`cell_sums`).
+    cross : ndarray of shape (n_cells, C - 1, C - 1)
+        Summed :func:`cell_cross_sums` (lower triangle).
+    small_data : ndarray of shape (n_small, C)
+        Rows of the items in small cells, in row order.
+    small_bins : int ndarray of shape (n_small,)
+    split : bool
+    normal_from : int, default=NORMAL_FROM
+
+    Returns
+    -------
+    CellPlan
+    """
+    n = int(counts.sum())
+    cov = np.tril(cross) + np.transpose(np.tril(cross, -1), (0, 2, 1))
+    large = np.flatnonzero(counts >= normal_from)
+    cov = cov[large] / counts[large][:, None, None]
     lam, vec = np.linalg.eigh(cov)
     root = np.einsum("lij,lj,lkj->lik", vec, np.sqrt(np.maximum(lam, 0.0)), vec)
     # a statistic constant in a cell (the target of a split cell) gets exactly no noise
     const = np.diagonal(cov, axis1=1, axis2=2) == 0.0
     root = np.where(const[:, :, None] | const[:, None, :], 0.0, root)
-    is_small = np.concatenate(small_rows)
-    prob = np.append(cnt[large], is_small.size) / n
+    prob = np.append(counts[large], small_data.shape[0]) / n
     cell_bin = large // 2 if split else large
-    return CellPlan(prob, mean[large], root, cell_bin, data[is_small],
-                    bins[is_small].astype(np.int64), split)
+    return CellPlan(prob, mean[large], root, cell_bin, small_data,
+                    small_bins.astype(np.int64), split)
 
 
 #: Most small-item draws held at once by :func:`binned_replicate_stats`.

@@ -24,17 +24,12 @@ from ..intervals.credible import equal_tailed
 from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
 from .binned_bootstrap import (
+    CellPlan,
     binned_bootstrap_applies,
     binned_replicate_stats,
     cell_plan,
 )
-from .binned_form import (
-    bin_gap_se,
-    binned_linear_form,
-    consistency_null,
-    floored_cov,
-    one_hot_target,
-)
+from .binned_form import TableForm
 from .binning import (
     Binned,
     assign_bins,
@@ -141,12 +136,13 @@ def _metric_of_replicates(stats: jax.Array, *, n_draws: int, reduce: str, norm: 
     return jax.vmap(one)(stats)
 
 
-def _run_binned(binned: Binned, cfg: dict, *, n_boot: int, seed: Seed
+def _run_binned(binned: Binned, cfg: dict, *, n_boot: int, seed: Seed,
+                plan: CellPlan | None = None, n: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Replicate values and per-bin replicate means of the binned bootstrap."""
-    plan = cell_plan(binned)
-    stats = binned_replicate_stats(plan, binned.data.shape[1], binned.n_bins, n_boot,
-                                   as_numpy_rng(seed))
+    plan = cell_plan(binned) if plan is None else plan
+    stats = binned_replicate_stats(plan, binned.data.shape[1] if n is None else n,
+                                   binned.n_bins, n_boot, as_numpy_rng(seed))
     metric_cfg = {k: v for k, v in cfg.items() if k != "n_bins"}
     reps, bin_reps = _metric_of_replicates(jnp.asarray(stats[:, None]), **metric_cfg)
     return np.asarray(reps), np.asarray(bin_reps)
@@ -289,13 +285,17 @@ _VARIANCE_FLOOR = "calibrated"
 
 def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, level: float,
               n_boot: int, seed: Seed, codes: np.ndarray | None, n_clusters: int,
-              estimator: str) -> tuple[float, tuple[float, float], dict]:
+              estimator: str, form: object | None = None
+              ) -> tuple[float, tuple[float, float], dict]:
     """Inverted-test interval, reported value and details; fills the table's bin bands.
 
     With no sampling variation (one item, or every item's gap equal) the interval is
     (NaN, NaN) with status 'degenerate' and a NumericalWarning, as for the bootstrap.
+    ``form`` (per-bin statistics gathered over row chunks, with the methods of
+    :class:`~noisycal.metrics.binned_form.TableForm`) replaces the item table of ``binned``.
     """
-    mean, cov, weights = binned_linear_form(binned, norm, codes, n_clusters)
+    src = TableForm(binned) if form is None else form
+    mean, cov, weights = src.linear_form(norm, codes, n_clusters)
     if not np.any(np.diag(cov) > 0):
         status = no_variation("a single item, or every target minus confidence equal "
                               "within each bin")
@@ -304,17 +304,17 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     # (sparse bins without a positive label otherwise have a sample variance near 0),
     # with the sample covariance as invert_norm's upper_cov (the upper end is the larger
     # of the two, so the floor cannot lower it).
-    floored = floored_cov(binned, cov, _VARIANCE_FLOOR, codes)
+    floored = src.floored_cov(cov, _VARIANCE_FLOOR, codes)
     cov, upper_cov = (floored, cov) if floored is not cov else (cov, None)
     # One-hot targets without clusters: the zero test by consistency resampling (exact
     # however sparse the bins); the upper end from the least favourable configuration.
-    zero_null = consistency_null(binned, weights, norm, n_boot, seed) \
-        if codes is None and one_hot_target(binned) else None
+    zero_null = src.consistency_null(weights, norm, n_boot, seed) \
+        if codes is None and src.one_hot() else None
     inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed,
                       upper_null="least-favourable", zero_null=zero_null,
                       upper_cov=upper_cov)
     z = float(sps.norm.ppf(0.5 + level / 2))
-    se = bin_gap_se(binned).ravel()
+    se = src.gap_se().ravel()
     table["low"] = table["mean_target"] - z * se
     table["high"] = table["mean_target"] + z * se
     table.attrs.update({"level": level, "interval": "inversion"})
@@ -331,7 +331,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                      method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                      batch_size: int | None, details: dict,
                      estimator: str = "plug-in", bootstrap: str = "auto",
-                     sums: np.ndarray | None = None, devices: tuple | None = None
+                     sums: np.ndarray | None = None, devices: tuple | None = None,
+                     form: object | None = None, streamed: dict | None = None
                      ) -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
@@ -364,17 +365,29 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     sums : ndarray of shape (G, n_bins, C), optional
         The sample's per-bin sums when the caller streamed them
         (:func:`~noisycal.metrics.binning.streamed_bin_sums`); ``binned`` then holds no
-        items and ``interval`` must be None.
+        items and ``interval`` must be None, or 'inversion' with ``form``, or 'bootstrap'
+        with ``streamed``.
+    form : TableForm-like, optional
+        The per-bin statistics of the inverted interval, gathered over row chunks (the
+        methods of :class:`~noisycal.metrics.binned_form.TableForm`).
+    streamed : dict, optional
+        The bootstrap's statistics gathered over row chunks
+        (:mod:`noisycal.metrics.dask_input`): ``{'plan': CellPlan}`` (the binned
+        bootstrap) or ``{'replicate_stats': ndarray of shape (n_boot, G, B, C),
+        'scheme': str}`` (per-bin sums of replicates drawn elsewhere).
 
     Returns
     -------
     Estimate
     """
     G, n, _ = binned.data.shape
+    streamed = streamed or {}
     if sums is not None:
-        if interval is not None:
-            raise ValueError("sums: streamed per-bin sums serve the point estimate only "
-                             "(interval=None)")
+        if interval is not None and (interval != "inversion" or form is None) and \
+                (interval != "bootstrap" or not streamed):
+            raise ValueError("sums: streamed per-bin sums serve the point estimate "
+                             "(interval=None), with form= the inverted interval and with "
+                             "streamed= the bootstrap")
         n = int(round(float(sums[0, :, 0].sum())))
     cfg = dict(n_bins=binned.n_bins, n_draws=binned.n_draws, reduce=reduce, norm=norm,
                debias=debias)
@@ -389,7 +402,15 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         value, per_group = _point_value(jnp.asarray(stats), n_draws=binned.n_draws,
                                         reduce=reduce, norm=norm, debias=debias)
         value, per_group = float(value), np.asarray(per_group)
-        if interval == "bootstrap":
+        if interval == "bootstrap" and "plan" in streamed:
+            reps, bin_reps = _run_binned(binned, cfg, n_boot=n_boot, seed=seed,
+                                         plan=streamed["plan"], n=n)
+        elif interval == "bootstrap" and "replicate_stats" in streamed:
+            reps, bin_reps = (np.asarray(a) for a in _metric_of_replicates(
+                jnp.asarray(streamed["replicate_stats"]),
+                **{k: v for k, v in cfg.items() if k != "n_bins"}))
+            scheme = streamed["scheme"]
+        elif interval == "bootstrap":
             reps, bin_reps, jack, scheme = _run_bootstrap(
                 binned, stats, codes, n_clusters, cfg, n_boot=n_boot,
                 method=method, seed=seed, rebin=rebin, batch_size=batch_size,
@@ -403,7 +424,7 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     if interval == "inversion":
         value, ci, extra = _inverted(binned, table, value, norm=norm, level=level,
                                      n_boot=n_boot, seed=seed, codes=codes,
-                                     n_clusters=n_clusters, estimator=estimator)
+                                     n_clusters=n_clusters, estimator=estimator, form=form)
         status, message = extra.pop("status", (status, message))
         if status != "ok":
             estimator = "plug-in" if estimator == "median-unbiased" else estimator

@@ -20,7 +20,9 @@ from ..intervals.inversion import norm_of_means
 from .binning import Binned
 
 __all__ = ["binned_linear_form", "bin_gap_se", "contribution_mean_cov", "one_hot_target",
-           "consistency_null", "calibrated_bin_variance", "floored_cov"]
+           "consistency_null", "calibrated_bin_variance", "floored_cov",
+           "linear_form_from_sums", "floor_variance", "gap_se_from_sums", "cross_sums",
+           "consistency_counts", "TableForm"]
 
 _CHUNK_ELEMENTS = 2**24
 
@@ -32,8 +34,21 @@ def _item_gaps(binned: Binned) -> np.ndarray:
     return binned.data[:, :, 2] - binned.data[:, :, 1]  # (G, n)
 
 
-def _cross_sums(d: np.ndarray, bins: np.ndarray, B: int) -> np.ndarray:
-    """sum_i x_i x_i^T, (J, J) with J = G * B, built block by block with bincount."""
+def cross_sums(d: np.ndarray, bins: np.ndarray, B: int) -> np.ndarray:
+    """sum_i x_i x_i^T, (J, J) with J = G * B, built block by block with bincount.
+
+    Parameters
+    ----------
+    d : ndarray of shape (G, n)
+        Target minus confidence of each item in each group.
+    bins : int ndarray of shape (G, n)
+    B : int
+        Bins per group.
+
+    Returns
+    -------
+    ndarray of shape (G * B, G * B)
+    """
     G = d.shape[0]
     S = np.zeros((G * B, G * B))
     for g in range(G):
@@ -84,7 +99,7 @@ def contribution_mean_cov(x: np.ndarray, codes: np.ndarray | None = None,
     return mean, _cluster_cov(tot, n)
 
 
-def calibrated_bin_variance(binned: Binned) -> np.ndarray:
+def calibrated_bin_variance(binned: Binned, n_items: int | None = None) -> np.ndarray:
     r"""Variance of each bin mean under calibration, one-hot targets, (G * B,).
 
     If the model is calibrated and the labels independent given the scores, a hit
@@ -97,6 +112,9 @@ def calibrated_bin_variance(binned: Binned) -> np.ndarray:
     Parameters
     ----------
     binned : Binned
+    n_items : int, optional
+        The n of the formula (default: the items of ``binned``; the sample size when
+        ``binned`` holds one chunk of its rows, whose terms then add up over chunks).
 
     Returns
     -------
@@ -104,6 +122,7 @@ def calibrated_bin_variance(binned: Binned) -> np.ndarray:
     """
     conf = binned.data[:, :, 1]                      # (G, n)
     G, n = conf.shape
+    n = n if n_items is None else n_items
     B = binned.n_bins
     flat = (np.arange(G)[:, None] * B + binned.bins).ravel()
     return np.bincount(flat, weights=(conf * (1.0 - conf)).ravel(), minlength=G * B) / n ** 2
@@ -130,7 +149,23 @@ def floored_cov(binned: Binned, cov: np.ndarray, variance_floor: str,
     check_choice(variance_floor, "variance_floor", ("none", "calibrated"))
     if variance_floor == "none" or codes is not None or not one_hot_target(binned):
         return cov
-    short = np.maximum(calibrated_bin_variance(binned) - np.diag(cov), 0.0)
+    return floor_variance(cov, calibrated_bin_variance(binned))
+
+
+def floor_variance(cov: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """``cov`` with each diagonal entry raised to at least ``var`` (the shortfall added).
+
+    Parameters
+    ----------
+    cov : ndarray of shape (J, J)
+    var : ndarray of shape (J,)
+        The floor, e.g. :func:`calibrated_bin_variance`.
+
+    Returns
+    -------
+    ndarray of shape (J, J)
+    """
+    short = np.maximum(var - np.diag(cov), 0.0)
     return cov + np.diag(short)
 
 
@@ -179,23 +214,54 @@ def binned_linear_form(binned: Binned, norm: str, codes: np.ndarray | None = Non
     bins = binned.bins
     flat = (np.arange(G)[:, None] * B + bins).ravel()
     J = G * B
-    mean = np.bincount(flat, weights=d.ravel(), minlength=J) / n
+    dsum = np.bincount(flat, weights=d.ravel(), minlength=J)
+    counts = np.bincount(flat, minlength=J).astype(np.float64)
     if codes is None:
-        S = _cross_sums(d, bins, B)
-        cov = (S - n * np.outer(mean, mean)) / (n * max(n - 1, 1))
+        mean, cov, weights = linear_form_from_sums(dsum, cross_sums(d, bins, B), counts, n,
+                                                   G, norm)
     else:
+        mean, _, weights = linear_form_from_sums(dsum, None, counts, n, G, norm)
         C = int(n_clusters)
         tot = np.zeros((C, J))
         rows = np.tile(np.asarray(codes, dtype=np.int64), G)
         np.add.at(tot, (rows, flat), d.ravel())
         cov = _cluster_cov(tot, n)
     cov = floored_cov(binned, cov, variance_floor, codes)
-    counts = np.bincount(flat, minlength=J).astype(np.float64)
+    return mean, cov, weights
+
+
+def linear_form_from_sums(dsum: np.ndarray, cross: np.ndarray | None, counts: np.ndarray,
+                          n: int, n_groups: int, norm: str
+                          ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """``(mean, cov, weights)`` of :func:`binned_linear_form` (items as sampling units, no
+    floor) from per-bin sums, which add up over row chunks.
+
+    Parameters
+    ----------
+    dsum : ndarray of shape (J,)
+        Per-bin sums of target minus confidence (J = groups x bins).
+    cross : ndarray of shape (J, J) or None
+        :func:`cross_sums` of the items (None: no covariance returned).
+    counts : ndarray of shape (J,)
+        Items per bin.
+    n : int
+        Number of items.
+    n_groups : int
+    norm : {'l1', 'l2'}
+
+    Returns
+    -------
+    mean, cov, weights
+    """
+    J = dsum.shape[0]
+    mean = dsum / n
+    cov = None if cross is None else (cross - n * np.outer(mean, mean)) / (n * max(n - 1, 1))
     if norm == "l1":
-        weights = np.full(J, 1.0 / G)
+        weights = np.full(J, 1.0 / n_groups)
     else:
         share = counts / n
-        weights = np.where(counts > 0, 1.0 / (G * np.where(counts > 0, share, 1.0)), 0.0)
+        weights = np.where(counts > 0, 1.0 / (n_groups * np.where(counts > 0, share, 1.0)),
+                           0.0)
     return mean, cov, weights
 
 
@@ -215,16 +281,29 @@ def bin_gap_se(binned: Binned) -> np.ndarray:
     """
     d = _item_gaps(binned)
     G, B = d.shape[0], binned.n_bins
-    out = np.full((G, B), np.nan)
+    cnt, s1, s2 = np.empty((G, B)), np.empty((G, B)), np.empty((G, B))
     for g in range(G):
-        cnt = np.bincount(binned.bins[g], minlength=B).astype(np.float64)
-        s1 = np.bincount(binned.bins[g], weights=d[g], minlength=B)
-        s2 = np.bincount(binned.bins[g], weights=d[g] ** 2, minlength=B)
-        ok = cnt >= 2
-        var = np.where(ok, (s2 - s1 ** 2 / np.where(ok, cnt, 1.0))
-                       / np.where(ok, cnt - 1.0, 1.0), np.nan)
-        out[g] = np.where(ok, np.sqrt(np.maximum(var, 0.0) / np.where(ok, cnt, 1.0)), np.nan)
-    return out
+        cnt[g] = np.bincount(binned.bins[g], minlength=B)
+        s1[g] = np.bincount(binned.bins[g], weights=d[g], minlength=B)
+        s2[g] = np.bincount(binned.bins[g], weights=d[g] ** 2, minlength=B)
+    return gap_se_from_sums(cnt, s1, s2)
+
+
+def gap_se_from_sums(cnt: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """:func:`bin_gap_se` from per-bin counts and sums of the gaps and squared gaps.
+
+    Parameters
+    ----------
+    cnt, s1, s2 : ndarray of shape (G, B)
+
+    Returns
+    -------
+    ndarray of shape (G, B)
+    """
+    ok = cnt >= 2
+    var = np.where(ok, (s2 - s1 ** 2 / np.where(ok, cnt, 1.0))
+                   / np.where(ok, cnt - 1.0, 1.0), np.nan)
+    return np.where(ok, np.sqrt(np.maximum(var, 0.0) / np.where(ok, cnt, 1.0)), np.nan)
 
 
 def one_hot_target(binned: Binned) -> bool:
@@ -285,27 +364,127 @@ def consistency_null(binned: Binned, weights: np.ndarray, norm: str, n_sim: int,
     # Each bin mean is (number of hits in it - its sum of confidences) / n; the second
     # term does not depend on the draw.
     conf_sum = np.bincount(flat2d.ravel(), weights=conf.ravel(), minlength=J)
-    cum = np.cumsum(conf.T, axis=1)                   # (n, G)
-    cum[:, -1] = 1.0
-    items = np.arange(n)
     out = np.empty(n_sim)
     step = max(1, _CHUNK_ELEMENTS // n)
     for start in range(0, n_sim, step):
         r = min(step, n_sim - start)
-        u = rng.random((r, n))
-        if G == 1:
-            hit = u < conf[0][None, :]                                    # (r, n)
-            cell = flat2d[0][None, :]
-        else:
-            # The label: the number of cumulative confidences at or below u (inverse
-            # CDF, one class at a time); a hit only in the bin of the drawn class.
-            y = np.zeros((r, n), dtype=np.int64)
-            for k in range(G - 1):
-                y += u >= cum[None, :, k]
-            hit = np.ones((r, n), dtype=bool)
-            cell = flat2d[y, items[None, :]]                               # (r, n)
-        idx = (np.arange(r)[:, None] * J + cell)[hit]
-        counts = np.bincount(idx, minlength=r * J).reshape(r, J)
+        # uniform number j * n + i of the stream belongs to draw j and item i
+        counts = consistency_counts(rng.random((r, n)), conf, flat2d, J)
         m = (counts - conf_sum[None, :]) / n
         out[start:start + r] = norm_of_means(m, weights, norm)
     return out
+
+
+def consistency_counts(u: np.ndarray, conf: np.ndarray, cells: np.ndarray,
+                       n_cells: int) -> np.ndarray:
+    """Hits per cell of labels redrawn from the confidences (:func:`consistency_null`).
+
+    Parameters
+    ----------
+    u : ndarray of shape (r, m)
+        One uniform per draw and item.
+    conf : ndarray of shape (G, m)
+        Confidences of the m items in each group (G = 1: the hit is Bernoulli(conf);
+        G = K: the label is categorical(conf), drawn by inverse CDF).
+    cells : int ndarray of shape (G, m)
+        Cell (group x bin) of each item in each group.
+    n_cells : int
+
+    Returns
+    -------
+    int ndarray of shape (r, n_cells)
+        Counts add up over chunks of items.
+    """
+    r, m = u.shape
+    G = conf.shape[0]
+    if G == 1:
+        hit = u < conf[0][None, :]                                        # (r, m)
+        cell = cells[0][None, :]
+    else:
+        # The label: the number of cumulative confidences at or below u (inverse
+        # CDF, one class at a time); a hit only in the bin of the drawn class.
+        cum = np.cumsum(conf.T, axis=1)                                   # (m, G)
+        cum[:, -1] = 1.0
+        y = np.zeros((r, m), dtype=np.int64)
+        for k in range(G - 1):
+            y += u >= cum[None, :, k]
+        hit = np.ones((r, m), dtype=bool)
+        cell = cells[y, np.arange(m)[None, :]]                            # (r, m)
+    idx = (np.arange(r)[:, None] * n_cells + cell)[hit]
+    return np.bincount(idx, minlength=r * n_cells).reshape(r, n_cells)
+
+
+class TableForm:
+    """The inputs of the inverted interval read off an item table (:class:`Binned`).
+
+    The interface the interval asks of the sample (also offered by forms that gather
+    per-bin sums over row chunks, e.g. of a Dask array).
+
+    Parameters
+    ----------
+    binned : Binned
+        Items laid out by :func:`~noisycal.metrics.binning.make_binned` (one draw).
+    """
+
+    def __init__(self, binned: Binned) -> None:
+        self.binned = binned
+
+    def one_hot(self) -> bool:
+        """:func:`one_hot_target`."""
+        return one_hot_target(self.binned)
+
+    def linear_form(self, norm: str, codes: np.ndarray | None = None,
+                    n_clusters: int | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`binned_linear_form`.
+
+        Parameters
+        ----------
+        norm : {'l1', 'l2'}
+        codes : ndarray of shape (n,), optional
+            Cluster codes.
+        n_clusters : int, optional
+
+        Returns
+        -------
+        mean, cov, weights
+        """
+        return binned_linear_form(self.binned, norm, codes, n_clusters)
+
+    def floored_cov(self, cov: np.ndarray, variance_floor: str,
+                    codes: np.ndarray | None = None) -> np.ndarray:
+        """:func:`floored_cov`.
+
+        Parameters
+        ----------
+        cov : ndarray of shape (J, J)
+        variance_floor : {'none', 'calibrated'}
+        codes : ndarray of shape (n,), optional
+            Cluster codes (no floor with clusters).
+
+        Returns
+        -------
+        ndarray of shape (J, J)
+        """
+        return floored_cov(self.binned, cov, variance_floor, codes)
+
+    def gap_se(self) -> np.ndarray:
+        """:func:`bin_gap_se`."""
+        return bin_gap_se(self.binned)
+
+    def consistency_null(self, weights: np.ndarray, norm: str, n_sim: int,
+                         seed: Seed) -> np.ndarray:
+        """:func:`consistency_null`.
+
+        Parameters
+        ----------
+        weights : ndarray of shape (J,)
+        norm : {'l1', 'l2'}
+        n_sim : int
+        seed : int or jax key
+
+        Returns
+        -------
+        ndarray of shape (n_sim,)
+        """
+        return consistency_null(self.binned, weights, norm, n_sim, seed)

@@ -30,7 +30,6 @@ from .._validation import (
 from ..intervals.bootstrap import BOOTSTRAP_METHODS
 from ..intervals.bounds import check_bound_options
 from ..intervals.estimate import Estimate
-from ..targets import Target
 from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
 from .binning import (
     BIN_STRATEGIES,
@@ -41,7 +40,9 @@ from .binning import (
     make_binned,
     streamed_bin_sums,
 )
+from .dask_input import gather_binned, row_blocks
 from .inputs import lean_inputs, resolve_inputs, with_target_status
+from .inputs import target_kind as _target_kind
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 from .poisson_bootstrap import check_poisson_request
 
@@ -134,13 +135,6 @@ def _resolve_kind(kind: str | None, binary_1d: bool, n_classes: int) -> str:
     return kind
 
 
-def _target_kind(target: object) -> str:
-    """Provenance of a target: a Target's kind, 'hard' for label vectors, else 'matrix'."""
-    if isinstance(target, Target):
-        return target.kind
-    return "hard" if np.ndim(target) == 1 else "matrix"
-
-
 def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
                    name: str, reduce: str, kind: str | None, n_bins: int, strategy: str,
                    norm: str, debias: bool, interval: str | None, level: float, n_boot: int,
@@ -152,7 +146,9 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
-    P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
+    blocks = row_blocks(probs, target, classes, logits=logits, items=items)  # Dask input
+    P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
+                            if blocks is None else blocks.inputs)
     if interval == "auto":
         interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
     devices, bootstrap = check_poisson_request(devices, bootstrap, interval, refit_channels)
@@ -177,8 +173,13 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
-    sums = None
-    if interval is None and strategy == "uniform" and not nc_request:
+    sums = form = streamed = None
+    if blocks is not None:  # sums over the row blocks
+        binned, sums, form, streamed = gather_binned(
+            blocks, kind, n_bins, debias=debias, interval=interval, n_boot=n_boot, seed=seed,
+            strategy=strategy, method=method, bootstrap=bootstrap, cluster=cluster,
+            rebin=rebin, refit_channels=bool(refit_channels), devices=devices)
+    elif interval is None and strategy == "uniform" and not nc_request:
         # no interval: the per-bin sums over row chunks, no item table (classwise: K x n)
         sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
         G, C = sums.shape[0], sums.shape[2]
@@ -191,7 +192,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
                            details={"kind": kind, "strategy": strategy, "norm": norm,
                                     "debias": debias, "target_kind": _target_kind(target)},
-                           estimator=estimator, bootstrap=bootstrap, devices=devices)
+                           estimator=estimator, bootstrap=bootstrap, devices=devices,
+                           form=form, streamed=streamed)
     if nc_request:
         est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
                               interval=interval, refit_channels=bool(refit_channels),
@@ -205,7 +207,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
 _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         Predicted probabilities; rows sum to 1 (within 1e-6). A 1-D array holds
         positive-class probabilities of a binary problem. Give ``probs`` or ``logits``.
-        A pandas Series/DataFrame's index is checked against the target's item ids.
+        A pandas Series/DataFrame's index is checked against the target's item ids. Dask
+        arrays are read in row blocks (:mod:`noisycal.metrics.dask_input`).
     target : Target, array-like of shape (n_items, n_classes), or labels (n_items,)
         What the predictions are compared with. Any finite real matrix is accepted
         (noise-corrected targets may leave [0, 1]). A 1-D vector holds class labels

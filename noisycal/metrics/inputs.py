@@ -5,6 +5,7 @@ checked over row chunks)."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 import numpy as np
 
@@ -23,7 +24,21 @@ from .binning import (
     CHUNK_ROWS,
 )
 
-__all__ = ["resolve_inputs", "lean_inputs", "with_target_status"]
+__all__ = ["resolve_inputs", "lean_inputs", "with_target_status", "target_kind", "is_dask_array"]
+
+
+def is_dask_array(x: object) -> bool:
+    """Whether ``x`` is a ``dask.array.Array`` (False without importing Dask)."""
+    mod = sys.modules.get("dask.array")
+    return mod is not None and isinstance(x, mod.Array)
+
+
+def _no_dask(*arrays: object) -> None:
+    """Refuse Dask arrays where a metric would compute them whole (TypeError)."""
+    if any(is_dask_array(a) for a in arrays):
+        raise TypeError("Dask arrays are read block by block by nc.ece, nc.mce, nc.brier and "
+                        "nc.nll only (noisycal.metrics.dask_input); for this function call "
+                        ".compute() on them first")
 
 
 def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
@@ -47,6 +62,7 @@ def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     -------
     P, logP, T, binary_1d
     """
+    _no_dask(probs, target, logits)
     ids = prediction_items(probs, logits, items)
     P, logP, binary = predictions(probs, logits)
     T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
@@ -115,6 +131,7 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
         Class codes whose one-hot matrix is the target.
     binary_1d : bool
     """
+    _no_dask(probs, target, logits)
     arr = None if probs is None else np.asarray(probs)
     if (logits is not None or arr is None or arr.dtype not in (np.float32, np.float64)
             or arr.ndim not in (1, 2) or arr.shape[0] < 1
@@ -158,3 +175,10 @@ def with_target_status(est: Estimate, target: object) -> Estimate:
     if est.message:
         message += f"; {est.message}"
     return dataclasses.replace(est, status=f"target_{status}", message=message)
+
+
+def target_kind(target: object) -> str:
+    """Provenance of a target: a Target's kind, 'hard' for label vectors, else 'matrix'."""
+    if isinstance(target, Target):
+        return target.kind
+    return "hard" if np.ndim(target) == 1 else "matrix"

@@ -24,39 +24,21 @@ from .._validation import (
 from .._warnings import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
-from .binning import CHUNK_ROWS
+from .dask_input import is_dask_array
+from .dask_scores import dask_score
 from .ece import lean_inputs, resolve_inputs, with_target_status
+from .score_losses import (
+    AFFINE_IN_TARGET,
+    brier_form,
+    brier_losses,
+    leaves_unit_interval,
+    nll_high_variance,
+    nll_losses,
+)
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
-           "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES"]
-
-#: Whether each score is affine in the target row T_i (then its mean against an unbiased
-#: target, such as the noise-corrected one, is unbiased for the mean against the clean
-#: labels). The plain Brier score ||p - T||^2 is quadratic in T; its affine form
-#: ||p||^2 - 2 p.T + 1 (the expected Brier score) and the cross-entropy -T.log p are affine.
-AFFINE_IN_TARGET = {"Brier": False, "expected Brier": True, "affine Brier": True,
-                    "NLL": True}
-
-
-def leaves_unit_interval(T: np.ndarray, target: object) -> bool:
-    """Whether a target may leave [0, 1]: kind 'corrected', or an entry outside [0, 1].
-
-    Parameters
-    ----------
-    T : ndarray of shape (n_items, n_classes)
-        The target matrix.
-    target : object
-        The target argument as given (a Target carries its kind).
-
-    Returns
-    -------
-    bool
-    """
-    if getattr(target, "kind", None) == "corrected":
-        return True
-    # two reductions, no temporaries of T's size
-    return bool(T.size and (T.min() < -PROB_ATOL or T.max() > 1.0 + PROB_ATOL))
-
+           "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES",
+           "brier_form", "brier_losses", "nll_losses", "nll_high_variance"]
 
 def weighted_mean(weights: jax.Array, values: jax.Array) -> jax.Array:
     """``sum(w * x) / sum(w)``: the statistic of a mean under bootstrap weights.
@@ -182,27 +164,6 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
                     replicates=est.replicates)
 
 
-def _label_losses(P: np.ndarray, labels: np.ndarray, score: str) -> np.ndarray:
-    """Per-item Brier score or NLL against one-hot labels, over row chunks, float64.
-
-    ``||p_i - e_y||^2 = ||p_i||^2 - 2 p_iy + 1`` and ``-log p_iy``: the one-hot matrix is
-    never built, float32 rows are widened one chunk at a time, and only the NLL takes a
-    logarithm (of one entry per row).
-    """
-    n = P.shape[0]
-    out = np.empty(n)
-    for s in range(0, n, CHUNK_ROWS):
-        e = min(n, s + CHUNK_ROWS)
-        p = P[s:e].astype(np.float64)
-        py = np.take_along_axis(p, labels[s:e, None], axis=1)[:, 0]
-        if score == "nll":
-            with np.errstate(divide="ignore"):
-                out[s:e] = -np.log(py)
-        else:
-            out[s:e] = np.einsum("ij,ij->i", p, p) - 2.0 * py + 1.0
-    return out
-
-
 def brier(
     probs: ArrayLike | None = None,
     target: object = None,
@@ -225,7 +186,8 @@ def brier(
     probs, logits : see :func:`noisycal.ece`
         A 1-D binary input gives the binary Brier score :math:`(p_i - T_{i1})^2`;
         a matrix gives the multi-class score :math:`\sum_k (p_{ik} - T_{ik})^2`
-        (twice the binary one when K = 2).
+        (twice the binary one when K = 2). Dask arrays are read in row blocks
+        (:mod:`noisycal.metrics.dask_input`).
     target : Target, array-like of shape (n_items, n_classes) or labels
     classes, items : see :func:`noisycal.ece`
     variant : {'plain', 'expected'}, default='plain'
@@ -265,40 +227,18 @@ def brier(
     ...                      interval=None)), 12)
     0.4
     """
+    if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
+        return dask_score("brier", probs, target, logits=logits, classes=classes, items=items,
+                          variant=variant, interval=interval, level=level, n_boot=n_boot,
+                          method=method, seed=seed, cluster=cluster)
     check_choice(variant, "variant", ("plain", "expected"))
     P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
-    if labels is not None:
-        # one-hot targets: plain and expected Brier coincide, ||p||^2 - 2 p_y + 1 per item
-        losses = _label_losses(P, labels, "brier")
-        if binary:  # the binary score (p - t)^2 is half the two-class one
-            losses *= 0.5
-        name = "Brier" if variant == "plain" else "expected Brier"
-        details = {"variant": variant, "binary": binary,
-                   "form": "plain" if variant == "plain" else "affine",
-                   "affine_in_target": AFFINE_IN_TARGET[name]}
-        est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
-                            method=method, seed=seed, cluster=cluster, details=details)
-        return with_target_status(est, target)
-    outside = leaves_unit_interval(T, target)
-    if (variant == "expected" or outside) and np.any(np.abs(T.sum(1) - 1) > PROB_ATOL):
-        raise ValueError("target: the expected (affine) Brier score needs target rows that "
-                         "sum to 1 (probability rows, or noise-corrected rows)")
-    if variant == "expected" and not outside and np.any(T < -PROB_ATOL):
-        raise ValueError("variant='expected' needs target rows that are probability "
-                         "distributions or noise-corrected rows")
-    affine = variant == "expected" or outside
-    if binary:
-        p, t = P[:, 1], T[:, 1]
-        # (p - t)^2 + t (1 - t) = p^2 - 2 p t + t: affine in t
-        losses = p**2 - 2.0 * p * t + t if affine else (p - t) ** 2
-    else:
-        # ||p - T||^2 + 1 - ||T||^2 = ||p||^2 - 2 p.T + 1 for rows summing to 1
-        losses = (np.sum(P**2, axis=1) - 2.0 * np.sum(P * T, axis=1) + 1.0 if affine
-                  else np.sum((P - T) ** 2, axis=1))
-    name = "Brier" if not affine else ("expected Brier" if variant == "expected"
-                                       else "affine Brier")
-    details = {"variant": variant, "binary": binary, "form": "affine" if affine else "plain",
-               "affine_in_target": AFFINE_IN_TARGET[name]}
+    outside = labels is None and leaves_unit_interval(T, target)
+    rows_off = labels is None and bool(np.any(np.abs(T.sum(1) - 1) > PROB_ATOL))
+    negative = labels is None and bool(np.any(T < -PROB_ATOL))
+    affine, name, details = brier_form(variant, binary, outside, rows_off, negative,
+                                       hard=labels is not None)
+    losses = brier_losses(P, T, labels, binary, affine)
     est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
                         method=method, seed=seed, cluster=cluster, details=details)
     if outside and variant == "plain" and est.status == "ok":
@@ -344,6 +284,7 @@ def nll(
     Parameters
     ----------
     probs, logits, target, classes, items : see :func:`noisycal.ece`
+        (Dask arrays too: :mod:`noisycal.metrics.dask_input`)
     interval : {'bootstrap', 'wald', None}, default='bootstrap'
     method : {'percentile', 'basic', 'bca'}, default='percentile'
         How the bootstrap interval is read off the replicates (``method=`` means only
@@ -361,31 +302,25 @@ def nll(
     ...                    interval=None)), 6)
     0.490415
     """
+    if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
+        return dask_score("nll", probs, target, logits=logits, classes=classes, items=items,
+                          variant="plain", interval=interval, level=level, n_boot=n_boot,
+                          method=method, seed=seed, cluster=cluster)
     labels = None
     if logits is None:  # logits need their stable log-softmax: resolve_inputs below
         P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
     if labels is not None:  # one-hot targets: -log p_iy, one log per row
-        losses = _label_losses(P, labels, "nll")
+        losses = nll_losses(P, None, None, labels)
         details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False}
         est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                             method=method, seed=seed, cluster=cluster, details=details)
         return with_target_status(est, target)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
-    with np.errstate(invalid="ignore"):
-        terms = np.where(T != 0.0, -T * logP, 0.0)
-    losses = terms.sum(axis=1)
+    losses = nll_losses(P, logP, T, None)
     outside = leaves_unit_interval(T, target)
     details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside}
     est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                         method=method, seed=seed, cluster=cluster, details=details)
     if outside:
-        msg = ("the target leaves [0, 1] (noise-corrected): the cross-entropy is linear in "
-               "the target, so its mean is unbiased for the NLL against the clean labels, but "
-               "the weights -log p_ik multiply the negative and amplified target entries, so "
-               "it has a high variance and can be negative (the clean NLL is >= 0); prefer "
-               "nc.brier (affine form) to compare predictors")
-        if est.value < 0:
-            msg += f"; here it is negative ({est.value:.4g})"
-        warnings.warn(f"NLL: {msg}", NumericalWarning, stacklevel=user_stacklevel())
-        est = dataclasses.replace(est, message=f"{est.message}; {msg}" if est.message else msg)
+        est = nll_high_variance(est)
     return with_target_status(est, target)
