@@ -115,7 +115,7 @@ def prob_e_step(prevalence: jax.Array, confusion: jax.Array, data: DSData,
                                      num_segments=data.n_items, indices_are_sorted=True)
     u = jnp.broadcast_to(u, (data.n_items, K))
     tot = jnp.sum(u, axis=1)
-    post = u / tot[:, None]
+    post = u * (1.0 / tot)[:, None]  # n divisions, not n K (one more rounding)
     if gold is not None:
         known = gold >= 0
         at = jnp.take_along_axis(u, jnp.where(known, gold, 0)[:, None], axis=1)[:, 0]
