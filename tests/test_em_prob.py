@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from noisycal.engines.em import e_step, fit_em, run_em
-from noisycal.engines.em_prob import PROB_TINY, code_weights, prob_e_step
+from noisycal.engines.em_prob import PROB_MIN_ITEMS, PROB_TINY, code_weights, prob_e_step
 from noisycal.engines.patterns import collapse_pays, pattern_data
 from noisycal.models import dawid_skene as dsm
 
@@ -110,21 +110,37 @@ def test_prob_e_step_reports_underflow_and_em_falls_back():
     assert PROB_TINY > 1e-300
 
 
-def test_fit_em_prob_equals_log_scale_over_many_iterations():
+def test_lax_map_prob_run_equals_vmapped_log_scale_over_many_iterations():
     item, annot, label, n, J, K = _ragged(seed=8)
     rng = np.random.default_rng(9)
     with jax.enable_x64(True):
         data = dsm.make_data(item, annot, label, n_items=n, n_annotators=J, n_classes=K)
         post0 = jnp.asarray(rng.dirichlet(np.ones(K), size=(3, n)))
         w = jnp.asarray(rng.integers(1, 4, n).astype(np.float64))
-        a = fit_em(post0, data, None, None, None, one_coin=False, max_iter=60, tol=1e-300,
-                   weights=w)  # lax.map over starts, probability scale
-        b = jax.vmap(lambda p: run_em(p, data, None, None, None, one_coin=False,
-                                      max_iter=60, tol=1e-300, weights=w))(post0)
+
+        def run(p, prob):
+            return run_em(p, data, None, None, None, one_coin=False, max_iter=60,
+                          tol=1e-300, weights=w, prob=prob)
+
+        a = jax.jit(lambda p: jax.lax.map(lambda q: run(q, True), p))(post0)
+        b = jax.jit(jax.vmap(lambda q: run(q, False)))(post0)
     assert np.all(np.asarray(a.n_iter) == 60)
     np.testing.assert_allclose(np.asarray(a.post), np.asarray(b.post), atol=1e-12)
     np.testing.assert_allclose(np.asarray(a.confusion), np.asarray(b.confusion), atol=1e-12)
     np.testing.assert_allclose(np.asarray(a.loglik), np.asarray(b.loglik), rtol=1e-12)
+
+
+def test_fit_em_switches_to_the_probability_scale_at_prob_min_items():
+    # the probability-scale loop is the one with the fallback lax.cond in it
+    for n, expect in ((PROB_MIN_ITEMS - 1, False), (PROB_MIN_ITEMS, True)):
+        item = np.arange(n)
+        with jax.enable_x64(True):
+            data = dsm.make_data(item, item % 3, item % 2, n_items=n, n_annotators=3,
+                                 n_classes=2)
+            jaxpr = str(jax.make_jaxpr(lambda p, d=data: fit_em(
+                p, d, None, None, None, one_coin=False, max_iter=3, tol=1e-8))(
+                    jnp.full((2, n, 2), 0.5)))
+        assert ("cond[" in jaxpr) == expect, n
 
 
 def _design(n, J, per_item, seed=0, K=5):

@@ -1,8 +1,9 @@
 """EM and MAP-EM for the Dawid–Skene family (full, one-coin, score-group prevalences).
 
 Functional core (STYLE rule 1): :func:`e_step`, :func:`m_step` and :func:`run_em` are pure
-JAX functions; :func:`fit_em` runs several starts in one jitted, vmapped call. The E-step
-uses the model's own likelihood, :func:`noisycal.models.dawid_skene.class_log_likelihood`.
+JAX functions; :func:`fit_em` runs several starts in one jitted call. The E-step uses the
+model's own likelihood, :func:`noisycal.models.dawid_skene.class_log_likelihood`, or the
+same numbers on the probability scale (:mod:`noisycal.engines.em_prob`, for large data).
 """
 
 from __future__ import annotations
@@ -24,27 +25,12 @@ from noisycal.models.dawid_skene import (
     one_coin_confusion,
 )
 
-from .em_prob import code_weights, prob_applies, prob_e_step
+from .em_prob import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
 from .patterns import PatternData, collapse_patterns, pattern_data
 
-__all__ = [
-    "EMState",
-    "posteriors_at",
-    "loglik_at",
-    "vote_agreement",
-    "e_step",
-    "m_step",
-    "run_em",
-    "fit_em",
-    "check_devices",
-    "split_data",
-    "join_data",
-    "expected_counts",
-    "pattern_data",
-    "PatternData",
-    "collapse_patterns",
-    "log_prior",
-]
+__all__ = ["EMState", "posteriors_at", "loglik_at", "vote_agreement", "e_step", "m_step",
+           "run_em", "fit_em", "check_devices", "split_data", "join_data", "expected_counts",
+           "pattern_data", "PatternData", "collapse_patterns", "log_prior"]
 
 #: Sub-slots per (annotator, label) accumulator in the M-step scatter-add (power of two).
 _SPLIT = 16
@@ -325,18 +311,26 @@ def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
             one_coin: bool, max_iter: int, tol: float) -> EMState:
     data = join_data(arrays, sizes)
-    # one start after another (lax.map, not vmap): the probability-scale E-step's
+    prob = data.n_items >= PROB_MIN_ITEMS
+
+    def one(p: jax.Array) -> EMState:
+        return run_em(p, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
+                      tol=tol, weights=weights, prob=prob)
+
+    # probability scale: one start after another (lax.map, not vmap), since its
     # fallback is a lax.cond, which vmap would turn into running both E-steps
-    return jax.lax.map(lambda p: run_em(p, data, gold, alpha, beta, one_coin=one_coin,
-                                        max_iter=max_iter, tol=tol, weights=weights,
-                                        prob=True), post0)
+    return jax.lax.map(one, post0) if prob else jax.vmap(one)(post0)
 
 
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
            weights: jax.Array | None = None, devices: Sequence[Any] | None = None
            ) -> EMState:
-    """Run EM from several starts, vmapped and jitted (the sizes in ``data`` are static).
+    """Run EM from several starts in one jitted call (the sizes in ``data`` are static).
+
+    From :data:`~noisycal.engines.em_prob.PROB_MIN_ITEMS` rows on (with the slot layout)
+    the E-step runs on the probability scale and the starts one after another
+    (``lax.map``); below, on the log scale with the starts vmapped. Same fit to ~1e-15.
 
     Parameters
     ----------
