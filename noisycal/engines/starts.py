@@ -302,7 +302,8 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         if screened.any():
             finite = screened
     best = int(np.argmax(np.where(finite, objective, -np.inf))) if finite.any() else 0
-    post_pat = np.asarray(st.post[best])
+    st = jax.tree.map(np.asarray, st)  # to NumPy once (no JAX dispatch per index)
+    post_pat = st.post[best]
     post = post_pat[pd_.pattern] if pd_.collapsed else post_pat
     conf = np.asarray(st.confusion[best])
     perm = orient(post, conf, np.argmax(counts, axis=1), orientation, anchor)
