@@ -14,7 +14,9 @@ soft majority vote (each item's share of ratings in each class):
   expected and silenced. The timed call is the whole public ``fit``: soft-vote start,
   packing the index arrays, the jitted EM loop, orientation of the classes and the
   result object. It returns NumPy arrays, so the JAX work has finished when the clock
-  stops. It is run once first on the same data to compile (reported separately).
+  stops. It is run once first on the same data to compile (reported separately), then
+  ``--reps`` (3) times: the median is the headline, and the CPU (process) time is
+  printed as well (its ratio is less sensitive to other jobs on a shared machine).
 * crowd-kit: ``DawidSkene(n_iter=20, tol=-inf).fit(df)`` on a DataFrame with columns
   ``task``, ``worker``, ``label``. crowd-kit stops when ``new_loss - loss < tol``, so
   ``tol=-inf`` never stops early (``len(loss_history_)`` is checked). Its fit starts
