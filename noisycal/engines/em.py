@@ -1,8 +1,9 @@
 """EM and MAP-EM for the Dawid–Skene family (full, one-coin, score-group prevalences).
 
 Functional core (STYLE rule 1): :func:`e_step`, :func:`m_step` and :func:`run_em` are pure
-JAX functions; :func:`fit_em` runs several starts in one jitted, vmapped call. The E-step
-uses the model's own likelihood, :func:`noisycal.models.dawid_skene.class_log_likelihood`.
+JAX functions; :func:`fit_em` runs several starts in one jitted call. The E-step uses the
+model's own likelihood, :func:`noisycal.models.dawid_skene.class_log_likelihood`, or the
+same numbers on the probability scale (:mod:`noisycal.engines.em_prob`, for large data).
 """
 
 from __future__ import annotations
@@ -24,26 +25,12 @@ from noisycal.models.dawid_skene import (
     one_coin_confusion,
 )
 
+from .em_prob import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
 from .patterns import PatternData, collapse_patterns, pattern_data
 
-__all__ = [
-    "EMState",
-    "posteriors_at",
-    "loglik_at",
-    "vote_agreement",
-    "e_step",
-    "m_step",
-    "run_em",
-    "fit_em",
-    "check_devices",
-    "split_data",
-    "join_data",
-    "expected_counts",
-    "pattern_data",
-    "PatternData",
-    "collapse_patterns",
-    "log_prior",
-]
+__all__ = ["EMState", "posteriors_at", "loglik_at", "vote_agreement", "e_step", "m_step",
+           "run_em", "fit_em", "check_devices", "split_data", "join_data", "expected_counts",
+           "pattern_data", "PatternData", "collapse_patterns", "log_prior"]
 
 #: Sub-slots per (annotator, label) accumulator in the M-step scatter-add (power of two).
 _SPLIT = 16
@@ -161,7 +148,8 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     K, L = data.n_classes, data.n_groups
     if weights is not None:
         post = post * weights[:, None]
-    n_g = jax.ops.segment_sum(post, data.group, num_segments=L)  # (L, K)
+    n_g = (jnp.sum(post, axis=0, keepdims=True) if L == 1
+           else jax.ops.segment_sum(post, data.group, num_segments=L))  # (L, K)
     if alpha is not None:
         n_g = n_g + (alpha - 1.0)
     tot = jnp.sum(n_g, axis=1, keepdims=True)
@@ -223,7 +211,7 @@ def expected_counts(post: jax.Array, data: DSData) -> jax.Array:
 
 def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
-           weights: jax.Array | None = None) -> EMState:
+           weights: jax.Array | None = None, prob: bool = False) -> EMState:
     """EM from initial item posteriors until the mean objective changes by < ``tol``.
 
     A ``lax.while_loop`` of M-step then E-step; the objective is the mean
@@ -245,6 +233,11 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
         Convergence tolerance on the objective.
     weights : (n_items,), optional
         Item weights (pattern counts or bootstrap multiplicities).
+    prob : bool, default=False
+        E-step on the probability scale (:mod:`noisycal.engines.em_prob`, the same
+        numbers to about 1e-15, faster), redone on the log scale in an iteration where
+        it would underflow. Needs the slot layout (else ignored) and an unbatched call:
+        under ``vmap`` the ``lax.cond`` becomes a ``select`` that runs both E-steps.
 
     Returns
     -------
@@ -257,11 +250,22 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     def objective(prev: jax.Array, conf: jax.Array, loglik: jax.Array) -> jax.Array:
         return (loglik + log_prior(prev, conf, alpha, beta, one_coin)) / n
 
+    def log_e_step(pc: tuple) -> tuple[jax.Array, jax.Array]:
+        post, lse = e_step(pc[0], pc[1], data, gold)
+        return post, (jnp.sum(lse) if weights is None else jnp.sum(
+            jnp.where(weights > 0, weights * lse, 0.0)))
+
+    prob = prob and prob_applies(data)
+    code_w = code_weights(data, weights) if prob else None
+
     def step(state: EMState) -> EMState:
         prev, conf = m_step(state.post, data, alpha, beta, one_coin, weights)
-        post, lse = e_step(prev, conf, data, gold)
-        loglik = jnp.sum(lse) if weights is None else jnp.sum(
-            jnp.where(weights > 0, weights * lse, 0.0))
+        if prob:
+            post, loglik, ok = prob_e_step(prev, conf, data, gold, weights, code_w)
+            post, loglik = jax.lax.cond(ok, lambda pc: (post, loglik), log_e_step,
+                                        (prev, conf))
+        else:
+            post, loglik = log_e_step((prev, conf))
         obj = objective(prev, conf, loglik)
         converged = jnp.abs(obj - state.objective) < tol
         return EMState(post, prev, conf, obj, loglik, state.n_iter + 1, converged)
@@ -307,15 +311,26 @@ def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
             one_coin: bool, max_iter: int, tol: float) -> EMState:
     data = join_data(arrays, sizes)
-    return jax.vmap(lambda p: run_em(p, data, gold, alpha, beta, one_coin=one_coin,
-                                     max_iter=max_iter, tol=tol, weights=weights))(post0)
+    prob = data.n_items >= PROB_MIN_ITEMS
+
+    def one(p: jax.Array) -> EMState:
+        return run_em(p, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
+                      tol=tol, weights=weights, prob=prob)
+
+    # probability scale: one start after another (lax.map, not vmap), since its
+    # fallback is a lax.cond, which vmap would turn into running both E-steps
+    return jax.lax.map(one, post0) if prob else jax.vmap(one)(post0)
 
 
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
            weights: jax.Array | None = None, devices: Sequence[Any] | None = None
            ) -> EMState:
-    """Run EM from several starts, vmapped and jitted (the sizes in ``data`` are static).
+    """Run EM from several starts in one jitted call (the sizes in ``data`` are static).
+
+    From :data:`~noisycal.engines.em_prob.PROB_MIN_ITEMS` rows on (with the slot layout)
+    the E-step runs on the probability scale and the starts one after another
+    (``lax.map``); below, on the log scale with the starts vmapped. Same fit to ~1e-15.
 
     Parameters
     ----------

@@ -13,7 +13,13 @@ import numpy as np
 
 from noisycal.models.dawid_skene import DSData, make_data
 
-__all__ = ["collapse_patterns", "PatternData", "pattern_data"]
+__all__ = ["collapse_patterns", "PatternData", "pattern_data", "collapse_pays",
+           "COLLAPSE_SAMPLE", "COLLAPSE_MIN_SAVING"]
+
+#: Items sampled by :func:`collapse_pays` to estimate how many rows collapsing would save.
+COLLAPSE_SAMPLE = 20_000
+#: Collapse only when it is estimated to remove at least this share of the items.
+COLLAPSE_MIN_SAVING = 0.05
 
 
 def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
@@ -77,6 +83,43 @@ def collapse_patterns(item: np.ndarray, code: np.ndarray, n_items: int,
     return rank[pattern].astype(np.int32), rep[order], counts[order]
 
 
+def collapse_pays(item: np.ndarray, code: np.ndarray, n_items: int, *,
+                  sample: int = COLLAPSE_SAMPLE, min_saving: float = COLLAPSE_MIN_SAVING,
+                  seed: int = 20261202) -> bool:
+    """Whether collapsing rating patterns is estimated to remove >= ``min_saving`` of the
+    items (a cheap test on a random sample of items, so that designs where nearly every
+    item has its own pattern skip the collapse, which then costs more than it saves).
+
+    With pattern probabilities p_j, the items saved by collapsing n items are about
+    ``n^2 sum_j p_j^2 / 2`` while rare patterns dominate; a sample of m items saves
+    ``d_m`` about ``m^2 sum_j p_j^2 / 2``, so the saved share of the n items is estimated
+    by ``d_m n / m^2`` (capped at 1; an underestimate once patterns repeat often, which
+    only matters far above any sensible ``min_saving``). Always True when
+    ``n_items <= sample`` (the exact collapse is then cheap). The choice of ``sample``
+    and ``min_saving`` is ours: a collapse costs about as much as 3 EM iterations of the
+    uncollapsed items, and EM runs tens to hundreds of iterations per start.
+
+    Parameters
+    ----------
+    item, code : int arrays of shape (n_ratings,)
+        As in :func:`collapse_patterns`.
+    n_items : int
+    sample : int, default=20,000
+    min_saving : float, default=0.05
+    seed : int
+        The sample of items (fixed: the decision is deterministic).
+    """
+    if n_items <= sample:
+        return True
+    pick = np.zeros(n_items, bool)
+    pick[np.random.default_rng(seed).choice(n_items, size=sample, replace=False)] = True
+    keep = pick[item]
+    sub_item = np.cumsum(pick)[item[keep]] - 1  # sampled items renumbered 0..sample-1
+    _, rep, _ = collapse_patterns(sub_item, code[keep], sample)
+    saved = sample - rep.size
+    return saved * n_items / sample**2 >= min_saving
+
+
 class PatternData(NamedTuple):
     """Ratings collapsed to distinct rating patterns (see :func:`collapse_patterns`).
 
@@ -92,6 +135,10 @@ class PatternData(NamedTuple):
         Items per pattern (EM weights).
     gold : (n_patterns,) int or None
         Gold class of each pattern (``-1`` when unknown).
+    collapsed : bool
+        False when the items were kept as they are (``collapse='auto'`` judged that
+        collapsing would not pay): then ``pattern`` and ``representative`` are
+        ``arange(n_items)`` and ``counts`` ones.
     """
 
     data: DSData
@@ -99,11 +146,13 @@ class PatternData(NamedTuple):
     representative: np.ndarray
     counts: np.ndarray
     gold: np.ndarray | None
+    collapsed: bool = True
 
 
 def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
                  n_items: int, n_annotators: int, n_classes: int, group: np.ndarray | None,
-                 n_groups: int, gold: np.ndarray | None = None) -> PatternData:
+                 n_groups: int, gold: np.ndarray | None = None,
+                 collapse: bool | str = True) -> PatternData:
     """Collapse ratings to distinct patterns and pack them for EM (the same EM fit).
 
     Parameters
@@ -115,6 +164,9 @@ def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
     n_groups : int
     gold : int array of shape (n_items,), optional
         Known classes, ``-1`` where unknown (patterns never mix gold classes).
+    collapse : bool or 'auto', default=True
+        'auto': collapse only when :func:`collapse_pays` (the EM fit is the same either
+        way, up to the order of sums); False: keep every item.
 
     Returns
     -------
@@ -123,9 +175,17 @@ def pattern_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
     K = n_classes
     g_items = np.zeros(n_items, np.int32) if group is None else np.asarray(group, np.int32)
     gold_items = np.full(n_items, -1, np.int32) if gold is None else np.asarray(gold, np.int32)
-    pattern, rep, counts = collapse_patterns(
-        np.asarray(item, np.int64), np.asarray(annotator, np.int64) * K + label, n_items,
-        extra=(g_items, gold_items))
+    code = np.asarray(annotator, np.int64) * K + label
+    if collapse == "auto":
+        collapse = collapse_pays(np.asarray(item, np.int64), code, n_items)
+    if not collapse:
+        data = make_data(item, annotator, label, n_items=n_items, n_annotators=n_annotators,
+                         n_classes=K, group=g_items, n_groups=n_groups)
+        every = np.arange(n_items)
+        return PatternData(data, every, every, np.ones(n_items, np.int64),
+                           None if gold is None else gold_items, False)
+    pattern, rep, counts = collapse_patterns(np.asarray(item, np.int64), code, n_items,
+                                             extra=(g_items, gold_items))
     keep = np.zeros(n_items, bool)
     keep[rep] = True
     keep = keep[item]

@@ -213,12 +213,15 @@ class MultiStartFit(NamedTuple):
     refits: Callable[[jax.Array, int], tuple[dict, dict]]
 
 
-def _initial_posteriors(ann: Annotations, pd_: Any, group: np.ndarray | None, L: int, *,
-                        init: str, n_starts: int, rng: np.random.Generator, anchor: int,
-                        one_coin: bool) -> tuple[jax.Array, str | None]:
-    """Stack of start posteriors (n_starts, n_patterns, K) and the moment-start note."""
+def _initial_posteriors(ann: Annotations, pd_: Any, counts: np.ndarray,
+                        group: np.ndarray | None, L: int, *, init: str, n_starts: int,
+                        rng: np.random.Generator, anchor: int, one_coin: bool
+                        ) -> tuple[jax.Array, str | None]:
+    """Stack of start posteriors (n_starts, n_patterns, K) and the moment-start note
+    (``counts``: :meth:`Annotations.counts` as float64)."""
     K, J = ann.n_classes, ann.n_annotators
-    starts = [ann.soft_labels()[pd_.representative]]
+    soft = counts / counts.sum(axis=1, keepdims=True)
+    starts = [soft[pd_.representative] if pd_.collapsed else soft]
     note = None
     if init == "moments":
         m_prev, m_conf, note = moment_start(ann, group, L, anchor)
@@ -232,7 +235,8 @@ def _initial_posteriors(ann: Annotations, pd_: Any, group: np.ndarray | None, L:
         prevs, confs = random_starts(rng, n_rand, K, J, L, one_coin=one_coin)
         starts.extend(np.asarray(posteriors_at(jnp.asarray(prevs), jnp.asarray(confs),
                                                pd_.data)))
-    return jnp.asarray(np.stack(starts)), note
+    # one start: a view, not a copy of the (n_patterns, K) array
+    return jnp.asarray(starts[0][None] if len(starts) == 1 else np.stack(starts)), note
 
 
 def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
@@ -273,18 +277,23 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
     """
     rng = as_numpy_rng(rng_key)
     arr = ann.engine_arrays()
+    counts = ann.counts().astype(np.float64)  # the soft-vote start and the vote
     with x64():
+        # collapsing identical rating patterns is exact; skipped when nearly every item
+        # has its own pattern (then it costs more than it saves)
         pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
                            n_annotators=ann.n_annotators, n_classes=ann.n_classes,
-                           group=group, n_groups=L, gold=gold)
-        post0, note = _initial_posteriors(ann, pd_, group, L, init=init, n_starts=n_starts,
-                                          rng=rng, anchor=anchor, one_coin=one_coin)
+                           group=group, n_groups=L, gold=gold, collapse="auto")
+        post0, note = _initial_posteriors(ann, pd_, counts, group, L, init=init,
+                                          n_starts=n_starts, rng=rng, anchor=anchor,
+                                          one_coin=one_coin)
         jgold = None if pd_.gold is None else jnp.asarray(pd_.gold)
         ja = None if alpha is None else jnp.asarray(alpha)
         jb = None if beta is None else jnp.asarray(beta)
+        weights = (jnp.asarray(pd_.counts, dtype=jnp.float64) if pd_.collapsed
+                   else None)
         st = fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin, max_iter=max_iter,
-                    tol=tol, weights=jnp.asarray(pd_.counts, dtype=jnp.float64),
-                    devices=devices)
+                    tol=tol, weights=weights, devices=devices)
     objective = np.asarray(st.objective)
     finite = np.isfinite(objective)
     screened = None
@@ -293,11 +302,11 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         if screened.any():
             finite = screened
     best = int(np.argmax(np.where(finite, objective, -np.inf))) if finite.any() else 0
-    post_pat = np.asarray(st.post[best])
-    post = post_pat[pd_.pattern]
+    st = jax.tree.map(np.asarray, st)  # to NumPy once (no JAX dispatch per index)
+    post_pat = st.post[best]
+    post = post_pat[pd_.pattern] if pd_.collapsed else post_pat
     conf = np.asarray(st.confusion[best])
-    perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation,
-                  anchor)
+    perm = orient(post, conf, np.argmax(counts, axis=1), orientation, anchor)
     refits = _refit_closure(post_pat, pd_, jgold, ja, jb, perm, one_coin=one_coin,
                             max_iter=max_iter, tol=tol)
     return MultiStartFit(post[:, perm], np.asarray(st.prevalence[best])[:, perm],
