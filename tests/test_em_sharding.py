@@ -56,6 +56,25 @@ for name, model, kw in (("full", nc.DawidSkene(K), {}),
         "n_iter": [int(f.n_iter) for f in fits],
         "status": [f.status for f in fits],
     }
+# probability-scale E-step (n_items >= PROB_MIN_ITEMS, patterns not collapsed)
+from noisycal.engines.em_prob import PROB_MIN_ITEMS
+n2, J2 = PROB_MIN_ITEMS + 501, 300
+y2 = rng.integers(0, K, n2)
+item2 = np.repeat(np.arange(n2), 4)
+ann2 = np.concatenate([rng.choice(J2, size=4, replace=False) for _ in range(n2)])
+hit = rng.random(item2.size) < 0.8
+lab2 = np.where(hit, y2[item2], rng.integers(0, K, item2.size))
+a2 = nc.Annotations.from_arrays(item2, ann2, lab2, items=np.arange(n2),
+                                annotators=np.arange(J2), classes=np.arange(K))
+fits = [nc.DawidSkene(K).fit(a2, n_starts=1, max_iter=30, seed=1, devices=d)
+        for d in (None, 3)]
+assert fits[0].details["n_patterns"] >= PROB_MIN_ITEMS, fits[0].details["n_patterns"]
+out["prob_scale"] = {
+    "post": float(np.max(np.abs(fits[1].item_posterior - fits[0].item_posterior))),
+    "conf": float(np.max(np.abs(fits[1].confusion - fits[0].confusion))),
+    "prev": float(np.max(np.abs(fits[1].group_prevalence - fits[0].group_prevalence))),
+    "loglik": abs(fits[1].loglik - fits[0].loglik) / abs(fits[0].loglik),
+    "n_iter": [int(f.n_iter) for f in fits], "status": [f.status for f in fits]}
 print("RESULT " + json.dumps(out))
 """
 
