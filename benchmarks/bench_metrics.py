@@ -214,7 +214,9 @@ def simulate_float32(n: int, n_classes: int, seed: int, chunk: int = 2**18
     return probs, labels
 
 
-MEMORY_CASES = ("ece", "ece_bootstrap", "ece_classwise", "brier", "nll")
+MEMORY_CASES = ("ece", "ece_bootstrap", "ece_classwise", "brier", "nll",
+                "ece_classwise_interval", "brier_bootstrap", "nll_bootstrap", "cmce",
+                "cmce_interval", "ece_logits", "true_label_ece")
 
 
 def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) -> object:
@@ -228,6 +230,22 @@ def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) 
         return nc.brier(probs, labels, interval=None)
     if case == "nll":
         return nc.nll(probs, labels, interval=None)
+    # the default interval of each (n_boot replicates / simulated draws)
+    if case == "ece_classwise_interval":
+        return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise", n_boot=max(n_boot, 100))
+    if case == "brier_bootstrap":
+        return nc.brier(probs, labels, n_boot=n_boot)
+    if case == "nll_bootstrap":
+        return nc.nll(probs, labels, n_boot=n_boot)
+    if case == "cmce":
+        return nc.cmce(probs, labels, interval=None)
+    if case == "cmce_interval":
+        return nc.cmce(probs, labels, n_boot=max(n_boot, 100))
+    if case == "ece_logits":
+        # logits= (here the log-probabilities, float32): the inputs a network returns
+        return nc.ece(logits=np.log(probs), target=labels, n_bins=N_BINS, interval=None)
+    if case == "true_label_ece":
+        return nc.true_label_ece(probs, labels, n_bins=N_BINS, interval=None)
     raise ValueError(f"unknown memory case {case!r}")
 
 

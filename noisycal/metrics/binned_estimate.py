@@ -28,13 +28,6 @@ from .binned_bootstrap import (
     binned_replicate_stats,
     cell_plan,
 )
-from .binned_form import (
-    bin_gap_se,
-    binned_linear_form,
-    consistency_null,
-    floored_cov,
-    one_hot_target,
-)
 from .binning import (
     Binned,
     assign_bins,
@@ -44,6 +37,7 @@ from .binning import (
     quantile_inner_edges,
     segment_stats,
 )
+from .streamed_form import StreamedForm, TableForm
 
 __all__ = ["binned_estimate", "BOOTSTRAP_SCHEMES", "binned_bootstrap_applies"]
 
@@ -279,13 +273,16 @@ _VARIANCE_FLOOR = "calibrated"
 
 def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, level: float,
               n_boot: int, seed: Seed, codes: np.ndarray | None, n_clusters: int,
-              estimator: str) -> tuple[float, tuple[float, float], dict]:
+              estimator: str, form: StreamedForm | None = None
+              ) -> tuple[float, tuple[float, float], dict]:
     """Inverted-test interval, reported value and details; fills the table's bin bands.
 
     With no sampling variation (one item, or every item's gap equal) the interval is
     (NaN, NaN) with status 'degenerate' and a NumericalWarning, as for the bootstrap.
+    ``form`` (streamed per-bin statistics) replaces the item table of ``binned``.
     """
-    mean, cov, weights = binned_linear_form(binned, norm, codes, n_clusters)
+    src = TableForm(binned) if form is None else form
+    mean, cov, weights = src.linear_form(norm, codes, n_clusters)
     if not np.any(np.diag(cov) > 0):
         status = no_variation("a single item, or every target minus confidence equal "
                               "within each bin")
@@ -294,17 +291,17 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     # (sparse bins without a positive label otherwise have a sample variance near 0),
     # with the sample covariance as invert_norm's upper_cov (the upper end is the larger
     # of the two, so the floor cannot lower it).
-    floored = floored_cov(binned, cov, _VARIANCE_FLOOR, codes)
+    floored = src.floored_cov(cov, _VARIANCE_FLOOR, codes)
     cov, upper_cov = (floored, cov) if floored is not cov else (cov, None)
     # One-hot targets without clusters: the zero test by consistency resampling (exact
     # however sparse the bins); the upper end from the least favourable configuration.
-    zero_null = consistency_null(binned, weights, norm, n_boot, seed) \
-        if codes is None and one_hot_target(binned) else None
+    zero_null = src.consistency_null(weights, norm, n_boot, seed) \
+        if codes is None and src.one_hot() else None
     inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed,
                       upper_null="least-favourable", zero_null=zero_null,
                       upper_cov=upper_cov)
     z = float(sps.norm.ppf(0.5 + level / 2))
-    se = bin_gap_se(binned).ravel()
+    se = src.gap_se().ravel()
     table["low"] = table["mean_target"] - z * se
     table["high"] = table["mean_target"] + z * se
     table.attrs.update({"level": level, "interval": "inversion"})
@@ -321,7 +318,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                      method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
                      batch_size: int | None, details: dict,
                      estimator: str = "plug-in", bootstrap: str = "auto",
-                     sums: np.ndarray | None = None) -> Estimate:
+                     sums: np.ndarray | None = None,
+                     form: StreamedForm | None = None) -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
     Parameters
@@ -349,7 +347,9 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     sums : ndarray of shape (G, n_bins, C), optional
         The sample's per-bin sums when the caller streamed them
         (:func:`~noisycal.metrics.binning.streamed_bin_sums`); ``binned`` then holds no
-        items and ``interval`` must be None.
+        items and ``interval`` must be None, or 'inversion' with ``form``.
+    form : StreamedForm, optional
+        The streamed statistics of the inverted interval (with ``sums=form.sums``).
 
     Returns
     -------
@@ -357,9 +357,9 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     """
     G, n, _ = binned.data.shape
     if sums is not None:
-        if interval is not None:
-            raise ValueError("sums: streamed per-bin sums serve the point estimate only "
-                             "(interval=None)")
+        if interval is not None and (interval != "inversion" or form is None):
+            raise ValueError("sums: streamed per-bin sums serve the point estimate "
+                             "(interval=None) and, with form=, the inverted interval")
         n = int(round(float(sums[0, :, 0].sum())))
     cfg = dict(n_bins=binned.n_bins, n_draws=binned.n_draws, reduce=reduce, norm=norm,
                debias=debias)
@@ -388,7 +388,7 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     if interval == "inversion":
         value, ci, extra = _inverted(binned, table, value, norm=norm, level=level,
                                      n_boot=n_boot, seed=seed, codes=codes,
-                                     n_clusters=n_clusters, estimator=estimator)
+                                     n_clusters=n_clusters, estimator=estimator, form=form)
         status, message = extra.pop("status", (status, message))
         if status != "ok":
             estimator = "plug-in" if estimator == "median-unbiased" else estimator

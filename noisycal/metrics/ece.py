@@ -43,6 +43,7 @@ from .binning import (
 )
 from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .nc_ece import check_nc_ece_request, nc_ece_interval
+from .streamed_form import StreamedForm, streams_inversion
 
 __all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "lean_inputs",
            "with_target_status", "PAPER_N_BINS",
@@ -175,12 +176,15 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
-    sums = None
+    sums = form = None
     if interval is None and strategy == "uniform" and not nc_request:
         # no interval: the per-bin sums over row chunks, no item table (classwise: K x n)
         sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
         G, C = sums.shape[0], sums.shape[2]
         binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, n_bins, 1)
+    elif streams_inversion(interval, kind, reduce, cluster, nc_request):  # no K x n table
+        form = StreamedForm(P, labels, T, kind, n_bins, strategy, with_sq=debias)
+        sums, binned = form.sums, form.binned
     else:
         binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
     est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm, sums=sums,
@@ -189,7 +193,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                            cluster=cluster, rebin=rebin, batch_size=batch_size,
                            details={"kind": kind, "strategy": strategy, "norm": norm,
                                     "debias": debias, "target_kind": _target_kind(target)},
-                           estimator=estimator, bootstrap=bootstrap)
+                           estimator=estimator, bootstrap=bootstrap, form=form)
     if nc_request:
         est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
                               interval=interval, refit_channels=bool(refit_channels),
