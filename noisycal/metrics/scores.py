@@ -23,8 +23,8 @@ from .._validation import (
 )
 from .._warnings import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS
-from ..intervals.mean_bootstrap import bootstrap_mean
 from ..intervals.estimate import Estimate
+from ..intervals.mean_bootstrap import bootstrap_mean
 from .binning import CHUNK_ROWS
 from .ece import lean_inputs, resolve_inputs, with_target_status
 
