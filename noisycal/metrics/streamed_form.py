@@ -198,8 +198,20 @@ class StreamedForm:
     def linear_form(self, norm: str, codes: np.ndarray | None = None,
                     n_clusters: int | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(mean, cov, weights)`` as :func:`~noisycal.metrics.binned_form.binned_linear_form`
-        (no clusters: ``codes`` must be None)."""
+        """``(mean, cov, weights)`` as :func:`~noisycal.metrics.binned_form.binned_linear_form`.
+
+        Parameters
+        ----------
+        norm : {'l1', 'l2'}
+        codes : None
+            No clusters here (else ValueError).
+        n_clusters : int, optional
+            Unused.
+
+        Returns
+        -------
+        mean, cov, weights
+        """
         if codes is not None:
             raise ValueError("cluster: the streamed form has no clusters (items only)")
         n, J = self.n, self.G * self.n_bins
@@ -217,7 +229,18 @@ class StreamedForm:
     def floored_cov(self, cov: np.ndarray, variance_floor: str,
                     codes: np.ndarray | None = None) -> np.ndarray:
         """As :func:`~noisycal.metrics.binned_form.floored_cov` (``cov`` itself when no
-        floor applies)."""
+        floor applies).
+
+        Parameters
+        ----------
+        cov : ndarray of shape (G * n_bins, G * n_bins)
+        variance_floor : {'none', 'calibrated'}
+        codes : ndarray, optional
+
+        Returns
+        -------
+        ndarray
+        """
         check_choice(variance_floor, "variance_floor", ("none", "calibrated"))
         if variance_floor == "none" or codes is not None or not self._one_hot:
             return cov
@@ -302,12 +325,34 @@ class TableForm:
     def linear_form(self, norm: str, codes: np.ndarray | None = None,
                     n_clusters: int | None = None
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:func:`~noisycal.metrics.binned_form.binned_linear_form`."""
+        """:func:`~noisycal.metrics.binned_form.binned_linear_form`.
+
+        Parameters
+        ----------
+        norm : {'l1', 'l2'}
+        codes : ndarray of shape (n,), optional
+        n_clusters : int, optional
+
+        Returns
+        -------
+        mean, cov, weights
+        """
         return binned_linear_form(self.binned, norm, codes, n_clusters)
 
     def floored_cov(self, cov: np.ndarray, variance_floor: str,
                     codes: np.ndarray | None = None) -> np.ndarray:
-        """:func:`~noisycal.metrics.binned_form.floored_cov`."""
+        """:func:`~noisycal.metrics.binned_form.floored_cov`.
+
+        Parameters
+        ----------
+        cov : ndarray
+        variance_floor : {'none', 'calibrated'}
+        codes : ndarray, optional
+
+        Returns
+        -------
+        ndarray
+        """
         return floored_cov(self.binned, cov, variance_floor, codes)
 
     def gap_se(self) -> np.ndarray:
@@ -316,5 +361,17 @@ class TableForm:
 
     def consistency_null(self, weights: np.ndarray, norm: str, n_sim: int,
                          seed: Seed) -> np.ndarray:
-        """:func:`~noisycal.metrics.binned_form.consistency_null`."""
+        """:func:`~noisycal.metrics.binned_form.consistency_null`.
+
+        Parameters
+        ----------
+        weights : ndarray of shape (G * n_bins,)
+        norm : {'l1', 'l2'}
+        n_sim : int
+        seed : int or jax key
+
+        Returns
+        -------
+        ndarray of shape (n_sim,)
+        """
         return consistency_null(self.binned, weights, norm, n_sim, seed)
