@@ -95,8 +95,9 @@ def test_streamed_null_equals_consistency_null(monkeypatch: pytest.MonkeyPatch) 
     from noisycal.metrics.binning import binned_from_predictions
 
     P, y = _data(1500, 5, 4)
-    monkeypatch.setattr(streamed_form, "CHUNK_ROWS", 64)
-    for kind in ("classwise", "top_label"):
+    for chunk, kind in ((64, "classwise"), (64, "top_label"),  # chunk by chunk
+                        (2**14, "classwise"), (2**14, "top_label")):  # replicates at once
+        monkeypatch.setattr(streamed_form, "CHUNK_ROWS", chunk)
         form = streamed_form.StreamedForm(P, y, None, kind, 10, "uniform", with_sq=False)
         binned = binned_from_predictions(P, y, None, kind, 10, "uniform", with_sq=False)
         _, _, weights = form.linear_form("l1")

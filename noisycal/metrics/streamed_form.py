@@ -52,6 +52,9 @@ CHUNK_ROWS = 2**14
 #: of :func:`~noisycal.metrics.binned_form.consistency_null`, so the same replicates).
 _NULL_BLOCK = 2**24
 
+#: Uniforms drawn at once when all rows fit one chunk (several replicates per draw).
+_VEC_ELEMENTS = 2**18
+
 
 def streams_inversion(interval: str | None, kind: str, reduce: str, cluster: object,
                       nc_request: bool) -> bool:
@@ -277,33 +280,46 @@ class StreamedForm:
         ndarray of shape (n_sim,)
         """
         rng = as_numpy_rng(seed)
-        n, G, B = self.n, self.G, self.n_bins
-        J = G * B
+        n, J = self.n, self.G * self.n_bins
         conf_sum = self.sums[:, :, 1].ravel()
         out = np.empty(n_sim)
         step = max(1, _NULL_BLOCK // n)
         for start in range(0, n_sim, step):
             r = min(step, n_sim - start)
-            counts = np.zeros((r, J), dtype=np.int64)
-            for j in range(r):
-                for s, e in self._chunks():
-                    u = rng.random(e - s)
-                    if G == 1:
-                        hit = u < self._scores(s, e)[0][0]
-                        cell = self.bins[0, s:e][hit].astype(np.int64)
-                    else:
-                        # the label: how many cumulative confidences (summed in
-                        # float64 in class order, as np.cumsum) are at or below u
-                        Pc, c = self._P[s:e], np.zeros(e - s)
-                        y = np.zeros(e - s, dtype=np.intp)
-                        for k in range(G - 1):
-                            c += Pc[:, k]
-                            y += u >= c
-                        cell = y * B + self.bins[y, np.arange(s, e)]
-                    counts[j] += np.bincount(cell, minlength=J)
+            if n <= CHUNK_ROWS:  # one chunk: several replicates at once
+                rv = max(1, _VEC_ELEMENTS // n)
+                counts = np.concatenate([self._counts(rng.random((min(rv, r - j), n)), 0, n)
+                                         for j in range(0, r, rv)])
+            else:  # replicate by replicate, chunk by chunk
+                counts = np.zeros((r, J), dtype=np.int64)
+                for j in range(r):
+                    for s, e in self._chunks():
+                        counts[j] += self._counts(rng.random((1, e - s)), s, e)[0]
             m = (counts - conf_sum[None, :]) / n
             out[start:start + r] = norm_of_means(m, weights, norm)
         return out
+
+    def _counts(self, u: np.ndarray, s: int, e: int) -> np.ndarray:
+        """Hits per bin, (r, J), of labels redrawn from uniforms u (r, e - s) of rows s:e."""
+        r, m = u.shape
+        G, B = self.G, self.n_bins
+        J = G * B
+        if G == 1:
+            hit = u < self._scores(s, e)[0][0][None, :]
+            cell = np.broadcast_to(self.bins[0, s:e].astype(np.int64), (r, m))
+        else:
+            # the label: how many cumulative confidences (summed in float64 in class
+            # order, as np.cumsum) are at or below u
+            Pc, c = self._P[s:e], np.zeros(m)
+            y = np.zeros((r, m), dtype=np.intp)
+            for k in range(G - 1):
+                c += Pc[:, k]
+                y += u >= c[None, :]
+            cell = y * B + self.bins[y, np.arange(s, e)[None, :]]
+            hit = None
+        idx = np.arange(r)[:, None] * J + cell
+        idx = idx.ravel() if hit is None else idx[hit]
+        return np.bincount(idx, minlength=r * J).reshape(r, J)
 
 
 class TableForm:
