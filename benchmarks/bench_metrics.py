@@ -47,13 +47,18 @@ equal-width ``get_ece`` as the functional) is timed per replicate at n = 10,000,
 K = 10 and compared with noisycal's per-replicate time at the same n.
 
 ``--memory`` measures memory instead: for ``nc.ece`` (no interval, and the bootstrap),
-classwise ECE, ``nc.brier`` and ``nc.nll`` (no interval: their item bootstrap,
-``nc.bootstrap``, resamples all n items per replicate) on n = 1e7, K = 10 float32 probabilities and
-integer labels (built chunk by chunk, so building them adds no peak), each case runs in a
-fresh process, after a warm-up call on 20,000 items (so compilation is not counted). It
-reports the peak of NumPy allocations during the call (``tracemalloc``) and the growth
-of the peak resident set size (``VmHWM``, reset through ``/proc/self/clear_refs``, which
-also sees JAX's buffers), both as multiples of the probability matrix's size.
+classwise ECE (no interval, and its default inverted interval), ``nc.brier`` and
+``nc.nll`` (no interval, and their default bootstrap), ``nc.cmce`` (no interval, and its
+default inverted interval), ``nc.ece(logits=...)`` (float32 log-probabilities) and
+``nc.true_label_ece`` (label vector; no interval) on n = 1e7, K = 10 float32
+probabilities and integer labels (``--memory-cases`` picks cases; ``--memory-boot`` is
+the replicates of every interval, at least 100 for the inverted ones). The inputs are
+built chunk by chunk (so building them adds no peak; the logits case takes the logarithm
+in place before measuring), each case runs in a fresh process, after a warm-up call on
+20,000 items (so compilation is not counted). It reports the peak of NumPy allocations
+during the call (``tracemalloc``) and the growth of the peak resident set size
+(``VmHWM``, reset through ``/proc/self/clear_refs``, which also sees JAX's buffers),
+both as multiples of the probability matrix's size.
 
 Results are printed and written to ``benchmarks/output/bench_metrics.json``
 (``bench_metrics_memory.json`` for ``--memory``).
@@ -246,7 +251,9 @@ def simulate_float32(n: int, n_classes: int, seed: int, chunk: int = 2**18
     return probs, labels
 
 
-MEMORY_CASES = ("ece", "ece_bootstrap", "ece_classwise", "brier", "nll")
+MEMORY_CASES = ("ece", "ece_bootstrap", "ece_classwise", "brier", "nll",
+                "ece_classwise_interval", "brier_bootstrap", "nll_bootstrap", "cmce",
+                "cmce_interval", "ece_logits", "true_label_ece")
 
 
 def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) -> object:
@@ -260,6 +267,22 @@ def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) 
         return nc.brier(probs, labels, interval=None)
     if case == "nll":
         return nc.nll(probs, labels, interval=None)
+    # the default interval of each (n_boot replicates / simulated draws)
+    if case == "ece_classwise_interval":
+        return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise", n_boot=max(n_boot, 100))
+    if case == "brier_bootstrap":
+        return nc.brier(probs, labels, n_boot=n_boot)
+    if case == "nll_bootstrap":
+        return nc.nll(probs, labels, n_boot=n_boot)
+    if case == "cmce":
+        return nc.cmce(probs, labels, interval=None)
+    if case == "cmce_interval":
+        return nc.cmce(probs, labels, n_boot=max(n_boot, 100))
+    if case == "ece_logits":
+        # logits= (float32 log-probabilities, taken in place by memory_case)
+        return nc.ece(logits=probs, target=labels, n_bins=N_BINS, interval=None)
+    if case == "true_label_ece":
+        return nc.true_label_ece(probs, labels, n_bins=N_BINS, interval=None)
     raise ValueError(f"unknown memory case {case!r}")
 
 
@@ -274,8 +297,11 @@ def _proc_kib(field: str) -> int:
 def memory_case(case: str, n: int, n_classes: int, n_boot: int, seed: int) -> dict:
     """One memory measurement (run in a fresh process by :func:`bench_memory`)."""
     warm_p, warm_y = simulate_float32(20_000, n_classes, seed + 1)
-    _memory_call(case, warm_p, warm_y, n_boot)  # compile on small data first
     probs, labels = simulate_float32(n, n_classes, seed)
+    if case == "ece_logits":
+        np.log(warm_p, out=warm_p)
+        np.log(probs, out=probs)
+    _memory_call(case, warm_p, warm_y, n_boot)  # compile on small data first
     gc.collect()
     rss0 = _proc_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:  # reset the peak RSS to now

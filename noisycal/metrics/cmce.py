@@ -51,9 +51,10 @@ from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
 from ..targets import Target, as_target_matrix
 from .binned_estimate import _bin_table
-from .binned_form import contribution_mean_cov
 from .binning import Binned, metric_from_stats, uniform_edges
+from .cmce_stream import CmceForm, cmce_form
 from .ece import _target_kind, resolve_estimator, with_target_status
+from .inputs import _checked_probs as checked_probs
 from .set_mass import (
     HPR_TOL,
     check_window,
@@ -69,8 +70,8 @@ _INTERVALS = (None, "auto", "inversion", "bootstrap")
 
 
 def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
-               classes: ArrayLike | None = None, items: ArrayLike | None = None
-               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+               classes: ArrayLike | None = None, items: ArrayLike | None = None,
+               lean: bool = False) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Probabilities and target of a set-mass metric: ``(P, labels, T)``.
 
     Label vectors stay vectors (``T`` is None), so no (n, K) one-hot matrix is built;
@@ -83,6 +84,9 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
     target : Target, array-like of shape (n, K), or labels (n,)
     classes, items : array-like, optional
         As in :func:`noisycal.ece`.
+    lean : bool, default=False
+        Keep an (n, K) float32 or float64 probability matrix in its dtype (checked over
+        row chunks, never copied; the caller widens chunks), else float64.
 
     Returns
     -------
@@ -95,7 +99,10 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
         if np.asarray(probs).dtype.kind in "biu":
             raise ValueError("probs must be floating-point probabilities (class labels? the "
                              "argument order is (probs, target))")
-        p = check_probs(probs)
+        arr = np.asarray(probs)
+        lean = lean and arr.ndim == 2 and arr.dtype in (np.float32, np.float64) \
+            and arr.shape[0] >= 1 and arr.shape[1] >= 2
+        p = checked_probs(arr) if lean else check_probs(probs)
         P = np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
     else:
         z = check_logits(logits)
@@ -297,24 +304,19 @@ def _bootstrap(S: np.ndarray, value: float, codes: np.ndarray | None, n_clusters
     return ci, status, message, np.asarray(reps), np.asarray(bin_reps)[:, None, :]
 
 
-def _inverted(S: np.ndarray, value: float, codes: np.ndarray | None, n_clusters: int, *,
-              weighted: bool, level: float, n_boot: int, seed: Seed, estimator: str,
-              table: object) -> tuple[float, tuple[float, float] | None, dict, str, str]:
-    n, B, _ = S.shape
-    K_sets = S[:, :, 0].sum() / n  # K, the number of sets per item
-    d = S[:, :, 2] - S[:, :, 1]  # per-item coverage minus mass, per bin
-    mean, cov = contribution_mean_cov(d, codes, n_clusters)
-    cnt = S[:, :, 0].sum(axis=0)
+def _inverted(form: CmceForm, n: int, value: float, *, weighted: bool, level: float,
+              n_boot: int, seed: Seed, estimator: str, table: object
+              ) -> tuple[float, tuple[float, float] | None, dict, str, str]:
+    cnt = form.stats[:, 0]
+    B = cnt.shape[0]
+    K_sets = cnt.sum() / n  # K, the number of sets per item
+    mean, cov, se = form.mean, form.cov, form.band_se
     if weighted:
         weights = np.full(B, 1.0 / K_sets)
     else:
         ne = cnt > 0
         weights = np.where(ne, n / (max(int(ne.sum()), 1) * np.where(ne, cnt, 1.0)), 0.0)
     # per-bin bands of the coverage (linearised ratio standard error)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(cnt > 0, d.sum(axis=0) / cnt, np.nan)
-        resid = d - gap[None, :] * S[:, :, 0]
-        se = np.sqrt(np.sum(resid**2, axis=0)) / cnt
     z = float(sps.norm.ppf(0.5 + level / 2))
     table["low"] = table["mean_target"] - z * se
     table["high"] = table["mean_target"] + z * se
@@ -413,7 +415,7 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
         if not isinstance(flag, bool | np.bool_):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
     check_choice(interval, "interval", _INTERVALS)
-    P, y, T = set_inputs(probs, target, logits, classes=classes, items=items)
+    P, y, T = set_inputs(probs, target, logits, classes=classes, items=items, lean=True)
     n, K = P.shape
     n_bins = check_n_bins(n_bins, n * K)
     level = check_level(level)
@@ -425,8 +427,14 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
     batch_size = check_batch_size(batch_size)
     estimator = resolve_estimator(estimator, interval, False)
     codes, n_clusters = cluster_codes(cluster, n)
-    S = prefix_bin_stats(P, y, T, n_bins, _chunk(chunk_size))
-    stats = S.sum(axis=0)
+    if interval == "bootstrap":  # the replicates reweight the items' (n, n_bins, 3) table
+        S = prefix_bin_stats(P, y, T, n_bins, _chunk(chunk_size))
+        stats = S.sum(axis=0)
+    else:  # per-bin sums over row chunks (and the inversion's form): no item table
+        form = cmce_form(P, y, T, n_bins, _chunk(chunk_size),
+                         inversion=interval == "inversion", codes=codes,
+                         n_clusters=n_clusters)
+        stats = form.stats
     with x64():
         value, _ = _reduce(jnp.asarray(stats), bool(weighted))
     value = float(value)
@@ -442,7 +450,7 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
     table = _bin_table(binned, ["sets"], stats[None], bin_reps, level, interval)
     if interval == "inversion":
         value, ci, det, status, message = _inverted(
-            S, value, codes, n_clusters, weighted=bool(weighted), level=level, n_boot=n_boot,
+            form, n, value, weighted=bool(weighted), level=level, n_boot=n_boot,
             seed=seed, estimator=estimator, table=table)
         kind, how = ("inversion", "parametric") if ci is not None else (None, None)
         if ci is None:

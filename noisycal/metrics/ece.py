@@ -33,7 +33,6 @@ from ..intervals.estimate import Estimate
 from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
 from .binning import (
     BIN_STRATEGIES,
-    KINDS,
     Binned,
     binned_from_predictions,
     group_scores,
@@ -42,9 +41,11 @@ from .binning import (
 )
 from .dask_input import gather_binned, row_blocks
 from .inputs import lean_inputs, resolve_inputs, with_target_status
+from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 from .poisson_bootstrap import check_poisson_request
+from .streamed_form import StreamedForm, streams_inversion
 
 __all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "lean_inputs",
            "with_target_status", "PAPER_N_BINS",
@@ -126,15 +127,6 @@ def resolve_estimator(estimator: str | None, interval: str | None, debias: bool,
     return estimator
 
 
-def _resolve_kind(kind: str | None, binary_1d: bool, n_classes: int) -> str:
-    if kind is None:
-        return "positive_class" if binary_1d else "top_label"
-    check_choice(kind, "kind", KINDS)
-    if kind == "positive_class" and n_classes != 2:
-        raise ValueError(f"kind='positive_class' needs 2 classes, got {n_classes}")
-    return kind
-
-
 def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
                    name: str, reduce: str, kind: str | None, n_bins: int, strategy: str,
                    norm: str, debias: bool, interval: str | None, level: float, n_boot: int,
@@ -184,6 +176,9 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
         G, C = sums.shape[0], sums.shape[2]
         binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, n_bins, 1)
+    elif streams_inversion(interval, kind, reduce, cluster, nc_request):  # no K x n table
+        form = StreamedForm(P, labels, T, kind, n_bins, strategy, with_sq=debias)
+        sums, binned = form.sums, form.binned
     else:
         binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
     est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm, sums=sums,

@@ -12,6 +12,7 @@ import numpy as np
 from .._typing import ArrayLike
 from .._validation import (
     PROB_ATOL,
+    check_choice,
     check_not_swapped,
     check_probs,
     encode_labels,
@@ -20,11 +21,10 @@ from .._validation import (
 )
 from ..intervals.estimate import Estimate
 from ..targets import Target, as_target_matrix
-from .binning import (
-    CHUNK_ROWS,
-)
+from .binning import CHUNK_ROWS, KINDS
 
-__all__ = ["resolve_inputs", "lean_inputs", "with_target_status", "target_kind", "is_dask_array"]
+__all__ = ["resolve_inputs", "lean_inputs", "with_target_status", "target_kind",
+           "resolve_kind", "is_dask_array"]
 
 
 def is_dask_array(x: object) -> bool:
@@ -182,3 +182,26 @@ def target_kind(target: object) -> str:
     if isinstance(target, Target):
         return target.kind
     return "hard" if np.ndim(target) == 1 else "matrix"
+
+
+def resolve_kind(kind: str | None, binary_1d: bool, n_classes: int) -> str:
+    """The metric's kind: ``kind`` checked, or the default for the input.
+
+    Parameters
+    ----------
+    kind : {'top_label', 'classwise', 'positive_class'} or None
+        None: 'positive_class' for 1-D binary scores, else 'top_label'.
+    binary_1d : bool
+        Whether the predictions were 1-D positive-class scores.
+    n_classes : int
+
+    Returns
+    -------
+    str
+    """
+    if kind is None:
+        return "positive_class" if binary_1d else "top_label"
+    check_choice(kind, "kind", KINDS)
+    if kind == "positive_class" and n_classes != 2:
+        raise ValueError(f"kind='positive_class' needs 2 classes, got {n_classes}")
+    return kind

@@ -22,8 +22,9 @@ from .._validation import (
     user_stacklevel,
 )
 from .._warnings import NumericalWarning
-from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
+from ..intervals.bootstrap import BOOTSTRAP_METHODS
 from ..intervals.estimate import Estimate
+from ..intervals.mean_bootstrap import bootstrap_mean
 from .dask_input import is_dask_array
 from .dask_scores import dask_score
 from .ece import lean_inputs, resolve_inputs, with_target_status
@@ -120,7 +121,9 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
     name : str
         Name of the estimate.
     interval : {'bootstrap', 'wald', None}
-        A Wald interval needs at least two items (else status 'nonfinite_se').
+        A Wald interval needs at least two items (else status 'nonfinite_se'). The
+        bootstrap is :func:`~noisycal.intervals.mean_bootstrap.bootstrap_mean` (the item
+        or cluster bootstrap of the mean, in memory bounded by its block of draws).
     level, n_boot, method, seed, cluster
         As in :func:`noisycal.brier`.
     details : dict
@@ -157,8 +160,9 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
         z = sps.norm.ppf(0.5 + level / 2.0)
         return Estimate(name, value, (value - z * se, value + z * se), level, "wald", "wald",
                         n=n, details={**details, "se": se})
-    est = bootstrap(weighted_mean, losses, cluster=cluster, n_boot=n_boot, level=level,
-                    method=method, seed=seed, name=name)
+    # the bootstrap of nc.bootstrap(weighted_mean, ...), drawn in blocks of indices
+    est = bootstrap_mean(losses, cluster=cluster, n_boot=n_boot, level=level,
+                         method=method, seed=seed, name=name)
     return Estimate(name, value, est.interval, level, "bootstrap", method, n=n, n_boot=n_boot,
                     status=est.status, message=est.message, details=details,
                     replicates=est.replicates)

@@ -141,7 +141,9 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
     for a in range(0, n, step):
         b = min(n, a + step)
         m = b - a
-        mass, rank, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
+        # float32 rows widened one chunk at a time (exact)
+        mass, rank, cover = _chunk_sets(P[a:b].astype(np.float64, copy=False),
+                                        None if labels is None else labels[a:b],
                                         None if T is None else T[a:b])
         # start of every (row, bin) run in the row-major order: a row's masses increase,
         # so bin h (the rule of equal_width_bins) starts at the first mass >= h / B
@@ -218,7 +220,9 @@ def window_sums(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | None,
     count, total = 0, 0.0
     for a in range(0, n, step):
         b = min(n, a + step)
-        mass, rank, cover = _chunk_sets(P[a:b], None if labels is None else labels[a:b],
+        # float32 rows widened one chunk at a time (exact)
+        mass, rank, cover = _chunk_sets(P[a:b].astype(np.float64, copy=False),
+                                        None if labels is None else labels[a:b],
                                         None if T is None else T[a:b])
         inside = (mass >= lo) & (mass <= hi)
         count += int(np.count_nonzero(inside))
