@@ -7,8 +7,8 @@ labels drawn from ``softmax(z / 1.8)``, so the true temperature is 1.8):
 
 1. **Temperature scaling.** ``nc.calibrators.TemperatureScaling().fit(logits=z,
    target=y)``, the exact 1-D solve (Halley's root of the derivative in beta = 1/T from a
-   subset's root, the limits decided first, every pass over cache-sized row blocks shared
-   by the default threads), also with ``n_threads=1`` (one core), against
+   subset's root, the limits decided first, every pass over cache-sized row blocks),
+   against
 
    - netcal's ``TemperatureScaling(method='mle')`` (``netcal.scaling``), fitted to
      ``softmax(z)`` in float64 (computed before the clock starts: netcal takes
@@ -180,11 +180,6 @@ def main() -> dict:
     # ------------------------------------------------------------------ temperature
     t_nc, ts = _best(lambda: nc.calibrators.TemperatureScaling().fit(logits=Z, target=y),
                      args.repeat)
-    t_nc1, ts1 = _best(lambda: nc.calibrators.TemperatureScaling(n_threads=1).fit(
-        logits=Z, target=y), args.repeat)
-    n_threads = ts._n_threads(Z)
-    assert ts1.temperature_ == ts.temperature_ or abs(ts1.temperature_ - ts.temperature_) \
-        <= 1e-12 * ts.temperature_
     t_fd, (T_fd, r_fd) = _best(lambda: ts_scipy(Z, y, finite_differences=True),
                                args.repeat)
     t_an, (T_an, r_an) = _best(lambda: ts_scipy(Z, y, finite_differences=False),
@@ -200,8 +195,7 @@ def main() -> dict:
         result.update({"netcal_version": versions[0], "torch_version": versions[1],
                        "torch_threads": torch.get_num_threads(),
                        "ts_T_netcal": T_ncal, "ts_netcal_s": t_ncal,
-                       "ratio_netcal_over_noisycal": t_ncal / t_nc,
-                       "ratio_netcal_over_noisycal_one_thread": t_ncal / t_nc1})
+                       "ratio_netcal_over_noisycal": t_ncal / t_nc})
     checks = [("finite differences", T_fd), ("analytic gradient", T_an)]
     if T_ncal is not None:
         checks.append(("netcal", T_ncal))
@@ -211,21 +205,18 @@ def main() -> dict:
         "ts_T_noisycal": T_nc, "ts_T_scipy_fd": T_fd, "ts_T_scipy_analytic": T_an,
         "ts_noisycal_s": t_nc, "ts_scipy_fd_s": t_fd, "ts_scipy_analytic_s": t_an,
         "ts_scipy_fd_nfev": int(r_fd.nfev), "ts_scipy_analytic_nfev": int(r_an.nfev),
-        "ts_noisycal_passes": ts.n_iter_, "ts_noisycal_threads": n_threads,
-        "ts_noisycal_one_thread_s": t_nc1,
+        "ts_noisycal_passes": ts.n_iter_,
         "ratio_fd_over_noisycal": t_fd / t_nc, "ratio_analytic_over_noisycal": t_an / t_nc,
     })
     print(f"temperature scaling (T: noisycal {T_nc:.8f}, scipy FD {T_fd:.8f}, "
           f"scipy analytic {T_an:.8f})")
-    print(f"  noisycal exact 1-D solve ({ts.n_iter_} Halley passes, {n_threads} threads): "
-          f"{t_nc * 1e3:9.2f} ms")
-    print(f"  noisycal, n_threads=1: {t_nc1 * 1e3:9.2f} ms")
+    print(f"  noisycal exact 1-D solve ({ts.n_iter_} Halley passes): {t_nc * 1e3:9.2f} ms")
     if versions is None:
         print("  netcal: skipped (netcal/torch not installed)")
     else:
         print(f"  netcal {versions[0]} TemperatureScaling('mle') (torch {versions[1]}; "
               f"T {T_ncal:.8f}): {t_ncal * 1e3:9.2f} ms  ratio {t_ncal / t_nc:6.1f}x  "
-              f"(target >= 10x; one noisycal thread: {t_ncal / t_nc1:6.1f}x)")
+              "(target >= 10x)")
     print(f"  netcal-like stand-in (scipy L-BFGS-B, finite differences, {r_fd.nfev} "
           f"evaluations): {t_fd * 1e3:9.2f} ms  ratio {t_fd / t_nc:6.1f}x  (target >= 10x)")
     print(f"  scipy L-BFGS-B, analytic gradient ({r_an.nfev} evaluations): "

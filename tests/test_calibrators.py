@@ -80,8 +80,7 @@ def test_calibrator_bad_input_and_params():
     with pytest.raises(ValueError, match="bounds"):
         nc.calibrators.TemperatureScaling(bounds=(2.0, 1.0)).fit(
             probs=np.array([0.2, 0.7]), target=np.array([0, 1]))
-    assert cal.get_params() == {"eps": 1e-6, "bounds": (0.05, 20.0), "loss": "auto",
-                                "n_threads": None}
+    assert cal.get_params() == {"eps": 1e-6, "bounds": (0.05, 20.0), "loss": "auto"}
     with pytest.raises(ValueError, match="unknown parameter"):
         cal.set_params(temperature=2.0)
     h = nc.calibrators.HistogramBinning().fit(probs=np.array([0.2, 0.7]),

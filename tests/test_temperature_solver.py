@@ -1,5 +1,5 @@
-"""The exact temperature-scaling solve: Halley passes over cache-sized blocks, threads,
-and the objective read off the last pass."""
+"""The exact temperature-scaling solve: Halley passes over cache-sized blocks and the
+objective read off the last pass."""
 
 import numpy as np
 import pytest
@@ -40,6 +40,22 @@ def test_root_to_machine_precision_in_at_most_three_passes(seed, scale, temp):
     assert 1 <= ts.n_iter_ <= 3
 
 
+def test_two_full_passes_and_no_pass_for_the_objective(monkeypatch):
+    z, y = _data(10000, 100, 0)
+    calls = []
+    real = tm._pass_rows
+
+    def spy(*args):
+        calls.append(args[1].shape[0])
+        return real(*args)
+
+    monkeypatch.setattr(tm, "_pass_rows", spy)
+    ts = nc.calibrators.TemperatureScaling().fit(logits=z, target=y)
+    # the subset (every 10th item) and then the full data: two passes, none for the loss
+    assert ts.n_iter_ == 2 and calls.count(10000) == 2
+    assert set(calls) == {1000, 10000}
+
+
 def test_objective_read_off_the_last_pass_equals_the_direct_loss():
     z, y = _data(4000, 10, 5)
     ts = nc.calibrators.TemperatureScaling().fit(logits=z, target=y)
@@ -76,31 +92,3 @@ def test_newton_pass_matches_direct_moments():
     assert p.curvature == pytest.approx(np.mean(third), rel=1e-10)
     loss = float(np.mean(logsumexp(beta * z, axis=1) - beta * z[np.arange(700), y]))
     assert p.lse - beta * mc == pytest.approx(loss, rel=1e-13)
-
-
-def test_threads_share_the_passes_without_changing_the_fit(monkeypatch):
-    z, y = _data(3000, 100, 8)  # 300,000 scores: above THREAD_MIN_SCORES
-    assert z.size >= tm.THREAD_MIN_SCORES
-    one = nc.calibrators.TemperatureScaling(n_threads=1).fit(logits=z, target=y)
-    calls = []
-    real = tm._pass_rows
-
-    def spy(*args):
-        calls.append((args[1].shape[0], *args[-2:]))
-        return real(*args)
-
-    monkeypatch.setattr(tm, "_pass_rows", spy)
-    three = nc.calibrators.TemperatureScaling(n_threads=3).fit(logits=z, target=y)
-    assert three.temperature_ == pytest.approx(one.temperature_, rel=1e-13)
-    assert three.objective_ == pytest.approx(one.objective_, rel=1e-13)
-    # every full pass was split into three row ranges covering all rows
-    full = [c[1:] for c in calls if c[0] == 3000]
-    assert len(full) == 3 * three.n_iter_
-    assert set(full) == {(0, 1000), (1000, 2000), (2000, 3000)}
-
-
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_n_threads_must_be_a_positive_integer(bad):
-    z, y = _data(3000, 100, 9)
-    with pytest.raises(ValueError, match="n_threads"):
-        nc.calibrators.TemperatureScaling(n_threads=bad).fit(logits=z, target=y)

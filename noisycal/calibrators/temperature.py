@@ -43,9 +43,6 @@ networks. ICML.
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -74,9 +71,6 @@ FINAL_STEP = {0: 0.0, 2: 1e-9, 3: 1e-6}
 #: after it (:func:`_halley_done`): usually two passes from the subset's start.
 HALLEY_STEP = 1e-4
 HALLEY_RTOL = 1e-14
-#: Passes over at least this many scores share their row blocks among the threads of
-#: ``TemperatureScaling(n_threads=...)``.
-THREAD_MIN_SCORES = 1 << 18
 #: Passes of the safeguarded Newton iteration (bisection alone needs about 1100 from a
 #: bracket [0, 2^1023] down to machine precision).
 MAX_ITER = 2000
@@ -110,8 +104,7 @@ class NewtonPass(NamedTuple):
 
 
 def newton_pass(beta: float, S: np.ndarray, smax: np.ndarray, r: np.ndarray | None,
-                mc: float, pool: ThreadPoolExecutor | None = None,
-                n_threads: int = 1) -> NewtonPass:
+                mc: float) -> NewtonPass:
     """One pass over the scores at ``beta`` (:class:`NewtonPass`), by cache-sized blocks.
 
     Parameters
@@ -126,21 +119,9 @@ def newton_pass(beta: float, S: np.ndarray, smax: np.ndarray, r: np.ndarray | No
         Target row sums (None: all 1).
     mc : float
         ``m - mean_i r_i smax_i``, the target's statistic on the shifted scores.
-    pool : ThreadPoolExecutor, optional
-        Threads that share the row blocks (NumPy releases the GIL in its loops) in
-        ``n_threads`` contiguous parts, for at least ``THREAD_MIN_SCORES`` scores; the
-        sums then differ from one thread's only in their order.
-    n_threads : int, default=1
     """
-    n, K = S.shape
-    parts = n_threads if pool is not None and S.size >= THREAD_MIN_SCORES else 1
-    cuts = np.linspace(0, n, parts + 1).astype(int)
-    ranges = list(zip(cuts[:-1], cuts[1:], strict=True))
-
-    def run(ab: tuple[int, int]) -> np.ndarray:
-        return _pass_rows(beta, S, smax, r, *ab)
-
-    tot = sum(pool.map(run, ranges)) if parts > 1 else run(ranges[0])
+    n = S.shape[0]
+    tot = _pass_rows(beta, S, smax, r, 0, n)
     g, slope, curvature, lse = tot / n
     return NewtonPass(float(g) - mc, float(slope), float(curvature), float(lse))
 
@@ -224,11 +205,11 @@ def _halley_done(d: float, prev: float, order: int) -> bool:
             and d / prev ** 3 * d ** 3 <= HALLEY_RTOL)
 
 
-def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray,
-           threads: tuple = ()) -> tuple[float, str, int, tuple[float, NewtonPass] | None]:
+def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
+           ) -> tuple[float, str, int, tuple[float, NewtonPass] | None]:
     """:func:`solve_inverse_temperature` on the target's row sums ``r`` (None: all 1) and
     item scores ``ts_i = <t_i, s_i>``; also returns the last pass and its beta (None in
-    the limit cases); ``threads``: ``(pool, n_threads)`` for :func:`newton_pass`."""
+    the limit cases)."""
     n = S.shape[0]
     m = float(np.mean(ts))
     smean = S.mean(axis=1)
@@ -252,7 +233,7 @@ def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
     rtol = 4 * np.finfo(float).eps
     prev = math.inf  # relative size of the previous Halley step
     for it in range(1, MAX_ITER + 1):
-        p = newton_pass(beta, S, smax, r, mc, *threads)
+        p = newton_pass(beta, S, smax, r, mc)
         if p.g == 0.0:
             return beta, "root", it, (beta, p)
         if p.g < 0:
@@ -270,19 +251,18 @@ def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
 
 
 def _log_loss(S: np.ndarray, smax: np.ndarray, r: np.ndarray | None, mc: float,
-              beta: float, last: tuple[float, NewtonPass] | None, threads: tuple = ()
-              ) -> float:
+              beta: float, last: tuple[float, NewtonPass] | None) -> float:
     """Mean log loss of ``softmax(beta S)`` (``lse - beta mc``, :class:`NewtonPass`).
 
-    ``last`` is the solver's last pass and its beta: within ``FINAL_STEP[3]`` (relative)
-    of ``beta`` the loss is its third-order Taylor expansion from there (the error, of the
-    order of the step to the fourth, is below machine precision) and needs no pass of its
-    own."""
-    if last is not None and abs(beta - last[0]) <= FINAL_STEP[3] * last[0]:
+    ``last`` is the solver's last pass and its beta: within ``HALLEY_STEP`` (relative) of
+    ``beta`` the loss is its third-order Taylor expansion from there (the error, of the
+    order of the fourth cumulant of the scores times the step to the fourth, about 1e-17
+    for steps of 1e-4, is below machine precision) and needs no pass of its own."""
+    if last is not None and abs(beta - last[0]) <= HALLEY_STEP * last[0]:
         b, p = last
         d = beta - b
         return p.lse - b * mc + d * (p.g + d * (0.5 * p.slope + d * p.curvature / 6.0))
-    return newton_pass(beta, S, smax, r, mc, *threads).lse - beta * mc
+    return newton_pass(beta, S, smax, r, mc).lse - beta * mc
 
 
 class TemperatureScaling(SoftmaxMap):
@@ -312,11 +292,6 @@ class TemperatureScaling(SoftmaxMap):
         Brier loss ``sum_k (q_k^2 - 2 q_k t_k + t_k)`` (halved for binary 1-D scores),
         bounded below for any target; 'auto': 'brier' for targets that leave the simplex
         (kind 'corrected' or entries outside [0, 1]), else 'log'.
-    n_threads : int or None, default=None
-        Threads that share the passes of the log-loss solve over the scores (NumPy
-        releases the GIL in its loops), for at least ``THREAD_MIN_SCORES`` scores; None:
-        the cores this process may use, at most 4. The fitted T does not depend on it
-        beyond the order of the sums (about 1e-15).
 
     Attributes
     ----------
@@ -370,22 +345,10 @@ class TemperatureScaling(SoftmaxMap):
     _shift_invariant = True
 
     def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (0.05, 20.0),
-                 loss: str = "auto", n_threads: int | None = None) -> None:
+                 loss: str = "auto") -> None:
         self.eps = eps
         self.bounds = bounds
         self.loss = loss
-        self.n_threads = n_threads
-
-    def _n_threads(self, S: np.ndarray) -> int:
-        """Threads of the passes: ``n_threads`` (None: the usable cores, at most 4), 1 for
-        fewer than ``THREAD_MIN_SCORES`` scores."""
-        k = self.n_threads
-        if k is None:
-            cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
-            k = min(4, len(cores) if cores else (os.cpu_count() or 1))
-        elif isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"n_threads must be a positive integer or None, got {k!r}")
-        return int(k) if S.size >= THREAD_MIN_SCORES else 1
 
     def _eta(self, S: np.ndarray) -> np.ndarray:
         return S / self.temperature_
@@ -432,19 +395,16 @@ class TemperatureScaling(SoftmaxMap):
         if self.loss_ == "log":
             r = T.sum(axis=1)
             r = None if np.all(r == 1.0) else r
-            n_threads = self._n_threads(S)
-            with ThreadPoolExecutor(n_threads) if n_threads > 1 else nullcontext() as pool:
-                threads = (pool, n_threads) if n_threads > 1 else ()
-                beta, kind, self.n_iter_, last = _solve(S, r, ts, smax, threads)
-                t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
-                          "infinite_temperature": math.inf, "zero_temperature": 0.0,
-                          "not_converged": math.nan}[kind]
-                self.unconstrained_temperature_ = t_star
-                self.temperature_ = float(np.clip(t_star, lo, hi)) \
-                    if kind != "not_converged" else 1.0
-                # the objective at temperature_ (from the last pass unless T was clipped)
-                mc = m - (float(np.mean(smax)) if r is None else float(r @ smax) / len(r))
-                objective = _log_loss(S, smax, r, mc, 1.0 / self.temperature_, last, threads)
+            beta, kind, self.n_iter_, last = _solve(S, r, ts, smax)
+            t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
+                      "infinite_temperature": math.inf, "zero_temperature": 0.0,
+                      "not_converged": math.nan}[kind]
+            self.unconstrained_temperature_ = t_star
+            self.temperature_ = float(np.clip(t_star, lo, hi)) if kind != "not_converged" \
+                else 1.0
+            # the objective at temperature_ (from the last pass unless T was clipped)
+            mc = m - (float(np.mean(smax)) if r is None else float(r @ smax) / len(r))
+            objective = _log_loss(S, smax, r, mc, 1.0 / self.temperature_, last)
             self._finish(S, T, lo, hi, kind, "", objective=objective)
             return self
         best = self._fit_brier(S, T, lo, hi, x.binary)
