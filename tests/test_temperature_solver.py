@@ -51,9 +51,29 @@ def test_two_full_passes_and_no_pass_for_the_objective(monkeypatch):
 
     monkeypatch.setattr(tm, "_pass_rows", spy)
     ts = nc.calibrators.TemperatureScaling().fit(logits=z, target=y)
-    # the subset (every 10th item) and then the full data: two passes, none for the loss
-    assert ts.n_iter_ == 2 and calls.count(10000) == 2
-    assert set(calls) == {1000, 10000}
+    # every 100th item, every 10th (started from the former: two passes), then the full
+    # data: two passes, none for the loss
+    assert ts.n_iter_ == 2 and calls.count(10000) == 2 and calls.count(1000) == 2
+    assert set(calls) == {100, 1000, 10000}
+
+
+def test_label_vectors_give_the_one_hot_fit_without_the_matrix():
+    z, y = _data(3000, 12, 11)
+    a = nc.calibrators.TemperatureScaling().fit(logits=z, target=y)
+    b = nc.calibrators.TemperatureScaling().fit(logits=z, target=np.eye(12)[y])
+    c = nc.calibrators.TemperatureScaling().fit(logits=z, target=list(y))
+    assert a.temperature_ == pytest.approx(b.temperature_, rel=1e-14)
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-14)
+    assert a.mean_target_score_ == pytest.approx(b.mean_target_score_, rel=1e-14)
+    assert c.temperature_ == a.temperature_ and a.loss_ == "log" and a.status_ == "ok"
+    with pytest.raises(ValueError, match="target must lie in 0..11, found label 12"):
+        nc.calibrators.TemperatureScaling().fit(logits=z, target=np.where(y == 3, 12, y))
+    with pytest.raises(ValueError, match="target has 2999 labels"):
+        nc.calibrators.TemperatureScaling().fit(logits=z, target=y[1:])
+    flat = nc.calibrators.TemperatureScaling()
+    with pytest.warns(nc.IdentifiabilityWarning):
+        flat.fit(logits=np.zeros((5, 3)), target=np.array([0, 1, 2, 0, 1]))
+    assert flat.status_ == "not_identified" and flat.objective_ == pytest.approx(np.log(3))
 
 
 def test_objective_read_off_the_last_pass_equals_the_direct_loss():

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.special import log_expit, log_softmax, softmax
 
 from .._typing import ArrayLike
-from .._validation import PROB_ATOL, check_array, check_choice, check_logits
+from .._validation import PROB_ATOL, check_array, check_choice, check_logits, encode_labels
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
 from ..targets import as_target_matrix
@@ -244,6 +244,29 @@ class SoftmaxMap(Calibrator):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = True
         return tags
+
+    def _prepare_codes(self, probs: ArrayLike | None, logits: ArrayLike | None,
+                       target: object) -> tuple[ScoreInput, np.ndarray] | None:
+        """``_prepare`` for a plain integer label vector with (n, K) scores and the log
+        loss: the checked scores and the label codes, with no one-hot target matrix (None
+        for any other input, which takes ``_prepare``)."""
+        if not (isinstance(target, np.ndarray) and target.ndim == 1
+                and target.dtype.kind in "iu" and self.loss in ("auto", "log")):
+            return None
+        eps = check_eps(self.eps)
+        x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
+        if x.binary:
+            return None
+        n, K = x.S.shape
+        if target.shape[0] != n:
+            raise ValueError(f"target has {target.shape[0]} labels but the predictions have "
+                             f"{n} items")
+        codes, _ = encode_labels(target, n_classes=K, name="target")
+        check_alignment(x.raw, x.given, target, "target")
+        record_fit_target(self, target)
+        self._outside, self.loss_, self.eps_ = False, "log", eps
+        self.n_classes_, self.binary_, self.input_ = int(K), False, x.given
+        return x, codes
 
     def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None,
                  target: object) -> tuple[ScoreInput, np.ndarray]:

@@ -205,11 +205,14 @@ def _halley_done(d: float, prev: float, order: int) -> bool:
             and d / prev ** 3 * d ** 3 <= HALLEY_RTOL)
 
 
-def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
+def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray,
+           warm: int = WARM_START_ITEMS
            ) -> tuple[float, str, int, tuple[float, NewtonPass] | None]:
     """:func:`solve_inverse_temperature` on the target's row sums ``r`` (None: all 1) and
     item scores ``ts_i = <t_i, s_i>``; also returns the last pass and its beta (None in
-    the limit cases)."""
+    the limit cases). Above ``2 warm`` items it starts from the root on every k-th item
+    (about ``warm`` of them), itself started from a subset a tenth that size (down to
+    100 items)."""
     n = S.shape[0]
     m = float(np.mean(ts))
     smean = S.mean(axis=1)
@@ -225,10 +228,10 @@ def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
     # the scores shifted by their row maxima (g = mean(r E[sc]) - (m - m_top))
     mc = m - m_top
     lo, hi, beta = 0.0, math.inf, 1.0
-    if n > 2 * WARM_START_ITEMS:  # start from the root on an evenly spaced subset
-        k = n // WARM_START_ITEMS
+    if warm >= 100 and n > 2 * warm:  # start from the root on an evenly spaced subset
+        k = n // warm
         sub, kind, _, _ = _solve(S[::k], None if r is None else r[::k], ts[::k],
-                                 smax[::k])
+                                 smax[::k], warm // 10)
         beta = sub if kind == "root" else beta
     rtol = 4 * np.finfo(float).eps
     prev = math.inf  # relative size of the previous Halley step
@@ -382,19 +385,22 @@ class TemperatureScaling(SoftmaxMap):
             target rows do not sum to 1, or ``eps``, ``bounds`` or ``loss`` is invalid.
         """
         lo, hi = check_box(self.bounds, positive=True)
-        x, T = self._prepare(probs, logits, target)
+        coded = self._prepare_codes(probs, logits, target)  # labels: no one-hot matrix
+        x, T = self._prepare(probs, logits, target) if coded is None else (coded[0], None)
         S = x.S
-        ts = np.einsum("ij,ij->i", T, S)
+        ts = (np.einsum("ij,ij->i", T, S) if coded is None
+              else S[np.arange(S.shape[0]), coded[1]])
         m = float(np.mean(ts))
         self.mean_target_score_ = m
         smax = S.max(axis=1)
         if np.all(smax == S.min(axis=1)):
             self.temperature_, self.unconstrained_temperature_, self.n_iter_ = 1.0, math.nan, 0
+            T = np.eye(S.shape[1])[coded[1]] if T is None else T
             self._finish(S, T, lo, hi, "not_identified", "")
             return self
         if self.loss_ == "log":
-            r = T.sum(axis=1)
-            r = None if np.all(r == 1.0) else r
+            r = None if T is None else T.sum(axis=1)
+            r = None if r is None or np.all(r == 1.0) else r
             beta, kind, self.n_iter_, last = _solve(S, r, ts, smax)
             t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
                       "infinite_temperature": math.inf, "zero_temperature": 0.0,
