@@ -264,8 +264,7 @@ class SoftmaxMap(Calibrator):
         codes, _ = encode_labels(target, n_classes=K, name="target")
         check_alignment(x.raw, x.given, target, "target")
         record_fit_target(self, target)
-        self._outside, self.loss_, self.eps_ = False, "log", eps
-        self.n_classes_, self.binary_, self.input_ = int(K), False, x.given
+        self._record_inputs(x, eps, "log", outside=False)
         return x, codes
 
     def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None,
@@ -276,13 +275,16 @@ class SoftmaxMap(Calibrator):
         x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
         T = fit_target(target, x)
         record_fit_target(self, target)
-        self._outside = leaves_unit_interval(T, target)
-        self.loss_ = resolve_loss(self.loss, T, target, outside=self._outside)
-        self.eps_ = eps
-        self.n_classes_ = int(x.S.shape[1])
-        self.binary_ = bool(x.binary)
-        self.input_ = x.given
+        outside = leaves_unit_interval(T, target)
+        self._record_inputs(x, eps, resolve_loss(self.loss, T, target, outside=outside),
+                            outside=outside)
         return x, T
+
+    def _record_inputs(self, x: ScoreInput, eps: float, loss: str, *, outside: bool) -> None:
+        """Set ``eps_``, ``loss_``, ``n_classes_``, ``binary_``, ``input_`` and whether the
+        target leaves the simplex."""
+        self._outside, self.loss_, self.eps_ = outside, loss, eps
+        self.n_classes_, self.binary_, self.input_ = int(x.S.shape[1]), bool(x.binary), x.given
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
                       logits: ArrayLike | None = None) -> np.ndarray:

@@ -30,6 +30,7 @@ from .._jax import as_numpy_rng
 from .._typing import Seed
 from .._validation import check_choice
 from ..intervals.inversion import norm_of_means
+from .binned_form import floor_variance, gap_se_from_sums, linear_form_from_sums
 from .binning import (
     Binned,
     _chunk_scores,
@@ -211,17 +212,8 @@ class StreamedForm:
         """
         if codes is not None:
             raise ValueError("cluster: the streamed form has no clusters (items only)")
-        n, J = self.n, self.G * self.n_bins
-        mean = self._dsum / n
-        cov = (self._S - n * np.outer(mean, mean)) / (n * max(n - 1, 1))
-        counts = self.sums[:, :, 0].ravel()
-        if norm == "l1":
-            weights = np.full(J, 1.0 / self.G)
-        else:
-            share = counts / n
-            weights = np.where(counts > 0, 1.0 / (self.G * np.where(counts > 0, share, 1.0)),
-                               0.0)
-        return mean, cov, weights
+        return linear_form_from_sums(self._dsum, self._S, self.sums[:, :, 0].ravel(),
+                                     self.n, self.G, norm)
 
     def floored_cov(self, cov: np.ndarray, variance_floor: str,
                     codes: np.ndarray | None = None) -> np.ndarray:
@@ -241,18 +233,13 @@ class StreamedForm:
         check_choice(variance_floor, "variance_floor", ("none", "calibrated"))
         if variance_floor == "none" or codes is not None or not self._one_hot:
             return cov
-        short = np.maximum(self._calvar / self.n ** 2 - np.diag(cov), 0.0)
-        return cov + np.diag(short)
+        return floor_variance(cov, self._calvar / self.n ** 2)
 
     def gap_se(self) -> np.ndarray:
         """As :func:`~noisycal.metrics.binned_form.bin_gap_se`, shape (G, n_bins)."""
-        cnt = self.sums[:, :, 0].ravel()
-        s1, s2 = self._dsum, self._d2sum
-        ok = cnt >= 2
-        var = np.where(ok, (s2 - s1 ** 2 / np.where(ok, cnt, 1.0))
-                       / np.where(ok, cnt - 1.0, 1.0), np.nan)
-        se = np.where(ok, np.sqrt(np.maximum(var, 0.0) / np.where(ok, cnt, 1.0)), np.nan)
-        return se.reshape(self.G, self.n_bins)
+        shape = (self.G, self.n_bins)
+        return gap_se_from_sums(self.sums[:, :, 0], self._dsum.reshape(shape),
+                                self._d2sum.reshape(shape))
 
     def consistency_null(self, weights: np.ndarray, norm: str, n_sim: int,
                          seed: Seed) -> np.ndarray:
