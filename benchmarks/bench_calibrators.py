@@ -7,8 +7,8 @@ labels drawn from ``softmax(z / 1.8)``, so the true temperature is 1.8):
 
 1. **Temperature scaling.** ``nc.calibrators.TemperatureScaling().fit(logits=z,
    target=y)``, the exact 1-D solve (Halley's root of the derivative in beta = 1/T from a
-   subset's root, the limits decided first, every pass over cache-sized row blocks),
-   against
+   subset's root refined by one single-precision pass, the limits decided first, every
+   pass over cache-sized row blocks), against
 
    - netcal's ``TemperatureScaling(method='mle')`` (``netcal.scaling``), fitted to
      ``softmax(z)`` in float64 (computed before the clock starts: netcal takes
@@ -210,7 +210,8 @@ def main() -> dict:
     })
     print(f"temperature scaling (T: noisycal {T_nc:.8f}, scipy FD {T_fd:.8f}, "
           f"scipy analytic {T_an:.8f})")
-    print(f"  noisycal exact 1-D solve ({ts.n_iter_} Halley passes): {t_nc * 1e3:9.2f} ms")
+    print(f"  noisycal exact 1-D solve ({ts.n_iter_} double-precision Halley pass(es)): "
+          f"{t_nc * 1e3:9.2f} ms")
     if versions is None:
         print("  netcal: skipped (netcal/torch not installed)")
     else:

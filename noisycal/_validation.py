@@ -229,23 +229,36 @@ def check_logits(logits: ArrayLike, name: str = "logits") -> np.ndarray:
     probabilities: a :class:`~noisycal.NumericalWarning` says so (it is still read as
     logits, as asked).
     """
+    return check_logits_total(logits, name)[0]
+
+
+def check_logits_total(logits: ArrayLike, name: str = "logits") -> tuple[np.ndarray, float]:
+    """:func:`check_logits`, also returning the sum of all the logits.
+
+    One reduction checks finiteness: NaN and inf propagate to the sum (a sum that
+    overflows although every value is finite is told apart by the minimum and maximum).
+    The minimum and maximum are otherwise computed only when the sum allows rows of
+    probabilities (n within ``n * PROB_ATOL``)."""
     z = check_array(logits, name, ndim=(1, 2), finite=False)
-    # two reductions check finiteness and the probability range at once (NaN and inf
-    # propagate to the minimum or maximum), as in check_probs
-    lo, hi = (float(z.min()), float(z.max())) if z.size else (0.0, 0.0)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        bad = int(np.size(z) - np.count_nonzero(np.isfinite(z)))
-        raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
+    total = float(z.sum())
+    lo = hi = None
+    if not math.isfinite(total):
+        lo, hi = float(z.min()), float(z.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            bad = int(np.size(z) - np.count_nonzero(np.isfinite(z)))
+            raise ValueError(f"{name} contains {bad} NaN or infinite value(s)")
     if z.shape[0] < 1:
         raise ValueError(f"{name} must contain at least one item, got shape {z.shape}")
     if z.ndim == 2 and z.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes), got shape {z.shape}")
-    if z.ndim == 2 and lo >= 0 and hi <= 1 \
-            and np.all(np.abs(z.sum(axis=1) - 1.0) <= PROB_ATOL):
-        warnings.warn(f"every row of {name} lies in [0, 1] and sums to 1: these look like "
-                      "probabilities; pass them as probs= (they are used as logits, as given)",
-                      NumericalWarning, stacklevel=user_stacklevel())
-    return z
+    n = z.shape[0]
+    if z.ndim == 2 and abs(total - n) <= n * PROB_ATOL:
+        lo, hi = (float(z.min()), float(z.max())) if lo is None else (lo, hi)
+        if lo >= 0 and hi <= 1 and np.all(np.abs(z.sum(axis=1) - 1.0) <= PROB_ATOL):
+            warnings.warn(f"every row of {name} lies in [0, 1] and sums to 1: these look "
+                          "like probabilities; pass them as probs= (they are used as "
+                          "logits, as given)", NumericalWarning, stacklevel=user_stacklevel())
+    return z, total
 
 
 def predictions(

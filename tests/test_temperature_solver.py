@@ -7,7 +7,7 @@ from scipy import optimize
 from scipy.special import logsumexp, softmax
 
 import noisycal as nc
-from noisycal.calibrators import temperature as tm
+from noisycal.calibrators import temperature_solver as tm
 
 
 def _data(n, K, seed, scale=3.0, temp=1.8):
@@ -40,21 +40,68 @@ def test_root_to_machine_precision_in_at_most_three_passes(seed, scale, temp):
     assert 1 <= ts.n_iter_ <= 3
 
 
-def test_two_full_passes_and_no_pass_for_the_objective(monkeypatch):
+def test_one_single_and_one_double_precision_full_pass_and_none_for_the_objective(
+        monkeypatch):
     z, y = _data(10000, 100, 0)
     calls = []
     real = tm._pass_rows
 
     def spy(*args):
-        calls.append(args[1].shape[0])
+        calls.append((args[1].shape[0], args[6] if len(args) > 6 else False))
         return real(*args)
 
     monkeypatch.setattr(tm, "_pass_rows", spy)
     ts = nc.calibrators.TemperatureScaling().fit(logits=z, target=y)
-    # every 100th item, every 10th (started from the former: two passes), then the full
-    # data: two passes, none for the loss
-    assert ts.n_iter_ == 2 and calls.count(10000) == 2 and calls.count(1000) == 2
-    assert set(calls) == {100, 1000, 10000}
+    # every 100th item (three passes), every 10th (one Halley step within START_STEP),
+    # then all items: one single-precision pass refines the start, one double-precision
+    # pass ends the iteration, none for the loss
+    assert ts.n_iter_ == 1
+    assert calls == [(100, False)] * 3 + [(1000, False), (10000, True), (10000, False)]
+    ref = 1.0 / _brentq_beta(z, np.eye(100)[y])
+    assert ts.temperature_ == pytest.approx(ref, rel=1e-13)
+
+
+@pytest.mark.parametrize("offset,scale,shifted", [
+    (0.0, 3.0, False), (20.0, 3.0, False), (500.0, 3.0, True), (-40.0, 0.5, True),
+    (0.0, 200.0, None)])
+def test_single_precision_start_and_unshifted_passes_keep_the_exact_root(
+        offset, scale, shifted, monkeypatch):
+    # 20,000 x 20 scores take the single-precision start. Offsets of 500 and -40 against
+    # mean row spreads of about 5 and 1 force shifted passes (raw moments about 0 would
+    # cancel); a scale of 200 puts beta * max|s| beyond the exponential's safe range at
+    # the start beta = 1 only.
+    z, y = _data(20000, 20, 4, scale, temp=scale / 2.0)
+    z = z + offset
+    seen = []
+    real = tm._pass_rows
+
+    def spy(*args):
+        seen.append((args[0] * float(np.max(np.abs(z.max(axis=1)))), args[2] is not None))
+        return real(*args)
+
+    monkeypatch.setattr(tm, "_pass_rows", spy)
+    ts = nc.calibrators.TemperatureScaling(bounds=(1e-3, 1e4)).fit(logits=z, target=y)
+    monkeypatch.setattr(tm, "_pass_rows", real)
+    if shifted is None:  # shifted exactly where beta * max|s| exceeds 600 (60 in float32)
+        assert any(sh for _, sh in seen) and not all(sh for _, sh in seen)
+        assert all(sh == (bt > 60.0) for bt, sh in seen if bt <= 60.0 or bt > 600.0)
+    else:
+        assert all(sh == shifted for _, sh in seen)
+    ref = 1.0 / _brentq_beta(z, np.eye(20)[y])
+    assert ts.status_ == "ok" and ts.n_iter_ <= 2
+    assert ts.temperature_ == pytest.approx(ref, rel=1e-13)
+    eta = z / ts.temperature_
+    direct = float(np.mean(logsumexp(eta, axis=1) - eta[np.arange(len(y)), y]))
+    assert ts.objective_ == pytest.approx(direct, rel=1e-13)
+
+
+def test_constant_rows_are_not_identified_whatever_their_offsets():
+    c = np.linspace(-3.0, 1e6, 30000)
+    z = np.repeat(c[:, None], 12, axis=1)
+    ts = nc.calibrators.TemperatureScaling()
+    with pytest.warns(nc.IdentifiabilityWarning):
+        ts.fit(logits=z, target=np.arange(30000) % 12)
+    assert ts.status_ == "not_identified" and ts.temperature_ == 1.0
 
 
 def test_label_vectors_give_the_one_hot_fit_without_the_matrix():
@@ -99,10 +146,11 @@ def test_newton_pass_matches_direct_moments():
     z, y = _data(700, 7, 7)
     T = np.eye(7)[y]
     smax = z.max(axis=1)
-    m_top = float(np.mean(smax))
-    mc = float(np.mean(z[np.arange(700), y])) - m_top
     beta = 0.7
-    p = tm.newton_pass(beta, z, smax, None, mc)
+    m = float(np.mean(z[np.arange(700), y]))
+    p = tm.newton_pass(beta, z, smax, None, m)
+    u = tm.newton_pass(beta, z, smax, None, m, shift=False)
+    assert np.allclose(u, p, rtol=1e-12, atol=0)
     q = softmax(beta * z, axis=1)
     mean = np.sum(q * z, axis=1)
     var = np.sum(q * (z - mean[:, None]) ** 2, axis=1)
@@ -111,4 +159,4 @@ def test_newton_pass_matches_direct_moments():
     assert p.slope == pytest.approx(np.mean(var), rel=1e-12)
     assert p.curvature == pytest.approx(np.mean(third), rel=1e-10)
     loss = float(np.mean(logsumexp(beta * z, axis=1) - beta * z[np.arange(700), y]))
-    assert p.lse - beta * mc == pytest.approx(loss, rel=1e-13)
+    assert p.lse - beta * m == pytest.approx(loss, rel=1e-13)

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.special import log_expit, log_softmax, softmax
 
 from .._typing import ArrayLike
-from .._validation import PROB_ATOL, check_array, check_choice, check_logits, encode_labels
+from .._validation import PROB_ATOL, check_array, check_choice, check_logits_total, encode_labels
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
 from ..targets import as_target_matrix
@@ -55,26 +55,35 @@ class ScoreInput:
         Which argument was given.
     raw : object
         The argument as given (for alignment checks).
+    total : float or None
+        ``S.sum()`` when the validation computed it on the way (logits used as given),
+        else None.
     """
 
-    __slots__ = ("S", "binary", "given", "raw")
+    __slots__ = ("S", "binary", "given", "raw", "total")
 
-    def __init__(self, S: np.ndarray, binary: bool, given: str, raw: object) -> None:
-        self.S, self.binary, self.given, self.raw = S, binary, given, raw
+    def __init__(self, S: np.ndarray, binary: bool, given: str, raw: object,
+                 total: float | None = None) -> None:
+        self.S, self.binary, self.given, self.raw, self.total = S, binary, given, raw, total
 
 
-def _scores(x: ArrayLike, name: str) -> np.ndarray:
-    """A finite float64 array of shape (n,) or (n, K) with n >= 1 and K >= 2."""
+def _scores(x: ArrayLike, name: str) -> tuple[np.ndarray, float | None]:
+    """A finite float64 array of shape (n,) or (n, K) with n >= 1 and K >= 2, and the sum
+    of (n, K) logits (None otherwise)."""
     arr = np.asarray(x) if not hasattr(x, "to_numpy") else x.to_numpy()
     if getattr(arr, "ndim", 0) not in (1, 2):
         raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) or an "
                          f"(n, n_classes) matrix, got shape {np.shape(arr)}")
-    z = check_array(arr, name) if name == "probs" or arr.ndim == 1 else check_logits(arr, name)
+    total = None
+    if name == "probs" or arr.ndim == 1:
+        z = check_array(arr, name)
+    else:
+        z, total = check_logits_total(arr, name)
     if z.shape[0] < 1:
         raise ValueError(f"{name} must contain at least one score, got shape {z.shape}")
     if z.ndim == 2 and z.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes), got shape {z.shape}")
-    return z
+    return z, total
 
 
 def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, *,
@@ -99,13 +108,13 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
         raise ValueError("give exactly one of probs= or logits= (shape (n,) for a binary "
                          "problem, (n, K) otherwise; they are never guessed)")
     if logits is not None:
-        z = _scores(logits, "logits")
+        z, total = _scores(logits, "logits")
         if z.ndim == 1:
             S = np.column_stack([log_expit(-z), log_expit(z)])
         else:
             S = log_softmax(z, axis=1) if log_probs else z
-        return ScoreInput(S, z.ndim == 1, "logits", logits)
-    p = _scores(probs, "probs")
+        return ScoreInput(S, z.ndim == 1, "logits", logits, None if log_probs else total)
+    p, _ = _scores(probs, "probs")
     if np.any((p < 0) | (p > 1)):
         raise ValueError(f"probs must lie in [0, 1], got values in [{p.min():g}, {p.max():g}] "
                          "(pass logits= if these are logits)")

@@ -18,10 +18,11 @@ sufficient statistic is our observation). The fit is the exact root of ``g`` by 
 safeguarded Halley iteration: each pass over the scores gives ``g``, its slope
 ``g'(beta) = (1/n) sum_i Var_{softmax(beta s_i)}[s_i]`` and ``g''`` (the mean third
 central moment); Halley's step (cubic convergence) is kept inside a bracket of the root,
-else Newton's, else bisection. It starts from the root on an evenly spaced subset of the
-items and usually ends after two passes over all of them (the root to about 1e-14,
-relative); the log loss at the fitted T is read off the last pass. The two limits are
-decided exactly beforehand:
+else Newton's, else bisection (:mod:`noisycal.calibrators.temperature_solver`). It starts
+from the root on an evenly spaced subset of the items, refined by one single-precision
+pass over all of them, and usually ends after one double-precision pass (the root to
+about 1e-14, relative); the log loss at the fitted T is read off the last pass. The two
+limits are decided exactly beforehand:
 
 - ``g(0) >= 0``: the loss is non-decreasing in beta, the optimum is T -> infinity (uniform
   predictions): status ``'infinite_temperature'``;
@@ -43,7 +44,6 @@ networks. ICML.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize
@@ -53,219 +53,15 @@ from .._typing import ArrayLike
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ._base import check_box, minimise_from_starts
 from ._inputs import EPS, SoftmaxMap, softmax_loss
+from .temperature_solver import (
+    NewtonPass,
+    _log_loss,
+    _solve,
+    newton_pass,
+    solve_inverse_temperature,
+)
 
 __all__ = ["TemperatureScaling", "NewtonPass", "newton_pass", "solve_inverse_temperature"]
-
-#: Relative tolerance of the two limit tests g(0) >= 0 and g(infinity) <= 0.
-LIMIT_RTOL = 1e-12
-#: Larger fits start Newton from the root on every k-th item, about this many items (the
-#: start only saves passes over the full data; the root is that of the full data).
-WARM_START_ITEMS = 1000
-#: A step at most this size relative to beta ends the iteration, by the order of the step
-#: (2: Newton, 3: Halley; 0: bisection, which never ends it this way): the error left, of
-#: the order of the step squared (cubed) times the scores' scale, is below machine
-#: precision.
-FINAL_STEP = {0: 0.0, 2: 1e-9, 3: 1e-6}
-#: A Halley step up to this relative size also ends the iteration when the cubic rate
-#: observed over the last two steps predicts an error below ``HALLEY_RTOL`` (relative)
-#: after it (:func:`_halley_done`): usually two passes from the subset's start.
-HALLEY_STEP = 1e-4
-HALLEY_RTOL = 1e-14
-#: Passes of the safeguarded Newton iteration (bisection alone needs about 1100 from a
-#: bracket [0, 2^1023] down to machine precision).
-MAX_ITER = 2000
-#: Scores per block of a pass: the passes run over row blocks of about this many scores
-#: (256 KiB of float64) in reused buffers, which stay in cache, instead of whole-matrix
-#: temporaries (about 4x faster at n = 10,000, K = 100).
-BLOCK_SCORES = 32768
-
-
-class NewtonPass(NamedTuple):
-    """What one pass over the scores at ``beta`` gives (means over items, rows weighted
-    by their target sums ``r_i``).
-
-    Attributes
-    ----------
-    g : float
-        The derivative of the log loss in beta, ``mean_i r_i E[s_i] - m``.
-    slope : float
-        Its derivative, ``mean_i r_i Var[s_i]``.
-    curvature : float
-        The next derivative, ``mean_i r_i E[(s_i - E[s_i])^3]`` (for Halley's step).
-    lse : float
-        ``mean_i r_i log sum_k exp(beta (s_ik - max_k s_ik))``: the log loss at beta is
-        ``lse - beta (m - mean_i r_i max_k s_ik)``.
-    """
-
-    g: float
-    slope: float
-    curvature: float
-    lse: float
-
-
-def newton_pass(beta: float, S: np.ndarray, smax: np.ndarray, r: np.ndarray | None,
-                mc: float) -> NewtonPass:
-    """One pass over the scores at ``beta`` (:class:`NewtonPass`), by cache-sized blocks.
-
-    Parameters
-    ----------
-    beta : float
-        The inverse temperature, ``>= 0``.
-    S : ndarray of shape (n, K)
-        Scores.
-    smax : ndarray of shape (n,)
-        Their row maxima (every exponential is then at most 1).
-    r : ndarray of shape (n,) or None
-        Target row sums (None: all 1).
-    mc : float
-        ``m - mean_i r_i smax_i``, the target's statistic on the shifted scores.
-    """
-    n = S.shape[0]
-    tot = _pass_rows(beta, S, smax, r, 0, n)
-    g, slope, curvature, lse = tot / n
-    return NewtonPass(float(g) - mc, float(slope), float(curvature), float(lse))
-
-
-def solve_inverse_temperature(S: np.ndarray, T: np.ndarray, *,
-                              smax: np.ndarray | None = None) -> tuple[float, str, int]:
-    """The minimiser beta* = 1/T* of the temperature-scaling log loss, exactly.
-
-    Parameters
-    ----------
-    S : ndarray of shape (n, K)
-        Scores (logits or log-probabilities).
-    T : ndarray of shape (n, K)
-        Target rows, each summing to 1 (any real entries).
-    smax : ndarray of shape (n,), optional
-        The row maxima of ``S`` when already computed.
-
-    Returns
-    -------
-    beta : float
-        The root of g (``0.0`` when T* is infinite, ``inf`` when T* = 0).
-    kind : {'root', 'infinite_temperature', 'zero_temperature', 'not_converged'}
-        Which case the fit is in (module docstring).
-    n_iter : int
-        Passes of the Newton iteration over the scores (0 in the limit cases).
-
-    Notes
-    -----
-    The two limit tests use the tolerance ``LIMIT_RTOL`` times the mean row spread
-    ``mean_i (max_k s_ik - mean_k s_ik)``. ``g(infinity)`` needs no pass of its own: the
-    mean of ``s_i`` over its argmax classes is the row maximum.
-    """
-    beta, kind, n_iter, _ = _solve(S, T.sum(axis=1), np.einsum("ij,ij->i", T, S),
-                                   S.max(axis=1) if smax is None else smax)
-    return beta, kind, n_iter
-
-
-def _pass_rows(beta: float, S: np.ndarray, smax: np.ndarray, r: np.ndarray | None,
-               start: int, stop: int) -> np.ndarray:
-    """The sums over rows ``start:stop`` of :func:`newton_pass` (before dividing by n)."""
-    K = S.shape[1]
-    rows = max(1, min(stop - start, BLOCK_SCORES // K))
-    sc_buf, e_buf = np.empty((rows, K)), np.empty((rows, K))
-    tot = np.zeros(4)
-    for i0 in range(start, stop, rows):
-        i1 = min(stop, i0 + rows)
-        sc = np.subtract(S[i0:i1], smax[i0:i1, None], out=sc_buf[:i1 - i0])
-        e = np.multiply(sc, beta, out=e_buf[:i1 - i0])
-        np.exp(e, out=e)
-        w = e.sum(axis=1)
-        e *= sc
-        mean = e.sum(axis=1) / w
-        second = np.einsum("ij,ij->i", e, sc) / w
-        e *= sc
-        third = np.einsum("ij,ij->i", e, sc) / w
-        var = np.maximum(second - mean * mean, 0.0)
-        # the third central moment from the raw ones about the row maximum
-        cube = third - mean * (3.0 * second - 2.0 * mean * mean)
-        block = np.stack([mean, var, cube, np.log(w)])
-        tot += block.sum(axis=1) if r is None else block @ r[i0:i1]
-    return tot
-
-
-def _step(beta: float, p: NewtonPass, lo: float, hi: float) -> tuple[float, int]:
-    """The next beta and the order of its step: Halley's step (order 3) when it stays
-    inside the bracket (lo, hi), else Newton's (2), else doubling or bisection (0)."""
-    g, d1, d2 = p.g, p.slope, p.curvature
-    for order, step in ((3, 2.0 * g * d1 / (2.0 * d1 * d1 - g * d2)), (2, g / d1)):
-        nxt = beta - step if d1 > 0 else math.nan
-        if lo < nxt < hi and math.isfinite(nxt):
-            return nxt, order
-    return (2.0 * beta if math.isinf(hi) else 0.5 * (lo + hi)), 0
-
-
-def _halley_done(d: float, prev: float, order: int) -> bool:
-    """Whether a Halley step of relative size ``d <= HALLEY_STEP`` after one of size
-    ``prev`` ends the iteration: Halley converges cubically, ``d_next ~ c d^3``, and the
-    constant ``c ~ d / prev^3`` observed over the last two steps predicts the error left
-    after this one, ``c d^3``, which must be below ``HALLEY_RTOL``."""
-    return (order == 3 and math.isfinite(prev) and d <= HALLEY_STEP
-            and d / prev ** 3 * d ** 3 <= HALLEY_RTOL)
-
-
-def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray,
-           warm: int = WARM_START_ITEMS
-           ) -> tuple[float, str, int, tuple[float, NewtonPass] | None]:
-    """:func:`solve_inverse_temperature` on the target's row sums ``r`` (None: all 1) and
-    item scores ``ts_i = <t_i, s_i>``; also returns the last pass and its beta (None in
-    the limit cases). Above ``2 warm`` items it starts from the root on every k-th item
-    (about ``warm`` of them), itself started from a subset a tenth that size (down to
-    100 items)."""
-    n = S.shape[0]
-    m = float(np.mean(ts))
-    smean = S.mean(axis=1)
-    scale = float(np.mean(smax - smean)) or 1.0
-    tol = LIMIT_RTOL * scale
-    rmean = (lambda v: float(np.mean(v))) if r is None else (lambda v: float(r @ v) / n)
-    if rmean(smean) - m >= -tol:  # g(0): the uniform mean
-        return 0.0, "infinite_temperature", 0, None
-    m_top = rmean(smax)
-    if m_top - m <= tol:  # g(infinity)
-        return math.inf, "zero_temperature", 0, None
-    # g(0) < 0 < g(inf) and g is non-decreasing: Newton inside the bracket (lo, hi), on
-    # the scores shifted by their row maxima (g = mean(r E[sc]) - (m - m_top))
-    mc = m - m_top
-    lo, hi, beta = 0.0, math.inf, 1.0
-    if warm >= 100 and n > 2 * warm:  # start from the root on an evenly spaced subset
-        k = n // warm
-        sub, kind, _, _ = _solve(S[::k], None if r is None else r[::k], ts[::k],
-                                 smax[::k], warm // 10)
-        beta = sub if kind == "root" else beta
-    rtol = 4 * np.finfo(float).eps
-    prev = math.inf  # relative size of the previous Halley step
-    for it in range(1, MAX_ITER + 1):
-        p = newton_pass(beta, S, smax, r, mc)
-        if p.g == 0.0:
-            return beta, "root", it, (beta, p)
-        if p.g < 0:
-            lo = beta
-        else:
-            hi = beta
-        nxt, order = _step(beta, p, lo, hi)
-        d = abs(nxt - beta) / beta
-        if (d <= rtol or d <= FINAL_STEP[order] or _halley_done(d, prev, order)
-                or (math.isfinite(hi) and hi - lo <= rtol * hi)):
-            return nxt, "root", it, (beta, p)
-        prev = d if order == 3 else math.inf
-        beta = nxt
-    return beta, "not_converged", MAX_ITER, None
-
-
-def _log_loss(S: np.ndarray, smax: np.ndarray, r: np.ndarray | None, mc: float,
-              beta: float, last: tuple[float, NewtonPass] | None) -> float:
-    """Mean log loss of ``softmax(beta S)`` (``lse - beta mc``, :class:`NewtonPass`).
-
-    ``last`` is the solver's last pass and its beta: within ``HALLEY_STEP`` (relative) of
-    ``beta`` the loss is its third-order Taylor expansion from there (the error, of the
-    order of the fourth cumulant of the scores times the step to the fourth, about 1e-17
-    for steps of 1e-4, is below machine precision) and needs no pass of its own."""
-    if last is not None and abs(beta - last[0]) <= HALLEY_STEP * last[0]:
-        b, p = last
-        d = beta - b
-        return p.lse - b * mc + d * (p.g + d * (0.5 * p.slope + d * p.curvature / 6.0))
-    return newton_pass(beta, S, smax, r, mc).lse - beta * mc
 
 
 class TemperatureScaling(SoftmaxMap):
@@ -318,7 +114,8 @@ class TemperatureScaling(SoftmaxMap):
     objective_ : float
         Mean loss at ``temperature_``.
     n_iter_ : int
-        Passes of the Newton iteration (or of L-BFGS-B for the Brier loss).
+        Double-precision passes of the Halley iteration over all the scores (or
+        iterations of L-BFGS-B for the Brier loss).
     at_bound_ : bool
         Whether T is on a bound of the box.
     status_ : str
@@ -392,8 +189,12 @@ class TemperatureScaling(SoftmaxMap):
               else S[np.arange(S.shape[0]), coded[1]])
         m = float(np.mean(ts))
         self.mean_target_score_ = m
-        smax = S.max(axis=1)
-        if np.all(smax == S.min(axis=1)):
+        smax, total = S.max(axis=1), float(S.sum()) if x.total is None else x.total
+        # every row constant (T not identified): the rows' spread about their maxima is
+        # then rounding; the row minima are compared only when it is that small
+        spread = float(np.mean(smax)) - total / S.size
+        if (not spread > 1e-10 * float(np.mean(np.abs(smax)))
+                and np.all(smax == S.min(axis=1))):
             self.temperature_, self.unconstrained_temperature_, self.n_iter_ = 1.0, math.nan, 0
             T = np.eye(S.shape[1])[coded[1]] if T is None else T
             self._finish(S, T, lo, hi, "not_identified", "")
@@ -401,7 +202,7 @@ class TemperatureScaling(SoftmaxMap):
         if self.loss_ == "log":
             r = None if T is None else T.sum(axis=1)
             r = None if r is None or np.all(r == 1.0) else r
-            beta, kind, self.n_iter_, last = _solve(S, r, ts, smax)
+            beta, kind, self.n_iter_, last = _solve(S, r, ts, smax, total=total)
             t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
                       "infinite_temperature": math.inf, "zero_temperature": 0.0,
                       "not_converged": math.nan}[kind]
@@ -409,8 +210,7 @@ class TemperatureScaling(SoftmaxMap):
             self.temperature_ = float(np.clip(t_star, lo, hi)) if kind != "not_converged" \
                 else 1.0
             # the objective at temperature_ (from the last pass unless T was clipped)
-            mc = m - (float(np.mean(smax)) if r is None else float(r @ smax) / len(r))
-            objective = _log_loss(S, smax, r, mc, 1.0 / self.temperature_, last)
+            objective = _log_loss(S, smax, r, m, 1.0 / self.temperature_, last)
             self._finish(S, T, lo, hi, kind, "", objective=objective)
             return self
         best = self._fit_brier(S, T, lo, hi, x.binary)
