@@ -1,10 +1,7 @@
 """The inverted-test interval of the binned ECE (noisycal.intervals.inversion) and the
-calibration test: hand cases, the linear form of the ECE, coverage and p-values by
-simulation with known population values."""
-
-import importlib.util
-import sys
-from pathlib import Path
+calibration test: hand cases, the linear form of the ECE and p-values by simulation with
+known population values (the reduced coverage study is in
+test_inversion_coverage_binary.py and test_inversion_coverage_kclass.py)."""
 
 import numpy as np
 import pytest
@@ -14,16 +11,6 @@ import noisycal as nc
 from noisycal.intervals.inversion import invert_norm, norm_of_means
 from noisycal.metrics.binned_form import binned_linear_form
 from noisycal.metrics.binning import group_scores, make_binned
-
-
-def _study():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "coverage_study.py"
-    spec = importlib.util.spec_from_file_location("coverage_study", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_study"] = mod        # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
 
 # ----------------------------------------------------------------------------- hand cases
 
@@ -287,51 +274,6 @@ def test_a_clearly_miscalibrated_model_excludes_zero():
     pop = nc.simulate.population_binned_ece(10, slope=0.5)
     assert est.low > 0 and not est.details["lower_is_zero"] and "note" not in est.details
     assert est.low <= pop <= est.high
-
-
-# ----------------------------------------------------------------------------- coverage
-
-
-@pytest.fixture(scope="module")
-def study():
-    return _study()
-
-
-@pytest.mark.parametrize("scenario,ece,n,reps", [
-    ("binary/hard", 0.0, 2000, 200),
-    ("binary/hard", 0.015, 2000, 200),
-    ("binary/hard", 0.05, 2000, 200),
-    ("binary/corrected", 0.015, 2000, 200),
-    ("10-class/top/hard", 0.015, 2000, 150),
-    # Sparse bins near 0 (150 bin means at n = 500): the zero test by consistency
-    # resampling; the Gaussian null alone covered 0.785 here.
-    pytest.param("10-class/classwise/hard", 0.0, 500, 100, marks=pytest.mark.slow),
-])
-def test_default_interval_covers_the_population_ece(study, scenario, ece, n, reps):
-    """The reduced coverage study: 90% default intervals cover in [0.85, 0.95]."""
-    sc = next(s for s in study.scenarios(binary_only=scenario.startswith("binary"))
-              if s.name == scenario)
-    par, pop = study.solve_parameter(sc, ece)
-    row = study.run_cell(sc, n, par, pop, reps, ("inversion",), 1000)[0]
-    assert 0.85 <= row["coverage"] <= 0.95, row
-    assert row["mean_value"] < row["mean_plugin"] + 1e-12
-
-
-@pytest.mark.slow
-def test_classwise_cell_with_sparse_bins_covers(study):
-    """10-class classwise ECE 0.08, n = 500 (hard labels): many of the 150 bins hold a few
-    items and no positive label. Without the calibrated variance floor the lower end lay
-    above the truth in 14% of runs (coverage 0.82, benchmarks/README.md); nominally about
-    5%. 100 seeded runs: coverage has Monte-Carlo s.e. sqrt(0.9 * 0.1 / 100) = 0.03, so
-    the band is 0.9 -+ 2.5 s.e.; the one-sided miss share has s.e.
-    sqrt(0.05 * 0.95 / 100) = 0.022 at its nominal 0.05, bounded at 0.05 + 2.5 s.e."""
-    sc = next(s for s in study.scenarios() if s.name == "10-class/classwise/hard")
-    par, pop = study.solve_parameter(sc, 0.08)
-    assert pop == pytest.approx(0.08, abs=1e-8)
-    row = study.run_cell(sc, 500, par, pop, 100, ("inversion",), 1000)[0]
-    assert 0.825 <= row["coverage"] <= 0.975, row
-    assert row["low_above_truth"] <= 0.105, row
-    assert row["high_below_truth"] <= 0.105, row
 
 
 # ----------------------------------------------------------------------------- the test
