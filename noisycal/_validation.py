@@ -240,7 +240,8 @@ def check_logits_total(logits: ArrayLike, name: str = "logits") -> tuple[np.ndar
     The minimum and maximum are otherwise computed only when the sum allows rows of
     probabilities (n within ``n * PROB_ATOL``)."""
     z = check_array(logits, name, ndim=(1, 2), finite=False)
-    total = float(z.sum())
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = float(z.sum())
     lo = hi = None
     if not math.isfinite(total):
         lo, hi = float(z.min()), float(z.max())

@@ -64,6 +64,21 @@ from .temperature_solver import (
 __all__ = ["TemperatureScaling", "NewtonPass", "newton_pass", "solve_inverse_temperature"]
 
 
+def _power_of_two_scale(smax: np.ndarray) -> float:
+    """1, or the power of 2 that brings the largest ``|max_k s_ik|`` near 1 when it lies
+    beyond ``2^+-500``."""
+    top = float(np.max(np.abs(smax)))
+    if 2.0 ** -500 <= top <= 2.0 ** 500 or top == 0.0:
+        return 1.0
+    return 2.0 ** -round(math.log2(top))
+
+
+def _on_box(t: float, lo: float, hi: float) -> bool:
+    """Whether T is on a bound of the box (relative tolerance only: a box may reach down
+    to 1e-300)."""
+    return bool(math.isclose(t, lo, rel_tol=1e-9) or math.isclose(t, hi, rel_tol=1e-9))
+
+
 class TemperatureScaling(SoftmaxMap):
     """Temperature scaling ``softmax(s / T)``, one T, fitted exactly to any target.
 
@@ -202,7 +217,13 @@ class TemperatureScaling(SoftmaxMap):
         if self.loss_ == "log":
             r = None if T is None else T.sum(axis=1)
             r = None if r is None or np.all(r == 1.0) else r
-            beta, kind, self.n_iter_, last = _solve(S, r, ts, smax, total=total)
+            # scores beyond 2^+-500 would over- or underflow the moments (Var[s] ~ s^2):
+            # solve on the scores times a power of 2, c (exact); T = T_c / c, same loss
+            c = _power_of_two_scale(smax)
+            Sc, smc = (S, smax) if c == 1.0 else (S * c, smax * c)
+            beta, kind, self.n_iter_, last = _solve(
+                Sc, r, ts * c, smc, total=total * c if math.isfinite(total * c) else None)
+            beta *= c
             t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
                       "infinite_temperature": math.inf, "zero_temperature": 0.0,
                       "not_converged": math.nan}[kind]
@@ -210,12 +231,12 @@ class TemperatureScaling(SoftmaxMap):
             self.temperature_ = float(np.clip(t_star, lo, hi)) if kind != "not_converged" \
                 else 1.0
             # the objective at temperature_ (from the last pass unless T was clipped)
-            objective = _log_loss(S, smax, r, m, 1.0 / self.temperature_, last)
+            objective = _log_loss(Sc, smc, r, m * c, 1.0 / (c * self.temperature_), last)
             self._finish(S, T, lo, hi, kind, "", objective=objective)
             return self
         best = self._fit_brier(S, T, lo, hi, x.binary)
         self.temperature_ = float(math.exp(best.x[0]))
-        on_box = np.isclose(self.temperature_, lo) or np.isclose(self.temperature_, hi)
+        on_box = _on_box(self.temperature_, lo, hi)
         self.unconstrained_temperature_ = math.nan if on_box else self.temperature_
         self.n_iter_ = int(best.nit)
         self._finish(S, T, lo, hi, "root" if best.success else "not_converged",
@@ -246,7 +267,7 @@ class TemperatureScaling(SoftmaxMap):
         self.objective_ = (softmax_loss(self._eta(S), T, self.loss_, self.binary_)
                            if objective is None else objective)
         t = self.temperature_
-        self.at_bound_ = bool(np.isclose(t, lo) or np.isclose(t, hi))
+        self.at_bound_ = _on_box(t, lo, hi)
         box = f"bounds={self.bounds!r}"
         W = IdentifiabilityWarning
         if kind == "not_identified":

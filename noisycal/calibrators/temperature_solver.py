@@ -60,7 +60,7 @@ UNSHIFTED_OFFSET = 16.0
 #: Relative errors assumed for a pass's curvature in single and double precision (they
 #: widen the difference quotient that bounds the third derivative of g in
 #: :func:`_halley_error`).
-SINGLE_RERR, DOUBLE_RERR = 1e-4, 1e-10
+SINGLE_RERR, DOUBLE_RERR = 1e-3, 1e-10
 #: The log loss at the fitted beta is read off the last pass by a Taylor step up to this
 #: size (relative; :func:`_log_loss`).
 TAYLOR_STEP = 1e-4
@@ -86,14 +86,14 @@ class NewtonPass(NamedTuple):
         Its derivative, ``mean_i r_i Var[s_i]``.
     curvature : float
         The next derivative, ``mean_i r_i E[(s_i - E[s_i])^3]`` (for Halley's step).
-    lse : float
-        ``mean_i r_i log sum_k exp(beta s_ik)``: the log loss at beta is ``lse - beta m``.
+    loss : float
+        The mean log loss at beta, ``mean_i r_i log sum_k exp(beta s_ik) - beta m``.
     """
 
     g: float
     slope: float
     curvature: float
-    lse: float
+    loss: float
 
 
 def newton_pass(beta: float, S: np.ndarray, smax: np.ndarray, r: np.ndarray | None,
@@ -118,12 +118,17 @@ def newton_pass(beta: float, S: np.ndarray, smax: np.ndarray, r: np.ndarray | No
     shift : bool, default=True
         Exponentiate ``beta (s_ik - max_k s_ik)`` (every exponential at most 1) rather
         than ``beta s_ik``, which saves one operation per score but may overflow or lose
-        precision (:func:`_unshifted_ok` says when it does not).
+        precision (:func:`_unshifted_ok` says when it does not). Either way g and the
+        loss are formed from the shifted means (``m - mean_i r_i max_k s_ik`` when
+        shifted), so that large row offsets do not cancel.
     """
     n = S.shape[0]
-    tot = _pass_rows(beta, S, smax if shift else None, r, 0, n, single)
-    g, slope, curvature, lse = tot / n
-    return NewtonPass(float(g) - m, float(slope), float(curvature), float(lse))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        mean, slope, curvature, lse = _pass_rows(beta, S, smax if shift else None, r,
+                                                 single) / n
+    m_shift = m - (_weighted_mean(smax, r) if shift else 0.0)
+    return NewtonPass(float(mean - m_shift), float(slope), float(curvature),
+                      float(lse - beta * m_shift))
 
 
 def solve_inverse_temperature(S: np.ndarray, T: np.ndarray, *,
@@ -151,32 +156,42 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray, *,
 
     Notes
     -----
-    The two limit tests use the tolerance ``LIMIT_RTOL`` times the (target-weighted) mean
-    row spread ``mean_i r_i (max_k s_ik - mean_k s_ik)``. ``g(infinity)`` needs no pass of
-    its own: the mean of ``s_i`` over its argmax classes is the row maximum.
+    The test ``g(0) >= 0`` uses the tolerance ``LIMIT_RTOL`` times the (target-weighted)
+    mean row spread ``mean_i r_i (max_k s_ik - mean_k s_ik)``; the test
+    ``g(infinity) <= 0`` uses ``LIMIT_RTOL`` times the larger of ``mean_i |max_k s_ik|``
+    and ``|m|`` (rounding in the two means it compares; a masked class at -1e16 does not
+    widen it). ``g(infinity)`` needs no pass of its own: the mean of ``s_i`` over its
+    argmax classes is the row maximum.
     """
-    beta, kind, n_iter, _ = _solve(S, T.sum(axis=1), np.einsum("ij,ij->i", T, S),
+    r = T.sum(axis=1)
+    beta, kind, n_iter, _ = _solve(S, None if np.all(r == 1.0) else r,
+                                   np.einsum("ij,ij->i", T, S),
                                    S.max(axis=1) if smax is None else smax)
     return beta, kind, n_iter
 
 
-def _pass_rows(beta: float, S: np.ndarray, smax: np.ndarray | None,
-               r: np.ndarray | None, start: int, stop: int, single: bool = False
-               ) -> np.ndarray:
-    """The sums over rows ``start:stop`` of :func:`newton_pass` (before dividing by n);
-    ``smax=None`` leaves the scores unshifted.
+def _weighted_mean(v: np.ndarray, r: np.ndarray | None) -> float:
+    """``mean_i r_i v_i`` (``r=None``: the plain mean)."""
+    return float(np.mean(v)) if r is None else float(r @ v) / len(v)
 
-    A block's ``x = beta (s - shift)``, with the powers ``e, e x, e x^2, e x^3``
-    (``e = exp(x)``) written one after another into one buffer, is summed over classes
-    by one matrix-vector product; the moments of ``s`` follow per row."""
-    K = S.shape[1]
+
+def _pass_rows(beta: float, S: np.ndarray, smax: np.ndarray | None,
+               r: np.ndarray | None, single: bool = False) -> np.ndarray:
+    """The sums over rows of ``r_i`` times ``E[s_i] - shift_i``, ``Var[s_i]``, the third
+    central moment and ``log sum_k exp(x_ik)``, with ``x = beta (s - shift)`` and the
+    shift the row maximum (``smax=None``: no shift).
+
+    A block's powers ``e, e x, e x^2, e x^3`` (``e = exp(x)``) are written one after
+    another into one buffer and summed over classes by one matrix-vector product; the
+    per-row moments follow after the loop."""
+    n, K = S.shape
     dtype = np.float32 if single else np.float64
-    rows = max(1, min(stop - start, BLOCK_SCORES // K))
+    rows = max(1, min(n, BLOCK_SCORES // K))
     bufs = (np.empty((rows, K), dtype), np.empty((4, rows, K), dtype))
     ones = np.ones(K, dtype)
-    sums = np.empty((4, stop - start))  # per row: sum_k e, e x, e x^2, e x^3
-    for i0 in range(start, stop, rows):
-        i1 = min(stop, i0 + rows)
+    sums = np.empty((4, n))  # per row: sum_k e, e x, e x^2, e x^3
+    for i0 in range(0, n, rows):
+        i1 = min(n, i0 + rows)
         if i1 - i0 < rows:  # the last block: buffers of its size (P must be contiguous)
             bufs = (np.empty((i1 - i0, K), dtype), np.empty((4, i1 - i0, K), dtype))
         x, P = bufs
@@ -188,20 +203,14 @@ def _pass_rows(beta: float, S: np.ndarray, smax: np.ndarray | None,
         np.exp(x, out=P[0])
         for j in (1, 2, 3):
             np.multiply(P[j - 1], x, out=P[j])
-        sums[:, i0 - start:i1 - start] = (P.reshape(-1, K) @ ones).reshape(4, -1)
+        sums[:, i0:i1] = (P.reshape(-1, K) @ ones).reshape(4, -1)
     w = sums[0]
     mean, second, third = sums[1] / w, sums[2] / w, sums[3] / w
     var = np.maximum(second - mean * mean, 0.0)
     cube = third - mean * (3.0 * second - 2.0 * mean * mean)  # central, from raw moments
-    lse = np.log(w)
-    if smax is not None:
-        lse += beta * smax[start:stop]
-    # moments of s = x / beta (+ shift)
-    mean /= beta
-    if smax is not None:
-        mean += smax[start:stop]
-    rows_ = np.stack([mean, var / beta ** 2, cube / beta ** 3, lse])
-    return rows_.sum(axis=1) if r is None else rows_ @ r[start:stop]
+    # moments of s - shift = x / beta
+    rows_ = np.stack([mean / beta, var / beta ** 2, cube / beta ** 3, np.log(w)])
+    return rows_.sum(axis=1) if r is None else rows_ @ r
 
 
 def _unshifted_ok(beta: float, top: float, single: bool) -> bool:
@@ -215,29 +224,49 @@ def _unshifted_ok(beta: float, top: float, single: bool) -> bool:
 
 def _step(beta: float, p: NewtonPass, lo: float, hi: float) -> tuple[float, int]:
     """The next beta and the order of its step: Halley's step (order 3) when it stays
-    inside the bracket (lo, hi), else Newton's (2), else doubling or bisection (0)."""
+    inside the bracket (lo, hi), else Newton's (2), else doubling or bisection (0; also
+    when the slope is 0, as when every softmax row is one-hot at this beta)."""
     g, d1, d2 = p.g, p.slope, p.curvature
-    for order, step in ((3, 2.0 * g * d1 / (2.0 * d1 * d1 - g * d2)), (2, g / d1)):
-        nxt = beta - step if d1 > 0 else math.nan
-        if lo < nxt < hi and math.isfinite(nxt):
-            return nxt, order
+    if d1 > 0:
+        den = 2.0 * d1 * d1 - g * d2
+        for order, step in ((3, 2.0 * g * d1 / den if den != 0 else math.nan),
+                            (2, g / d1)):
+            nxt = beta - step
+            if lo < nxt < hi and math.isfinite(nxt):
+                return nxt, order
     return (2.0 * beta if math.isinf(hi) else 0.5 * (lo + hi)), 0
 
 
 def _halley_error(beta: float, p: NewtonPass, step: float,
                   prev: tuple[float, float, float] | None) -> float:
-    """A bound on the error in beta that a Halley step of size ``step`` from ``beta``
-    leaves: ``|C| step^3``, Halley's constant ``C = (g''/(2 g'))^2 - g'''/(6 g')`` (the
-    error before the step is the step itself to first order). ``g' = slope`` and
-    ``g'' = curvature`` come from the pass; ``g'''`` is bounded by the difference
-    quotient of the curvature against the previous pass ``prev = (beta, curvature, its
-    relative error)``, widened by that error. Infinite without a previous pass."""
+    """An estimate of the error in beta that a Halley step of size ``step`` from ``beta``
+    leaves: ``|C| step^3`` with Halley's constant ``C = (g''/(2 g'))^2 - g'''/(6 g')``,
+    taken at its largest, ``(g''/(2 g'))^2 + |g'''|/(6 g')`` (the error before the step
+    is the step itself to first order). ``g' = slope`` and ``g'' = curvature`` come from
+    the pass; ``|g'''|`` is estimated by the difference quotient of the curvature against
+    the previous pass ``prev = (beta, curvature, its relative error)``, widened by that
+    error (the quotient is the mean of g''' over the interval, which can underestimate
+    its value at beta). Infinite without a previous pass."""
     if prev is None or prev[0] == beta:
         return math.inf
     b0, c0, err = prev
     g3 = (abs(p.curvature - c0) + err * max(abs(c0), abs(p.curvature))) / abs(beta - b0)
     d1 = p.slope
     return ((p.curvature / (2.0 * d1)) ** 2 + g3 / (6.0 * d1)) * abs(step) ** 3
+
+
+def _grand_mean(S: np.ndarray, r: np.ndarray | None, total: float | None) -> float:
+    """``mean_i r_i mean_k s_ik`` (``total``: ``S.sum()`` when already computed), scaled
+    down first when the plain sum overflows although every score is finite."""
+    n, K = S.shape
+    if r is None:
+        sbar = (float(S.sum()) if total is None else total) / (n * K)
+    else:
+        sbar = float((r @ S).sum()) / (n * K)
+    if not math.isfinite(sbar):
+        scale = float(np.max(np.abs(S)))
+        sbar = _grand_mean(S / scale, r, None) * scale
+    return sbar
 
 
 def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray,
@@ -254,21 +283,16 @@ def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
     ``total`` is ``S.sum()`` when already computed."""
     n, K = S.shape
     m = float(np.mean(ts))
-    # g(0) needs only the scores' (weighted) grand mean, not the row means
-    if r is None:
-        sbar = (float(S.sum()) if total is None else total) / (n * K)
-    else:
-        sbar = float((r @ S).sum()) / (n * K)
-    m_top = float(np.mean(smax)) if r is None else float(r @ smax) / n
-    tol = LIMIT_RTOL * ((m_top - sbar) or 1.0)
-    if sbar - m >= -tol:  # g(0): the uniform mean
+    sbar = _grand_mean(S, r, total)  # g(0) needs only the grand mean, not the row means
+    m_top = _weighted_mean(smax, r)
+    if sbar - m >= -LIMIT_RTOL * ((m_top - sbar) or 1.0):  # g(0): the uniform mean
         return 0.0, "infinite_temperature", 0, None
-    if m_top - m <= tol:  # g(infinity)
-        return math.inf, "zero_temperature", 0, None
-    # g(0) < 0 < g(inf) and g is non-decreasing: Halley inside the bracket (lo, hi)
-    # raw moments about 0 (unshifted passes) only for rows whose offsets are at most
-    # UNSHIFTED_OFFSET times the mean spread
     top = float(np.max(np.abs(smax)))
+    if m_top - m <= LIMIT_RTOL * max(float(np.mean(np.abs(smax))), abs(m)):  # g(infinity)
+        return math.inf, "zero_temperature", 0, None
+    # g(0) < 0 < g(inf) and g is non-decreasing: Halley inside the bracket (lo, hi).
+    # Raw moments about 0 (unshifted passes) only for rows whose offsets are at most
+    # UNSHIFTED_OFFSET times the mean spread.
     top = top if top <= UNSHIFTED_OFFSET * (m_top - sbar) else math.inf
     lo, hi, beta = 0.0, math.inf, 1.0
     prev = None  # (beta, curvature, its relative error) of the previous pass
@@ -277,15 +301,18 @@ def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
         sub, kind, _, _ = _solve(S[::k], None if r is None else r[::k], ts[::k],
                                  smax[::k], warm // 10, START_STEP)
         beta = sub if kind == "root" else beta
-        if n * K >= SINGLE_MIN_SCORES:  # one Halley step on a single-precision pass
+        if not start_step and n * K >= SINGLE_MIN_SCORES and 1e-30 < beta < 1e30:
+            # one Halley step on a single-precision pass (no bracket from an inexact g)
             p = newton_pass(beta, S, smax, r, m, single=True,
                             shift=not _unshifted_ok(beta, top, True))
-            nxt, order = _step(beta, p, lo, hi)  # no bracket from an inexact g
-            if order and 0.5 * beta <= nxt <= 2.0 * beta:
+            nxt, order = _step(beta, p, lo, hi)
+            if order and 0.5 * beta <= nxt <= 2.0 * beta and math.isfinite(p.curvature):
                 beta, prev = nxt, (beta, p.curvature, SINGLE_RERR)
     eps4 = 4 * np.finfo(float).eps
     for it in range(1, MAX_ITER + 1):
         p = newton_pass(beta, S, smax, r, m, shift=not _unshifted_ok(beta, top, False))
+        if not math.isfinite(p.g):  # the scores overflow the pass (|s| near 1e308)
+            return beta, "not_converged", it, None
         if p.g == 0.0:
             return beta, "root", it, (beta, p)
         if p.g < 0:
@@ -307,7 +334,7 @@ def _solve(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray
 
 def _log_loss(S: np.ndarray, smax: np.ndarray, r: np.ndarray | None, m: float,
               beta: float, last: tuple[float, NewtonPass] | None) -> float:
-    """Mean log loss of ``softmax(beta S)`` (``lse - beta m``, :class:`NewtonPass`).
+    """Mean log loss of ``softmax(beta S)`` against the target (:class:`NewtonPass`).
 
     ``last`` is the solver's last pass and its beta: within ``TAYLOR_STEP`` (relative)
     of ``beta`` the loss is its third-order Taylor expansion from there (the error, of
@@ -316,5 +343,5 @@ def _log_loss(S: np.ndarray, smax: np.ndarray, r: np.ndarray | None, m: float,
     if last is not None and abs(beta - last[0]) <= TAYLOR_STEP * last[0]:
         b, p = last
         d = beta - b
-        return p.lse - b * m + d * (p.g + d * (0.5 * p.slope + d * p.curvature / 6.0))
-    return newton_pass(beta, S, smax, r, m).lse - beta * m
+        return p.loss + d * (p.g + d * (0.5 * p.slope + d * p.curvature / 6.0))
+    return newton_pass(beta, S, smax, r, m).loss
