@@ -13,14 +13,19 @@ How the passes are kept few and cheap:
 - the start is the root on an evenly spaced subset of about 1,000 items (itself started
   from 100), found only to a few per cent, its sampling error;
 - from ``SINGLE_MIN_SCORES`` scores on, one single-precision pass over all items takes a
-  Halley step from there (error about 1e-6), so that usually one double-precision pass
-  ends the iteration: the error its Halley step leaves is bounded from the derivatives
-  (:func:`_halley_error`) and must be below 1e-14, relative;
+  Halley step from there (error about 1e-5), so that usually one double-precision pass
+  ends the iteration: the error its Halley step leaves, estimated from the derivatives
+  (:func:`_halley_error`), must be below 1e-14, relative;
 - every pass runs over row blocks of about ``BLOCK_SCORES`` scores in reused buffers,
   and the four class sums of a block are one matrix-vector product;
 - when the rows' offsets are small against their spread, the scores are exponentiated
   without subtracting the row maxima (:func:`_unshifted_ok`);
 - the log loss at the fitted beta is read off the last pass by a Taylor step.
+
+A slope of 0 (every softmax row one-hot at the current beta) makes the iteration bisect;
+a sum of the scores that overflows is rescaled. Scores beyond ``2^+-500`` are solved on a
+power-of-2 rescaling by the caller (:class:`~noisycal.calibrators.TemperatureScaling`),
+since the moments would over- or underflow.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ WARM_START_ITEMS = 1000
 #: most this size (relative) ends its iteration.
 START_STEP = 0.05
 #: From this many scores on, the start is refined by one single-precision pass over all
-#: items (a Halley step from the subset's root, error about 1e-6) before the
-#: double-precision passes (about 25% cheaper than one of them).
+#: items (a Halley step from the subset's root, error about 1e-5) before the
+#: double-precision passes (about 35% cheaper than one of them).
 SINGLE_MIN_SCORES = 1 << 18
 #: A Newton step at most this size relative to beta ends the iteration (the error left,
 #: of the order of the step squared times the scores' scale, is below machine precision).
@@ -58,7 +63,7 @@ HALLEY_RTOL = 1e-14
 #: within the exponential's range at beta, :func:`_unshifted_ok`).
 UNSHIFTED_OFFSET = 16.0
 #: Relative errors assumed for a pass's curvature in single and double precision (they
-#: widen the difference quotient that bounds the third derivative of g in
+#: widen the difference quotient that estimates the third derivative of g in
 #: :func:`_halley_error`).
 SINGLE_RERR, DOUBLE_RERR = 1e-3, 1e-10
 #: The log loss at the fitted beta is read off the last pass by a Taylor step up to this
