@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from replicate_checks import LEVEL, N_BOOT, agree, probs_labels
 
 import noisycal as nc
 from noisycal.metrics.binned_bootstrap import (
@@ -19,48 +20,6 @@ from noisycal.metrics.binned_bootstrap import (
     cell_plan,
 )
 from noisycal.metrics.binning import group_scores, make_binned
-
-N_BOOT = 1500
-LEVEL = 0.9
-
-
-def _probs_labels(n: int, K: int, temp: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Predictions softmax(temp * z), labels drawn from softmax(z) (temp 1: calibrated)."""
-    rng = np.random.default_rng(seed)
-    z = 1.2 * rng.standard_normal((n, K))
-
-    def softmax(x: np.ndarray) -> np.ndarray:
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-
-    cum = np.cumsum(softmax(z), axis=1)
-    y = np.minimum((rng.random(n)[:, None] * cum[:, -1:] >= cum).sum(axis=1), K - 1)
-    return softmax(temp * z), y
-
-
-def _quantile_se(reps: np.ndarray, q: float) -> float:
-    """Monte-Carlo standard error of the q-quantile of ``reps`` (density from spacings)."""
-    r = np.sort(reps)
-    B = r.size
-    h = int(np.sqrt(B))
-    i = int(q * B)
-    dens_inv = (r[min(i + h, B - 1)] - r[max(i - h, 0)]) / (2 * h / B)
-    return float(dens_inv * np.sqrt(q * (1 - q) / B))
-
-
-def _agree(a: np.ndarray, b: np.ndarray, n_se: float = 4.0) -> tuple[bool, str]:
-    """Whether two replicate sets give the same 5% and 95% quantiles and spread."""
-    msgs, ok = [], True
-    for q in ((1 - LEVEL) / 2, (1 + LEVEL) / 2):
-        qa, qb = np.quantile(a, q), np.quantile(b, q)
-        se = np.hypot(_quantile_se(a, q), _quantile_se(b, q))
-        ok &= abs(qa - qb) <= n_se * se
-        msgs.append(f"q{q}: {qa:.6g} vs {qb:.6g} (se {se:.2g})")
-    # the standard deviation of a sample sd is about sd / sqrt(2B) for a near-normal law
-    sa, sb = a.std(ddof=1), b.std(ddof=1)
-    ok &= abs(sa - sb) <= n_se * np.hypot(sa, sb) / np.sqrt(2 * a.size)
-    msgs.append(f"sd {sa:.4g} vs {sb:.4g}")
-    return bool(ok), "; ".join(msgs)
 
 
 def _both(*args: object, **kw: object) -> tuple[nc.Estimate, nc.Estimate]:
@@ -77,9 +36,9 @@ def _both(*args: object, **kw: object) -> tuple[nc.Estimate, nc.Estimate]:
 @pytest.mark.parametrize("case", ["near_calibrated", "badly_calibrated", "sparse_bins"])
 def test_endpoints_match_exact_hard_labels(case: str) -> None:
     temp = {"near_calibrated": 1.0, "badly_calibrated": 2.5, "sparse_bins": 4.0}[case]
-    P, y = _probs_labels(3000, 4, temp, seed=11)
+    P, y = probs_labels(3000, 4, temp, seed=11)
     ex, bi = _both(P, y, n_bins=15)
-    ok, msg = _agree(ex.replicates, bi.replicates)
+    ok, msg = agree(ex.replicates, bi.replicates)
     assert ok, msg
     plan = cell_plan(make_binned(*group_scores(P, np.eye(4)[y], "top_label")[:2], 15,
                                  "uniform", with_sq=False))
@@ -89,12 +48,12 @@ def test_endpoints_match_exact_hard_labels(case: str) -> None:
 
 
 def test_endpoints_match_exact_soft_target_and_l2_debiased() -> None:
-    P, _ = _probs_labels(3000, 3, 1.6, seed=5)
+    P, _ = probs_labels(3000, 3, 1.6, seed=5)
     rng = np.random.default_rng(6)
     T = rng.dirichlet(np.ones(3) * 0.7, size=P.shape[0]) * 0.5 + 0.5 * P
     for kw in ({}, {"norm": "l2", "debias": True}):
         ex, bi = _both(P, T, n_bins=10, **kw)
-        ok, msg = _agree(ex.replicates, bi.replicates)
+        ok, msg = agree(ex.replicates, bi.replicates)
         assert ok, f"{kw}: {msg}"
 
 
@@ -103,13 +62,13 @@ def test_endpoints_match_exact_mce_binary() -> None:
     p = rng.beta(2, 2, size=4000)
     y = (rng.random(4000) < p**1.5).astype(int)
     ex, bi = _both(p, y, n_bins=10, fn=nc.mce)
-    ok, msg = _agree(ex.replicates, bi.replicates)
+    ok, msg = agree(ex.replicates, bi.replicates)
     assert ok, msg
 
 
 def test_agreement_check_detects_a_wrong_cell_noise() -> None:
     """The tolerance is tight enough: tripling the within-cell noise is detected."""
-    P, _ = _probs_labels(5000, 3, 1.6, seed=5)
+    P, _ = probs_labels(5000, 3, 1.6, seed=5)
     T = np.random.default_rng(6).dirichlet(np.ones(3) * 0.3, size=5000)
     binned = make_binned(*group_scores(P, T, "top_label")[:2], 10, "uniform", with_sq=False)
     plan = cell_plan(binned)
@@ -123,8 +82,8 @@ def test_agreement_check_detects_a_wrong_cell_noise() -> None:
 
     ex = nc.ece(P, T, n_bins=10, interval="bootstrap", bootstrap="exact", n_boot=N_BOOT,
                 seed=3)
-    assert _agree(ex.replicates, ece_of(ok_stats))[0]
-    assert not _agree(ex.replicates, ece_of(bad_stats))[0]
+    assert agree(ex.replicates, ece_of(ok_stats))[0]
+    assert not agree(ex.replicates, ece_of(bad_stats))[0]
 
 
 def test_replicate_stats_exact_parts_by_hand() -> None:
@@ -157,7 +116,7 @@ def test_replicate_stats_exact_parts_by_hand() -> None:
 
 def test_all_small_cells_is_item_resampling() -> None:
     """With every cell below the normal threshold, each replicate is n item draws."""
-    P, y = _probs_labels(150, 3, 1.5, seed=2)
+    P, y = probs_labels(150, 3, 1.5, seed=2)
     binned = make_binned(*group_scores(P, np.eye(3)[y], "top_label")[:2], 5, "uniform",
                          with_sq=False)
     assert binned.data.shape[1] < NORMAL_FROM
@@ -171,7 +130,7 @@ def test_all_small_cells_is_item_resampling() -> None:
 
 
 def test_scheme_choice_and_refusals() -> None:
-    P, y = _probs_labels(400, 3, 1.5, seed=1)
+    P, y = probs_labels(400, 3, 1.5, seed=1)
     kw = dict(interval="bootstrap", n_boot=50)
     assert nc.ece(P, y, **kw).details["bootstrap"] == "binned"
     assert nc.ece(P, y, kind="classwise", **kw).details["bootstrap"] == "exact"

@@ -10,14 +10,12 @@ against the exact multinomial bootstrap within Monte-Carlo error.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from forced_devices import run_on_four_host_devices
+from replicate_checks import LEVEL, N_BOOT, agree, probs_labels
 
 import jax
 import jax.numpy as jnp
@@ -75,13 +73,7 @@ print("RESULT " + json.dumps(out))
 
 
 def test_bootstrap_on_three_and_four_devices_equals_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    out = json.loads(line[len("RESULT "):])
+    out = run_on_four_host_devices(SCRIPT)
     assert set(out) == {"top_label_bca_quantile", "classwise_cluster", "soft_l2_debiased"}
     for name, r in out.items():
         assert r["reps"] < 1e-10, (name, r)
@@ -164,66 +156,24 @@ def test_replicate_sums_by_hand():
 
 # ----------------------------------------------------------------------------- against exact
 
-N_BOOT = 1500
-LEVEL = 0.9
-
-
-def _probs_labels(n: int, K: int, temp: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Predictions softmax(temp * z), labels drawn from softmax(z) (temp 1: calibrated)."""
-    rng = np.random.default_rng(seed)
-    z = 1.2 * rng.standard_normal((n, K))
-
-    def softmax(x: np.ndarray) -> np.ndarray:
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-
-    cum = np.cumsum(softmax(z), axis=1)
-    y = np.minimum((rng.random(n)[:, None] * cum[:, -1:] >= cum).sum(axis=1), K - 1)
-    return softmax(temp * z), y
-
-
-def _quantile_se(reps: np.ndarray, q: float) -> float:
-    """Monte-Carlo standard error of the q-quantile of ``reps`` (density from spacings)."""
-    r = np.sort(reps)
-    B = r.size
-    h = int(np.sqrt(B))
-    i = int(q * B)
-    dens_inv = (r[min(i + h, B - 1)] - r[max(i - h, 0)]) / (2 * h / B)
-    return float(dens_inv * np.sqrt(q * (1 - q) / B))
-
-
-def _agree(a: np.ndarray, b: np.ndarray, n_se: float = 4.0) -> tuple[bool, str]:
-    """Whether two replicate sets give the same 5% and 95% quantiles and spread."""
-    msgs, ok = [], True
-    for q in ((1 - LEVEL) / 2, (1 + LEVEL) / 2):
-        qa, qb = np.quantile(a, q), np.quantile(b, q)
-        se = np.hypot(_quantile_se(a, q), _quantile_se(b, q))
-        ok &= abs(qa - qb) <= n_se * se
-        msgs.append(f"q{q}: {qa:.6g} vs {qb:.6g} (se {se:.2g})")
-    sa, sb = a.std(ddof=1), b.std(ddof=1)
-    ok &= abs(sa - sb) <= n_se * np.hypot(sa, sb) / np.sqrt(2 * a.size)
-    msgs.append(f"sd {sa:.4g} vs {sb:.4g}")
-    return bool(ok), "; ".join(msgs)
-
-
 @pytest.mark.parametrize("case,kw", [("near_calibrated", {}), ("badly_calibrated", {}),
                                      ("near_calibrated", {"kind": "classwise"}),
                                      ("badly_calibrated", {"norm": "l2", "debias": True})])
 def test_poisson_matches_exact_bootstrap(case: str, kw: dict) -> None:
     temp = {"near_calibrated": 1.0, "badly_calibrated": 2.5}[case]
-    P, y = _probs_labels(3000, 4, temp, seed=11)
+    P, y = probs_labels(3000, 4, temp, seed=11)
     common = dict(interval="bootstrap", n_boot=N_BOOT, level=LEVEL, n_bins=15, **kw)
     ex = nc.ece(P, y, bootstrap="exact", seed=1, **common)
     po = nc.ece(P, y, bootstrap="poisson", seed=2, **common)
     assert po.details["bootstrap"] == "poisson" and "devices" not in po.details
     assert po.value == ex.value
-    ok, msg = _agree(ex.replicates, po.replicates)
+    ok, msg = agree(ex.replicates, po.replicates)
     assert ok, msg
 
 
 def test_agreement_check_detects_a_too_wide_poisson_law() -> None:
     """The tolerance has teeth: weights 1.5 x Poisson(1) - 0.5 (variance 2.25) fail."""
-    P, y = _probs_labels(3000, 4, 2.5, seed=11)
+    P, y = probs_labels(3000, 4, 2.5, seed=11)
     binned = make_binned(*group_scores(P, np.eye(4)[y], "top_label")[:2], 15, "uniform",
                          with_sq=False)
     ex = nc.ece(P, y, bootstrap="exact", seed=1, interval="bootstrap", n_boot=N_BOOT,
@@ -239,8 +189,8 @@ def test_agreement_check_detects_a_too_wide_poisson_law() -> None:
                       for wr in w])
         return np.abs(s[:, 2] - s[:, 1]).sum(axis=1) / s[:, 0].sum(axis=1)
 
-    assert _agree(ex.replicates, ece_of(w.astype(float)))[0]
-    assert not _agree(ex.replicates, ece_of(1.5 * w - 0.5))[0]
+    assert agree(ex.replicates, ece_of(w.astype(float)))[0]
+    assert not agree(ex.replicates, ece_of(1.5 * w - 0.5))[0]
 
 
 # ----------------------------------------------------------------------------- refusals
@@ -248,13 +198,13 @@ def test_agreement_check_detects_a_too_wide_poisson_law() -> None:
 
 @pytest.mark.parametrize("bad", [0, len(jax.devices()) + 1, "cpu", [1, 2], True, []])
 def test_bad_devices_raise(bad):
-    P, y = _probs_labels(200, 3, 1.5, seed=1)
+    P, y = probs_labels(200, 3, 1.5, seed=1)
     with pytest.raises(ValueError, match="devices"):
         nc.ece(P, y, interval="bootstrap", n_boot=50, devices=bad)
 
 
 def test_devices_needs_the_poisson_item_bootstrap():
-    P, y = _probs_labels(300, 3, 1.5, seed=1)
+    P, y = probs_labels(300, 3, 1.5, seed=1)
     kw = dict(n_boot=50, devices=1)
     for scheme in ("exact", "binned"):
         with pytest.raises(ValueError, match="devices needs bootstrap='poisson'"):

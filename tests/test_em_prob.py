@@ -8,6 +8,7 @@ code under test.
 
 import numpy as np
 import pytest
+from ragged_ratings import ragged
 
 import jax
 import jax.numpy as jnp
@@ -16,17 +17,6 @@ from noisycal.engines.em import e_step, fit_em, run_em
 from noisycal.engines.em_prob import PROB_MIN_ITEMS, PROB_TINY, code_weights, prob_e_step
 from noisycal.engines.patterns import collapse_pays, pattern_data
 from noisycal.models import dawid_skene as dsm
-
-
-def _ragged(seed=3, n=400, J=7, K=3):
-    """1-6 ratings per item (repeats allowed), shuffled rating order."""
-    rng = np.random.default_rng(seed)
-    per = rng.choice([1, 2, 3, 6], size=n, p=[0.2, 0.3, 0.4, 0.1])
-    item = np.repeat(np.arange(n), per)
-    annot = rng.integers(0, J, item.size)
-    label = rng.integers(0, K, item.size)
-    order = rng.permutation(item.size)
-    return item[order], annot[order], label[order], n, J, K
 
 
 def _brute(prev, conf, group, item, annot, label, n, gold=None):
@@ -47,7 +37,7 @@ def _brute(prev, conf, group, item, annot, label, n, gold=None):
 @pytest.mark.parametrize("extras", [False, True])
 def test_prob_e_step_matches_brute_force(min_fill, extras):
     # padding and overflow (min_fill 0.25 and 0.9), groups, gold items and weights
-    item, annot, label, n, J, K = _ragged()
+    item, annot, label, n, J, K = ragged()
     rng = np.random.default_rng(5)
     conf = rng.dirichlet(np.ones(K), size=(J, K))
     L = 2 if extras else 1
@@ -111,7 +101,7 @@ def test_prob_e_step_reports_underflow_and_em_falls_back():
 
 
 def test_lax_map_prob_run_equals_vmapped_log_scale_over_many_iterations():
-    item, annot, label, n, J, K = _ragged(seed=8)
+    item, annot, label, n, J, K = ragged(seed=8)
     rng = np.random.default_rng(9)
     with jax.enable_x64(True):
         data = dsm.make_data(item, annot, label, n_items=n, n_annotators=J, n_classes=K)
@@ -162,7 +152,7 @@ def test_collapse_pays_on_dense_not_on_sparse_designs():
 
 
 def test_uncollapsed_pattern_data_is_the_identity():
-    item, annot, label, n, J, K = _ragged(seed=4)
+    item, annot, label, n, J, K = ragged(seed=4)
     with jax.enable_x64(True):
         pd_ = pattern_data(item, annot, label, n_items=n, n_annotators=J, n_classes=K,
                            group=None, n_groups=1, collapse=False)

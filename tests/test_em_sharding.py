@@ -8,12 +8,9 @@ needs padding (a pattern count not divisible by 3), with grouped prevalences and
 items included.
 """
 
-import json
-import os
-import subprocess
-import sys
 
 import pytest
+from forced_devices import run_on_four_host_devices
 
 import jax
 
@@ -80,13 +77,7 @@ print("RESULT " + json.dumps(out))
 
 
 def test_em_on_three_devices_equals_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    out = json.loads(line[len("RESULT "):])
+    out = run_on_four_host_devices(SCRIPT)
     for name, r in out.items():
         assert r["post"] < 1e-10, (name, r)
         assert r["conf"] < 1e-10, (name, r)

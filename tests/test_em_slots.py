@@ -11,6 +11,7 @@ rating layout.
 
 import numpy as np
 import pytest
+from ragged_ratings import ragged
 
 import jax
 import jax.numpy as jnp
@@ -44,20 +45,9 @@ def test_slots_bad_min_fill(min_fill):
         dsm.make_slots(ITEM, CODE, 3, pad=9, min_fill=min_fill)
 
 
-def _ragged(seed=3, n=400, J=7, K=3):
-    """1-6 ratings per item (repeats allowed), shuffled rating order."""
-    rng = np.random.default_rng(seed)
-    per = rng.choice([1, 2, 3, 6], size=n, p=[0.2, 0.3, 0.4, 0.1])
-    item = np.repeat(np.arange(n), per)
-    annot = rng.integers(0, J, item.size)
-    label = rng.integers(0, K, item.size)
-    order = rng.permutation(item.size)
-    return item[order], annot[order], label[order], n, J, K
-
-
 @pytest.mark.parametrize("min_fill", [0.05, 0.25, 0.9])
 def test_slot_likelihood_and_counts_match_brute_force(min_fill):
-    item, annot, label, n, J, K = _ragged()
+    item, annot, label, n, J, K = ragged()
     rng = np.random.default_rng(5)
     conf = rng.dirichlet(np.ones(K), size=(J, K))
     post = rng.dirichlet(np.ones(K), size=n)
@@ -83,7 +73,7 @@ def test_slot_likelihood_and_counts_match_brute_force(min_fill):
 
 
 def test_split_and_join_keep_the_slots():
-    item, annot, label, n, J, K = _ragged()
+    item, annot, label, n, J, K = ragged()
     with jax.enable_x64(True):
         data = dsm.make_data(item, annot, label, n_items=n, n_annotators=J, n_classes=K)
     back = join_data(*split_data(data))
@@ -93,7 +83,7 @@ def test_split_and_join_keep_the_slots():
 
 
 def test_em_fit_same_on_both_layouts():
-    item, annot, label, n, J, K = _ragged(seed=8)
+    item, annot, label, n, J, K = ragged(seed=8)
     rng = np.random.default_rng(9)
     with jax.enable_x64(True):
         data = dsm.make_data(item, annot, label, n_items=n, n_annotators=J, n_classes=K)
