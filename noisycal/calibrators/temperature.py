@@ -55,22 +55,12 @@ from ._base import check_box, minimise_from_starts
 from ._inputs import EPS, SoftmaxMap, softmax_loss
 from .temperature_solver import (
     NewtonPass,
-    _log_loss,
-    _solve,
     newton_pass,
     solve_inverse_temperature,
+    solve_with_loss,
 )
 
 __all__ = ["TemperatureScaling", "NewtonPass", "newton_pass", "solve_inverse_temperature"]
-
-
-def _power_of_two_scale(smax: np.ndarray) -> float:
-    """1, or the power of 2 that brings the largest ``|max_k s_ik|`` near 1 when it lies
-    beyond ``2^+-500``."""
-    top = float(np.max(np.abs(smax)))
-    if 2.0 ** -500 <= top <= 2.0 ** 500 or top == 0.0:
-        return 1.0
-    return 2.0 ** -round(math.log2(top))
 
 
 def _on_box(t: float, lo: float, hi: float) -> bool:
@@ -217,13 +207,7 @@ class TemperatureScaling(SoftmaxMap):
         if self.loss_ == "log":
             r = None if T is None else T.sum(axis=1)
             r = None if r is None or np.all(r == 1.0) else r
-            # scores beyond 2^+-500 would over- or underflow the moments (Var[s] ~ s^2):
-            # solve on the scores times a power of 2, c (exact); T = T_c / c, same loss
-            c = _power_of_two_scale(smax)
-            Sc, smc = (S, smax) if c == 1.0 else (S * c, smax * c)
-            beta, kind, self.n_iter_, last = _solve(
-                Sc, r, ts * c, smc, total=total * c if math.isfinite(total * c) else None)
-            beta *= c
+            beta, kind, self.n_iter_, loss_at = solve_with_loss(S, r, ts, smax, total=total)
             t_star = {"root": 1.0 / beta if beta > 0 else math.inf,
                       "infinite_temperature": math.inf, "zero_temperature": 0.0,
                       "not_converged": math.nan}[kind]
@@ -231,7 +215,7 @@ class TemperatureScaling(SoftmaxMap):
             self.temperature_ = float(np.clip(t_star, lo, hi)) if kind != "not_converged" \
                 else 1.0
             # the objective at temperature_ (from the last pass unless T was clipped)
-            objective = _log_loss(Sc, smc, r, m * c, 1.0 / (c * self.temperature_), last)
+            objective = loss_at(1.0 / self.temperature_)
             self._finish(S, T, lo, hi, kind, "", objective=objective)
             return self
         best = self._fit_brier(S, T, lo, hi, x.binary)

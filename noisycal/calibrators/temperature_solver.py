@@ -24,18 +24,19 @@ How the passes are kept few and cheap:
 
 A slope of 0 (every softmax row one-hot at the current beta) makes the iteration bisect;
 a sum of the scores that overflows is rescaled. Scores beyond ``2^+-500`` are solved on a
-power-of-2 rescaling by the caller (:class:`~noisycal.calibrators.TemperatureScaling`),
-since the moments would over- or underflow.
+power-of-2 rescaling (:func:`solve_with_loss`), since the moments would over- or
+underflow.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["NewtonPass", "newton_pass", "solve_inverse_temperature"]
+__all__ = ["NewtonPass", "newton_pass", "solve_inverse_temperature", "solve_with_loss"]
 
 #: Relative tolerance of the two limit tests g(0) >= 0 and g(infinity) <= 0.
 LIMIT_RTOL = 1e-12
@@ -169,10 +170,30 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray, *,
     argmax classes is the row maximum.
     """
     r = T.sum(axis=1)
-    beta, kind, n_iter, _ = _solve(S, None if np.all(r == 1.0) else r,
-                                   np.einsum("ij,ij->i", T, S),
-                                   S.max(axis=1) if smax is None else smax)
+    beta, kind, n_iter, _ = solve_with_loss(S, None if np.all(r == 1.0) else r,
+                                            np.einsum("ij,ij->i", T, S),
+                                            S.max(axis=1) if smax is None else smax)
     return beta, kind, n_iter
+
+
+def solve_with_loss(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray,
+                    *, total: float | None = None
+                    ) -> tuple[float, str, int, Callable[[float], float]]:
+    """The root beta* on the target's row sums ``r`` (None: all 1) and item scores
+    ``ts_i = <t_i, s_i>`` (``total``: ``S.sum()`` when already computed), with the number
+    of passes, the case (:func:`solve_inverse_temperature`) and the mean log loss as a
+    function of beta (read off the last pass near beta*, :func:`_log_loss`).
+
+    Scores whose largest ``|max_k s_ik|`` lies beyond ``2^+-500`` would over- or
+    underflow the moments (Var[s] ~ s^2): they are solved times a power of 2, c (exact),
+    whose root is beta* / c, with the same loss."""
+    top = float(np.max(np.abs(smax)))
+    c = 1.0 if 2.0 ** -500 <= top <= 2.0 ** 500 or top == 0.0 else 2.0 ** -round(math.log2(top))
+    Sc, smc = (S, smax) if c == 1.0 else (S * c, smax * c)
+    tot = None if total is None or not math.isfinite(total * c) else total * c
+    beta, kind, n_iter, last = _solve(Sc, r, ts * c, smc, total=tot)
+    m = float(np.mean(ts * c))
+    return beta * c, kind, n_iter, lambda b: _log_loss(Sc, smc, r, m, b / c, last)
 
 
 def _weighted_mean(v: np.ndarray, r: np.ndarray | None) -> float:
