@@ -179,14 +179,33 @@ def solve_inverse_temperature(S: np.ndarray, T: np.ndarray, *,
 def solve_with_loss(S: np.ndarray, r: np.ndarray | None, ts: np.ndarray, smax: np.ndarray,
                     *, total: float | None = None
                     ) -> tuple[float, str, int, Callable[[float], float]]:
-    """The root beta* on the target's row sums ``r`` (None: all 1) and item scores
-    ``ts_i = <t_i, s_i>`` (``total``: ``S.sum()`` when already computed), with the number
-    of passes, the case (:func:`solve_inverse_temperature`) and the mean log loss as a
-    function of beta (read off the last pass near beta*, :func:`_log_loss`).
+    """The root beta*, with the mean log loss as a function of beta.
 
     Scores whose largest ``|max_k s_ik|`` lies beyond ``2^+-500`` would over- or
     underflow the moments (Var[s] ~ s^2): they are solved times a power of 2, c (exact),
-    whose root is beta* / c, with the same loss."""
+    whose root is beta* / c, with the same loss.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, K)
+        Scores.
+    r : ndarray of shape (n,) or None
+        Target row sums (None: all 1).
+    ts : ndarray of shape (n,)
+        Item scores ``<t_i, s_i>``.
+    smax : ndarray of shape (n,)
+        Row maxima of ``S``.
+    total : float, optional
+        ``S.sum()`` when already computed.
+
+    Returns
+    -------
+    beta, kind, n_iter
+        As :func:`solve_inverse_temperature`.
+    loss_at : callable
+        The mean log loss at a given beta (read off the last pass near beta*,
+        :func:`_log_loss`).
+    """
     top = float(np.max(np.abs(smax)))
     c = 1.0 if 2.0 ** -500 <= top <= 2.0 ** 500 or top == 0.0 else 2.0 ** -round(math.log2(top))
     Sc, smc = (S, smax) if c == 1.0 else (S * c, smax * c)
