@@ -114,16 +114,18 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     n_boot : int
         Replicates.
     statistic : callable
-        ``statistic(weights, T, *stat_args, n_bins)``: the binned NC-ECE of the corrected
-        target matrix ``T`` (n_items, K) under item weights, JAX-traceable and
+        ``statistic(weights, T, *stat_args, n_bins)``: the binned NC-ECE (or its vector of
+        bin means) of the corrected target matrix ``T`` (n_items, K) under item weights,
+        JAX-traceable and
         module-level (a static argument of the jitted kernel); supplied by
         :mod:`noisycal.metrics`.
     seed : int or jax key
 
     Returns
     -------
-    replicates : ndarray of shape (n_boot,)
-        NaN where the refitted channels failed the invertibility check.
+    replicates : ndarray of shape (n_boot,) or (n_boot, ...)
+        The statistic of each replicate (its shape follows the statistic's); NaN where the
+        refitted channels failed the invertibility check.
     details : dict
         ``n_failed`` (invertibility check), ``n_nonfinite``, ``n_not_converged`` (EM hit
         its iteration limit), the refitted channels' spread ``confusion_sd`` (J, K, K;
@@ -178,8 +180,10 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
             fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins), n_boot=int(n_boot),
             statistic=statistic)
         vals, ok, converged, conf = (np.asarray(x) for x in out)
-    vals = np.where(ok, vals, np.nan)
-    n_nonfinite = int(np.sum(ok & ~np.isfinite(vals)))
+    okv = ok.reshape(ok.shape + (1,) * (vals.ndim - 1))  # the statistic may be a vector
+    vals = np.where(okv, vals, np.nan)
+    finite = np.isfinite(vals).reshape(vals.shape[0], -1).all(axis=1)
+    n_nonfinite = int(np.sum(ok & ~finite))
     conf = np.where(ok[:, None, None, None], conf, np.nan)
     extra = {"n_failed": int(np.sum(~ok)), "n_nonfinite": n_nonfinite,
              "n_not_converged": int(np.sum(~converged)),

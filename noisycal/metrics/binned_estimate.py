@@ -4,6 +4,7 @@ the per-bin table shared by every binned metric (:mod:`noisycal.metrics.ece`).""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -285,7 +286,7 @@ _VARIANCE_FLOOR = "calibrated"
 
 def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, level: float,
               n_boot: int, seed: Seed, codes: np.ndarray | None, n_clusters: int,
-              estimator: str, form: object | None = None
+              estimator: str, form: object | None = None, cov_hook: Any = None
               ) -> tuple[float, tuple[float, float], dict]:
     """Inverted-test interval, reported value and details; fills the table's bin bands.
 
@@ -293,9 +294,14 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     (NaN, NaN) with status 'degenerate' and a NumericalWarning, as for the bootstrap.
     ``form`` (per-bin statistics gathered over row chunks, with the methods of
     :class:`~noisycal.metrics.binned_form.TableForm`) replaces the item table of ``binned``.
+    ``cov_hook(cov) -> cov`` adds what the sample covariance of the bin means leaves out
+    (the channel estimation error of a corrected target,
+    :mod:`noisycal.metrics.nc_ece_channels`).
     """
     src = TableForm(binned) if form is None else form
     mean, cov, weights = src.linear_form(norm, codes, n_clusters)
+    if cov_hook is not None:
+        cov = cov_hook(cov)
     if not np.any(np.diag(cov) > 0):
         status = no_variation("a single item, or every target minus confidence equal "
                               "within each bin")
@@ -332,8 +338,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                      batch_size: int | None, details: dict,
                      estimator: str = "plug-in", bootstrap: str = "auto",
                      sums: np.ndarray | None = None, devices: tuple | None = None,
-                     form: object | None = None, streamed: dict | None = None
-                     ) -> Estimate:
+                     form: object | None = None, streamed: dict | None = None,
+                     cov_hook: Any = None) -> Estimate:
     """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
 
     Parameters
@@ -375,6 +381,9 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         (:mod:`noisycal.metrics.dask_input`): ``{'plan': CellPlan}`` (the binned
         bootstrap) or ``{'replicate_stats': ndarray of shape (n_boot, G, B, C),
         'scheme': str}`` (per-bin sums of replicates drawn elsewhere).
+    cov_hook : callable, optional
+        With ``interval='inversion'``: ``cov_hook(cov) -> cov`` adjusts the bin means'
+        covariance (see :func:`_inverted`).
 
     Returns
     -------
@@ -424,7 +433,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     if interval == "inversion":
         value, ci, extra = _inverted(binned, table, value, norm=norm, level=level,
                                      n_boot=n_boot, seed=seed, codes=codes,
-                                     n_clusters=n_clusters, estimator=estimator, form=form)
+                                     n_clusters=n_clusters, estimator=estimator, form=form,
+                                     cov_hook=cov_hook)
         status, message = extra.pop("status", (status, message))
         if status != "ok":
             estimator = "plug-in" if estimator == "median-unbiased" else estimator

@@ -44,6 +44,12 @@ from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
 from .nc_ece import check_nc_ece_request, nc_ece_interval
+from .nc_ece_channels import (
+    delta_cov_hook,
+    fitted_channels,
+    nc_ece_named,
+    with_channel_error,
+)
 from .poisson_bootstrap import check_poisson_request
 from .streamed_form import StreamedForm, streams_inversion
 
@@ -142,7 +148,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
                             if blocks is None else blocks.inputs)
     if interval == "auto":
-        interval = "bootstrap" if refit_channels or reduce == "mce" else "inversion"
+        interval = "bootstrap" if reduce == "mce" else "inversion"
     devices, bootstrap = check_poisson_request(devices, bootstrap, interval, refit_channels)
     if bootstrap != "auto" and interval != "bootstrap":
         raise ValueError(f"bootstrap={bootstrap!r} chooses how interval='bootstrap' draws "
@@ -165,6 +171,11 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
+    channels = (interval == "inversion" and reduce == "ece" and not refit_channels
+                and fitted_channels(target))
+    if channels and blocks is not None:
+        raise ValueError("a corrected target with fitted channels needs in-memory "
+                         "predictions (its interval carries the channel error item by item)")
     sums = form = streamed = None
     if blocks is not None:  # sums over the row blocks
         binned, sums, form, streamed = gather_binned(
@@ -176,11 +187,13 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
         G, C = sums.shape[0], sums.shape[2]
         binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, n_bins, 1)
-    elif streams_inversion(interval, kind, reduce, cluster, nc_request):  # no K x n table
+    elif streams_inversion(interval, kind, reduce, cluster, nc_request or channels):
         form = StreamedForm(P, labels, T, kind, n_bins, strategy, with_sq=debias)
         sums, binned = form.sums, form.binned
     else:
         binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
+    hook, ch_det, ch_status = delta_cov_hook(target, P, binned.data[:, :, 1], binned.bins,
+                                             kind, n_bins) if channels else (None, {}, None)
     est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm, sums=sums,
                            debias=debias, interval=None if nc_request else interval,
                            level=level, n_boot=n_boot, method=method, seed=seed,
@@ -188,12 +201,17 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                            details={"kind": kind, "strategy": strategy, "norm": norm,
                                     "debias": debias, "target_kind": _target_kind(target)},
                            estimator=estimator, bootstrap=bootstrap, devices=devices,
-                           form=form, streamed=streamed)
+                           form=form, streamed=streamed, cov_hook=hook)
+    if channels:
+        est = with_channel_error(est, ch_det, ch_status)
     if nc_request:
         est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
                               interval=interval, refit_channels=bool(refit_channels),
                               level=level, n_boot=n_boot, method=method, seed=seed,
-                              bound=bound or {}, probs=np.asarray(P, dtype=np.float64))
+                              bound=bound or {}, probs=np.asarray(P, dtype=np.float64),
+                              estimator=estimator)
+    if getattr(target, "kind", None) == "corrected":
+        est = nc_ece_named(est)
     return with_target_status(est, target)
 
 
@@ -307,8 +325,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     debias : bool, default=False
         With ``norm='l2'``: the debiased estimator of Kumar, Liang & Ma (2019).
     interval : {'auto', 'inversion', 'bootstrap', 'bound', 'credible', None}, default='auto'
-        'auto': 'bootstrap' with ``refit_channels=True`` (the refit bootstrap), else
-        'inversion'. 'inversion': the interval of
+        'auto': 'inversion'. 'inversion': the interval of
         :func:`noisycal.intervals.inversion.invert_norm`, which inverts a parametric
         bootstrap test of each candidate value (``n_boot`` Gaussian draws of the bin
         means, bins held fixed). It covers the population binned ECE near 0 as well as
@@ -322,7 +339,8 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         favourable null configuration (``upper_null='least-favourable'`` of
         ``invert_norm``). 'bootstrap': the item bootstrap
         read off with ``method``; it inherits the plug-in's upward bias and covers
-        poorly for nearly calibrated models. 'bound' and 'credible': see Notes.
+        poorly for nearly calibrated models (with a corrected target it also holds the
+        channels fixed). 'bound' and 'credible': see Notes.
     estimator : {'plug-in', 'median-unbiased'}, optional
         The reported value. Default: 'median-unbiased' with ``interval='inversion'``
         (the candidate value whose simulated median equals the plug-in; it lies inside
@@ -340,12 +358,15 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         given (not at their defaults) without
         ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
     refit_channels : bool, default=False
-        With ``interval='bootstrap'`` (what ``'auto'`` becomes) and a corrected target
-        built from an EM fit (two classes: the positive-class ECE; K > 2: the L1
-        top-label or classwise ECE with equal-width bins and K x K Dawid-Skene
-        channels): refit the channels (and the aggregation weights) in every replicate,
-        so the interval carries the channel estimation error; False holds the channels
-        at their estimates. See :mod:`noisycal.intervals.refit`.
+        With a corrected target built from an EM fit of the Dawid-Skene family (two
+        classes: the positive-class ECE; K > 2: the L1 top-label or classwise ECE with
+        equal-width bins): refit the channels (and the aggregation weights) on the items
+        of every bootstrap replicate (:mod:`noisycal.intervals.refit`). With
+        ``interval='inversion'`` (what 'auto' becomes) the replicates' covariance of the
+        bin means replaces the delta method's in the inverted test
+        (:func:`noisycal.metrics.nc_ece_channels.refit_inversion`); with
+        ``interval='bootstrap'`` the percentile interval of the replicates (biased upward
+        near 0, like every bootstrap of the plug-in).
     devices : int or sequence of jax devices, optional
         Shard the items of ``bootstrap='poisson'`` (what 'auto' becomes; 'exact' or
         'binned' raise) over these devices (an int: the first that many of
@@ -371,13 +392,28 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     leave-one-item-out jackknife (bins fixed).
 
     With a corrected target (:func:`noisycal.targets.corrected`) this is the NC-ECE of
-    "Noisy-Label Calibration with Multiple Unreliable Labels", which has three more
-    interval kinds: ``interval='bound'`` (two classes: its Theorem 1 / Eq. C.11, or
-    Proposition 1 for channels fitted on the evaluated items; components B-hat,
-    sampling radius and channel term in ``details``), ``interval='credible'`` (a
-    corrected target built from a NUTS fit: channel posterior draws x Bayesian
-    bootstrap of items; any K, our extension beyond two classes) and
-    ``refit_channels=True`` (any K, likewise).
+    "Noisy-Label Calibration with Multiple Unreliable Labels": the estimand is the binned
+    calibration error against the true label. When the target's channels were fitted
+    (EM, MLE or NUTS Dawid-Skene-family fits, Hui-Walter moment and GMM fits), the
+    default inverted interval carries their estimation error: the covariance of the bin
+    means gains the delta-method terms of
+    :mod:`noisycal.metrics.nc_ece_channels` (the channels' sandwich covariance and its
+    correlation with the items' own terms, items matched to the fit by id;
+    ``details['channel_error']``). Status 'weak_channels' when a move of two standard
+    errors of the channels makes a used channel singular (the normal approximation
+    fails), 'channels_fixed' when the error could not be computed (the interval then
+    treats the channels as known). Channels given by the user (``confusion=``, ``a=``,
+    ``b=``) are treated as known. Measured coverage: ``benchmarks/README.md``
+    (``benchmarks/coverage_nc_ece.py``). Other interval kinds of the NC-ECE:
+    ``interval='bound'`` (two classes: its Theorem 1 / Eq. C.11, or Proposition 1 for
+    channels fitted on the evaluated items; components B-hat, sampling radius and
+    channel term in ``details``), ``refit_channels=True`` (above) and
+    ``interval='credible'`` (a corrected target built from a NUTS fit: the equal-tailed
+    interval of the binned NC-ECE over channel posterior draws x Bayesian bootstrap of
+    items, any K). The credible interval, like the percentile bootstraps, is the
+    distribution of the plug-in, which is biased upward near 0: it misses a nearly
+    calibrated classifier's error from above most of the time (coverage in
+    ``benchmarks/README.md``); prefer the default.
 
     Examples
     --------

@@ -35,6 +35,7 @@ from ..intervals.credible import check_credible_target, nc_ece_credible
 from ..intervals.estimate import Estimate
 from ..intervals.refit import check_refit_target, nc_ece_refit_replicates
 from .binning import equal_width_bins, group_scores, residual_ece
+from .nc_ece_channels import refit_inversion
 
 __all__ = ["nc_ece_interval", "check_nc_ece_request", "nc_ece_statistic", "nc_ece_items"]
 
@@ -63,10 +64,12 @@ def check_nc_ece_request(interval: str | None, refit_channels: bool, *, n_classe
     bool
         True for ``interval='bound'``, ``'credible'`` or ``refit_channels=True``.
     """
-    if refit_channels and (interval != "bootstrap" or method == "bca" or cluster is not None):
+    if refit_channels and (interval not in ("inversion", "bootstrap") or method == "bca"
+                           or cluster is not None):
         raise ValueError("refit_channels=True is a bootstrap over items: it needs "
-                         "interval='bootstrap', method 'percentile' or 'basic', and no "
-                         "cluster")
+                         "interval='inversion' (the default: the refits' covariance of the "
+                         "bin means, inverted) or 'bootstrap' (method 'percentile' or "
+                         "'basic'), and no cluster")
     if interval not in ("bound", "credible") and not refit_channels:
         return False
     asked = f"interval={interval!r}" + (" with refit_channels=True" if refit_channels else "")
@@ -192,7 +195,8 @@ def _statistic_items(est: Estimate, conf: np.ndarray, bins: np.ndarray, target: 
 def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | None,
                     target: Any, *, interval: str | None, refit_channels: bool, level: float,
                     n_boot: int, method: str, seed: Seed, bound: dict,
-                    probs: np.ndarray | None = None) -> Estimate:
+                    probs: np.ndarray | None = None,
+                    estimator: str = "median-unbiased") -> Estimate:
     """Attach an NC-ECE interval (bound, credible or channel-refit bootstrap) to ``est``.
 
     Parameters
@@ -206,12 +210,15 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
         The estimate's bin of each item (two classes; ignored when ``probs`` is given).
     target : Target
         The corrected target.
-    interval : {'bound', 'credible', 'bootstrap'}
+    interval : {'bound', 'credible', 'bootstrap', 'inversion'}
+        'inversion' only with ``refit_channels`` (:func:`~noisycal.metrics.nc_ece_channels.refit_inversion`).
     refit_channels : bool
     level, n_boot, method, seed
         As in :func:`noisycal.ece`.
     bound : dict
         ``mode``, ``channel_radius``, ``true_channels``, ``same_sample``.
+    estimator : {'median-unbiased', 'plug-in'}, default='median-unbiased'
+        The value reported by the refit inversion.
     probs : ndarray of shape (n_items, K), optional
         The predictions; needed for K > 2 (top-label and classwise NC-ECE: the
         confidences, equal-width bins and predicted classes are rebuilt from them).
@@ -225,6 +232,9 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
     if refit_channels:
         check_refit_target(target)
         items = _statistic_items(est, conf, bins, target, probs, asked)
+        if interval == "inversion":
+            return refit_inversion(est, target, items, n_bins=M, n_boot=n_boot, level=level,
+                                   seed=seed, estimator=estimator)
         reps, extra = nc_ece_refit_replicates(target, items, n_bins=M, n_boot=n_boot,
                                               statistic=nc_ece_statistic, seed=seed)
         ci, status, message = interval_from_replicates(float(est), reps, level, method)

@@ -1,0 +1,318 @@
+r"""Per-item influence of a Dawid–Skene-family fit on its parameters (the sandwich).
+
+A maximum-likelihood estimate :math:`\hat\theta` of the free parameters (the free
+parametrisation of :mod:`noisycal.engines.identification`: interior entries of each
+probability row moved against the row's largest entry) satisfies, to first order,
+
+.. math:: \hat\theta - \theta_0 \approx \sum_i \phi_i, \qquad
+          \phi_i = H^{-1} s_i, \quad s_i = \nabla_\theta \ell_i(\hat\theta), \quad
+          H = -\nabla^2_\theta \sum_i \ell_i(\hat\theta),
+
+with :math:`\ell_i` item i's marginal log-likelihood (the latent class summed out). The
+:math:`\phi_i` are the items' *influence* on the estimate; :math:`\sum_i \phi_i\phi_i^T`
+is the sandwich covariance :math:`H^{-1}(\sum_i s_i s_i^T)H^{-1}` (White 1982, "Maximum
+likelihood estimation of misspecified models"), which equals the inverse observed
+information when the model holds. A statistic computed from the same items and the
+estimated channels then has the influence ``own term + D phi_i`` (D its derivative in
+theta), which is how :mod:`noisycal.metrics.nc_ece_channels` carries the channel
+estimation error, and its correlation with the items' own terms, into NC-ECE.
+
+Items with identical rating patterns have identical scores, so everything is computed
+once per pattern (:func:`noisycal.engines.patterns.pattern_data`). Entries held fixed by
+the free parametrisation (fewer than one item or rating expected on a side) contribute
+no uncertainty: with so few events a rate's sampling distribution is not normal, and a
+rate fitted at the boundary has no score there.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from .._jax import x64
+
+__all__ = ["ChannelInfluence", "channel_influence", "dawid_skene_influence",
+           "hui_walter_influence", "params_from_free"]
+
+
+class ChannelInfluence(NamedTuple):
+    """The influence of each fitted item on a Dawid–Skene-family fit's free parameters.
+
+    Attributes
+    ----------
+    x0 : ndarray of shape (L * K + J * K * K,) or (L * K + J,)
+        The flat parameters at the estimate: group prevalence rows, then the confusion
+        matrices (one-coin: the accuracies).
+    basis : ndarray of shape (x0.size, p)
+        The free directions: ``x = x0 + basis @ theta`` (theta = 0 at the estimate).
+    names : tuple of str
+        The free parameters.
+    influence : ndarray of shape (n_patterns, p)
+        ``phi`` of one item of each rating pattern.
+    pattern : ndarray of shape (n_items,)
+        The rating pattern of each fitted item (in the fit's item order).
+    counts : ndarray of shape (n_patterns,)
+        Items per pattern.
+    information : ndarray of shape (p, p)
+        The observed information ``H`` (negative Hessian of the log-likelihood).
+    covariance : ndarray of shape (p, p)
+        The sandwich ``sum_i phi_i phi_i^T``.
+    one_coin : bool
+        Whether the confusion part of ``x0`` holds one accuracy per annotator.
+    shape : tuple of int
+        ``(L, J, K)``.
+    """
+
+    x0: np.ndarray
+    basis: np.ndarray
+    names: tuple[str, ...]
+    influence: np.ndarray
+    pattern: np.ndarray
+    counts: np.ndarray
+    information: np.ndarray
+    covariance: np.ndarray
+    one_coin: bool
+    shape: tuple[int, int, int]
+
+
+def params_from_free(theta: jax.Array, x0: jax.Array, basis: jax.Array, shape: tuple,
+                     one_coin: bool) -> dict:
+    """The model parameters ``{'prevalence', 'confusion'}`` at free coordinates ``theta``.
+
+    Entries that no free direction moves stay at ``x0`` exactly (a select, so a zero entry
+    keeps a finite derivative of ``log``).
+
+    Parameters
+    ----------
+    theta : array of shape (p,)
+    x0, basis : arrays
+        As in :class:`ChannelInfluence`.
+    shape : tuple of int
+        ``(L, J, K)``.
+    one_coin : bool
+
+    Returns
+    -------
+    dict
+        ``prevalence`` (L, K) and ``confusion`` (J, K, K).
+    """
+    from noisycal.models.dawid_skene import one_coin_confusion
+
+    L, J, K = shape
+    moved = jnp.any(basis != 0, axis=1)
+    x = jnp.where(moved, x0 + basis @ theta, x0)
+    prev = x[:L * K].reshape(L, K)
+    conf = one_coin_confusion(x[L * K:], K) if one_coin else x[L * K:].reshape(J, K, K)
+    return {"prevalence": prev, "confusion": conf}
+
+
+@partial(jax.jit, static_argnames=("sizes", "shape", "one_coin"))
+def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arrays: tuple,
+                        *, sizes: tuple, shape: tuple, one_coin: bool
+                        ) -> tuple[jax.Array, jax.Array]:
+    from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
+
+    from .em import join_data
+
+    data = join_data(arrays, sizes)
+
+    def per_pattern(theta: jax.Array) -> jax.Array:
+        params = params_from_free(theta, x0, basis, shape, one_coin)
+        return item_log_likelihood(joint_log_likelihood(params, data))
+
+    def total(theta: jax.Array) -> jax.Array:
+        return jnp.sum(weights * per_pattern(theta))
+
+    theta0 = jnp.zeros(basis.shape[1], dtype=x0.dtype)
+    scores = jax.jacfwd(per_pattern)(theta0)                      # (n_patterns, p)
+    hvp = lambda v: jax.jvp(jax.grad(total), (theta0,), (v,))[1]  # noqa: E731
+    hess = jax.lax.map(hvp, jnp.eye(basis.shape[1], dtype=x0.dtype), batch_size=16)
+    return scores, -hess
+
+
+def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
+    """The per-item influence of a Dawid–Skene, one-coin or grouped fit (see module doc).
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A fit of the Dawid–Skene family with finite estimates and its ``annotations``
+        (the data it was fitted on). NUTS fits are linearised at their posterior mean.
+    annotations : Annotations, optional
+        The data the fit was made on, when the fit does not carry them.
+
+    Returns
+    -------
+    ChannelInfluence, or str
+        A string says why no influence could be computed (no fitted data, gold labels,
+        too many free parameters, an information matrix that is not positive
+        definite).
+    """
+    from .em import split_data
+    from .identification import MAX_FREE, _free_basis
+    from .patterns import pattern_data
+
+    ann = annotations if annotations is not None else getattr(fit, "annotations", None)
+    if ann is None:
+        return "the fit does not carry the annotations it was fitted on"
+    if fit.details.get("gold"):
+        return "fits with gold labels are not supported"
+    if fit.model not in ("dawid_skene", "one_coin", "grouped"):
+        return f"the channel influence of a {fit.model!r} fit is not implemented"
+    prev = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))
+    conf = np.asarray(fit.confusion, dtype=np.float64)
+    if not (np.all(np.isfinite(prev)) and np.all(np.isfinite(conf))):
+        return "the fit has no finite estimates"
+    L, K = prev.shape
+    J = conf.shape[0]
+    one_coin = fit.model == "one_coin"
+    group = np.asarray(fit.details.get("group_index", np.zeros(ann.n_items, np.int64)))
+    arr = ann.engine_arrays()
+    with x64():
+        pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                           n_annotators=J, n_classes=K, group=group if L > 1 else None,
+                           n_groups=L)
+        from .em import e_step
+
+        post, _ = e_step(jnp.asarray(prev), jnp.asarray(conf), pd_.data, None)
+        post = np.asarray(post)
+    w = np.asarray(pd_.counts, dtype=np.float64)
+    n_group, n_conf = np.zeros((L, K)), np.zeros((J, K))
+    item = np.asarray(pd_.data.item)
+    np.add.at(n_group, np.asarray(pd_.data.group), post * w[:, None])
+    np.add.at(n_conf, np.asarray(pd_.data.annotator), post[item] * w[item][:, None])
+    labels = {"prevalence": [f"prevalence[{g}, {k}]" for g in range(L) for k in range(K)],
+              "confusion": [f"confusion[{j}, {t}, {o}]" for j in range(J) for t in range(K)
+                            for o in range(K)],
+              "accuracy": [f"accuracy[{j}]" for j in range(J)]}
+    B, names = _free_basis(prev, conf, n_group, n_conf, one_coin, labels)
+    if len(names) > MAX_FREE:
+        return f"more than MAX_FREE={MAX_FREE} free parameters"
+    x0 = np.concatenate([prev.ravel(), conf[:, 0, 0] if one_coin else conf.ravel()])
+    arrays, sizes = split_data(pd_.data)
+    with x64():
+        scores, info = _scores_and_hessian(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(w),
+                                           arrays, sizes=sizes, shape=(L, J, K),
+                                           one_coin=one_coin)
+    scores, info = np.asarray(scores), np.asarray(info)
+    info = 0.5 * (info + info.T)
+    try:
+        chol = np.linalg.cholesky(info)
+    except np.linalg.LinAlgError:
+        return "the observed information is not positive definite at the estimate"
+    phi = scipy_cho_solve(chol, scores.T).T                   # (n_patterns, p)
+    cov = (phi * w[:, None]).T @ phi
+    return ChannelInfluence(x0, B, tuple(names), phi, np.asarray(pd_.pattern), pd_.counts,
+                            info, cov, one_coin, (L, J, K))
+
+
+def scipy_cho_solve(chol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve ``(L L^T) x = rhs`` given the lower Cholesky factor ``L``."""
+    import scipy.linalg
+
+    return scipy.linalg.cho_solve((chol, True), rhs)
+
+
+#: Hui–Walter rates or prevalences within this distance of 0 or 1 are held fixed.
+HW_BOUNDARY = 1e-6
+
+
+def hui_walter_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
+    r"""The per-item influence of a Hui–Walter moment or GMM fit.
+
+    The estimate minimises :math:`(\hat q - \Gamma(\theta))^T W (\hat q - \Gamma(\theta))`
+    over :math:`\theta = (a_1, b_1, a_2, b_2, \mu_1, \dots, \mu_L)`, with :math:`\hat q`
+    the stacked group means of :math:`X_i = (A_{i1}, A_{i2}, A_{i1}A_{i2})`
+    (:func:`noisycal.engines.moments.sample_moments`); to first order
+    :math:`\hat\theta - \theta_0 \approx (G^T W G)^{-1} G^T W (\hat q - q_0)`, G the moment
+    Jacobian, so item i in group g has influence
+    :math:`\phi_i = (G^T W G)^{-1} G^T W\,e_g \otimes (X_i - \hat q_g)/n_g`. Parameters
+    within ``HW_BOUNDARY`` of 0 or 1 are held fixed (their columns of G dropped). The
+    method of moments (two groups) is the exactly identified case, W = I.
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A ``'hui_walter'`` fit with its ``annotations``.
+    annotations : Annotations, optional
+        The fitted data, when the fit does not carry them.
+
+    Returns
+    -------
+    ChannelInfluence, or str
+    """
+    from .moments import moment_jacobian
+
+    ann = annotations if annotations is not None else getattr(fit, "annotations", None)
+    if ann is None:
+        return "the fit does not carry the annotations it was fitted on"
+    theta = fit.details.get("theta")
+    prev = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))
+    conf = np.asarray(fit.confusion, dtype=np.float64)
+    if theta is None:
+        theta = np.concatenate([[conf[0, 0, 1], conf[0, 1, 1], conf[1, 0, 1], conf[1, 1, 1]],
+                                prev[:, 1]])
+    theta = np.asarray(theta, dtype=np.float64)
+    if not np.all(np.isfinite(theta)):
+        return "the fit has no finite estimates"
+    L = prev.shape[0]
+    A = ann.to_wide(missing=-1) if hasattr(ann, "to_wide") else np.asarray(ann)
+    gi = np.asarray(fit.details["group_index"], dtype=np.int64)
+    X = np.column_stack([A[:, 0], A[:, 1], A[:, 0] * A[:, 1]]).astype(np.float64)
+    counts = np.bincount(gi, minlength=L).astype(np.float64)
+    q = np.stack([X[gi == g].mean(axis=0) for g in range(L)])
+    free = np.flatnonzero(np.minimum(theta, 1 - theta) > HW_BOUNDARY)
+    G = moment_jacobian(theta, L)[:, free]
+    W = np.asarray(fit.details.get("weight_matrix", np.eye(3 * L)), dtype=np.float64)
+    bread = G.T @ W @ G
+    if np.linalg.matrix_rank(bread) < free.size:
+        return "the moment Jacobian is singular at the estimate"
+    M = np.linalg.solve(bread, G.T @ W)                      # (p, 3L)
+    # one pattern per (group, A1, A2): X_i - q_g depends on nothing else
+    pattern = gi * 4 + (A[:, 0] * 2 + A[:, 1]).astype(np.int64)
+    n_pat = 4 * L
+    phi = np.zeros((n_pat, free.size))
+    cnt = np.bincount(pattern, minlength=n_pat)
+    for g in range(L):
+        for a1 in (0, 1):
+            for a2 in (0, 1):
+                dev = np.array([a1, a2, a1 * a2], float) - q[g]
+                phi[g * 4 + a1 * 2 + a2] = M[:, 3 * g:3 * g + 3] @ dev / counts[g]
+    # theta = (a1, b1, a2, b2, mu...) as moves of the flat (prevalence, confusion) layout
+    K, J = 2, 2
+    x0 = np.concatenate([prev.ravel(), conf.ravel()])
+    full = np.zeros((x0.size, theta.size))
+    for j in range(2):
+        for r, col in ((0, 2 * j), (1, 2 * j + 1)):           # a_j: true class 0; b_j: 1
+            base = L * K + j * K * K + r * K
+            full[base, col], full[base + 1, col] = -1.0, 1.0
+    for g in range(L):
+        full[g * K, 4 + g], full[g * K + 1, 4 + g] = -1.0, 1.0
+    names = [f"{r}[{a}]" for a in np.asarray(fit.annotators).tolist() for r in "ab"]
+    names += [f"mu[{g}]" for g in range(L)]
+    cov = (phi * cnt[:, None]).T @ phi
+    return ChannelInfluence(x0, full[:, free], tuple(names[i] for i in free), phi, pattern,
+                            cnt, np.linalg.pinv(cov), cov, False, (L, J, K))
+
+
+def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
+    """The per-item influence of any supported annotator fit (see the module docstring).
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+    annotations : Annotations, optional
+        The fitted data, when the fit does not carry them.
+
+    Returns
+    -------
+    ChannelInfluence, or str (why there is none)
+    """
+    if getattr(fit, "model", None) == "hui_walter":
+        return hui_walter_influence(fit, annotations)
+    return dawid_skene_influence(fit, annotations)
