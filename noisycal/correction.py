@@ -55,7 +55,7 @@ __all__ = ["iv_weights", "kclass_iv_weights", "noise_covariance", "rule_weights"
            "check_binary_channels", "check_prevalence", "check_class_prevalence",
            "one_hot_ratings", "corrected_labels", "corrected_from_channels",
            "gap_invertible", "channels_invertible", "marginal_prevalence",
-           "fit_prevalence", "fit_class_prevalence",
+           "fit_prevalence", "fit_class_prevalence", "fit_index",
            "WEIGHT_RULES", "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
 
 
@@ -235,6 +235,82 @@ def _channels(fit: Any, confusion: ArrayLike | None, a: ArrayLike | None,
     return np.stack([np.stack([1 - aa, aa], 1), np.stack([1 - bb, bb], 1)], 1)
 
 
+def fit_index(annotations: Annotations | ArrayLike, fit: Any, n_annotators: int,
+              n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each annotator and class of the ratings sits in a fit: matched by id and name.
+
+    Annotations are matched to the fit's ``annotators`` by annotator id and to its
+    ``classes`` by class label, whatever order either lists them in; a subset of the
+    fit's annotators is allowed. An array of ratings (no ids), or a fit that carries no
+    ids, is matched by position and must have the fit's numbers of annotators and
+    classes.
+
+    Parameters
+    ----------
+    annotations : Annotations or array-like of shape (n_items, n_annotators)
+    fit : fitted annotator model
+        With ``confusion`` (n_fit_annotators, K, K) and, to match by id, ``annotators``
+        and ``classes``.
+    n_annotators, n_classes : int
+        The ratings' numbers of annotator columns and classes.
+
+    Returns
+    -------
+    annotator_index : int ndarray of shape (n_annotators,)
+        For each annotator column of the ratings, its index in ``fit.annotators``.
+    class_index : int ndarray of shape (n_classes,)
+        For each class of the ratings, its index in ``fit.classes``.
+
+    Raises
+    ------
+    ValueError
+        For an annotator the fit has not seen (named), a class set that differs from
+        the fit's, or (matched by position) numbers that differ from the fit's.
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> from types import SimpleNamespace
+    >>> fit = SimpleNamespace(confusion=np.zeros((3, 2, 2)),
+    ...                       annotators=np.array(["x", "y", "z"]),
+    ...                       classes=np.array(["no", "yes"]))
+    >>> ann = nc.Annotations.from_arrays([0, 0], ["z", "x"], ["yes", "no"],
+    ...                                  classes=["yes", "no"])
+    >>> [v.tolist() for v in fit_index(ann, fit, 2, 2)]
+    [[2, 0], [1, 0]]
+    """
+    J_fit, K_fit = np.shape(fit.confusion)[0], np.shape(fit.confusion)[-1]
+    if not (isinstance(annotations, Annotations) and hasattr(fit, "annotators")
+            and hasattr(fit, "classes")):
+        if (n_annotators, n_classes) != (J_fit, K_fit):
+            raise ValueError(f"annotations without annotator ids (an array, or a fit that "
+                             f"carries none) are matched to the fit's channels by position, "
+                             f"so they need its {J_fit} annotators and {K_fit} classes, got "
+                             f"{n_annotators} and {n_classes}; pass Annotations to match "
+                             "annotators by id")
+        return np.arange(J_fit), np.arange(K_fit)
+    fit_cls = np.asarray(fit.classes).tolist()
+    cls = np.asarray(annotations.classes).tolist()
+    if len(cls) != len(fit_cls) or set(cls) != set(fit_cls):
+        raise ValueError(f"annotations have classes {cls} but the fit has classes {fit_cls}: "
+                         "the ratings need the fit's class set (in any order)")
+    pos = {v: i for i, v in enumerate(np.asarray(fit.annotators).tolist())}
+    who = np.asarray(annotations.annotators).tolist()
+    unknown = [v for v in who if v not in pos]
+    if unknown:
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ValueError(f"annotations name annotator(s) the fit has not seen: "
+                         f"{unknown[:5]}{more}; their channels are unknown (fit a model "
+                         "that includes them, or leave their ratings out)")
+    return (np.array([pos[v] for v in who], dtype=np.int64),
+            np.array([fit_cls.index(c) for c in cls], dtype=np.int64))
+
+
+def _aligned(C: np.ndarray, ai: np.ndarray, ci: np.ndarray) -> np.ndarray:
+    """Channels (..., J_fit, K, K) in the ratings' annotator and class order."""
+    return np.take(np.take(np.take(C, ai, axis=-3), ci, axis=-2), ci, axis=-1)
+
+
 def _informative_mask(informative: ArrayLike | None, J: int) -> np.ndarray:
     if informative is None:
         return np.ones(J, dtype=bool)
@@ -311,11 +387,27 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
     details : dict
         weights, rule, weights_rule (the rule applied), confusion, prevalence (a float
         P(Y = 1) for two classes, a (K,) vector for K > 2; and its source), informative
-        mask, ratings, observed mask, channel draws of a NUTS fit, the fit, classes, items.
+        mask, ratings, observed mask, channel draws of a NUTS fit, the fit, classes, items,
+        and with a fit ``annotator_index`` and ``class_index`` (:func:`fit_index`; None
+        without a fit). Everything is in the ratings' annotator and class order:
+        ``confusion`` (and the channel draws) are the fit's channels permuted to it,
+        ``confusion[j] = fit.confusion[annotator_index[j]]`` with both class axes taken
+        at ``class_index``.
+
+    Notes
+    -----
+    A fit's channels are matched to the ratings by annotator id and class name
+    (:func:`fit_index`): listing the annotators or the classes in another order
+    permutes the target's columns with the classes and changes nothing else, and a
+    subset of the fit's annotators uses their channels.
     """
     C = _channels(fit, confusion, a, b)
     onehot, seen, classes, items = one_hot_ratings(annotations, C.shape[-1])
     n, J, K = onehot.shape
+    ai = ci = None
+    if fit is not None:  # the fit's channels by annotator id and class name
+        ai, ci = fit_index(annotations, fit, J, K)
+        C = _aligned(C, ai, ci)
     if C.shape != (J, K, K):
         raise ValueError(f"confusion must have shape ({J}, {K}, {K}) for these annotations, "
                          f"got {C.shape}")
@@ -325,7 +417,8 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
         prevalence = check_class_prevalence(prevalence, K)
     source = "given" if prevalence is not None else None
     if fit is not None and prevalence is None:
-        prevalence = fit_prevalence(fit) if K == 2 else fit_class_prevalence(fit)
+        prevalence = fit_class_prevalence(fit)[ci]  # in the ratings' class order
+        prevalence = float(prevalence[1]) if K == 2 else prevalence
         source = "fit"
     mask = _informative_mask(informative, J)
     if K == 2:
@@ -344,12 +437,12 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
     draws = None
     if fit is not None and getattr(fit, "method", None) == "nuts" \
             and getattr(fit, "draws", None) is not None:
-        draws = np.asarray(fit.draws["confusion"])
+        draws = _aligned(np.asarray(fit.draws["confusion"]), ai, ci)
     return _combine(per, seen, mask, alpha, np), {
         "weights": alpha, "rule": rule, "confusion": C, "prevalence": prevalence,
         "prevalence_source": source, "informative": mask, "ratings": onehot,
         "observed": seen, "channel_draws": draws, "fit": fit, "classes": classes,
-        "items": items, "weights_rule": rule}
+        "items": items, "weights_rule": rule, "annotator_index": ai, "class_index": ci}
 
 
 def _per_annotator(ratings: Any, confusion: Any, mask: Any, xp: Any) -> Any:

@@ -37,7 +37,7 @@ from ._validation import (
     check_items,
     encode_labels,
 )
-from .correction import corrected_labels
+from .correction import corrected_labels, fit_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from .data import Annotations
@@ -275,8 +275,10 @@ def _fit_status(fit: Any, *, informative_checked: bool = False) -> tuple[str, st
     if fit is None or status == "ok":
         return "ok", ""
     if status == "small_gap" and informative_checked:
-        # the corrected target has already checked every annotator it uses for a gap
-        # b - a > 1e-4 (else ValueError): the fit's small gaps are in annotators it excludes
+        # the corrected target has already checked every channel it uses (gap b - a, for
+        # K > 2 the smallest singular value, > 1e-4, else ValueError): the fit's small
+        # gaps are in annotators it excludes. Adversarial and degenerate channels are not
+        # cleared so: the fit they come from may be in a bad mode as a whole
         return "ok", ""
     return status, (f"built from an annotator fit whose status is {status!r}: "
                     f"{getattr(fit, 'message', '') or 'no message'}")
@@ -300,7 +302,10 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     fit : fitted annotator model, optional
         Supplies ``confusion`` (and the prevalence for IV weights). Give ``fit``,
         ``confusion``, or the binary rates ``a`` and ``b``. A fit whose status is not
-        'ok' gives a target with that status.
+        'ok' gives a target with that status. Its channels are matched to Annotations
+        by annotator id and class name (any order; a subset of its annotators is
+        allowed; an annotator it has not seen, or another class set, is a
+        ``ValueError``); an array of ratings is matched by position.
     confusion : array-like of shape (n_annotators, K, K), optional
         ``confusion[j, true, observed]``.
     a, b : array-like of shape (n_annotators,), optional
@@ -322,7 +327,14 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     Returns
     -------
     Target
-        ``kind='corrected'``; ``details`` holds the weights and the channels used.
+        ``kind='corrected'``, columns in the annotations' class order (``classes``),
+        rows in their item order. ``details`` holds the weights and, in the same
+        annotator and class order as the ratings, the channels used (``confusion``, and
+        ``channel_draws`` of a NUTS fit) and where they sit in the fit
+        (``annotator_index``, ``class_index``; see
+        :func:`noisycal.correction.fit_index`): the same ratings give the same target,
+        columns permuted with the classes, whatever order annotators and classes are
+        listed in.
 
     Notes
     -----
@@ -342,7 +354,7 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     values, det = corrected_labels(annotations, fit, confusion=confusion, a=a, b=b,
                                    weights=weights, prevalence=prevalence,
                                    informative=informative)
-    status, message = _fit_status(fit, informative_checked=values.shape[1] == 2)
+    status, message = _fit_status(fit, informative_checked=True)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
     return Target(values, "corrected", classes=classes, details=det, items=items,
@@ -361,8 +373,10 @@ def posterior(annotations: Annotations | None, fit: Any, *,
     ----------
     annotations : Annotations or None
         Items to score under the fitted model (:meth:`AnnotatorFit.predict`), rows in
-        their item order; None: the items the model was fitted to, in the order of
-        the annotations it was fitted to (``fit.items``).
+        their item order and columns in their class order (annotators matched by id,
+        classes by name, as in :func:`corrected`); None: the items the model was fitted
+        to, in the order of the annotations it was fitted to (``fit.items``), columns in
+        the fit's class order.
     fit : AnnotatorFit
         A fitted :class:`~noisycal.DawidSkene` (or one-coin, grouped, Hui–Walter) model.
         A fit whose status is not 'ok' gives a target with that status.
@@ -396,15 +410,16 @@ def posterior(annotations: Annotations | None, fit: Any, *,
             raise ValueError("groups applies only to new annotations: with annotations=None "
                              "the fitted items keep the groups they were fitted with")
         post = np.asarray(fit.item_posterior, dtype=np.float64)
-        items = getattr(fit, "items", None)
+        items, classes = getattr(fit, "items", None), np.asarray(fit.classes)
     else:
         post = np.asarray(fit.predict(annotations, groups), dtype=np.float64)
-        items = annotations.items
+        _, ci = fit_index(annotations, fit, annotations.n_annotators, annotations.n_classes)
+        post, items, classes = post[:, ci], annotations.items, annotations.classes
     if not np.all(np.isfinite(post)):
         raise ValueError(f"fit: the item posteriors are not finite (status "
                          f"{fit.status!r}: {fit.message or 'no message'})")
     status, message = _fit_status(fit)
-    return Target(post, "posterior", classes=np.asarray(fit.classes), items=items,
+    return Target(post, "posterior", classes=np.asarray(classes), items=items,
                   details={"model": fit.model, "method": fit.method, "status": fit.status},
                   status=status, message=message)
 

@@ -1,5 +1,6 @@
 """Bounds that hold: B-hat with missing ratings, same_sample from the target's provenance,
-bounds refused for fits that are not ok, and the K > 2 messages (issue 9)."""
+bounds refused for fits that are not ok, and the K > 2 messages (issue 9); the default
+radius is the smaller of Hoeffding and empirical Bernstein (issue 22)."""
 
 import math
 
@@ -8,10 +9,19 @@ import pytest
 
 import noisycal as nc
 from noisycal.correction import correction_range
-from noisycal.intervals.bounds import infer_same_sample, target_range
+from noisycal.intervals.bounds import infer_same_sample, nc_ece_bound, target_range
+from noisycal.metrics.nc_ece import nc_ece_items
 
 A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
 WEAK_A, WEAK_B = [0.05, 0.1, 0.3], [0.95, 0.9, 0.6]  # annotator 2: gap 0.3
+
+
+def _hoeffding(z, U, n_bins=10, level=0.9, **kw):
+    """The 'hoeffding' bound of the positive-class NC-ECE (ece() gives the default)."""
+    items = nc_ece_items(np.c_[1 - z, z], "positive_class", n_bins)
+    counts = np.bincount(items[1][0], minlength=n_bins)
+    value = float(nc.ece(z, U, n_bins=n_bins, interval=None))
+    return nc_ece_bound(value, U, counts, level, bound_kind="hoeffding", items=items, **kw)
 
 
 def _masked_toy(n, seed, a, b, p_rate, fallback):
@@ -81,7 +91,10 @@ def test_nc_ece_bound_uses_the_item_maximum():
     est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.9)
     assert est.details["B_hat"] == pytest.approx(1 / 0.3)
     rad = (1 / 0.3) * math.sqrt(2 * (10 * math.log(2) + math.log(2 / 0.1)) / 2000)
-    assert est.details["sampling_radius"] == pytest.approx(rad)
+    assert _hoeffding(t.z, U)[1]["sampling_radius"] == pytest.approx(rad)
+    # the default keeps the smaller of Hoeffding and Bernstein (here Bernstein)
+    assert est.details["inequality"] == "bernstein" and est.method == "bernstein-union"
+    assert est.details["sampling_radius"] < rad
     # the oracle channel term is the item maximum of sum_j w_ij e_j / delta_j
     e = np.array([0.01, 0.0, 0.02])
     ora = nc.ece(t.z, U, n_bins=10, interval="bound", bound_mode="oracle",
@@ -113,12 +126,14 @@ def test_same_sample_inferred_from_provenance_and_overridden():
     assert est.details["statement"] == "Proposition 1" and est.details["same_sample"]
     assert "Proposition 1" in est.message
     B = est.details["B_hat"]
-    assert est.details["sampling_radius"] == pytest.approx(
+    assert est.details["log_union"] == pytest.approx(math.log(6 * 3))
+    assert _hoeffding(z, same)[1]["sampling_radius"] == pytest.approx(
         B * math.sqrt(2 * (10 * math.log(2) + math.log(6 * 3 / 0.1)) / 600))
     forced = nc.ece(z, same, n_bins=10, interval="bound", level=0.9, same_sample=False)
     assert forced.details["statement"] == "Theorem 1 / Eq. C.11"
     assert forced.details["same_sample_reason"] == "given by the caller"
-    assert forced.details["sampling_radius"] == pytest.approx(
+    assert forced.details["log_union"] == pytest.approx(math.log(2))
+    assert _hoeffding(z, same, same_sample=False)[1]["sampling_radius"] == pytest.approx(
         B * math.sqrt(2 * (10 * math.log(2) + math.log(2 / 0.1)) / 600))
     # channels given directly: Theorem 1
     given = nc.targets.corrected(ann, confusion=fit.confusion)
@@ -163,13 +178,14 @@ def test_bound_refused_for_a_fit_that_is_not_ok(status):
 @pytest.mark.parametrize("kw, match", [
     (dict(interval="credible"), "interval='credible' needs a corrected target built from a "
                                 "NUTS fit"),
-    (dict(interval="bound"), "interval='bound' is implemented for two classes only"),
+    (dict(interval="bound"), None),
+    (dict(interval="bound", kind="classwise"), None),
     (dict(interval="bootstrap", refit_channels=True, n_boot=20),
      "refit_channels=True needs a corrected target built from an annotator fit"),
 ])
 def test_k3_nc_ece_intervals_refuse_what_they_cannot_do(kw, match):
-    """K = 3: the bound is stated for two classes (refused); the credible and refit
-    intervals exist for K > 2 but need a NUTS / EM fit behind the target."""
+    """K = 3: the bound holds for K classes (top-label and classwise, channels given:
+    the K-class Theorem 1); the credible and refit intervals need a NUTS / EM fit."""
     rng = np.random.default_rng(0)
     y = rng.integers(0, 3, 90)
     A = np.where(rng.random((90, 3)) < 0.8, y[:, None], rng.integers(0, 3, (90, 3)))
@@ -177,12 +193,14 @@ def test_k3_nc_ece_intervals_refuse_what_they_cannot_do(kw, match):
     T = nc.targets.corrected(A.astype(float), confusion=C, weights="equal")
     assert T.details["weights_rule"] == "equal"
     p = rng.dirichlet(np.ones(3), 90)
-    with pytest.raises(ValueError, match=match) as info:
+    if match is None:
+        est = nc.ece(p, T, n_bins=5, **kw)
+        assert est.details["statement"] == "Theorem 1 / Eq. C.11, generalised to K classes"
+        assert est.details["B_hat"] == pytest.approx(1 / 0.7)  # columns of (I - .1 11')/.7
+        assert est.low <= float(est) <= est.high
+        return
+    with pytest.raises(ValueError, match=match):
         nc.ece(p, T, **kw)
-    if kw["interval"] == "bound":
-        msg = str(info.value)
-        assert "Theorem 1" in msg and "stated for two classes" in msg and "3 classes" in msg
-        assert "refit_channels=True" in msg and "interval='credible'" in msg
 
 
 def test_k3_gap_weights_use_the_smallest_singular_value():

@@ -3,11 +3,11 @@
 Model object -> ``fit(annotations, method=...)`` -> :class:`~noisycal.engines.results.AnnotatorFit`
 (statsmodels style). This module validates the arguments, dispatches to an engine and
 builds the result; the inference lives in :mod:`noisycal.engines` (EM and its starts in
-``em``, ``starts`` and ``resample``, relabelling in ``relabel``, gradient MLE and NUTS
-on the NumPyro model in ``ds_numpyro``, which argument belongs to which method in
-``options``). Methods: ``'em'`` (EM, or MAP-EM when Dirichlet priors are given),
-``'mle'`` (gradient MLE/MAP on the NumPyro log density, a cross-check of EM) and
-``'nuts'`` (NumPyro NUTS, Stan User's Guide priors by default).
+``em``, ``starts`` and ``resample``, relabelling in ``relabel``, gradient MLE and NUTS on
+the NumPyro model in ``ds_numpyro``, which argument belongs to which method in ``options``,
+the checks of fitted channels in ``channel_checks``). Methods: ``'em'`` (EM, or MAP-EM
+with Dirichlet priors), ``'mle'`` (gradient MLE/MAP on the NumPyro log density, a
+cross-check of EM) and ``'nuts'`` (NumPyro NUTS, Stan User's Guide priors by default).
 
 References
 ----------
@@ -39,17 +39,12 @@ from ..engines.ds_numpyro import (
     nuts_init_params,
     sample_dawid_skene,
 )
+from ..engines.channel_checks import channel_status
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
 from ..engines.options import check_anchor, method_options
 from ..engines.patterns import pattern_data
-from ..engines.results import (
-    AnnotatorFit,
-    checked_status,
-    design_status,
-    estimate_status,
-    predict,
-)
+from ..engines.results import AnnotatorFit, checked_status, design_status, estimate_status, predict
 from ..engines.starts import multistart_em, orient
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict"]
@@ -276,6 +271,8 @@ class DawidSkene:
         Returns
         -------
         AnnotatorFit
+            Its status also checks every fitted channel: 'adversarial_channel',
+            'degenerate_channel' (:mod:`noisycal.engines.channel_checks`).
         """
         # long only by its docstring (the arguments of three engines); the work is
         # validation here and inference in the engines
@@ -313,7 +310,8 @@ class DawidSkene:
         return AnnotatorFit(self._model, method, ann.classes, ann.annotators, ann.items,
                             np.full((1, K), np.nan), np.full((J, K, K), np.nan),
                             np.full((ann.n_items, K), np.nan), float("nan"),
-                            self._n_params(K, J, 1), "not_identified", message, False, 0)
+                            self._n_params(K, J, 1), "not_identified", message, False, 0,
+                            annotations=ann)
 
     def _design_status(self, ann: Annotations, L: int) -> tuple[str, str]:
         """Identification problems of the data design, whatever the estimates."""
@@ -322,12 +320,19 @@ class DawidSkene:
         return design_status(seen, ann.classes, self._n_params(K, J, L), ann.n_ratings,
                              J=J, L=L)
 
-    def _status(self, ann: Annotations, prev: np.ndarray, conf: np.ndarray,
-                converged: bool, L: int) -> tuple[str, str]:
-        if not (np.all(np.isfinite(prev)) and np.all(np.isfinite(conf))):
-            return "nonfinite", "the estimates are not finite"
-        design = self._design_status(ann, L)
-        return design if design[0] != "ok" else estimate_status(prev, conf, converged)
+    def _status(self, ann: Annotations, prev: np.ndarray, conf: np.ndarray, post: np.ndarray,
+                converged: bool, L: int, screened: np.ndarray | None = None
+                ) -> tuple[str, str, dict]:
+        """Status, message and ``details['channels']``: estimates, design, gap screen,
+        channels."""
+        st = "nonfinite", "the estimates are not finite"
+        if np.all(np.isfinite(prev)) and np.all(np.isfinite(conf)):
+            st = self._design_status(ann, L)
+            st = st if st[0] != "ok" else estimate_status(prev, conf, converged)
+        if screened is not None and not screened.any() and st[0] in ("ok", "boundary"):
+            st = "small_gap", (f"no EM start passed the gap screen (every oriented gap > "
+                               f"{GAP_THRESHOLD:g})")
+        return channel_status(*st, conf, ann, post)
 
     def _warn(self, engine: str, status: str, message: str) -> None:
         """One warning for a non-ok status (stacklevel points at the user's fit call)."""
@@ -342,7 +347,7 @@ class DawidSkene:
         K, J, L = ann.n_classes, ann.n_annotators, prev.shape[0]
         return AnnotatorFit(self._model, method, ann.classes, ann.annotators, ann.items, prev,
                             conf, post, loglik, self._n_params(K, J, L), status, message,
-                            converged, n_iter, draws, details, **extra)
+                            converged, n_iter, draws, details, annotations=ann, **extra)
 
     def _fit_em(self, ann: Annotations, group: np.ndarray | None, L: int,
                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
@@ -355,11 +360,8 @@ class DawidSkene:
                            rng_key=k_init, orientation=orientation, anchor=anchor,
                            screen_gaps=screen_gaps, devices=devices)
         draws, boot_info = (ms.refits(k_boot, n_boot) if n_boot else (None, {}))
-        status, message = self._status(ann, ms.prevalence, ms.confusion, ms.converged, L)
-        if (ms.screened is not None and not ms.screened.any()
-                and status in ("ok", "boundary")):
-            status, message = "small_gap", (f"no EM start passed the gap screen (every "
-                                            f"oriented gap > {GAP_THRESHOLD:g})")
+        status, message, chan = self._status(ann, ms.prevalence, ms.confusion, ms.post,
+                                             ms.converged, L, ms.screened)
         status, message, ident = checked_status(status, message, lambda: ds_identification(
             ann, ms.prevalence, ms.confusion, group=group, gold=gold,
             one_coin=self._one_coin, threshold=weak_threshold))
@@ -369,7 +371,8 @@ class DawidSkene:
                    "orientation": orientation, "groups": L,
                    "group_index": _group_index(group, ann.n_items), "prior_alpha": alpha,
                    "prior_beta": beta, "latent_perm": ms.perm, "gold": gold is not None,
-                   "max_iter": max_iter, "tol": tol, "identification": ident, **boot_info}
+                   "max_iter": max_iter, "tol": tol, "identification": ident,
+                   "channels": chan, **boot_info}
         if init == "moments":
             details["moment_start"] = ms.moment_note
         if screen_gaps:
@@ -391,21 +394,21 @@ class DawidSkene:
         perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation,
                       anchor)
         post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
-        status, message = self._status(ann, prev, conf, res.converged, L)
+        status, message, chan = self._status(ann, prev, conf, post, res.converged, L)
         if res.status != "ok" and status == "ok":
             status, message = res.status, res.message
         status, message, ident = checked_status(status, message, lambda: ds_identification(
             ann, prev, conf, group=group, gold=gold, one_coin=self._one_coin,
             threshold=weak_threshold))
         if status in ("unobserved_class", "not_identified", "over_parametrised",
-                      "weakly_identified"):
+                      "weakly_identified", "adversarial_channel", "degenerate_channel"):
             self._warn("MLE", status, message)
         return self._result(ann, "mle", prev, conf, post, float(res.loglik), status, message,
                             bool(res.converged), int(res.n_iter), None,
                             {"map": use_prior, "orientation": orientation, "groups": L,
                              "group_index": _group_index(group, ann.n_items),
                              "gold": gold is not None, "max_iter": max_iter, "tol": tol,
-                             "identification": ident})
+                             "identification": ident, "channels": chan})
 
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, *, seed: Seed,
@@ -434,9 +437,11 @@ class DawidSkene:
             chain_method=chain_method, orientation=orientation, anchor=anchor,
             weights=pd_.counts, pattern=pd_.pattern)
         diag = chain_diagnostics(nd, orientation, stacklevel=4)
-        status, message = self._nuts_status(ann, L, diag, rhat_threshold)
-        self._warn("NUTS", status, message)
         prev_d, conf_d = nd.prevalence.reshape(-1, L, K), nd.confusion.reshape(-1, J, K, K)
+        st = self._design_status(ann, L)
+        st = st if st[0] != "ok" else chain_status(diag, rhat_threshold)
+        status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
+        self._warn("NUTS", status, message)
         return self._result(ann, "nuts", prev_d.mean(0), conf_d.mean(0), nd.post, nd.loglik,
                             status, message, status == "ok", num_warmup + num_samples,
                             {"prevalence": prev_d, "confusion": conf_d},
@@ -445,13 +450,8 @@ class DawidSkene:
                              "num_divergences": diag["num_divergences"],
                              "relabelled_chains": diag["switched"], "groups": L,
                              "group_index": _group_index(group, ann.n_items),
-                             "gold": gold is not None,
+                             "gold": gold is not None, "channels": chan,
                              "identification": {"checked": False, "reason": NUTS_NOTE}})
-
-    def _nuts_status(self, ann: Annotations, L: int, diag: dict, rhat_threshold: float
-                     ) -> tuple[str, str]:
-        status, message = self._design_status(ann, L)
-        return (status, message) if status != "ok" else chain_status(diag, rhat_threshold)
 
 
 class OneCoinDawidSkene(DawidSkene):

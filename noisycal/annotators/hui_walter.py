@@ -20,6 +20,7 @@ from .._typing import ArrayLike, Seed
 from .._validation import check_array, check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..data import Annotations
+from ..engines.channel_checks import channel_status
 from ..engines.gmm import GMM_NOTE, active_constraints, check_open_unit, two_step_gmm
 from ..engines.identification import check_weak_threshold, hui_walter_identification
 from ..engines.moments import hui_walter_inverse, moment_jacobian, sample_moments
@@ -111,8 +112,13 @@ class HuiWalter:
             ``min_gap``, the separation at ``min_separation``, a mu_g at 0 or 1, a_j at 0 or
             b_j at 1); ``'not_converged'`` when the optimiser failed; ``'not_identified'``
             when both annotators have exactly the same mean in the two extreme groups;
+            ``'adversarial_channel'`` or ``'degenerate_channel'`` (both methods, replacing
+            'ok' or 'boundary') when an annotator's fitted channel is worse than chance or
+            carries no evidence about the class (:mod:`noisycal.engines.channel_checks`);
             ``'weakly_identified'`` (both methods, replacing 'ok' or 'boundary') when the
-            moment Jacobian is nearly singular (see ``weak_threshold``).
+            moment Jacobian is nearly singular (see ``weak_threshold``). ``annotations``
+            holds the fitted ratings (built from an array: items 0..n-1, annotators and
+            classes 0 and 1).
 
         Raises
         ------
@@ -126,7 +132,8 @@ class HuiWalter:
         IdentifiabilityWarning
             ``'mom'``: the inverse is infeasible. ``'gmm'``: status ``'not_identified'``,
             or ``'boundary'`` with a gap or the separation at its lower bound (the
-            identifying conditions). A boundary at 0 or 1 alone does not warn.
+            identifying conditions). A boundary at 0 or 1 alone does not warn. Both:
+            an adversarial or degenerate channel, or weak identification.
         ConvergenceWarning
             ``'gmm'``: the optimiser did not converge.
 
@@ -147,17 +154,17 @@ class HuiWalter:
                  "n_starts": n_starts, "seed": seed, "max_iter": max_iter}
         if method == "mom":
             _refuse_gmm_options(given)
-        A, items, annotators, classes = _as_two_annotators(annotations)
+        A, ann = _as_two_annotators(annotations)
         levels, gi = _group_index(groups, A.shape[0], method)
         weak = check_weak_threshold(weak_threshold)
         if method == "mom":
-            return _fit_mom(A, gi, levels, items, annotators, classes, weak)
+            return _fit_mom(A, gi, levels, ann, weak)
         opts = {"weight": check_choice(weight, "weight", ("identity", "efficient")),
                 "min_gap": check_open_unit(min_gap, "min_gap"),
                 "min_separation": check_open_unit(min_separation, "min_separation"),
                 "n_starts": check_int(n_starts, "n_starts", minimum=1),
                 "seed": check_seed(seed), "max_iter": check_int(max_iter, "max_iter", minimum=1)}
-        return _fit_gmm(A, gi, levels, items, annotators, classes, weak, **opts)
+        return _fit_gmm(A, gi, levels, ann, weak, **opts)
 
 
 def _refuse_gmm_options(given: dict) -> None:
@@ -210,8 +217,9 @@ def _group_index(groups: ArrayLike, n_items: int, method: str) -> tuple[np.ndarr
 
 
 def _as_two_annotators(annotations: Annotations | ArrayLike
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Validate two fully rated binary annotators; returns (A, items, annotators, classes)."""
+                       ) -> tuple[np.ndarray, Annotations]:
+    """Validate two fully rated binary annotators; returns the (n, 2) 0/1 matrix and the
+    Annotations (built from an array with items 0..n-1, annotators and classes 0, 1)."""
     if isinstance(annotations, Annotations):
         if not annotations.annotators_known:
             raise ValueError("annotations were built by Annotations.from_counts, so annotator "
@@ -224,14 +232,13 @@ def _as_two_annotators(annotations: Annotations | ArrayLike
         if np.any(wide < 0):
             raise ValueError("annotations must have both annotators rate every item for "
                              "HuiWalter")
-        return (wide.astype(float), np.asarray(annotations.items),
-                np.asarray(annotations.annotators), np.asarray(annotations.classes))
+        return wide.astype(float), annotations
     A = check_array(annotations, "annotations", finite=False)
     if A.ndim != 2 or A.shape[1] != 2:
         raise ValueError(f"annotations must have shape (n_items, 2), got {A.shape}")
     if not np.all(np.isin(A, (0.0, 1.0))):
         raise ValueError("annotations must be 0/1 labels with no missing values")
-    return A, np.arange(A.shape[0]), np.arange(2), np.arange(2)
+    return A, Annotations.from_wide(A.astype(np.int64), classes=[0, 1])
 
 
 def _channels(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -244,20 +251,24 @@ def _channels(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _identify(theta: np.ndarray, jac: np.ndarray, weight: np.ndarray, cov: np.ndarray,
-              counts: np.ndarray, annotators: np.ndarray, status: str, message: str,
-              threshold: float) -> tuple[str, str, dict]:
-    """The local identification check (status 'ok' or 'boundary' only), warning if weak."""
-    status, message, details = checked_status(status, message, lambda: (
+              counts: np.ndarray, ann: Annotations, post: np.ndarray, status: str,
+              message: str, threshold: float, details: dict) -> tuple[str, str]:
+    """The channel checks and the local identification check (status 'ok' or 'boundary'
+    only; ``details['channels']`` and ``details['identification']``), warning if either
+    fails."""
+    status, message, details["channels"] = channel_status(
+        status, message, _channels(theta)[1], ann, post)
+    status, message, details["identification"] = checked_status(status, message, lambda: (
         hui_walter_identification(theta, jac, weight, cov, counts,
-                                  annotators=[str(a) for a in annotators],
+                                  annotators=[str(a) for a in ann.annotators],
                                   threshold=threshold)))
-    if status == "weakly_identified":
+    if status in ("weakly_identified", "adversarial_channel", "degenerate_channel"):
         warnings.warn(f"Hui-Walter: {message}", IdentifiabilityWarning, stacklevel=4)
-    return status, message, details
+    return status, message
 
 
-def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarray,
-             annotators: np.ndarray, classes: np.ndarray, weak: float) -> AnnotatorFit:
+def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations,
+             weak: float) -> AnnotatorFit:
     """Closed-form Hui–Walter fit on two groups."""
     q, cov, counts = sample_moments(A, gi, 2)
     theta, status, message = hui_walter_inverse(q)
@@ -274,14 +285,15 @@ def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
     else:
         post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
     solved = status == "ok"
-    status, message, details["identification"] = _identify(
-        theta, jac, np.eye(6), cov, counts, annotators, status, message, weak)
-    return AnnotatorFit("hui_walter", "mom", classes, annotators, items, prev, conf, post,
-                        loglik, 6, status, message, solved, 0, None, details)
+    status, message = _identify(theta, jac, np.eye(6), cov, counts, ann, post, status,
+                                message, weak, details)
+    return AnnotatorFit("hui_walter", "mom", ann.classes, ann.annotators, ann.items, prev,
+                        conf, post, loglik, 6, status, message, solved, 0, None, details,
+                        annotations=ann)
 
 
-def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarray,
-             annotators: np.ndarray, classes: np.ndarray, weak: float, *, weight: str,
+def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations,
+             weak: float, *, weight: str,
              min_gap: float, min_separation: float, n_starts: int, seed: Seed, max_iter: int
              ) -> AnnotatorFit:
     """Constrained grouped GMM on L >= 2 ordered groups (Definition D.1)."""
@@ -307,13 +319,13 @@ def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, items: np.ndarra
         "min_gap": min_gap, "min_separation": min_separation,
         "active_constraints": tuple(active), "note": GMM_NOTE})
     status, message = _gmm_status(sol.success, sol.message, theta, diff, active)
-    status, message, details["identification"] = _identify(
-        theta, jac, details["weight_matrix"], cov, counts, annotators, status, message, weak)
     prev, conf = _channels(theta)
     post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
-    return AnnotatorFit("hui_walter", "gmm", classes, annotators, items, prev, conf, post,
-                        loglik, L + 4, status, message, sol.success, sol.n_iter, None,
-                        details)
+    status, message = _identify(theta, jac, details["weight_matrix"], cov, counts, ann, post,
+                                status, message, weak, details)
+    return AnnotatorFit("hui_walter", "gmm", ann.classes, ann.annotators, ann.items, prev,
+                        conf, post, loglik, L + 4, status, message, sol.success, sol.n_iter,
+                        None, details, annotations=ann)
 
 
 def _gmm_status(success: bool, optimizer_message: str, theta: np.ndarray,

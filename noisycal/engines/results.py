@@ -47,7 +47,11 @@ class AnnotatorFit:
     status : str
         ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
         ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
-        (see :func:`design_status` and :func:`estimate_status`), ``'weakly_identified'``
+        (see :func:`design_status` and :func:`estimate_status`),
+        ``'adversarial_channel'``, ``'degenerate_channel'``
+        (:mod:`noisycal.engines.channel_checks`: an annotator's channel is better read
+        with its labels permuted, or carries no evidence about the class;
+        ``details['channels']`` holds the numbers), ``'weakly_identified'``
         (:func:`checked_status`: the information is nearly singular at the estimate;
         ``details['identification']`` holds the numbers).
     message : str
@@ -58,6 +62,11 @@ class AnnotatorFit:
         bootstrap refits (EM) or posterior draws (NUTS, chains concatenated).
     details : mapping
         Engine-specific extras (start objectives, diagnostics, settings).
+    refit : callable or None
+        EM fits: bootstrap refits on demand (:meth:`bootstrap_draws`); not pickled.
+    annotations : Annotations or None
+        The ratings the model was fitted on (for a grouped fit with channels per group,
+        the ``"<annotator>|<group>"`` ratings), shared by copies and pickled with the fit.
     """
 
     model: str
@@ -78,6 +87,7 @@ class AnnotatorFit:
     details: Mapping[str, Any] = field(default_factory=dict)
     refit: Callable[[Any, int], tuple[dict, dict]] | None = field(default=None, repr=False,
                                                                   compare=False)
+    annotations: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
@@ -104,7 +114,8 @@ class AnnotatorFit:
     def __deepcopy__(self, memo: dict) -> AnnotatorFit:
         import copy
 
-        values = {k: (v if k == "refit" else copy.deepcopy(v, memo))
+        # the refit closure and the (immutable) annotations are shared
+        values = {k: (v if k in ("refit", "annotations") else copy.deepcopy(v, memo))
                   for k, v in self._values().items()}
         return type(self)(**values)
 
@@ -308,8 +319,8 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
     fit : AnnotatorFit
         A Dawid–Skene family fit with finite estimates.
     annotations : Annotations
-        Ratings of the new items: the fit's classes (same order) and a subset of its
-        annotators.
+        Ratings of the new items: the fit's classes (in any order: labels are matched by
+        name) and a subset of its annotators (matched by id).
     groups : array-like of int, optional
         Grouped fits: each new item's group as an index into the fitted groups;
         required when the fit has more than one group.
@@ -317,11 +328,13 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
     Returns
     -------
     ndarray of shape (n_new_items, K)
+        Columns in the fit's class order (``fit.classes``).
     """
     import jax.numpy as jnp
 
     from noisycal.models.dawid_skene import make_data
 
+    from ..correction import fit_index
     from ..data import Annotations
     from .em import e_step
 
@@ -333,19 +346,12 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
     if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
         raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
                          "predict")
-    if not np.array_equal(np.asarray(annotations.classes), np.asarray(fit.classes)):
-        raise ValueError(f"annotations have classes {list(annotations.classes)} but the fit "
-                         f"has {list(fit.classes)}")
-    pos = {v: i for i, v in enumerate(np.asarray(fit.annotators).tolist())}
-    unknown = [a for a in annotations.annotators.tolist() if a not in pos]
-    if unknown:
-        raise ValueError(f"annotations name annotator(s) the fit has not seen: {unknown[:5]}")
-    amap = np.array([pos[a] for a in annotations.annotators.tolist()], dtype=np.int32)
+    amap, cmap = fit_index(annotations, fit, annotations.n_annotators, annotations.n_classes)
     arr = annotations.engine_arrays()
     L = fit.group_prevalence.shape[0]
     g = _group_codes(groups, annotations.n_items, L)
     with x64():
-        data = make_data(arr.item, amap[arr.annotator], arr.label, n_items=arr.n_items,
+        data = make_data(arr.item, amap[arr.annotator], cmap[arr.label], n_items=arr.n_items,
                          n_annotators=len(fit.annotators), n_classes=len(fit.classes),
                          group=g, n_groups=L)
         post, _ = e_step(jnp.asarray(fit.group_prevalence), jnp.asarray(fit.confusion),
@@ -424,8 +430,9 @@ def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bo
     -------
     (status, message)
         'not_converged'; 'small_gap' when a binary annotator's gap
-        ``|confusion[j, 1, 1] - confusion[j, 0, 1]|`` is at most 1e-4 (its channel
-        carries no information about the class); 'boundary' when a marginal model's
+        ``|confusion[j, 1, 1] - confusion[j, 0, 1]|`` is at most 1e-4, or for K > 2 the
+        smallest singular value of its confusion matrix is (the channel cannot be
+        inverted, so a corrected target refuses it); 'boundary' when a marginal model's
         prevalence is below :data:`BOUNDARY`; else ('ok', '').
     """
     from ..correction import GAP_THRESHOLD
@@ -433,12 +440,15 @@ def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bo
     if not converged:
         return "not_converged", "the iteration limit was reached before the tolerance"
     if confusion.shape[1] == 2:
-        gaps = confusion[:, 1, 1] - confusion[:, 0, 1]
-        small = np.flatnonzero(np.abs(gaps) <= GAP_THRESHOLD)
-        if small.size:
-            return "small_gap", (f"annotator(s) {small.tolist()} have |gap| <= "
-                                 f"{GAP_THRESHOLD:g}: their channel carries no "
-                                 "information about the class")
+        size = np.abs(confusion[:, 1, 1] - confusion[:, 0, 1])
+    else:
+        size = np.linalg.svd(confusion, compute_uv=False).min(axis=-1)
+    small = np.flatnonzero(size <= GAP_THRESHOLD)
+    if small.size:
+        what = "|gap|" if confusion.shape[1] == 2 else "smallest singular value"
+        return "small_gap", (f"annotator(s) {small.tolist()} have {what} <= "
+                             f"{GAP_THRESHOLD:g}: their channel carries (nearly) no "
+                             "information about the class and cannot be inverted")
     if prevalence.shape[0] == 1 and np.min(prevalence) < BOUNDARY:
         return "boundary", (f"a class prevalence is below {BOUNDARY:g}: the estimate "
                             "is on the boundary of the parameter space")

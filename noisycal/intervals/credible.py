@@ -79,6 +79,12 @@ def check_credible_target(target: Any) -> dict:
     if getattr(target, "kind", None) != "corrected" or det.get("channel_draws") is None:
         raise ValueError("interval='credible' needs a corrected target built from a NUTS fit "
                          "(nc.targets.corrected(annotations, fit) with method='nuts')")
+    n, J, K = np.shape(det["ratings"])
+    if np.shape(det["channel_draws"])[1:] != (J, K, K):
+        raise ValueError(f"the corrected target's channel draws have shape "
+                         f"{np.shape(det['channel_draws'])[1:]} per draw but its ratings "
+                         f"need ({J}, {K}, {K}): build the target with "
+                         "nc.targets.corrected(annotations, fit)")
     return det
 
 
@@ -87,7 +93,9 @@ def nc_ece_credible(target: Any, level: float, *, statistic: Callable[..., Any],
                     ) -> tuple[tuple[float, float], dict, np.ndarray]:
     """Credible interval of the binned NC-ECE (any number of classes).
 
-    For each posterior draw of the channels (a NUTS fit) the corrected target is rebuilt
+    For each posterior draw of the channels (a NUTS fit; matched to the target's
+    annotators and classes by :func:`noisycal.targets.corrected`, which stores them in
+    the ratings' annotator and class order) the corrected target is rebuilt
     with those channels (weights held at the point estimate's), and the NC-ECE is
     computed with Bayesian-bootstrap item weights (Dirichlet(1, ..., 1)), so both the
     annotator channel uncertainty and the sampling of items enter. Two classes: the

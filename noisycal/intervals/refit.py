@@ -20,6 +20,13 @@ The paper states the protocol for two classes; with K > 2 classes (Dawid–Skene
 confusion matrices) the same steps run on K x K channels, with our K-class weight
 rules, and the statistic is the top-label or classwise NC-ECE (our extension).
 
+The target may list the fit's items, annotators and classes in any order: EM runs in the
+fit's annotator and class order (the target's ``annotator_index`` and ``class_index``,
+:func:`noisycal.correction.fit_index`), started from each item's fitted posterior found
+by item id, and every refit's channels are permuted to the target's order before the
+correction. The target must use all the fit's annotators and items (the refit
+re-estimates the channels from the same data).
+
 Items enter only through their rating pattern (which annotators said what, and the
 item's group), so step 2 runs on the distinct patterns and step 4 is one weighted pass
 over the items: a replicate costs O(n + EM on the patterns). All replicates run in one
@@ -70,6 +77,7 @@ def check_refit_target(target: Any) -> tuple[dict, Any]:
     """
     det = getattr(target, "details", {})
     fit = det.get("fit") if getattr(target, "kind", None) == "corrected" else None
+    ai, ci = det.get("annotator_index"), det.get("class_index")
     if fit is None:
         raise ValueError("refit_channels=True needs a corrected target built from an "
                          "annotator fit: nc.targets.corrected(annotations, fit)")
@@ -80,12 +88,31 @@ def check_refit_target(target: Any) -> tuple[dict, Any]:
     if fit.details.get("gold"):
         raise ValueError("refit_channels=True does not support fits with gold labels yet; "
                          "use the conditional bootstrap")
-    ratings = np.asarray(det["ratings"])
-    if ratings.shape[0] != fit.n_items or ratings.shape[1] != len(fit.annotators) \
-            or ratings.shape[2] != len(fit.classes):
-        raise ValueError("the corrected target's annotations do not match its fit's items and "
-                         "annotators; build both from the same Annotations")
+    J, K = len(fit.annotators), len(fit.classes)
+    if ai is None or sorted(np.asarray(ai).tolist()) != list(range(J)) \
+            or sorted(np.asarray(ci).tolist()) != list(range(K)):
+        raise ValueError("refit_channels=True needs the corrected target built from all the "
+                         "annotators its fit was fitted on (the refit re-estimates their "
+                         "channels from the same ratings); this target uses a subset")
+    _item_positions(target, fit)
     return det, fit
+
+
+def _item_positions(target: Any, fit: Any) -> np.ndarray:
+    """Index in ``fit.items`` of each target row (by item id; by position without ids)."""
+    n = np.shape(target.details["ratings"])[0]
+    items = getattr(target, "items", None)
+    if items is None:
+        if n != fit.n_items:
+            raise ValueError(f"the corrected target has {n} rows and no item ids but its fit "
+                             f"has {fit.n_items} items; build both from the same Annotations")
+        return np.arange(n)
+    pos = {v: i for i, v in enumerate(np.asarray(fit.items).tolist())}
+    out = np.array([pos.get(v, -1) for v in np.asarray(items).tolist()], dtype=np.int64)
+    if n != fit.n_items or np.any(out < 0):
+        raise ValueError("the corrected target's items are not the items its fit was fitted "
+                         "on; build both from the same Annotations")
+    return out
 
 
 def _fixed_prevalence(det: dict, K: int) -> np.ndarray | None:
@@ -136,19 +163,22 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     from ..models.dawid_skene import make_data
 
     det, fit = check_refit_target(target)
-    onehot = np.asarray(det["ratings"], dtype=np.float64)
+    onehot = np.asarray(det["ratings"], dtype=np.float64)  # the target's order
     seen = np.asarray(det["observed"], dtype=bool)
     mask = np.asarray(det["informative"], dtype=bool)
     n, J, K = onehot.shape
+    ai, ci = np.asarray(det["annotator_index"]), np.asarray(det["class_index"])
+    rows = _item_positions(target, fit)
     rule = det["rule"]
     if rule not in _RULES:  # pragma: no cover - corrected_target only sets these
         raise ValueError(f"unknown weight rule {rule!r}")
     L = int(fit.details.get("groups", 1))
     group = fit.details.get("group_index")
-    group = np.zeros(n, np.int64) if group is None else np.asarray(group, np.int64)
-    label = np.argmax(onehot, axis=2)
-    item, annotator = np.nonzero(seen)
-    pattern, rep, _ = collapse_patterns(item, annotator * K + label[item, annotator], n,
+    group = np.zeros(n, np.int64) if group is None else np.asarray(group, np.int64)[rows]
+    label = ci[np.argmax(onehot, axis=2)]  # EM data: the fit's annotator and class order
+    item, col = np.nonzero(seen)
+    annotator = ai[col]
+    pattern, rep, _ = collapse_patterns(item, annotator * K + label[item, col], n,
                                         extra=(group,))
     P = rep.size
     keep = np.isin(item, rep)
@@ -160,9 +190,9 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     # EM runs in the latent labelling of the original fit (where its priors apply); the
     # fit's classes are that labelling permuted by ``latent_perm``
     perm = np.asarray(fit.details.get("latent_perm", np.arange(K)))
-    post0 = np.asarray(fit.item_posterior)[rep][:, np.argsort(perm)]
+    post0 = np.asarray(fit.item_posterior)[rows[rep]][:, np.argsort(perm)]
     with x64():
-        data = make_data(pos[item[keep]], annotator[keep], label[item[keep], annotator[keep]],
+        data = make_data(pos[item[keep]], annotator[keep], label[item[keep], col[keep]],
                          n_items=P, n_annotators=J, n_classes=K, group=group[rep], n_groups=L)
         arrays, sizes = split_data(data)
         out = _replicates(
@@ -170,6 +200,7 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
             None if alpha_p is None else jnp.asarray(alpha_p),
             None if beta_p is None else jnp.asarray(beta_p),
             jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
+            jnp.asarray(ai, jnp.int32), jnp.asarray(ci, jnp.int32),
             jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]), jnp.asarray(mask),
             jnp.asarray(np.asarray(det["weights"], np.float64)),
             jnp.asarray(np.full(K, np.nan) if fixed_prev is None else fixed_prev),
@@ -198,8 +229,8 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
                                    "fixed_prevalence", "n_bins", "n_boot",
                                    "statistic"))
 def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: tuple,
-                alpha_p: Any,
-                beta_p: Any, pattern: jax.Array, group: jax.Array, ratings: jax.Array,
+                alpha_p: Any, beta_p: Any, pattern: jax.Array, group: jax.Array,
+                ai: jax.Array, ci: jax.Array, ratings: jax.Array,
                 observed: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
                 stat_args: tuple, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
@@ -213,7 +244,9 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
     def one(key: jax.Array) -> tuple:
         w, st = resample_refit(key, post0, data, None, alpha_p, beta_p, pattern,
                                one_coin=one_coin, max_iter=max_iter, tol=tol)
-        confusion, group_prev = st.confusion[:, perm, :], st.prevalence[:, perm]
+        # the fit's class names (perm), then the target's annotator and class order
+        confusion = st.confusion[:, perm, :][ai][:, ci][:, :, ci]
+        group_prev = st.prevalence[:, perm][:, ci]
         if fixed_prevalence:
             mu = prevalence
         else:

@@ -73,14 +73,6 @@ def check_nc_ece_request(interval: str | None, refit_channels: bool, *, n_classe
     if interval not in ("bound", "credible") and not refit_channels:
         return False
     asked = f"interval={interval!r}" + (" with refit_channels=True" if refit_channels else "")
-    if n_classes > 2 and interval == "bound":
-        raise ValueError(f"interval='bound' is implemented for two classes only: the "
-                         f"finite-sample bound of {_PAPER} (Theorem 1, Eq. C.11, "
-                         "Proposition 1) is stated for two classes (its B-hat and channel "
-                         "term use the binary gaps b_j - a_j), and these predictions have "
-                         f"{n_classes} classes. For K > 2 use interval='credible' (NUTS "
-                         "channels), refit_channels=True (EM channels) or "
-                         "interval='bootstrap' (channels held fixed)")
     if n_classes == 2 and (reduce != "ece" or norm != "l1" or debias
                            or kind != "positive_class" or strategy != "uniform"):
         raise ValueError(f"{asked} is an NC-ECE interval: it needs the L1 positive-class ECE "
@@ -263,7 +255,10 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
         return Estimate(est.name, est.value, ci, level, "credible", "credible-eti", n=est.n,
                         bins=est.bins, status=status, message=message,
                         details={**est.details, **extra}, replicates=vals)
-    ci, extra = nc_ece_bound(float(est), target, est.bins["count"].to_numpy(), level, **bound)
-    return Estimate(est.name, est.value, ci, level, "bound", "hoeffding-union", n=est.n,
+    items = (_statistic_items(est, conf, bins, target, probs, asked)
+             if getattr(target, "kind", None) == "corrected" else None)  # else refused
+    ci, extra = nc_ece_bound(float(est), target, est.bins["count"].to_numpy().reshape(-1, M),
+                             level, items=items, **bound)
+    return Estimate(est.name, est.value, ci, level, "bound", extra["bound_method"], n=est.n,
                     bins=est.bins, status=est.status, message=extra["bound_note"],
                     details={**est.details, **extra})
