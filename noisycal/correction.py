@@ -446,10 +446,17 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
 
 
 def _per_annotator(ratings: Any, confusion: Any, mask: Any, xp: Any) -> Any:
-    """e_{A_ij} C_j^{-1} for every (item, annotator), zero for annotators outside ``mask``."""
+    """e_{A_ij} C_j^{-1} for every (item, annotator), zero for annotators outside ``mask``
+    and for missing ratings (zero rows of ``ratings``).
+
+    The ratings are one-hot, so the product is a row lookup: row ``A_ij`` of
+    ``C_j^{-1}`` (n J K numbers, not the n J K^2 of a matrix product)."""
     eye = xp.eye(confusion.shape[-1])
     inv = xp.linalg.inv(xp.where(mask[:, None, None], confusion, eye))
-    return xp.einsum("njk,jkl->njl", ratings, xp.where(mask[:, None, None], inv, 0.0))
+    inv = xp.where(mask[:, None, None], inv, 0.0)
+    label = xp.argmax(ratings, axis=2)                               # (n, J)
+    rows = inv[xp.arange(inv.shape[0])[None, :], label]              # (n, J, K)
+    return rows * ratings.sum(axis=2)[:, :, None]
 
 
 def _combine(per: Any, observed: Any, mask: Any, alpha: Any, xp: Any) -> Any:

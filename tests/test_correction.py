@@ -148,7 +148,7 @@ def test_labels_outside_binary_rejected():
 def test_bound_components_by_hand():
     t = nc.simulate.gaussian_toy(5000, truth="shifted", seed=1)
     U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
-    est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95)
+    est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, bound_kind="hoeffding")
     B = 1 / 0.76  # equal gaps: B-hat = sum alpha_j / delta_j = 1 / 0.76
     rad = B * np.sqrt(2 * (10 * np.log(2) + np.log(2 / 0.05)) / 5000)
     assert est.details["B_hat"] == pytest.approx(B, rel=1e-12)
@@ -157,7 +157,8 @@ def test_bound_components_by_hand():
     assert est.interval == (pytest.approx(max(0, float(est) - rad)),
                             pytest.approx(float(est) + rad))
     assert est.kind == "bound" and "exact channels" in est.message
-    same = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, same_sample=True)
+    same = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, same_sample=True,
+                  bound_kind="hoeffding")
     rad6 = B * np.sqrt(2 * (10 * np.log(2) + np.log(6 * 3 / 0.05)) / 5000)
     assert same.details["sampling_radius"] == pytest.approx(rad6, rel=1e-12)
     r = nc.ece(t.z, U, n_bins=10, interval="bound", bound_mode="radius", channel_radius=0.01)

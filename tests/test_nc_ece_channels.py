@@ -53,7 +53,7 @@ def test_information_is_the_identification_checks():
     assert len(names) == infl.information.shape[0] == 7
     np.testing.assert_allclose(infl.information, info, rtol=1e-9, atol=1e-9)
     total = (infl.influence * infl.counts[:, None]).sum(axis=0)
-    assert np.max(np.abs(total)) < 1e-6 * np.max(np.sqrt(np.diag(infl.covariance)))
+    assert np.max(np.abs(total)) < 1e-4 * np.max(np.sqrt(np.diag(infl.covariance)))
 
 
 def test_jacobian_equals_finite_differences_of_the_corrected_target():

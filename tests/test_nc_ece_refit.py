@@ -30,7 +30,8 @@ def test_replicates_equal_hand_refits(weights):
     t, ann = _toy(n, seed=3)
     fit = nc.DawidSkene(2).fit(ann, tol=1e-13)
     T = nc.targets.corrected(ann, fit, weights=weights)
-    est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, seed=7, refit_channels=True)
+    est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, seed=7, refit_channels=True,
+                 interval="bootstrap")
     assert est.status == "ok" and est.details["refit_channels"]
     assert est.details["n_failed"] == 0 and est.details["n_not_converged"] == 0
     for b in (0, 3):
@@ -53,7 +54,8 @@ def test_grouped_fit_replicate_equals_a_hand_refit():
     sizes = np.bincount(groups)
     assert T.details["prevalence"] == pytest.approx(
         np.sum(sizes * fit.prevalence[:, 1]) / n, rel=1e-12)
-    est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, seed=2, refit_channels=True)
+    est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, seed=2, refit_channels=True,
+                 interval="bootstrap")
     idx = _resample(n, 2, n_boot, 1)
     ann_b = nc.Annotations.from_wide(t.annotations[idx], classes=[0, 1])
     fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=groups[idx], tol=1e-13)
@@ -71,7 +73,7 @@ def test_a_given_prevalence_and_given_weights_stay_fixed():
     fit_b = nc.DawidSkene(2).fit(ann_b, tol=1e-13)
     for kw in ({"prevalence": 0.3}, {"weights": [0.5, 0.3, 0.2]}):
         T = nc.targets.corrected(ann, fit, **kw)
-        est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, refit_channels=True)
+        est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, refit_channels=True, interval="bootstrap")
         T_b = nc.targets.corrected(ann_b, fit_b, **kw)
         hand = float(nc.ece(t.z[idx], T_b, n_bins=10, interval=None))
         assert est.replicates[0] == pytest.approx(hand, abs=1e-7)
@@ -94,7 +96,8 @@ def test_failed_refits_are_reported_not_dropped():
     assert gap > 1e-4  # ... but the corrected target can still be built
     T = nc.targets.corrected(ann, fit)
     with pytest.warns(nc.NumericalWarning, match="not finite"):
-        est = nc.ece(rng.random(n), T, n_bins=10, n_boot=200, refit_channels=True)
+        est = nc.ece(rng.random(n), T, n_bins=10, n_boot=200, refit_channels=True,
+            interval="bootstrap")
     assert est.details["n_failed"] > 0
     # the fit's status comes first; the refits' failure stays in the message
     assert est.status == "target_degenerate_channel"
@@ -107,9 +110,9 @@ def test_refit_bad_input():
     t, ann = _toy(400, seed=1)
     fit = nc.DawidSkene(2).fit(ann)
     T = nc.targets.corrected(ann, fit)
-    with pytest.raises(ValueError, match="interval='bootstrap'"):
+    with pytest.raises(ValueError, match="refit_channels=True is a bootstrap over items"):
         nc.ece(t.z, T, interval="bound", refit_channels=True)
-    with pytest.raises(ValueError, match="interval='bootstrap'"):
+    with pytest.raises(ValueError, match="refit_channels=True is a bootstrap over items"):
         nc.ece(t.z, T, method="bca", refit_channels=True)
     with pytest.raises(ValueError, match="positive-class"):
         nc.ece(t.z, T, strategy="quantile", refit_channels=True)
@@ -169,7 +172,7 @@ def test_a_score_group_missing_from_a_resample_is_not_a_failure():
     fit = nc.GroupedDawidSkene(2).fit(ann, groups=g, tol=1e-13)
     n_boot = 40
     est = nc.ece(z, nc.targets.corrected(ann, fit), n_bins=10, n_boot=n_boot, seed=2,
-                 refit_channels=True)
+                 refit_channels=True, interval="bootstrap")
     assert est.status == "ok" and est.details["n_failed"] == 0
     missed = [b for b in range(n_boot)
               if not np.any(g[_resample(z.size, 2, n_boot, b)] == g.max())]
@@ -204,7 +207,7 @@ def test_map_em_priors_follow_the_orientation():
     assert list(fit.details["latent_perm"]) == [1, 0]  # the swap this test is about
     mask = [True, True, False, False, False]
     est = nc.ece(z, nc.targets.corrected(ann, fit, informative=mask), n_bins=10, n_boot=3,
-                 seed=7, refit_channels=True)
+                 seed=7, refit_channels=True, interval="bootstrap")
     for b in range(3):
         idx = _resample(n, 7, 3, b)
         ann_b = nc.Annotations.from_wide(A[idx], classes=[0, 1])
@@ -231,5 +234,5 @@ def test_gold_fits_and_sparse_excluded_annotators():
     with pytest.warns(nc.IdentifiabilityWarning, match=r"annotator\(s\) \[3\]"):
         fit4 = nc.DawidSkene(2).fit(ann4)  # its three 1s carry no information
     T = nc.targets.corrected(ann4, fit4, informative=[True, True, True, False])
-    est = nc.ece(t.z, T, n_bins=10, n_boot=50, refit_channels=True)
+    est = nc.ece(t.z, T, n_bins=10, n_boot=50, refit_channels=True, interval="bootstrap")
     assert est.status == "ok" and not np.any(np.isnan(est.replicates))

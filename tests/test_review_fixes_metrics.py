@@ -127,7 +127,7 @@ def test_paper_bin_counts_are_keyed_by_readable_names():
 def test_bound_options_are_checked_and_belong_to_their_mode():
     assert check_bound_options("binned_only", None, None, False, interval_bound=False) == {
         "mode": "binned_only", "channel_radius": None, "true_channels": None,
-        "same_sample": False}
+        "same_sample": False, "bound_kind": "auto"}
     with pytest.raises(ValueError, match="same_sample must be True or False"):
         check_bound_options("binned_only", None, None, "no")
     with pytest.raises(ValueError, match="bound_mode='radius' needs"):

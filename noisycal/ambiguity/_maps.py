@@ -19,8 +19,9 @@ from .._typing import ArrayLike, Seed
 from .._validation import check_int, check_level, prediction_items, predictions
 from ..intervals.credible import bayesian_bootstrap_draws, equal_tailed
 from ..intervals.estimate import Estimate
-from ..metrics.ece import resolve_inputs, true_label_ece, with_target_status
+from ..metrics.ece import resolve_inputs, with_target_status
 from ..metrics.nc_ece import credible_stat, nc_ece_items
+from ..metrics.true_label import true_label_ece
 
 __all__ = ["posterior_true_label_ece"]
 

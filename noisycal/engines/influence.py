@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from .._jax import x64
 
 __all__ = ["ChannelInfluence", "channel_influence", "dawid_skene_influence",
-           "hui_walter_influence", "params_from_free"]
+           "hui_walter_influence", "params_from_free", "boundary_moves", "RULE_OF_THREE"]
 
 
 class ChannelInfluence(NamedTuple):
@@ -66,6 +66,11 @@ class ChannelInfluence(NamedTuple):
         Whether the confusion part of ``x0`` holds one accuracy per annotator.
     shape : tuple of int
         ``(L, J, K)``.
+    boundary_moves : ndarray of shape (r, x0.size)
+        One row per channel entry held fixed at the boundary (:func:`boundary_moves`):
+        the move of ``x0`` that takes it to the upper 95% bound of a rate with no
+        observed event, ``3 / N`` (the rule of three), N the expected items behind its
+        row; what the delta method cannot see.
     """
 
     x0: np.ndarray
@@ -78,6 +83,7 @@ class ChannelInfluence(NamedTuple):
     covariance: np.ndarray
     one_coin: bool
     shape: tuple[int, int, int]
+    boundary_moves: np.ndarray
 
 
 def params_from_free(theta: jax.Array, x0: jax.Array, basis: jax.Array, shape: tuple,
@@ -207,8 +213,65 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
         return "the observed information is not positive definite at the estimate"
     phi = scipy_cho_solve(chol, scores.T).T                   # (n_patterns, p)
     cov = (phi * w[:, None]).T @ phi
+    moves = boundary_moves(x0, B, n_conf, L * K, one_coin)
     return ChannelInfluence(x0, B, tuple(names), phi, np.asarray(pd_.pattern), pd_.counts,
-                            info, cov, one_coin, (L, J, K))
+                            info, cov, one_coin, (L, J, K), moves)
+
+
+#: The rule of three: 3 / N is the upper 95% bound of a rate with no event in N trials.
+RULE_OF_THREE = 3.0
+
+
+def boundary_moves(x0: np.ndarray, basis: np.ndarray, totals: np.ndarray, offset: int,
+                   one_coin: bool) -> np.ndarray:
+    """Moves of the channel entries the free parametrisation holds fixed at the boundary.
+
+    Each confusion entry that no free direction moves and that lies on the small side of
+    its row (an entry other than the row's largest; for one-coin fits an accuracy within
+    ``MIN_COUNT / N`` of 1) is moved to ``RULE_OF_THREE / N`` (N the row's expected items,
+    capped at half the room to the reference entry), the mass taken from the row's
+    largest entry.
+
+    Parameters
+    ----------
+    x0 : ndarray
+        Flat parameters (prevalence rows, then the channels).
+    basis : ndarray of shape (x0.size, p)
+    totals : ndarray of shape (J, K)
+        Expected items behind each confusion row (one-coin: the rows are summed).
+    offset : int
+        Where the channels start in ``x0`` (L * K).
+    one_coin : bool
+
+    Returns
+    -------
+    ndarray of shape (r, x0.size)
+    """
+    moved = np.any(basis != 0, axis=1)
+    out = []
+    J, K = totals.shape
+    if one_coin:
+        for j in range(J):
+            i, N = offset + j, float(totals[j].sum())
+            if not moved[i] and N > 0 and x0[i] > 0.5:
+                out.append(np.zeros_like(x0))
+                out[-1][i] = -min(RULE_OF_THREE / N, 0.5 * (x0[i] - 1.0 / K))
+        return np.array(out).reshape(-1, x0.size)
+    rows = x0[offset:].reshape(J * K, K)
+    for r in range(J * K):
+        N = float(totals.ravel()[r])
+        ref = int(np.argmax(rows[r]))
+        for k in range(K):
+            i = offset + r * K + k
+            if k == ref or moved[i] or N <= 0:
+                continue
+            step = min(RULE_OF_THREE / N, 0.5 * (rows[r, ref] - rows[r, k]))
+            if step <= 0:
+                continue
+            v = np.zeros_like(x0)
+            v[i], v[offset + r * K + ref] = step, -step
+            out.append(v)
+    return np.array(out).reshape(-1, x0.size)
 
 
 def scipy_cho_solve(chol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -296,8 +359,17 @@ def hui_walter_influence(fit: Any, annotations: Any = None) -> ChannelInfluence 
     names = [f"{r}[{a}]" for a in np.asarray(fit.annotators).tolist() for r in "ab"]
     names += [f"mu[{g}]" for g in range(L)]
     cov = (phi * cnt[:, None]).T @ phi
+    n1 = float(np.sum(counts * theta[4:]))
+    moves = []
+    for c in np.setdiff1d(np.arange(4), free):   # a rate held at 0 or 1
+        N = n1 if c % 2 else counts.sum() - n1
+        if N > 0:
+            v = np.zeros(theta.size)
+            v[c] = RULE_OF_THREE / N if theta[c] < 0.5 else -RULE_OF_THREE / N
+            moves.append(full @ v)
     return ChannelInfluence(x0, full[:, free], tuple(names[i] for i in free), phi, pattern,
-                            cnt, np.linalg.pinv(cov), cov, False, (L, J, K))
+                            cnt, np.linalg.pinv(cov), cov, False, (L, J, K),
+                            np.array(moves).reshape(-1, x0.size))
 
 
 def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:

@@ -308,7 +308,8 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
                 seed: Seed = 0, cov_factor: np.ndarray | None = None,
                 upper_null: str = "soft-threshold", upper_mix: float = 0.5,
                 zero_null: np.ndarray | None = None,
-                upper_cov: np.ndarray | None = None) -> Inversion:
+                upper_cov: np.ndarray | None = None,
+                noise: np.ndarray | None = None) -> Inversion:
     """Confidence interval, median-unbiased estimate and zero-test for a norm of means.
 
     See the module docstring for the construction.
@@ -372,6 +373,14 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         :math:`\\mathrm E|m_j + e_j| - |m_j|` lowers it), so the floor must not be
         able to lower the upper end below the sample covariance's.
 
+    noise : ndarray of shape (n_sim, J), optional
+        Draws of the estimation error of ``mean`` to use instead of Gaussian draws with
+        covariance ``cov`` (which still sets the restricted estimate's metric and the
+        scale of the search); entries may be inf (a draw whose statistic is unbounded).
+        The NC-ECE with fitted channels passes draws whose channel part is the exact,
+        nonlinear image of Gaussian channel draws
+        (:func:`noisycal.metrics.nc_ece_channels.channel_noise`).
+
     Returns
     -------
     Inversion
@@ -386,7 +395,13 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     # long: the closures below share the common random numbers E and the tail split
     mean, weights, factor = _checked_form(mean, cov, weights, cov_factor)
     alpha = 1.0 - level
-    E = simulate_noise(factor, n_sim, seed)
+    if noise is None:
+        E = simulate_noise(factor, n_sim, seed)
+    else:
+        E = np.asarray(noise, dtype=np.float64)
+        if E.shape != (n_sim, mean.shape[0]) or np.any(np.isnan(E)):
+            raise ValueError(f"noise must be an ({n_sim}, {mean.shape[0]}) array without "
+                             f"NaN, got shape {E.shape}")
     if upper_cov is not None:
         E_up = simulate_noise(_checked_form(mean, upper_cov, weights, None)[2], n_sim, seed)
     else:

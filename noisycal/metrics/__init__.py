@@ -3,10 +3,11 @@
 from .calibration_test import CalibrationTest, calibration_test
 from .cmce import cmce, coverage_window, hpr_coverage, hpr_sets
 from .crossfit import nc_ece_crossfit
-from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce, true_label_ece
+from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce
 from .scores import brier, nll
 from .slope import calibration_intercept, calibration_slope
 from .smooth import smooth_ece, smooth_ece_linear_form
+from .true_label import true_label_ece
 
 __all__ = [
     "ece",

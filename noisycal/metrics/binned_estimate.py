@@ -294,14 +294,16 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
     (NaN, NaN) with status 'degenerate' and a NumericalWarning, as for the bootstrap.
     ``form`` (per-bin statistics gathered over row chunks, with the methods of
     :class:`~noisycal.metrics.binned_form.TableForm`) replaces the item table of ``binned``.
-    ``cov_hook(cov) -> cov`` adds what the sample covariance of the bin means leaves out
-    (the channel estimation error of a corrected target,
-    :mod:`noisycal.metrics.nc_ece_channels`).
+    ``cov_hook(cov, n_sim, seed) -> (cov, noise)`` adds what the sample covariance of the
+    bin means leaves out (the channel estimation error of a corrected target,
+    :mod:`noisycal.metrics.nc_ece_channels`), and may give the test's null draws
+    (``invert_norm(noise=)``; None: Gaussian).
     """
     src = TableForm(binned) if form is None else form
     mean, cov, weights = src.linear_form(norm, codes, n_clusters)
+    noise = None
     if cov_hook is not None:
-        cov = cov_hook(cov)
+        cov, noise = cov_hook(cov, n_boot, seed)
     if not np.any(np.diag(cov) > 0):
         status = no_variation("a single item, or every target minus confidence equal "
                               "within each bin")
@@ -318,7 +320,7 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
         if codes is None and src.one_hot() else None
     inv = invert_norm(mean, cov, weights, norm=norm, level=level, n_sim=n_boot, seed=seed,
                       upper_null="least-favourable", zero_null=zero_null,
-                      upper_cov=upper_cov)
+                      upper_cov=upper_cov, noise=noise)
     z = float(sps.norm.ppf(0.5 + level / 2))
     se = src.gap_se().ravel()
     table["low"] = table["mean_target"] - z * se
@@ -382,8 +384,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         bootstrap) or ``{'replicate_stats': ndarray of shape (n_boot, G, B, C),
         'scheme': str}`` (per-bin sums of replicates drawn elsewhere).
     cov_hook : callable, optional
-        With ``interval='inversion'``: ``cov_hook(cov) -> cov`` adjusts the bin means'
-        covariance (see :func:`_inverted`).
+        With ``interval='inversion'``: ``cov_hook(cov, n_sim, seed) -> (cov, noise)``
+        adjusts the bin means' covariance and null draws (see :func:`_inverted`).
 
     Returns
     -------

@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import jax
-
-from .._jax import as_key, as_numpy_rng
 from .._typing import ArrayLike, Seed
 from .._validation import (
-    PROB_ATOL,
     check_batch_size,
     check_choice,
     check_int,
@@ -35,8 +31,6 @@ from .binning import (
     BIN_STRATEGIES,
     Binned,
     binned_from_predictions,
-    group_scores,
-    make_binned,
     streamed_bin_sums,
 )
 from .dask_input import gather_binned, row_blocks
@@ -53,7 +47,7 @@ from .nc_ece_channels import (
 from .poisson_bootstrap import check_poisson_request
 from .streamed_form import StreamedForm, streams_inversion
 
-__all__ = ["ece", "mce", "true_label_ece", "resolve_inputs", "lean_inputs",
+__all__ = ["ece", "mce", "resolve_inputs", "lean_inputs",
            "with_target_status", "PAPER_N_BINS",
            "INTERVALS", "ESTIMATORS", "resolve_estimator"]
 
@@ -159,6 +153,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     if bound is not None:
         bound = check_bound_options(bound["mode"], bound["channel_radius"],
                                     bound["true_channels"], bound["same_sample"],
+                                    bound_kind=bound["bound_kind"],
                                     interval_bound=interval == "bound")
     kind = _resolve_kind(kind, binary, P.shape[1])
     estimator = resolve_estimator(estimator, interval, debias, reduce)
@@ -313,7 +308,8 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         method: str = "percentile", seed: Seed = 0, cluster: ArrayLike | None = None,
         rebin: bool = False, batch_size: int | None = None, bound_mode: str = "binned_only",
         channel_radius: float | None = None, true_channels: tuple | None = None,
-        same_sample: bool | None = None, refit_channels: bool = False,
+        same_sample: bool | None = None, bound_kind: str = "auto",
+        refit_channels: bool = False,
         estimator: str | None = None, bootstrap: str = "auto",
         devices: object = None) -> Estimate:
     r"""Binned expected calibration error against any target.
@@ -348,7 +344,9 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         ``details['plugin']`` always holds the plug-in with the inverted interval.
     bound_mode : {'binned_only', 'oracle', 'radius'}, default='binned_only'
         With ``interval='bound'``: how the channel term enters (left out, exact from
-        ``true_channels=(a, b)``, or ``B * channel_radius``).
+        ``true_channels`` (two classes: the rates ``(a, b)``; any K: the (J, K, K) true
+        confusion matrices), or ``B * channel_radius`` with ``channel_radius`` a bound on
+        the total-variation distance between a true and a fitted confusion row).
     channel_radius, true_channels, same_sample
         See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`.
         ``same_sample=None`` (default) infers from the target's provenance whether its
@@ -357,6 +355,13 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         says which was applied. These options and ``bound_mode`` are always validated;
         given (not at their defaults) without
         ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
+    bound_kind : {'auto', 'bernstein', 'hoeffding'}, default='auto'
+        With ``interval='bound'``: the inequality of the sampling radius
+        (:func:`noisycal.intervals.bounds.nc_ece_bound`): 'hoeffding' the radius of
+        Theorem 1 / Proposition 1 of "Noisy-Label Calibration with Multiple Unreliable
+        Labels", 'bernstein' the empirical Bernstein radius (Maurer & Pontil 2009,
+        Theorem 4), 'auto' the smaller of the two at eta/2 each (never wider than
+        'hoeffding'); ``details['inequality']`` says which was used.
     refit_channels : bool, default=False
         With a corrected target built from an EM fit of the Dawid-Skene family (two
         classes: the positive-class ECE; K > 2: the L1 top-label or classwise ECE with
@@ -405,9 +410,10 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     treats the channels as known). Channels given by the user (``confusion=``, ``a=``,
     ``b=``) are treated as known. Measured coverage: ``benchmarks/README.md``
     (``benchmarks/coverage_nc_ece.py``). Other interval kinds of the NC-ECE:
-    ``interval='bound'`` (two classes: its Theorem 1 / Eq. C.11, or Proposition 1 for
-    channels fitted on the evaluated items; components B-hat, sampling radius and
-    channel term in ``details``), ``refit_channels=True`` (above) and
+    ``interval='bound'`` (its Theorem 1 / Eq. C.11, or Proposition 1 for channels fitted
+    on the evaluated items, generalised to K classes by
+    :func:`noisycal.intervals.bounds.nc_ece_bound`; components B-hat, sampling radius
+    and channel term in ``details``), ``refit_channels=True`` (above) and
     ``interval='credible'`` (a corrected target built from a NUTS fit: the equal-tailed
     interval of the binned NC-ECE over channel posterior draws x Bayesian bootstrap of
     items, any K). The credible interval, like the percentile bootstraps, is the
@@ -428,7 +434,8 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
                           seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
                           classes=classes, items=items,
                           bound={"mode": bound_mode, "channel_radius": channel_radius,
-                                 "true_channels": true_channels, "same_sample": same_sample},
+                                 "true_channels": true_channels, "same_sample": same_sample,
+                                 "bound_kind": bound_kind},
                           refit_channels=refit_channels, estimator=estimator,
                           bootstrap=bootstrap, devices=devices)
 
@@ -465,85 +472,3 @@ def mce(probs: ArrayLike | None = None, target: object = None, *,
                           interval=interval, level=level, n_boot=n_boot, method=method,
                           seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
                           classes=classes, items=items, bootstrap=bootstrap)
-
-
-def _label_draws(S: np.ndarray, n_draws: int, key: jax.Array) -> np.ndarray:
-    """(n_draws, n) labels drawn from the rows of S (inverse-CDF sampling)."""
-    rng = as_numpy_rng(key)
-    cum = np.cumsum(np.clip(S, 0.0, None), axis=1)
-    cum /= cum[:, -1:]
-    u = rng.random((n_draws, S.shape[0]))
-    return np.minimum((u[:, :, None] >= cum[None, :, :]).sum(axis=2), S.shape[1] - 1)
-
-
-@_doc
-def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
-                   logits: ArrayLike | None = None, classes: ArrayLike | None = None,
-                   items: ArrayLike | None = None, form: str = "mc", n_draws: int = 100,
-                   n_bins: int = 15, kind: str | None = None, strategy: str = "uniform",
-                   interval: str | None = "auto", level: float = 0.9,
-                   n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
-                   cluster: ArrayLike | None = None, batch_size: int | None = None,
-                   bootstrap: str = "auto") -> Estimate:
-    r"""True-label ECE: the ECE against labels drawn from the annotator distribution.
-
-    Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth",
-    Section 3.2. ``target`` must hold annotator distributions pi-hat_i (rows on the
-    simplex, e.g. :func:`noisycal.targets.soft`).
-
-    Parameters
-    ----------
-    {common}
-    form : {'mc', 'expected'}, default='mc'
-        'mc': draw :math:`\tilde y_i^{(s)} \sim \hat\pi_i` for s = 1..n_draws, compute the
-        ECE of each draw with the same bins, and average the ECEs (the draws are not
-        pooled). 'expected': the ECE with the soft target itself,
-        :math:`\sum_b \frac{|B_b|}{n}|\mathrm{mean}_{i\in B_b}\hat\pi_{i\hat c_i} - \bar c_b|`,
-        the deterministic version; by Jensen the 'mc' form's expectation is at least it.
-    n_draws : int, default=100
-        Number of label draws S for ``form='mc'``. The seed also seeds the draws.
-    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
-        'auto': 'inversion' (the inverted-test interval of :func:`ece`, with its
-        median-unbiased estimate) for ``form='expected'``, 'bootstrap' for
-        ``form='mc'``, whose value averages the plug-in ECEs of the draws and so has no
-        one-value-per-item form to invert.
-
-    Returns
-    -------
-    {returns}
-        The bootstrap resamples items and keeps each item's draws, so the interval
-        reflects sampling of items, not the Monte-Carlo error of the draws.
-    """
-    check_choice(form, "form", ("mc", "expected"))
-    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
-    check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
-    if interval == "auto":
-        interval = "inversion" if form == "expected" else "bootstrap"
-    if interval == "inversion" and form != "expected":
-        raise ValueError("interval='inversion' needs form='expected' (one target value per "
-                         "item); the 'mc' form averages the ECEs of label draws, use "
-                         "interval='bootstrap'")
-    n_draws = check_int(n_draws, "n_draws", minimum=1)
-    P, _, S, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
-    n_bins, level, n_boot, batch_size = _check_common(
-        n_bins, P.shape[0], strategy, "l1", False, interval, level, n_boot, method, False,
-        seed, batch_size)
-    kind = _resolve_kind(kind, binary, P.shape[1])
-    if np.any(S < -PROB_ATOL) or np.any(np.abs(S.sum(1) - 1.0) > PROB_ATOL):
-        raise ValueError("target rows must be probability distributions (non-negative, "
-                         "summing to 1) for the true-label ECE")
-    draw_key, boot_key = jax.random.split(as_key(seed))
-    draws = _label_draws(S, n_draws, draw_key) if form == "mc" else None
-    conf, tgt, groups = group_scores(P, S, kind, draws=draws)
-    binned = make_binned(conf, tgt, n_bins, strategy, with_sq=False)
-    label = {"top_label": "true-label ECE", "positive_class": "positive-class true-label ECE",
-             "classwise": "classwise true-label ECE"}[kind]
-    est = binned_estimate(binned, groups, name=label, reduce="ece", norm="l1", debias=False,
-                           interval=interval, level=level, n_boot=n_boot, method=method,
-                           seed=boot_key, cluster=cluster, rebin=False, batch_size=batch_size,
-                           estimator=resolve_estimator(None, interval, False),
-                           bootstrap=bootstrap,
-                           details={"kind": kind, "form": form, "n_draws": n_draws
-                                    if form == "mc" else None, "strategy": strategy,
-                                    "target_kind": "sampled" if form == "mc" else "soft"})
-    return with_target_status(est, target)

@@ -1,19 +1,23 @@
 """The intervals of NC-ECE ("Noisy-Label Calibration with Multiple Unreliable Labels").
 
 NC-ECE is :func:`noisycal.ece` with a corrected target (:func:`noisycal.targets.corrected`).
-Besides the conditional bootstrap it has three interval kinds, each in
-:mod:`noisycal.intervals` and fed here with the metric's bins and the binned statistic
-:func:`nc_ece_statistic`:
+Its default interval, the inverted test with the channel estimation error carried, is
+built in :mod:`noisycal.metrics.nc_ece_channels` (through the binned estimate). The other
+interval kinds, each in :mod:`noisycal.intervals` and fed here with the metric's bins and
+the binned statistic :func:`nc_ece_statistic`:
 
-- ``interval='bound'``: Theorem 1 / Eq. C.11 (or Proposition 1), :func:`nc_ece_bound`;
-  two classes only (the paper's theorem is stated for a binary label);
-- ``interval='credible'``: channel posterior draws x Bayesian bootstrap;
-- ``refit_channels=True``: a bootstrap that refits the channels in every replicate.
+- ``interval='bound'``: Theorem 1 / Eq. C.11 (or Proposition 1), :func:`nc_ece_bound`,
+  generalised there to K classes;
+- ``interval='credible'``: channel posterior draws x Bayesian bootstrap (the posterior of
+  the plug-in: biased upward near 0);
+- ``refit_channels=True``: a bootstrap that refits the channels in every replicate,
+  inverted (:func:`noisycal.metrics.nc_ece_channels.refit_inversion`) or read off as a
+  percentile interval (``interval='bootstrap'``).
 
 The paper defines NC-ECE for two classes (the positive-class error). With K > 2 classes
 and Dawid–Skene confusion matrices the corrected target is ``e_A C^{-1}`` averaged over
-annotators, and the credible and refit intervals cover the top-label or classwise NC-ECE
-of that target (our extension); they need the predictions (``probs=``).
+annotators, and these intervals cover the top-label or classwise NC-ECE of that target
+(our extension); they need the predictions (``probs=``).
 """
 
 from __future__ import annotations

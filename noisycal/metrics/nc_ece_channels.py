@@ -58,6 +58,22 @@ class ChannelTerm(NamedTuple):
         How target rows were matched to fitted items.
     n_free : int
         Free channel parameters.
+    cross_factor : ndarray of shape (J, p)
+        ``C``, the covariance of the items' own terms of the bin means with the channel
+        error ``sum_i phi_i``.
+    covariance : ndarray of shape (p, p)
+        ``Sigma``, the channels' sandwich covariance.
+    bin_means : callable
+        ``bin_means(theta) -> (J,)``, the exact bin means at free channel coordinates
+        theta (vmappable; theta = 0 at the estimate).
+    used_channels : callable
+        ``used_channels(theta) -> (J_used, K, K)``, the informative annotators' channels in
+        the target's order at theta.
+    boundary_effect : float
+        The largest change of the NC-ECE's norm of bin-mean changes,
+        ``sum_j w_j |m_j(moved) - m_j|``, over the channel entries held fixed at the
+        boundary moved to their rule-of-three bound (``ChannelInfluence.boundary_moves``;
+        0 when there are none).
     curvature : float
         The largest relative curvature of the bin means along the leading channel
         directions (:func:`_curvature`); inf when a move of ``LINEARITY_Z`` standard
@@ -72,6 +88,11 @@ class ChannelTerm(NamedTuple):
     matched_by: str
     n_free: int
     curvature: float
+    cross_factor: np.ndarray
+    covariance: np.ndarray
+    bin_means: Any
+    used_channels: Any
+    boundary_effect: float
 
 
 def _aligned(conf: jax.Array, annotator_index: jax.Array, class_index: jax.Array
@@ -179,10 +200,22 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
     cross = Cx @ D.T
     cross = cross + cross.T
     channel = D @ influence.covariance @ D.T
+    mask = np.flatnonzero(np.asarray(det["informative"]))
+
+    def used_channels(theta: jax.Array) -> jax.Array:
+        p = params_from_free(theta, args[0], args[1], influence.shape, influence.one_coin)
+        return _aligned(p["confusion"], args[6], args[7])[mask]
+
     with x64():
-        curv = _curvature(means, D, influence, det, args[6:8])
+        curv = _curvature(means, D, influence.covariance, used_channels)
+        effect = 0.0
+        if influence.boundary_moves.shape[0]:
+            moved = jax.vmap(lambda x: _bin_means(theta0, x, *args[1:], **static))(
+                jnp.asarray(influence.x0 + influence.boundary_moves))
+            effect = float(np.max(np.abs(np.asarray(moved) - mhat).sum(axis=1)) / G)
     return ChannelTerm(cross + channel, channel, cross, D, int(common.sum()), how,
-                       int(influence.basis.shape[1]), curv)
+                       int(influence.basis.shape[1]), curv, Cx, influence.covariance, means,
+                       used_channels, effect)
 
 
 #: Standard errors of the channel move in the linearity check.
@@ -191,8 +224,7 @@ LINEARITY_Z = 2.0
 LINEARITY_DIRECTIONS = 3
 
 
-def _curvature(means: Any, D: np.ndarray, influence: ChannelInfluence, det: Any,
-               index: tuple) -> float:
+def _curvature(means: Any, D: np.ndarray, Sigma: np.ndarray, used_channels: Any) -> float:
     r"""How far the bin means are from linear in the channels over their uncertainty.
 
     Along each of the leading directions :math:`\delta_k` of the channel error (the
@@ -201,40 +233,38 @@ def _curvature(means: Any, D: np.ndarray, influence: ChannelInfluence, det: Any,
     relative curvature is :math:`\|m(z\delta) + m(-z\delta) - 2m(0)\| /
     \|m(z\delta) - m(-z\delta)\|` (for a quadratic, the ratio of the second-order to
     the first-order change at z). inf when a move makes an informative channel singular
-    (two classes: its oriented gap b - a at most 1e-4; K classes: its smallest singular
-    value at most 1e-4, or its determinant changes sign).
+    (:func:`_singular`).
     """
-    from ..correction import channels_invertible
-
-    w, U = np.linalg.eigh(0.5 * (influence.covariance + influence.covariance.T))
+    w, U = np.linalg.eigh(0.5 * (Sigma + Sigma.T))
     root = U * np.sqrt(np.clip(w, 0.0, None))                    # Sigma^{1/2}
     _, s, vt = np.linalg.svd(D @ root, full_matrices=False)
     worst = 0.0
-    x0, basis = jnp.asarray(influence.x0), jnp.asarray(influence.basis)
-    mask = np.asarray(det["informative"])
-
-    def channels_at(step: np.ndarray) -> np.ndarray:
-        p = params_from_free(jnp.asarray(step), x0, basis, influence.shape,
-                             influence.one_coin)
-        return np.asarray(_aligned(p["confusion"], *index))[mask]
-
-    sign0 = np.sign(np.linalg.det(channels_at(np.zeros(basis.shape[1]))))
+    m0 = np.asarray(means(jnp.zeros(Sigma.shape[0])))
     for k in range(min(LINEARITY_DIRECTIONS, s.size)):
         if s[k] <= 1e-3 * s[0]:
             break
         step = LINEARITY_Z * (root @ vt[k])
-        vals = []
-        for sign in (1.0, -1.0):
-            conf = channels_at(sign * step)
-            if not np.all(np.asarray(channels_invertible(conf))) or np.any(
-                    np.sign(np.linalg.det(conf)) != sign0):
-                return float("inf")
-            vals.append(np.asarray(means(jnp.asarray(sign * step))))
-        m0 = np.asarray(means(jnp.zeros_like(jnp.asarray(step))))
-        slope = np.linalg.norm(vals[0] - vals[1])
+        if np.any(_singular(used_channels, np.stack([step, -step]))):
+            return float("inf")
+        up, down = (np.asarray(means(jnp.asarray(x))) for x in (step, -step))
+        slope = np.linalg.norm(up - down)
         if slope > 0:
-            worst = max(worst, float(np.linalg.norm(vals[0] + vals[1] - 2 * m0) / slope))
+            worst = max(worst, float(np.linalg.norm(up + down - 2 * m0) / slope))
     return worst
+
+
+def _singular(used_channels: Any, thetas: np.ndarray) -> np.ndarray:
+    """Which rows of ``thetas`` (r, p) make a used channel singular: not invertible
+    (:func:`noisycal.correction.channels_invertible`) or of the other determinant sign
+    than at the estimate. Bool array (r,)."""
+    from ..correction import channels_invertible
+
+    at0 = np.asarray(used_channels(jnp.zeros(thetas.shape[1])))
+    C = np.asarray(jax.vmap(used_channels)(jnp.asarray(thetas)))   # (r, J, K, K)
+    r, J, K, _ = C.shape
+    ok = np.asarray(channels_invertible(C.reshape(r * J, K, K))).reshape(r, J)
+    same = np.sign(np.linalg.det(C)) == np.sign(np.linalg.det(at0))[None, :]
+    return ~np.all(ok & same, axis=1)
 
 
 def target_columns(P: np.ndarray, kind: str) -> np.ndarray:
@@ -273,13 +303,20 @@ def fitted_channels(target: Any) -> bool:
             and getattr(target, "details", {}).get("fit") is not None)
 
 
+#: A boundary channel entry whose rule-of-three move changes the bin means (summed) by
+#: more than this many standard errors makes the interval 'weak_channels'. Measured
+#: (benchmarks/README.md): two classes, weak annotators, n = 500, the fits with such an
+#: entry covered 0.22-0.33, the others 1.00.
+BOUNDARY_EFFECT = 0.1
+
 #: The default inverted NC-ECE interval: the channel error by the delta method.
 CHANNEL_ERROR = "delta (sandwich)"
 
 
 def delta_cov_hook(target: Any, P: np.ndarray, conf: np.ndarray, bins: np.ndarray,
-                   kind: str, n_bins: int) -> tuple[Any, dict, tuple[str, str]]:
-    """What the inverted interval of a corrected target from a fit adds to its covariance.
+                   kind: str, n_bins: int, *, draws: str = "nonlinear"
+                   ) -> tuple[Any, dict, tuple[str, str]]:
+    """What the inverted interval of a corrected target from a fit adds to its null.
 
     Parameters
     ----------
@@ -291,12 +328,18 @@ def delta_cov_hook(target: Any, P: np.ndarray, conf: np.ndarray, bins: np.ndarra
         The metric's confidences and bins per score group.
     kind : str
     n_bins : int
+    draws : {'nonlinear', 'linear'}, default='nonlinear'
+        How the test's null draws the channel error: through the exact bin means at
+        Gaussian channel draws (:func:`channel_noise`, our default), or as Gaussian draws
+        with the delta method's covariance.
 
     Returns
     -------
     hook : callable or None
-        ``hook(cov) -> cov`` for :func:`~noisycal.metrics.binned_estimate.binned_estimate`
-        (None when the channel error could not be computed).
+        ``hook(cov, n_sim, seed) -> (cov, noise)`` for
+        :func:`~noisycal.metrics.binned_estimate.binned_estimate`: the covariance with
+        the delta method's terms added, and the null draws (None: Gaussian). None when
+        the channel error could not be computed.
     details : dict
         ``details['channel_error']`` of the Estimate.
     status : (str, str)
@@ -313,8 +356,9 @@ def delta_cov_hook(target: Any, P: np.ndarray, conf: np.ndarray, bins: np.ndarra
             "channels_fixed", "the channel estimation error could not be propagated ("
             f"{term}); the interval holds the channels at their estimates and can "
             "under-cover")
-    det = {"method": CHANNEL_ERROR, "n_free": term.n_free, "matched_by": term.matched_by,
-           "n_common": term.n_common, "curvature": term.curvature,
+    det = {"method": CHANNEL_ERROR, "draws": draws, "n_free": term.n_free,
+           "matched_by": term.matched_by, "n_common": term.n_common,
+           "curvature": term.curvature,
            "channel_variance": np.diag(term.channel).copy(),
            "cross_covariance": np.diag(term.cross).copy()}
     status = ("ok", "")
@@ -323,7 +367,28 @@ def delta_cov_hook(target: Any, P: np.ndarray, conf: np.ndarray, bins: np.ndarra
                   f"approximation behind this interval: a move of {LINEARITY_Z:g} standard "
                   "errors along a leading direction of their error makes a used channel "
                   "singular (the corrected target is then unbounded)")
-    return (lambda cov: cov + term.added), det, status
+    det["boundary_effect"] = term.boundary_effect
+
+    def boundary(cov: np.ndarray) -> None:
+        G = conf.shape[0]
+        se = float(np.sqrt(np.sum(np.diag(cov))) / G)
+        det["boundary_se"] = se
+        if term.boundary_effect > BOUNDARY_EFFECT * se and status[0] == "ok":
+            det["status"] = ("weak_channels", (
+                "a fitted channel entry lies at the boundary, where its uncertainty is not "
+                "normal: moved to the upper 95% bound of a rate with no observed event "
+                f"(3 / N) it changes the bin means by {term.boundary_effect:.3g} (summed), "
+                f"more than {BOUNDARY_EFFECT:g} times their standard error {se:.3g}; the "
+                "interval does not carry this and can under-cover"))
+
+    def hook(cov: np.ndarray, n_sim: int, seed: Any) -> tuple[np.ndarray, Any]:
+        noise = channel_noise(term, cov, n_sim, seed) if draws == "nonlinear" else None
+        if noise is not None:
+            det["n_singular_draws"] = int(np.sum(noise[:, 0] >= UNBOUNDED))
+        boundary(cov + term.added)
+        return cov + term.added, noise
+
+    return hook, det, status
 
 
 def with_channel_error(est: Any, details: dict, status: tuple[str, str]) -> Any:
@@ -341,8 +406,19 @@ def with_channel_error(est: Any, details: dict, status: tuple[str, str]) -> Any:
     """
     import dataclasses
 
-    new = {**est.details, "channel_error": details}
+    details = dict(details)
     code, message = status
+    late = details.pop("status", None)            # set by the hook (boundary check)
+    if code == "ok" and late is not None:
+        code, message = late
+    singular = details.get("n_singular_draws", 0)
+    if code == "ok" and est.level is not None and est.n_boot and \
+            singular > 0.5 * (1.0 - est.level) * est.n_boot:
+        code, message = "weak_channels", (
+            f"the fitted channels are too uncertain: {singular} of the test's {est.n_boot} "
+            "channel draws make a used channel singular (an unbounded corrected target), "
+            "more than the upper tail the interval may leave out")
+    new = {**est.details, "channel_error": details}
     if code == "ok" or est.status != "ok":
         return dataclasses.replace(est, details=new)
     return dataclasses.replace(est, details=new, status=code,
@@ -482,7 +558,10 @@ def nc_ece_named(est: Any) -> Any:
 
     The estimand is the binned calibration error against the *true* label, which the
     corrected target estimates without bias under class-conditional noise ("Noisy-Label
-    Calibration with Multiple Unreliable Labels", Section 2).
+    Calibration with Multiple Unreliable Labels", Section 2). It is at most 1, so an
+    upper end beyond 1 (noisy corrected targets on few items) is reported as 1, with the
+    computed value in ``details['upper_clipped']`` (intersecting a confidence set with
+    the parameter space keeps its coverage).
 
     Parameters
     ----------
@@ -503,4 +582,68 @@ def nc_ece_named(est: Any) -> Any:
     text = text.replace("E[target - confidence", "E[1{true label} - confidence")
     text += (" (the NC-ECE; the corrected target estimates the true label's one-hot "
              "without bias under class-conditional annotator noise)")
-    return dataclasses.replace(est, estimand=text, estimator=est.estimator or "plug-in")
+    out = dataclasses.replace(est, estimand=text, estimator=est.estimator or "plug-in")
+    if est.interval is not None and est.high > 1.0:
+        # the estimand is a calibration error against a true label: at most 1
+        out = dataclasses.replace(out, interval=(min(est.low, 1.0), 1.0), details={
+            **est.details, "upper_clipped": est.high,
+            "note_upper": f"the upper end {est.high:.4g} exceeds 1, the largest possible "
+                          "calibration error against a true label; reported as 1"})
+    return out
+
+
+#: Channel draws evaluated per vectorised chunk by :func:`channel_noise`.
+NOISE_CHUNK = 250
+
+
+def channel_noise(term: ChannelTerm, sample_cov: np.ndarray, n_sim: int, seed: Any
+                  ) -> np.ndarray:
+    r"""Draws of the bin means' error with the channel part pushed through exactly.
+
+    With the channel error :math:`u = \sum_i \phi_i \sim N(0, \Sigma)` and the items'
+    own terms :math:`s` (covariance :math:`\hat V_x`, covariance with u equal to C),
+    :math:`s \mid u \sim N(C\Sigma^+ u,\ \hat V_x - C\Sigma^+C^T)`; a draw of the
+    error is :math:`s + \hat m(\hat\theta + u) - \hat m(\hat\theta)`, the exact bin
+    means at the moved channels instead of the linear :math:`D u`. Its covariance is the
+    delta method's to first order; its shape follows the correction's nonlinearity (the
+    inverse of a confusion matrix, or 1 / (b - a), is skewed when the channels are
+    uncertain). A draw that makes a used channel singular has an unbounded corrected
+    target: its row is inf.
+
+    Parameters
+    ----------
+    term : ChannelTerm
+    sample_cov : ndarray of shape (J, J)
+        :math:`\hat V_x`, the covariance of the bin means with the channels fixed.
+    n_sim : int
+    seed : int or jax key
+
+    Returns
+    -------
+    ndarray of shape (n_sim, J)
+    """
+    from .._jax import as_numpy_rng
+    from ..intervals.inversion import covariance_factor
+
+    rng = as_numpy_rng(seed)
+    Sigma = 0.5 * (term.covariance + term.covariance.T)
+    root = covariance_factor(Sigma)
+    u = rng.standard_normal((n_sim, root.shape[1])) @ root.T     # (n_sim, p)
+    B = term.cross_factor @ np.linalg.pinv(Sigma)                  # (J, p)
+    resid = sample_cov - B @ Sigma @ B.T
+    e = rng.standard_normal((n_sim, sample_cov.shape[0])) @ covariance_factor(resid).T
+    with x64():
+        m0 = np.asarray(term.bin_means(jnp.zeros(Sigma.shape[0])))
+        moved = np.concatenate([
+            np.asarray(jax.vmap(term.bin_means)(jnp.asarray(u[i:i + NOISE_CHUNK])))
+            for i in range(0, n_sim, NOISE_CHUNK)])
+        singular = _singular(term.used_channels, u)
+    out = u @ B.T + e + (moved - m0)
+    bad = ~np.all(np.isfinite(out), axis=1) | singular
+    out[bad] = UNBOUNDED
+    return out
+
+
+#: The value of every bin mean's error in a null draw whose channels are singular (an
+#: unbounded corrected target); finite, so that the test's quantiles stay defined.
+UNBOUNDED = 1e300

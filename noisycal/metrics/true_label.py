@@ -1,0 +1,102 @@
+"""The true-label ECE of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous
+Ground Truth": the ECE against labels drawn from the annotator distribution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax
+
+from .._jax import as_key, as_numpy_rng
+from .._typing import ArrayLike, Seed
+from .._validation import PROB_ATOL, check_choice, check_int
+from ..intervals.estimate import Estimate
+from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
+from .binning import group_scores, make_binned
+from .ece import _check_common, _doc, resolve_estimator
+from .inputs import resolve_inputs, with_target_status
+from .inputs import resolve_kind as _resolve_kind
+
+__all__ = ["true_label_ece"]
+
+
+def _label_draws(S: np.ndarray, n_draws: int, key: jax.Array) -> np.ndarray:
+    """(n_draws, n) labels drawn from the rows of S (inverse-CDF sampling)."""
+    rng = as_numpy_rng(key)
+    cum = np.cumsum(np.clip(S, 0.0, None), axis=1)
+    cum /= cum[:, -1:]
+    u = rng.random((n_draws, S.shape[0]))
+    return np.minimum((u[:, :, None] >= cum[None, :, :]).sum(axis=2), S.shape[1] - 1)
+
+
+@_doc
+def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
+                   logits: ArrayLike | None = None, classes: ArrayLike | None = None,
+                   items: ArrayLike | None = None, form: str = "mc", n_draws: int = 100,
+                   n_bins: int = 15, kind: str | None = None, strategy: str = "uniform",
+                   interval: str | None = "auto", level: float = 0.9,
+                   n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
+                   cluster: ArrayLike | None = None, batch_size: int | None = None,
+                   bootstrap: str = "auto") -> Estimate:
+    r"""True-label ECE: the ECE against labels drawn from the annotator distribution.
+
+    Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth",
+    Section 3.2. ``target`` must hold annotator distributions pi-hat_i (rows on the
+    simplex, e.g. :func:`noisycal.targets.soft`).
+
+    Parameters
+    ----------
+    {common}
+    form : {'mc', 'expected'}, default='mc'
+        'mc': draw :math:`\tilde y_i^{(s)} \sim \hat\pi_i` for s = 1..n_draws, compute the
+        ECE of each draw with the same bins, and average the ECEs (the draws are not
+        pooled). 'expected': the ECE with the soft target itself,
+        :math:`\sum_b \frac{|B_b|}{n}|\mathrm{mean}_{i\in B_b}\hat\pi_{i\hat c_i} - \bar c_b|`,
+        the deterministic version; by Jensen the 'mc' form's expectation is at least it.
+    n_draws : int, default=100
+        Number of label draws S for ``form='mc'``. The seed also seeds the draws.
+    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
+        'auto': 'inversion' (the inverted-test interval of :func:`ece`, with its
+        median-unbiased estimate) for ``form='expected'``, 'bootstrap' for
+        ``form='mc'``, whose value averages the plug-in ECEs of the draws and so has no
+        one-value-per-item form to invert.
+
+    Returns
+    -------
+    {returns}
+        The bootstrap resamples items and keeps each item's draws, so the interval
+        reflects sampling of items, not the Monte-Carlo error of the draws.
+    """
+    check_choice(form, "form", ("mc", "expected"))
+    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
+    check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
+    if interval == "auto":
+        interval = "inversion" if form == "expected" else "bootstrap"
+    if interval == "inversion" and form != "expected":
+        raise ValueError("interval='inversion' needs form='expected' (one target value per "
+                         "item); the 'mc' form averages the ECEs of label draws, use "
+                         "interval='bootstrap'")
+    n_draws = check_int(n_draws, "n_draws", minimum=1)
+    P, _, S, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
+    n_bins, level, n_boot, batch_size = _check_common(
+        n_bins, P.shape[0], strategy, "l1", False, interval, level, n_boot, method, False,
+        seed, batch_size)
+    kind = _resolve_kind(kind, binary, P.shape[1])
+    if np.any(S < -PROB_ATOL) or np.any(np.abs(S.sum(1) - 1.0) > PROB_ATOL):
+        raise ValueError("target rows must be probability distributions (non-negative, "
+                         "summing to 1) for the true-label ECE")
+    draw_key, boot_key = jax.random.split(as_key(seed))
+    draws = _label_draws(S, n_draws, draw_key) if form == "mc" else None
+    conf, tgt, groups = group_scores(P, S, kind, draws=draws)
+    binned = make_binned(conf, tgt, n_bins, strategy, with_sq=False)
+    label = {"top_label": "true-label ECE", "positive_class": "positive-class true-label ECE",
+             "classwise": "classwise true-label ECE"}[kind]
+    est = binned_estimate(binned, groups, name=label, reduce="ece", norm="l1", debias=False,
+                           interval=interval, level=level, n_boot=n_boot, method=method,
+                           seed=boot_key, cluster=cluster, rebin=False, batch_size=batch_size,
+                           estimator=resolve_estimator(None, interval, False),
+                           bootstrap=bootstrap,
+                           details={"kind": kind, "form": form, "n_draws": n_draws
+                                    if form == "mc" else None, "strategy": strategy,
+                                    "target_kind": "sampled" if form == "mc" else "soft"})
+    return with_target_status(est, target)
