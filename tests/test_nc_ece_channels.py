@@ -216,7 +216,7 @@ def test_refit_inversion_agrees_with_the_delta_method():
     U = nc.targets.corrected(ann, fit)
     d = nc.ece(t.z, U, n_bins=10, seed=1)
     r = nc.ece(t.z, U, n_bins=10, seed=1, refit_channels=True, n_boot=400)
-    assert r.kind == "inversion" and r.method == "refit covariance"
+    assert r.kind == "inversion" and r.method == "refit replicates"
     assert r.details["refit_channels"] and r.estimator == "median-unbiased"
     assert r.low == pytest.approx(d.low, abs=0.004)
     assert r.high == pytest.approx(d.high, abs=0.004)

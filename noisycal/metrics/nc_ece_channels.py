@@ -488,10 +488,13 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
 
     The binned NC-ECE is inverted as the default interval is
     (:func:`noisycal.intervals.inversion.invert_norm`, least-favourable upper null), with
-    the covariance of the bin means estimated by the replicates of the channel-refit
-    bootstrap (:mod:`noisycal.intervals.refit`) instead of the delta method: it carries
-    the channel error and its correlation with the items' own terms, nonlinearity
-    included, and the reported value is median-unbiased.
+    the test's null draws the centred replicates of the channel-refit bootstrap
+    (:mod:`noisycal.intervals.refit`) instead of the delta method's: they carry the
+    channel error and its correlation with the items' own terms, nonlinearity included
+    (a refit whose channel cannot be inverted is an unbounded draw), their covariance
+    sets the restricted estimate's metric, and the reported value is median-unbiased.
+    Status 'weak_channels' when more refits fail than the upper tail the interval may
+    leave out, ``(1 - level) / 2``.
 
     Parameters
     ----------
@@ -526,31 +529,29 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
                              "n_boot": n_boot}}
     if not np.all(np.isfinite(cov)) or not np.any(np.diag(cov) > 0):
         return dataclasses.replace(est, interval=(float("nan"), float("nan")), level=level,
-                                   kind="inversion", method="refit covariance",
+                                   kind="inversion", method="refit replicates",
                                    status="nonfinite", details=det, message=(
                                        "fewer than two channel refits could be inverted; "
                                        "no interval"))
+    good = np.all(np.isfinite(reps), axis=1)
+    noise = np.where(good[:, None], reps - reps[good].mean(axis=0), UNBOUNDED)
     inv = invert_norm(mean, cov, w, norm="l1", level=level, n_sim=n_boot, seed=seed,
-                      upper_null="least-favourable")
+                      upper_null="least-favourable", noise=noise)
     value, ci, rep = inversion_report(inv, float(est), level, estimator)
-    det.update(rep, upper_null="least-favourable", zero_test="gaussian")
+    det.update(rep, upper_null="least-favourable", zero_test="refit replicates")
     status, message = est.status, est.message
     if extra["n_failed"]:
         message = (f"{extra['n_failed']} of {n_boot} refits gave a channel that cannot be "
-                   "inverted (left out of the covariance)")
-        if extra["n_failed"] > REFIT_FAILED_SHARE * n_boot and status == "ok":
+                   "inverted (an unbounded corrected target in the test's draws)")
+        if extra["n_failed"] > 0.5 * (1.0 - level) * n_boot and status == "ok":
             status, message = "weak_channels", (
-                "the fitted channels are too uncertain for the normal approximation behind "
-                f"this interval: {message}")
+                "the fitted channels are too uncertain: " + message + ", more than the "
+                "upper tail the interval may leave out")
     return dataclasses.replace(est, value=value, interval=ci, level=level, kind="inversion",
-                               method="refit covariance", n_boot=n_boot, details=det,
+                               method="refit replicates", n_boot=n_boot, details=det,
                                status=status, message=message, estimator=estimator,
                                replicates=None)
 
-
-#: Share of channel refits that may fail the invertibility check before the refit
-#: interval reports 'weak_channels' (about the normal tail beyond LINEARITY_Z).
-REFIT_FAILED_SHARE = 0.025
 
 
 def nc_ece_named(est: Any) -> Any:
