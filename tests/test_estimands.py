@@ -121,6 +121,8 @@ def test_an_estimate_outside_its_interval_is_flagged_once():
     with pytest.warns(nc.NumericalWarning, match="different constructions"):
         bound = nc.Estimate("NC-ECE", 0.3, (0.0, 0.2), 0.9, "bound", "bound")
     assert bound.status == "estimate_outside_interval"
+    with pytest.warns(nc.NumericalWarning, match=r"lies 0\.1 above it: the plug-in is biased"):
+        nc.Estimate("ECE", 0.3, (0.0, 0.2), 0.9, "inversion", "parametric")
 
 
 def test_a_metric_bootstrap_outside_its_estimate_says_so():

@@ -66,6 +66,10 @@ def _outside_message(name: str, value: float, lo: float, hi: float, distance: fl
                        "statistic biased near a boundary (an absolute gap near 0 grows in "
                        "every resample) or with a skewed replicate distribution, so the "
                        "interval is not a reliable statement about this estimate")
+    if kind == "inversion":
+        return text + (": the plug-in is biased upward (most where the error is near 0) "
+                       "and the inverted interval corrects for that bias; the "
+                       "median-unbiased estimate lies inside it by construction")
     return text + (": the interval and the point estimate come from different "
                    "constructions and disagree here; read the interval as a statement "
                    "about the estimand, not as a band around this estimate")
