@@ -269,7 +269,7 @@ CASES = [
     ("metrics-calibration-test-level-free-norm",
      lambda: nc.calibration_test(_Z, _Y, norm="l3"), "raises", V, r"norm"),
     ("metrics-mce-n1-degenerate", lambda: nc.mce(np.array([0.3]), np.array([1]), n_boot=20,
-                                    n_bins=10),
+                                    n_bins=10, min_count=1),
      "status", None, r"degenerate"),
     ("metrics-brier-n1-degenerate", lambda: nc.brier(np.array([0.3]), np.array([1]),
                                                      n_boot=20), "status", None, r"degenerate"),

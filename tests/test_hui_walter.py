@@ -325,10 +325,10 @@ def test_gmm_reports_an_inverted_annotator_at_the_boundary(mu):
     A, g = _simulate(20_000, np.array([0.1, 0.6]), np.array([0.85, 0.4]), mu, seed=0)
     with pytest.warns(nc.IdentifiabilityWarning, match="boundary"):
         fit = nc.HuiWalter().fit(A, groups=g, method="gmm", min_gap=1e-3)
-    # the channel held at the gap bound carries no evidence about the class: the channel
-    # check reports it first, the boundary after it
-    assert fit.status == "degenerate_channel" and "gap b2 - a2 at min_gap" in fit.message
-    assert fit.details["channels"]["degenerate"] == (1,)
+    # its labels run against the class the other annotator and the groups imply: the
+    # channel check reports it first, the boundary after it
+    assert fit.status == "adversarial_channel" and "gap b2 - a2 at min_gap" in fit.message
+    assert fit.details["channels"]["adversarial"] == (1,)
     gap2 = fit.confusion[1, 1, 1] - fit.confusion[1, 0, 1]
     assert gap2 == pytest.approx(1e-3, abs=1e-8)
     assert "gap b2 - a2 at min_gap" in fit.details["active_constraints"]

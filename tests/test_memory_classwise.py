@@ -55,6 +55,9 @@ def _assert_same(a: nc.Estimate, b: nc.Estimate, rel: float = 1e-12) -> None:
     pd.testing.assert_frame_equal(a.bins, b.bins, rtol=1e-10, atol=1e-14)
 
 
+# the plug-in of sparse bins (kw3) can lie above the inverted interval: flagged, not the
+# point of this streamed-versus-table comparison
+@pytest.mark.filterwarnings("ignore:.*does not contain the estimate:noisycal.NumericalWarning")
 @pytest.mark.parametrize("kw", [
     {},                                            # default: L1, equal-width, labels
     {"norm": "l2"},

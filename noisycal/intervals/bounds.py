@@ -297,8 +297,8 @@ def _log_union(K: int, J: int, n_groups: int, same_sample: bool) -> float:
     """log c of the union (:func:`nc_ece_bound`, Notes)."""
     if not same_sample:
         return math.log(2.0 * n_groups)
-    if K == 2:
-        return math.log(6.0 * J)
+    if K == 2:  # per group: the level set of its column is known
+        return math.log(6.0 * J * n_groups)
     log_i = math.log(3.0 * J) + K * math.log(2.0) + math.log1p(-2.0 ** -K)
     log_i += math.log1p(math.exp(-log_i))  # |I| = 3J(2^K - 1) + 1
     return math.log(2.0 * n_groups) + (K * log_i if n_groups == 1 else log_i)

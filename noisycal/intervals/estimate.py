@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import os
+import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -10,7 +14,79 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Estimate"]
+from .._warnings import NumericalWarning
+
+__all__ = ["Estimate", "outside_interval", "OUTSIDE_RTOL", "OUTSIDE_ATOL"]
+
+#: An estimate counts as inside its interval when it is within
+#: ``OUTSIDE_ATOL + OUTSIDE_RTOL * max(|value|, |low|, |high|)`` of it (rounding).
+OUTSIDE_RTOL = 1e-9
+OUTSIDE_ATOL = 1e-12
+
+
+def outside_interval(value: float, interval: tuple[float, float] | None) -> float:
+    """How far ``value`` lies outside ``interval``: 0 inside, NaN when either is not finite.
+
+    Signed: negative below the interval, positive above it. An end equal to the value up
+    to rounding (``OUTSIDE_ATOL + OUTSIDE_RTOL * max(|value|, |low|, |high|)``) counts as
+    inside.
+
+    Parameters
+    ----------
+    value : float
+    interval : tuple of float or None
+        ``(low, high)``.
+
+    Returns
+    -------
+    float
+    """
+    if interval is None:
+        return float("nan")
+    lo, hi = (float(x) for x in interval)
+    if not (math.isfinite(value) and math.isfinite(lo) and math.isfinite(hi)):
+        return float("nan")
+    tol = OUTSIDE_ATOL + OUTSIDE_RTOL * max(abs(value), abs(lo), abs(hi))
+    if value < lo - tol:
+        return value - lo
+    if value > hi + tol:
+        return value - hi
+    return 0.0
+
+
+def _outside_message(name: str, value: float, lo: float, hi: float, distance: float,
+                     kind: str | None, method: str | None) -> str:
+    how = " ".join(x for x in (kind, f"({method})" if method and method != kind else "")
+                   if x) or "its"
+    where = "below" if distance < 0 else "above"
+    text = (f"{name}: the {how} interval [{lo:.4g}, {hi:.4g}] does not contain the estimate "
+            f"{value:.4g}, which lies {abs(distance):.3g} {where} it")
+    if kind == "bootstrap":
+        return text + (": the replicates are shifted away from the estimate, as for a "
+                       "statistic biased near a boundary (an absolute gap near 0 grows in "
+                       "every resample) or with a skewed replicate distribution, so the "
+                       "interval is not a reliable statement about this estimate")
+    if kind == "inversion":
+        return text + (": the plug-in is biased upward (most where the error is near 0) "
+                       "and the inverted interval corrects for that bias; the "
+                       "median-unbiased estimate lies inside it by construction")
+    return text + (": the interval and the point estimate come from different "
+                   "constructions and disagree here; read the interval as a statement "
+                   "about the estimand, not as a band around this estimate")
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of a warning from ``__post_init__`` that points past noisycal and the
+    dataclass machinery (the generated ``__init__``, ``dataclasses.replace``)."""
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith("<") or os.path.abspath(name).startswith(pkg)
+                or os.path.basename(name) == "dataclasses.py"):
+            break
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,7 +116,10 @@ class Estimate:
         Per-bin table (binned metrics): group, bin, lo, hi, count, mean_conf,
         mean_target, gap and per-bin interval columns ``low``/``high``.
     status : str
-        ``'ok'`` or a short code saying what went wrong (e.g. ``'nonfinite'``).
+        ``'ok'`` or a short code saying what went wrong (e.g. ``'nonfinite'``). An
+        Estimate given status ``'ok'`` whose value lies outside its own interval (beyond
+        rounding, :func:`outside_interval`) gets ``'estimate_outside_interval'``, a
+        message saying by how much, and a :class:`~noisycal.NumericalWarning`.
     message : str
         Human-readable explanation of a non-ok status.
     details : mapping
@@ -48,11 +127,10 @@ class Estimate:
     replicates : ndarray or None
         The bootstrap replicate values, kept for inspection.
     estimand : str
-        The population quantity the value and interval are about (empty when the metric
-        does not name one).
+        The population quantity the value and interval are about, in words.
     estimator : str
-        How ``value`` was computed from the sample, e.g. ``'plug-in'`` or
-        ``'median-unbiased'`` (empty when there is only one way).
+        How ``value`` was computed from the sample, e.g. ``'plug-in'``,
+        ``'median-unbiased'`` or ``'MLE (GLM)'``.
     """
 
     name: str
@@ -77,6 +155,14 @@ class Estimate:
             lo, hi = self.interval
             object.__setattr__(self, "interval", (float(lo), float(hi)))
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        distance = outside_interval(self.value, self.interval)
+        if self.status == "ok" and distance != 0.0 and not math.isnan(distance):
+            message = _outside_message(self.name, self.value, *self.interval, distance,
+                                       self.kind, self.method)
+            object.__setattr__(self, "status", "estimate_outside_interval")
+            object.__setattr__(self, "message", f"{self.message}; {message}"
+                               if self.message else message)
+            warnings.warn(message, NumericalWarning, stacklevel=_user_stacklevel())
 
     @property
     def low(self) -> float:

@@ -37,6 +37,7 @@ from .dask_input import gather_binned, row_blocks
 from .inputs import lean_inputs, resolve_inputs, with_target_status
 from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
+from .mce import MIN_COUNT, mce_estimate
 from .nc_ece import check_nc_ece_request, nc_ece_interval
 from .nc_ece_channels import (
     delta_cov_hook,
@@ -444,31 +445,37 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
 def mce(probs: ArrayLike | None = None, target: object = None, *,
         logits: ArrayLike | None = None, classes: ArrayLike | None = None,
         items: ArrayLike | None = None, n_bins: int = 15, kind: str | None = None,
-        strategy: str = "uniform", interval: str | None = "bootstrap", level: float = 0.9,
-        n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
+        strategy: str = "uniform", min_count: int = MIN_COUNT, interval: str | None = "auto",
+        level: float = 0.9, n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
         cluster: ArrayLike | None = None, rebin: bool = False,
         batch_size: int | None = None, bootstrap: str = "auto") -> Estimate:
-    r"""Maximum calibration error: the largest |mean target - mean confidence| over non-empty bins.
-
-    In classwise mode the maximum runs over all classes and bins.
+    r"""Maximum calibration error: max |mean target - mean confidence| over bins of min_count.
 
     Parameters
     ----------
     {common}
+    min_count : int, default=20
+        Least number of items in a bin of the MCE, part of the estimand (see
+        :mod:`noisycal.metrics.mce`); 1: every non-empty bin (the textbook MCE).
+    interval : {'auto', 'simultaneous', 'bootstrap', None}, default='auto'
+        'auto' = 'simultaneous' (:mod:`noisycal.metrics.mce`; bootstrap-t within bins,
+        ``n_boot`` replicates): it covers near and far from calibration
+        (``benchmarks/README.md``). 'bootstrap': the item bootstrap of the same estimand
+        (no ``rebin``), biased upward near calibration.
 
     Returns
     -------
     {returns}
+        Status 'no_bins' (NaN) when no bin holds ``min_count`` items; ``in_mce`` in ``bins``.
 
     Examples
     --------
     >>> import numpy as np, noisycal as nc
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]])
-    >>> round(float(nc.mce(p, np.array([0, 1, 1]), n_bins=10, interval=None)), 6)
+    >>> float(nc.mce(p, np.array([0, 1, 1]), n_bins=10, min_count=1, interval=None))
     0.8
     """
-    return _binned_metric(probs, target, logits, name="MCE", reduce="mce", kind=kind,
-                          n_bins=n_bins, strategy=strategy, norm="l1", debias=False,
-                          interval=interval, level=level, n_boot=n_boot, method=method,
-                          seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
-                          classes=classes, items=items, bootstrap=bootstrap)
+    return mce_estimate(probs, target, logits, classes=classes, items=items, n_bins=n_bins,
+                        kind=kind, strategy=strategy, min_count=min_count, interval=interval,
+                        level=level, n_boot=n_boot, method=method, seed=seed, cluster=cluster,
+                        rebin=rebin, batch_size=batch_size, bootstrap=bootstrap)

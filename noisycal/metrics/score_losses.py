@@ -14,7 +14,7 @@ from ..intervals.estimate import Estimate
 from .binning import CHUNK_ROWS
 
 __all__ = ["AFFINE_IN_TARGET", "leaves_unit_interval", "brier_form", "brier_losses",
-           "nll_losses", "nll_high_variance"]
+           "nll_losses", "nll_high_variance", "score_estimand", "SCORE_ESTIMATOR"]
 
 #: Whether each score is affine in the target row T_i (then its mean against an unbiased
 #: target, such as the noise-corrected one, is unbiased for the mean against the clean
@@ -22,6 +22,40 @@ __all__ = ["AFFINE_IN_TARGET", "leaves_unit_interval", "brier_form", "brier_loss
 #: ||p||^2 - 2 p.T + 1 (the expected Brier score) and the cross-entropy -T.log p are affine.
 AFFINE_IN_TARGET = {"Brier": False, "expected Brier": True, "affine Brier": True,
                     "NLL": True}
+
+
+#: How every proper score's value is computed: the mean of the per-item scores.
+SCORE_ESTIMATOR = "plug-in"
+
+_ESTIMANDS = {
+    "Brier": "population mean Brier score against the target, E[||p - T||^2]",
+    "expected Brier": ("population mean Brier score against a label drawn from the target "
+                       "row, E[||p - T||^2 + 1 - ||T||^2] = E[||p||^2 - 2 p.T + 1]"),
+    "affine Brier": ("population mean Brier score against the clean labels, through the "
+                     "affine form E[||p||^2 - 2 p.T + 1] (equal to it when the target is "
+                     "unbiased for the clean one-hot labels)"),
+    "NLL": "population mean cross-entropy against the target, E[-sum_k T_k log p_k]",
+}
+
+
+def score_estimand(name: str, binary: bool = False) -> str:
+    """The population quantity a proper score estimates, in words.
+
+    Parameters
+    ----------
+    name : {'Brier', 'expected Brier', 'affine Brier', 'NLL'}
+        The Estimate's name (:func:`brier_form` for the Brier scores).
+    binary : bool, default=False
+        1-D binary input: the binary Brier score, half the two-class one.
+
+    Returns
+    -------
+    str
+    """
+    text = _ESTIMANDS[name]
+    if binary and name != "NLL":
+        text += " (binary input: the positive-class form, half the two-class score)"
+    return text
 
 
 def leaves_unit_interval(T: np.ndarray, target: object) -> bool:

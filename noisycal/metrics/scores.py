@@ -30,16 +30,24 @@ from .dask_scores import dask_score
 from .ece import lean_inputs, resolve_inputs, with_target_status
 from .score_losses import (
     AFFINE_IN_TARGET,
+    SCORE_ESTIMATOR,
     brier_form,
     brier_losses,
     leaves_unit_interval,
     nll_high_variance,
     nll_losses,
+    score_estimand,
 )
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
            "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES",
            "brier_form", "brier_losses", "nll_losses", "nll_high_variance"]
+
+def _named(est: Estimate) -> Estimate:
+    """``est`` naming its estimand (from its name) and estimator."""
+    return dataclasses.replace(est, estimand=score_estimand(
+        est.name, bool(est.details.get("binary", False))), estimator=SCORE_ESTIMATOR)
+
 
 def weighted_mean(weights: jax.Array, values: jax.Array) -> jax.Array:
     """``sum(w * x) / sum(w)``: the statistic of a mean under bootstrap weights.
@@ -232,9 +240,10 @@ def brier(
     0.4
     """
     if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
-        return dask_score("brier", probs, target, logits=logits, classes=classes, items=items,
-                          variant=variant, interval=interval, level=level, n_boot=n_boot,
-                          method=method, seed=seed, cluster=cluster)
+        return _named(dask_score(
+            "brier", probs, target, logits=logits, classes=classes, items=items,
+            variant=variant, interval=interval, level=level, n_boot=n_boot, method=method,
+            seed=seed, cluster=cluster))
     check_choice(variant, "variant", ("plain", "expected"))
     P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
     outside = labels is None and leaves_unit_interval(T, target)
@@ -250,7 +259,7 @@ def brier(
             "the target leaves [0, 1] (noise-corrected), so the plain ||p - T||^2, quadratic "
             "in T and biased, was replaced by its affine form ||p||^2 - 2 p.T + 1, unbiased "
             "for the Brier score against the clean labels"))
-    return with_target_status(est, target)
+    return with_target_status(_named(est), target)
 
 
 def nll(
@@ -307,9 +316,10 @@ def nll(
     0.490415
     """
     if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
-        return dask_score("nll", probs, target, logits=logits, classes=classes, items=items,
-                          variant="plain", interval=interval, level=level, n_boot=n_boot,
-                          method=method, seed=seed, cluster=cluster)
+        return _named(dask_score(
+            "nll", probs, target, logits=logits, classes=classes, items=items,
+            variant="plain", interval=interval, level=level, n_boot=n_boot, method=method,
+            seed=seed, cluster=cluster))
     labels = None
     if logits is None:  # logits need their stable log-softmax: resolve_inputs below
         P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
@@ -318,7 +328,7 @@ def nll(
         details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False}
         est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                             method=method, seed=seed, cluster=cluster, details=details)
-        return with_target_status(est, target)
+        return with_target_status(_named(est), target)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
     losses = nll_losses(P, logP, T, None)
     outside = leaves_unit_interval(T, target)
@@ -327,4 +337,4 @@ def nll(
                         method=method, seed=seed, cluster=cluster, details=details)
     if outside:
         est = nll_high_variance(est)
-    return with_target_status(est, target)
+    return with_target_status(_named(est), target)

@@ -126,6 +126,33 @@ def _undefined(x: np.ndarray, y: np.ndarray, which: str, hard: bool) -> str:
     return ""
 
 
+#: How the slope and intercept are estimated: binomial GLM by IRLS (statsmodels); for soft
+#: targets a quasi-likelihood fit.
+ESTIMATOR = "MLE (GLM)"
+
+
+def estimand_text(which: str, kind: str) -> str:
+    """The population quantity of :func:`calibration_slope` / :func:`calibration_intercept`.
+
+    Parameters
+    ----------
+    which : {'slope', 'intercept'}
+    kind : {'positive_class', 'top_label'}
+
+    Returns
+    -------
+    str
+    """
+    score = ("the positive-class probability" if kind == "positive_class"
+             else "the top-label confidence")
+    model = ("logit E[T | p] = a + b logit(p)" if which == "slope"
+             else "logit E[T | p] = a + logit(p) (slope fixed at 1)")
+    coef = "b" if which == "slope" else "a"
+    return (f"calibration {which}: {coef} of the population logistic fit {model}, p "
+            f"{score} and T the target's value there (the binomial-GLM projection when "
+            "the curve is not logistic)")
+
+
 def _estimate(which: str, probs: ArrayLike | None, target: object, logits: ArrayLike | None,
               kind: str | None, interval: str | None, level: float, cov_type: str,
               n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None,
@@ -137,6 +164,7 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     check_choice(cov_type, "cov_type", ("auto", "nonrobust", "HC0"))
     check_seed(seed)
     x, y, kind = _logit_and_target(probs, target, logits, kind, classes, items)
+    named = {"estimand": estimand_text(which, kind), "estimator": ESTIMATOR}
     hard = bool(np.all((y == 0) | (y == 1)))
     why = _undefined(x, y, which, hard)
     if why:
@@ -145,7 +173,7 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
         status = "separation" if "separated" in why else "undefined"
         return with_target_status(Estimate(f"calibration {which}", float("nan"), n=x.shape[0],
                                            status=status, message=why,
-                                           details={"kind": kind}), target)
+                                           details={"kind": kind}, **named), target)
     ct = ("nonrobust" if hard else "HC0") if cov_type == "auto" else cov_type
     res, params, cov = _fit(x, y, which, ct)
     idx = 1 if which == "slope" else 0
@@ -167,7 +195,8 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     details = {"kind": kind, "cov_type": ct, "params": params, "bse": bse}
     if interval is None or status != "ok":
         return with_target_status(Estimate(name, value, n=x.shape[0], status=status,
-                                           message=message, details=details), target)
+                                           message=message, details=details, **named),
+                                  target)
     if interval == "wald":
         if cluster is not None:
             raise ValueError("interval='wald' treats items as independent; use "
@@ -175,14 +204,14 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
         z = sps.norm.ppf(0.5 + level / 2.0)
         lo, hi = value - z * bse[idx], value + z * bse[idx]
         return with_target_status(Estimate(name, value, (lo, hi), level, "wald", "wald",
-                                           n=x.shape[0], details=details), target)
+                                           n=x.shape[0], details=details, **named), target)
     stat = _slope_stat if which == "slope" else _intercept_stat
     est = bootstrap(stat, x, y, cluster=cluster, n_boot=n_boot, level=level, method=method,
                     seed=seed, name=name)
     return with_target_status(Estimate(
         name, value, est.interval, level, "bootstrap", method, n=x.shape[0], n_boot=n_boot,
         status=est.status, message=est.message, details=details,
-        replicates=est.replicates), target)
+        replicates=est.replicates, **named), target)
 
 
 def calibration_slope(

@@ -209,9 +209,10 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     details = {"kind": kind, "target_kind": _target_kind(target), "bandwidth": sigma,
                "bandwidth_rule": rule}
     n = conf.shape[0]
+    named = {"estimand": _ESTIMAND.format(sigma=sigma), "estimator": "plug-in"}
     if status == "degenerate":
         return with_target_status(Estimate(label, 0.0, n=n, status=status, message=message,
-                                           details=details), target)
+                                           details=details, **named), target)
     m = grid_size(sigma, n_grid)
     value, per_group = curves.value(sigma, m)
     single = len(groups) == 1
@@ -227,7 +228,7 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
         details["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
     if interval is None or status != "ok":
         return with_target_status(Estimate(label, value, n=n, status=status, message=message,
-                                           details=details), target)
+                                           details=details, **named), target)
     if interval == "inversion":
         reported, ci, status, message, extra = _inverted(
             conf, resid, sigma, m, value, level=level, n_boot=n_boot, seed=seed,
