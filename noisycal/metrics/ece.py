@@ -39,9 +39,9 @@ from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
 from .mce import MIN_COUNT, mce_estimate
 from .nc_ece import check_nc_ece_request, nc_ece_interval
-from .nc_ece_channels import (
+from .nc_ece_intervals import (
+    carries_channel_error,
     delta_cov_hook,
-    fitted_channels,
     nc_ece_named,
     with_channel_error,
 )
@@ -167,11 +167,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                       reduce=reduce,
                                       norm=norm, debias=debias, kind=kind, strategy=strategy,
                                       method=method, cluster=cluster)
-    channels = (interval == "inversion" and reduce == "ece" and not refit_channels
-                and fitted_channels(target))
-    if channels and blocks is not None:
-        raise ValueError("a corrected target with fitted channels needs in-memory "
-                         "predictions (its interval carries the channel error item by item)")
+    channels = carries_channel_error(target, interval, reduce, bool(refit_channels),
+                                     blocks is not None)
     sums = form = streamed = None
     if blocks is not None:  # sums over the row blocks
         binned, sums, form, streamed = gather_binned(
@@ -370,7 +367,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         of every bootstrap replicate (:mod:`noisycal.intervals.refit`). With
         ``interval='inversion'`` (what 'auto' becomes) the replicates' covariance of the
         bin means replaces the delta method's in the inverted test
-        (:func:`noisycal.metrics.nc_ece_channels.refit_inversion`); with
+        (:func:`noisycal.metrics.nc_ece_intervals.refit_inversion`); with
         ``interval='bootstrap'`` the percentile interval of the replicates (biased upward
         near 0, like every bootstrap of the plug-in).
     devices : int or sequence of jax devices, optional

@@ -388,6 +388,8 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
     -------
     Estimate
     """
+    # long: one pass from inputs to Estimate (in-memory and Dask inputs, both interval
+    # kinds, the per-bin table) sharing the validated arguments
     blocks = row_blocks(probs, target, classes, logits=logits, items=items)  # Dask input
     P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
                             if blocks is None else blocks.inputs)

@@ -11,7 +11,7 @@ the binned statistic :func:`nc_ece_statistic`:
 - ``interval='credible'``: channel posterior draws x Bayesian bootstrap (the posterior of
   the plug-in: biased upward near 0);
 - ``refit_channels=True``: a bootstrap that refits the channels in every replicate,
-  inverted (:func:`noisycal.metrics.nc_ece_channels.refit_inversion`) or read off as a
+  inverted (:func:`noisycal.metrics.nc_ece_intervals.refit_inversion`) or read off as a
   percentile interval (``interval='bootstrap'``).
 
 The paper defines NC-ECE for two classes (the positive-class error). With K > 2 classes
@@ -39,7 +39,7 @@ from ..intervals.credible import check_credible_target, nc_ece_credible
 from ..intervals.estimate import Estimate
 from ..intervals.refit import check_refit_target, nc_ece_refit_replicates
 from .binning import equal_width_bins, group_scores, residual_ece
-from .nc_ece_channels import refit_inversion
+from .nc_ece_intervals import refit_inversion
 
 __all__ = ["nc_ece_interval", "check_nc_ece_request", "nc_ece_statistic", "nc_ece_items"]
 
@@ -207,7 +207,8 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
     target : Target
         The corrected target.
     interval : {'bound', 'credible', 'bootstrap', 'inversion'}
-        'inversion' only with ``refit_channels`` (:func:`~noisycal.metrics.nc_ece_channels.refit_inversion`).
+        'inversion' only with ``refit_channels``
+        (:func:`~noisycal.metrics.nc_ece_intervals.refit_inversion`).
     refit_channels : bool
     level, n_boot, method, seed
         As in :func:`noisycal.ece`.
