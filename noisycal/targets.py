@@ -22,6 +22,7 @@ whose status is not ``'ok'`` carries that status, and so does every Estimate mad
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -287,8 +288,8 @@ def _fit_status(fit: Any, *, informative_checked: bool = False) -> tuple[str, st
 def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
               confusion: ArrayLike | None = None, a: ArrayLike | None = None,
               b: ArrayLike | None = None, weights: str | ArrayLike = "iv",
-              prevalence: float | None = None, informative: ArrayLike | None = None
-              ) -> Target:
+              prevalence: float | None = None, informative: ArrayLike | None = None,
+              scores: ArrayLike | None = None, seed: Seed = 0) -> Target:
     """Noise-corrected target matrix from annotations and annotator channels.
 
     Row i is an unbiased estimate of the one-hot truth e_{Y_i} under class-conditional
@@ -323,6 +324,19 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     informative : array-like of bool, shape (n_annotators,), optional
         Boolean mask of the annotators to use; the others get weight 0. Integer
         indices are refused (``[1, 0, 1]`` would be ambiguous).
+    scores : array-like of shape (n_items,) or (n_items, n_classes), optional
+        The classifier's scores of the items (positive-class probabilities, or class
+        probabilities), in the annotations' item order. When given, the
+        class-conditional noise assumption behind the correction is tested against
+        channels that change with the score (:func:`noisycal.annotators.noise_check`
+        with its defaults: five score groups, p-value threshold 0.01; one grouped
+        Dawid-Skene fit per model and a 19-set bootstrap Bartlett correction, seconds
+        to a minute), and a rejection becomes the target's status
+        ``'noise_depends_on_score'`` (:func:`noisycal.annotators.with_noise_check`),
+        which every Estimate built from it carries. ``details['noise_check']`` holds
+        the test.
+    seed : int or jax key, default=0
+        Seeds the noise check's bootstrap (only with ``scores``).
 
     Returns
     -------
@@ -357,8 +371,21 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     status, message = _fit_status(fit, informative_checked=True)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
-    return Target(values, "corrected", classes=classes, details=det, items=items,
-                  status=status, message=message)
+    target = Target(values, "corrected", classes=classes, details=det, items=items,
+                    status=status, message=message)
+    if scores is None:
+        return target
+    from .annotators.noise_check import noise_check, with_noise_check
+    from .data import Annotations as _Annotations
+
+    ann = annotations if isinstance(annotations, _Annotations) else \
+        _Annotations.from_wide(np.asarray(annotations, dtype=np.float64),
+                               classes=np.arange(values.shape[1]))
+    check = noise_check(ann, scores, seed=seed)
+    out = with_noise_check(target, check)
+    return dataclasses.replace(out, details={**out.details, "noise_check": {
+        "statistic": check.statistic, "df": check.df, "p_value": check.p_value,
+        "method": check.method, "status": check.status}})
 
 
 def posterior(annotations: Annotations | None, fit: Any, *,
