@@ -22,7 +22,6 @@ whose status is not ``'ok'`` carries that status, and so does every Estimate mad
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -301,12 +300,12 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     annotations : Annotations or array-like of shape (n_items, n_annotators)
         Ratings; in an array, labels are class indices and NaN marks a missing rating.
     fit : fitted annotator model, optional
-        Supplies ``confusion`` (and the prevalence for IV weights). Give ``fit``,
-        ``confusion``, or the binary rates ``a`` and ``b``. A fit whose status is not
-        'ok' gives a target with that status. Its channels are matched to Annotations
-        by annotator id and class name (any order; a subset of its annotators is
-        allowed; an annotator it has not seen, or another class set, is a
-        ``ValueError``); an array of ratings is matched by position.
+        Supplies ``confusion`` (and the prevalence for IV weights); give ``fit``,
+        ``confusion``, or the rates ``a`` and ``b``. A fit whose status is not 'ok'
+        gives a target with that status. Its channels are matched to Annotations by
+        annotator id and class name (any order, a subset of its annotators allowed; an
+        unseen annotator or another class set is a ``ValueError``), to an array by
+        position.
     confusion : array-like of shape (n_annotators, K, K), optional
         ``confusion[j, true, observed]``.
     a, b : array-like of shape (n_annotators,), optional
@@ -325,37 +324,29 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
         Boolean mask of the annotators to use; the others get weight 0. Integer
         indices are refused (``[1, 0, 1]`` would be ambiguous).
     scores : array-like of shape (n_items,) or (n_items, n_classes), optional
-        The classifier's scores of the items (positive-class probabilities, or class
-        probabilities), in the annotations' item order. When given, the
-        class-conditional noise assumption behind the correction is tested against
-        channels that change with the score (:func:`noisycal.annotators.noise_check`
-        with its defaults: five score groups, p-value threshold 0.01; one grouped
-        Dawid-Skene fit per model and a 19-set bootstrap Bartlett correction, seconds
-        to a minute), and a rejection becomes the target's status
-        ``'noise_depends_on_score'`` (:func:`noisycal.annotators.with_noise_check`),
-        which every Estimate built from it carries. ``details['noise_check']`` holds
-        the test.
+        The classifier's scores of the items, in their order. When given, the
+        class-conditional noise assumption is tested against channels that change with
+        the score (:func:`noisycal.annotators.noise_check`, its defaults; seconds to a
+        minute) and a rejection becomes the target's status 'noise_depends_on_score',
+        which every Estimate built from it carries; ``details['noise_check']``.
     seed : int or jax key, default=0
         Seeds the noise check's bootstrap (only with ``scores``).
 
     Returns
     -------
     Target
-        ``kind='corrected'``, columns in the annotations' class order (``classes``),
-        rows in their item order. ``details`` holds the weights and, in the same
-        annotator and class order as the ratings, the channels used (``confusion``, and
-        ``channel_draws`` of a NUTS fit) and where they sit in the fit
-        (``annotator_index``, ``class_index``; see
-        :func:`noisycal.correction.fit_index`): the same ratings give the same target,
-        columns permuted with the classes, whatever order annotators and classes are
-        listed in.
+        ``kind='corrected'``, columns in the annotations' class order, rows in their
+        item order. ``details``: the weights, the channels used in the ratings' order
+        (``confusion``, a NUTS fit's ``channel_draws``) and where they sit in the fit
+        (``annotator_index``, ``class_index``, :func:`noisycal.correction.fit_index`):
+        the same ratings give the same target whatever order annotators and classes
+        are listed in.
 
     Notes
     -----
     Missing ratings are allowed: each item's weights are renormalised over the
-    annotators who rated it. This keeps the target unbiased only when whether an
-    annotator rated an item is unrelated to the item's true class; the paper's
-    guarantees assume complete ratings.
+    annotators who rated it (unbiased only when whether an annotator rated an item is
+    unrelated to its true class; the paper's guarantees assume complete ratings).
 
     Examples
     --------
@@ -375,17 +366,9 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
                     status=status, message=message)
     if scores is None:
         return target
-    from .annotators.noise_check import noise_check, with_noise_check
-    from .data import Annotations as _Annotations
+    from .annotators.noise_target import checked_target
 
-    ann = annotations if isinstance(annotations, _Annotations) else \
-        _Annotations.from_wide(np.asarray(annotations, dtype=np.float64),
-                               classes=np.arange(values.shape[1]))
-    check = noise_check(ann, scores, seed=seed)
-    out = with_noise_check(target, check)
-    return dataclasses.replace(out, details={**out.details, "noise_check": {
-        "statistic": check.statistic, "df": check.df, "p_value": check.p_value,
-        "method": check.method, "status": check.status}})
+    return checked_target(target, annotations, scores, seed=seed)
 
 
 def posterior(annotations: Annotations | None, fit: Any, *,
@@ -425,9 +408,8 @@ def posterior(annotations: Annotations | None, fit: Any, *,
     Notes
     -----
     Unlike the corrected target, the posterior is not an unbiased estimate of the
-    one-hot truth given the scores: it shrinks each item toward the model's prevalence.
-    A calibration error against it measures agreement with the annotator model's belief
-    about each item.
+    one-hot truth given the scores: it shrinks each item toward the model's prevalence,
+    so a calibration error against it measures agreement with the model's belief.
     """
     if not hasattr(fit, "item_posterior") or not hasattr(fit, "confusion"):
         raise ValueError("fit must be a fitted annotator model (an AnnotatorFit), got "

@@ -4,8 +4,9 @@
 - :mod:`noisycal.annotators.hui_walter`: the Hui–Walter two-annotator, score-group model.
 - :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
 - :mod:`noisycal.annotators.noise_check`: :func:`noise_check`, a test of the
-  class-conditional noise assumption against channels that vary with a classifier's score,
-  and :func:`with_noise_check`, which puts a rejection on a Target.
+  class-conditional noise assumption against channels that vary with a classifier's score;
+  :mod:`noisycal.annotators.noise_target`: :func:`with_noise_check`, which puts a
+  rejection on a Target.
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -15,7 +16,8 @@ All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisy
 from ..engines.moments import moment_triple
 from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
 from .hui_walter import HuiWalter, equal_count_groups
-from .noise_check import NoiseCheck, noise_check, score_groups, with_noise_check
+from .noise_check import NoiseCheck, noise_check, score_groups
+from .noise_target import with_noise_check
 from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [

@@ -16,7 +16,6 @@ biased (CIFAR-10N with DenseNet-40: NC-ECE 0.025 against a clean-label ECE of 0.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,8 +49,8 @@ from ..engines.results import AnnotatorFit
 from .dawid_skene import GroupedDawidSkene
 from .hui_walter import equal_count_groups
 
-__all__ = ["NoiseCheck", "noise_check", "score_groups", "with_noise_check",
-           "REJECTED", "MIN_EXPECTED_COUNT", "PSEUDOCOUNT"]
+__all__ = ["NoiseCheck", "noise_check", "score_groups", "REJECTED", "MIN_EXPECTED_COUNT",
+           "PSEUDOCOUNT"]
 
 #: Status of a check that rejects class-conditional noise.
 REJECTED = "noise_depends_on_score"
@@ -467,52 +466,3 @@ def _reject_message(stat: float, df: int, ref: str, p_value: float, p_threshold:
             f"{grouping} (score group {int(worst['group'])}, scores {worst['score_low']:.4g} "
             f"to {worst['score_high']:.4g}: accuracy {worst['accuracy_group']:.3f} with its "
             f"own channels, {worst['accuracy_shared']:.3f} shared)")
-
-
-def with_noise_check(target: Any, check: NoiseCheck) -> Any:
-    """``target`` carrying the status of a noise check that rejects (unchanged otherwise).
-
-    Corrected and posterior targets assume class-conditional noise; when
-    :func:`noise_check` rejects it, the copy returned here has status
-    ``'noise_depends_on_score'`` and a message saying why, so every Estimate built from it
-    carries status ``'target_noise_depends_on_score'``. A target whose status is
-    already not 'ok' keeps its status; the check's message is appended.
-
-    Parameters
-    ----------
-    target : Target
-        Built from the same annotations as the check (item ids are compared when both
-        are known).
-    check : NoiseCheck
-
-    Returns
-    -------
-    Target
-        With ``details['noise_check']`` holding the statistic, df, p-value and method.
-
-    Raises
-    ------
-    ValueError
-        If ``target`` or ``check`` has the wrong type, or their item ids differ.
-    """
-    # a Target (not imported: noisycal.targets calls this module)
-    if not (dataclasses.is_dataclass(target) and hasattr(target, "status")
-            and hasattr(target, "kind")):
-        raise ValueError(f"target must be a noisycal Target, got {type(target).__name__}")
-    if not isinstance(check, NoiseCheck):
-        raise ValueError(f"check must be a NoiseCheck, got {type(check).__name__}")
-    items = check.details.get("items")
-    if target.items is not None and items is not None and not np.array_equal(
-            np.asarray(target.items), np.asarray(items)):
-        raise ValueError("check: its items differ from the target's items (build both from "
-                         "the same annotations)")
-    if check.status != REJECTED:
-        return target
-    text = f"built under class-conditional noise, which {check.message}"
-    note = {"statistic": check.statistic, "df": check.df, "p_value": check.p_value,
-            "method": check.method, "status": check.status}
-    details = {**target.details, "noise_check": note}
-    if target.status != "ok":
-        return dataclasses.replace(target, message=f"{target.message}; it was also {text}",
-                                   details=details)
-    return dataclasses.replace(target, status=REJECTED, message=text, details=details)
