@@ -205,7 +205,8 @@ def test_statuses_when_the_channel_error_is_unavailable_or_unreliable():
         e = nc.ece(t.z, U, n_bins=10, n_boot=200)
         if e.status == "weak_channels":
             flagged += 1
-            assert e.details["channel_error"]["curvature"] == np.inf
+            ce = e.details["channel_error"]
+            assert ce["curvature"] == np.inf or ce["boundary_effect"] > 0.1 * ce["boundary_se"]
     assert flagged >= 3
 
 

@@ -154,33 +154,58 @@ def delta_cov_hook(target: Any, P: np.ndarray, conf: np.ndarray, bins: np.ndarra
            "channel_variance": np.diag(term.channel).copy(),
            "cross_covariance": np.diag(term.cross).copy()}
     status = ("ok", "")
-    if not np.isfinite(term.curvature):
-        status = ("weak_channels", f"the fitted channels are too uncertain for the normal "
-                  f"approximation behind this interval: a move of {LINEARITY_Z:g} standard "
-                  "errors along a leading direction of their error makes a used channel "
-                  "singular (the corrected target is then unbounded)")
-    det["boundary_effect"] = term.boundary_effect
-
-    def boundary(cov: np.ndarray) -> None:
-        G = conf.shape[0]
-        se = float(np.sqrt(np.sum(np.diag(cov))) / G)
-        det["boundary_se"] = se
-        if term.boundary_effect > BOUNDARY_EFFECT * se and status[0] == "ok":
-            det["status"] = ("weak_channels", (
-                "a fitted channel entry lies at the boundary, where its uncertainty is not "
-                "normal: moved to the upper 95% bound of a rate with no observed event "
-                f"(3 / N) it changes the bin means by {term.boundary_effect:.3g} (summed), "
-                f"more than {BOUNDARY_EFFECT:g} times their standard error {se:.3g}; the "
-                "interval does not carry this and can under-cover"))
 
     def hook(cov: np.ndarray, n_sim: int, seed: Any) -> tuple[np.ndarray, Any]:
         noise = channel_noise(term, cov, n_sim, seed) if draws == "nonlinear" else None
         if noise is not None:
             det["n_singular_draws"] = int(np.sum(noise[:, 0] >= UNBOUNDED))
-        boundary(cov + term.added)
+        weak = weak_channels(term, cov + term.added, conf.shape[0], det)
+        if weak is not None:
+            det["status"] = weak
         return cov + term.added, noise
 
     return hook, det, status
+
+
+def weak_channels(term: Any, cov: np.ndarray, n_groups: int, details: dict
+                  ) -> tuple[str, str] | None:
+    """Status 'weak_channels' and its message when the normal approximation of the
+    channel error fails, else None.
+
+    Two rules: a move of ``LINEARITY_Z`` standard errors along a leading direction of the
+    channel error makes a used channel singular (``term.curvature`` is inf); or a channel
+    entry held at the boundary, moved to its rule-of-three bound, changes the bin means
+    (summed over bins, divided by the number of score groups) by more than
+    ``BOUNDARY_EFFECT`` times their standard error ``sqrt(trace(cov)) / n_groups``.
+
+    Parameters
+    ----------
+    term : ChannelTerm
+    cov : ndarray of shape (J, J)
+        The bin means' covariance with the channel error.
+    n_groups : int
+    details : dict
+        Receives ``boundary_effect`` and ``boundary_se``.
+
+    Returns
+    -------
+    (str, str) or None
+    """
+    se = float(np.sqrt(np.sum(np.diag(cov))) / n_groups)
+    details.update(boundary_effect=term.boundary_effect, boundary_se=se)
+    if not np.isfinite(term.curvature):
+        return ("weak_channels", "the fitted channels are too uncertain for the normal "
+                f"approximation behind this interval: a move of {LINEARITY_Z:g} standard "
+                "errors along a leading direction of their error makes a used channel "
+                "singular (the corrected target is then unbounded)")
+    if term.boundary_effect > BOUNDARY_EFFECT * se:
+        return ("weak_channels", (
+            "a fitted channel entry lies at the boundary, where its uncertainty is not "
+            "normal: moved to the upper 95% bound of a rate with no observed event "
+            f"(3 / N) it changes the bin means by {term.boundary_effect:.3g} (summed), "
+            f"more than {BOUNDARY_EFFECT:g} times their standard error {se:.3g}; the "
+            "interval does not carry this and can under-cover"))
+    return None
 
 
 def with_channel_error(est: Any, details: dict, status: tuple[str, str]) -> Any:
@@ -331,19 +356,25 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
                       upper_null="least-favourable", noise=noise)
     value, ci, rep = inversion_report(inv, float(est), level, estimator)
     det.update(rep, upper_null="least-favourable", zero_test="refit replicates")
+    term = channel_term(target, conf, bins, cols, n_bins)
+    weak = None if isinstance(term, str) else weak_channels(term, cov, G,
+                                                            det["channel_error"])
+    failed = (f"{extra['n_failed']} of {n_boot} refits gave a channel that cannot be "
+              "inverted (an unbounded corrected target in the test's draws)"
+              if extra["n_failed"] else "")
     status, message = est.status, est.message
-    if extra["n_failed"]:
-        message = (f"{extra['n_failed']} of {n_boot} refits gave a channel that cannot be "
-                   "inverted (an unbounded corrected target in the test's draws)")
-        if extra["n_failed"] > 0.5 * (1.0 - level) * n_boot and status == "ok":
-            status, message = "weak_channels", (
-                "the fitted channels are too uncertain: " + message + ", more than the "
-                "upper tail the interval may leave out")
+    if status == "ok" and weak is not None:
+        status, message = weak
+    if status == "ok" and extra["n_failed"] > 0.5 * (1.0 - level) * n_boot:
+        status, message = "weak_channels", ("the fitted channels are too uncertain: "
+                                            f"{failed}, more than the upper tail the "
+                                            "interval may leave out")
+    else:
+        message = "; ".join(m for m in (message, failed) if m)
     return dataclasses.replace(est, value=value, interval=ci, level=level, kind="inversion",
                                method="refit replicates", n_boot=n_boot, details=det,
                                status=status, message=message, estimator=estimator,
                                replicates=None)
-
 
 
 def nc_ece_named(est: Any) -> Any:
