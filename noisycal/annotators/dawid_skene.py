@@ -31,6 +31,7 @@ from .._validation import check_array, check_choice, check_int, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
+from ..engines.channel_checks import channel_status
 from ..engines.ds_numpyro import (
     chain_diagnostics,
     chain_status,
@@ -39,7 +40,6 @@ from ..engines.ds_numpyro import (
     nuts_init_params,
     sample_dawid_skene,
 )
-from ..engines.channel_checks import channel_status
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
 from ..engines.options import check_anchor, method_options
