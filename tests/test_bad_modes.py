@@ -231,6 +231,7 @@ def test_the_posterior_target_refuses_what_the_corrected_target_refuses():
     assert status == "small_gap" and "annotator(s) [2]" in message
 
 
+@pytest.mark.slow
 def test_a_nuts_fit_of_an_adversarial_design_is_flagged():
     toy = nc.simulate.gaussian_toy(1000, a=[0.1, 0.15, 0.8], b=[0.85, 0.9, 0.2], seed=2)
     ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])

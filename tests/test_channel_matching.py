@@ -195,6 +195,7 @@ def test_refit_bootstrap_finds_items_by_id(toy):
     assert np.all(np.abs(est.replicates - base.replicates) < 0.05)
 
 
+@pytest.mark.slow
 def test_credible_interval_is_the_same_in_any_annotator_and_class_order(toy):
     t, ann, _ = toy
     with warnings.catch_warnings():
