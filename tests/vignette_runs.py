@@ -23,6 +23,7 @@ EXPECTED = {
     "02_noisy_label_calibration": [
         "nc_ece_table.csv",
         "recalibration.csv",
+        "noise_check.csv",
         "reliability_corrected_vs_soft.png",
         "channel_posterior.png",
     ],

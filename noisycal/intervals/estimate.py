@@ -185,6 +185,12 @@ class Estimate:
                 text += f" {self.kind}"
             if self.method and self.method != self.kind:
                 text += f" ({self.method})"
+            channels = self.details.get("channel_error", {})
+            if self.details.get("refit_channels"):
+                text += ", channels refitted"
+            elif isinstance(channels, Mapping) and channels.get("method", "").startswith(
+                    "delta"):
+                text += ", channel error carried"
         if self.estimator and self.estimator != "plug-in":
             text += f", {self.estimator} estimate"
         if self.status != "ok":
