@@ -61,6 +61,7 @@ __all__ = [
     "Identification",
     "check_weak_threshold",
     "dawid_skene_information",
+    "free_parameters",
     "dawid_skene_identification",
     "hui_walter_identification",
     "relative_information",
@@ -308,6 +309,50 @@ def _free_basis(prevalence: np.ndarray, confusion: np.ndarray, n_group: np.ndarr
     return B, names
 
 
+def free_parameters(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
+                    weights: np.ndarray, gold: Any, *, one_coin: bool,
+                    labels: dict[str, list[str]]
+                    ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """The free parametrisation of a Dawid–Skene-family fit at its estimate.
+
+    Parameters
+    ----------
+    prevalence, confusion : ndarray of shape (L, K) and (J, K, K)
+    data : DSData
+        One row per rating pattern.
+    weights : ndarray of shape (n_patterns,)
+    gold : jax array of shape (n_patterns,) or None
+    one_coin : bool
+    labels : dict
+        Names of the ``'prevalence'``, ``'confusion'`` and ``'accuracy'`` entries.
+
+    Returns
+    -------
+    post : ndarray of shape (n_patterns, K)
+        The item posteriors at the estimate.
+    basis : ndarray of shape (n_flat, p)
+        The free directions (see the module docstring).
+    names : list of str
+    confusion_counts : ndarray of shape (J, K)
+        Expected items behind each confusion row (the posteriors summed over the
+        annotator's ratings).
+    """
+    from .em import e_step
+
+    L, K = prevalence.shape
+    J = confusion.shape[0]
+    with x64():
+        post, _ = e_step(jnp.asarray(prevalence), jnp.asarray(confusion), data, gold)
+        post = np.asarray(post)
+    w = np.asarray(weights, dtype=np.float64)
+    # expected counts per prevalence row and per confusion row (rows without data)
+    n_group, n_conf, item = np.zeros((L, K)), np.zeros((J, K)), np.asarray(data.item)
+    np.add.at(n_group, np.asarray(data.group), post * w[:, None])
+    np.add.at(n_conf, np.asarray(data.annotator), post[item] * w[item][:, None])
+    B, names = _free_basis(prevalence, confusion, n_group, n_conf, one_coin, labels)
+    return post, B, names, n_conf
+
+
 def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
                             weights: np.ndarray, gold: np.ndarray | None, *,
                             one_coin: bool, labels: dict[str, list[str]]
@@ -344,22 +389,16 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
         How far each free parameter can move before an entry reaches 0 or 1.
         (None instead of the tuple when p exceeds :data:`MAX_FREE`.)
     """
-    from .em import e_step, split_data
+    from .em import split_data
 
     L, K = prevalence.shape
-    J = confusion.shape[0]
     with x64():
         jgold = None if gold is None else jnp.asarray(gold)
-        post, _ = e_step(jnp.asarray(prevalence), jnp.asarray(confusion), data, jgold)
-        post = np.asarray(post)
-    w = np.asarray(weights, dtype=np.float64)
-    # expected counts per prevalence row and per confusion row (rows without data)
-    n_group, n_conf, item = np.zeros((L, K)), np.zeros((J, K)), np.asarray(data.item)
-    np.add.at(n_group, np.asarray(data.group), post * w[:, None])
-    np.add.at(n_conf, np.asarray(data.annotator), post[item] * w[item][:, None])
-    B, names = _free_basis(prevalence, confusion, n_group, n_conf, one_coin, labels)
+    post, B, names, _ = free_parameters(prevalence, confusion, data, weights, jgold,
+                                        one_coin=one_coin, labels=labels)
     if len(names) > MAX_FREE:
         return None
+    w = np.asarray(weights, dtype=np.float64)
     x0 = np.concatenate([prevalence.ravel(),
                          confusion[:, 0, 0] if one_coin else confusion.ravel()])
     room = np.where(B != 0, x0[:, None], np.inf).min(0)  # to the nearer of 0 and 1

@@ -160,7 +160,7 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
         definite).
     """
     from .em import split_data
-    from .identification import MAX_FREE, _free_basis
+    from .identification import MAX_FREE, free_parameters
     from .patterns import pattern_data
 
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
@@ -183,20 +183,13 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
         pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
                            n_annotators=J, n_classes=K, group=group if L > 1 else None,
                            n_groups=L)
-        from .em import e_step
-
-        post, _ = e_step(jnp.asarray(prev), jnp.asarray(conf), pd_.data, None)
-        post = np.asarray(post)
     w = np.asarray(pd_.counts, dtype=np.float64)
-    n_group, n_conf = np.zeros((L, K)), np.zeros((J, K))
-    item = np.asarray(pd_.data.item)
-    np.add.at(n_group, np.asarray(pd_.data.group), post * w[:, None])
-    np.add.at(n_conf, np.asarray(pd_.data.annotator), post[item] * w[item][:, None])
     labels = {"prevalence": [f"prevalence[{g}, {k}]" for g in range(L) for k in range(K)],
               "confusion": [f"confusion[{j}, {t}, {o}]" for j in range(J) for t in range(K)
                             for o in range(K)],
               "accuracy": [f"accuracy[{j}]" for j in range(J)]}
-    B, names = _free_basis(prev, conf, n_group, n_conf, one_coin, labels)
+    _, B, names, n_conf = free_parameters(prev, conf, pd_.data, w, None, one_coin=one_coin,
+                                          labels=labels)
     if len(names) > MAX_FREE:
         return f"more than MAX_FREE={MAX_FREE} free parameters"
     x0 = np.concatenate([prev.ravel(), conf[:, 0, 0] if one_coin else conf.ravel()])

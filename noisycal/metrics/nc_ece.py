@@ -39,7 +39,7 @@ from ..intervals.credible import check_credible_target, nc_ece_credible
 from ..intervals.estimate import Estimate
 from ..intervals.refit import check_refit_target, nc_ece_refit_replicates
 from .binning import equal_width_bins, group_scores, residual_ece
-from .nc_ece_intervals import refit_inversion
+from .nc_ece_intervals import refit_inversion, target_columns
 
 __all__ = ["nc_ece_interval", "check_nc_ece_request", "nc_ece_statistic", "nc_ece_items"]
 
@@ -141,14 +141,8 @@ def nc_ece_items(probs: np.ndarray, kind: str, n_bins: int
     """
     n, K = probs.shape
     conf = group_scores(probs, np.zeros((n, K)), kind)[0].T
-    if kind == "top_label":
-        cols = np.argmax(probs, axis=1)[None, :]
-    elif kind == "positive_class":
-        cols = np.ones((1, n), np.int64)
-    else:
-        cols = np.repeat(np.arange(K)[:, None], n, axis=1)
     bins = np.stack([equal_width_bins(c, n_bins) for c in conf])
-    return conf, bins.astype(np.int32), cols.astype(np.int32)
+    return conf, bins.astype(np.int32), target_columns(probs, kind)
 
 
 def credible_stat(w: np.ndarray, T: np.ndarray, *, conf: np.ndarray, bins: np.ndarray,
