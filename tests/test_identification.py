@@ -79,7 +79,11 @@ def test_weak_design_end_to_end(weak_toy):
     assert "weakly identified" in est.message
     with pytest.raises(ValueError, match="status 'weakly_identified'"):
         nc.ece(toy.z, target, n_bins=10, interval="bound")
-    assert nc.ece(toy.z, nc.targets.corrected(ann, unchecked), n_bins=10).status == "ok"
+    # with the check switched off the fit is 'ok', but the NC-ECE's channel-error check
+    # still refuses to call its interval ok (the weak channels turn singular within two
+    # standard errors, or sit at a boundary that matters)
+    weak = nc.ece(toy.z, nc.targets.corrected(ann, unchecked), n_bins=10)
+    assert weak.status == "weak_channels"
 
 
 def test_weak_design_simulated_dawid_skene():
