@@ -20,6 +20,15 @@ The covariance of the bin means is then
 :math:`\hat V_x` the sample covariance with the channels held fixed. The aggregation
 weights are held at their values: every annotator's corrected label is unbiased, so the
 weights move the population bin means only at second order.
+
+The inverted interval's null draws this error with its channel part pushed through the
+exact corrected target (:func:`channel_noise`: the inverse of a confusion matrix is
+skewed when the channels are uncertain, and unbounded where one turns singular), and
+two checks say when the normal approximation of the channels fails
+(:func:`noisycal.metrics.nc_ece_intervals.weak_channels`): a channel that turns singular
+within ``LINEARITY_Z`` standard errors (:func:`_curvature`), or a rate estimated at the
+boundary (where no sampling variance is seen) whose rule-of-three move changes the bin
+means by more than a tenth of their standard error.
 """
 
 from __future__ import annotations
