@@ -51,6 +51,7 @@ import jax.numpy as jnp
 
 from .._jax import x64
 from .._validation import check_real
+from .free_params import MIN_COUNT, free_parameters
 
 __all__ = [
     "BOUNDARY_SE",
@@ -72,8 +73,6 @@ WEAK_THRESHOLD = 0.005
 #: Dawid–Skene fits with more free parameters are not checked (one Hessian-vector
 #: product per parameter).
 MAX_FREE = 1000
-#: Held fixed below this many items (ratings) expected on a side, ``min(p, 1 - p) * N``.
-MIN_COUNT = 1.0
 #: Conditional standard errors ``1 / sqrt(I_obs[i, i])`` within which a parameter is close
 #: to 0 or 1, and the share of a near-null direction that makes it one parameter's.
 BOUNDARY_SE, _SINGLE = 2.0, 0.8
@@ -226,22 +225,6 @@ def _spectrum(info: np.ndarray, complete: np.ndarray, covariance: bool
 
 
 # ---------------------------------------------------------------------- Dawid–Skene
-def _row_basis(rows: np.ndarray, offset: int, labels: list[str], totals: np.ndarray
-               ) -> tuple[list[tuple[int, int | None]], list[str]]:
-    """Free directions ``(entry, reference)`` (flat indices from ``offset``) of rows (R, K):
-    interior entries (expected count ``rows[r, k] * totals[r] >= MIN_COUNT``) other than
-    the row's largest, each moving mass between it and the largest."""
-    pairs, names = [], []
-    R, K = rows.shape
-    for r in range(R):
-        ref = int(np.argmax(rows[r]))
-        for k in np.flatnonzero(rows[r] * totals[r] >= MIN_COUNT):
-            if k != ref:
-                pairs.append((offset + r * K + int(k), offset + r * K + ref))
-                names.append(labels[r * K + int(k)])
-    return pairs, names
-
-
 @partial(jax.jit, static_argnames=("sizes", "one_coin"))
 def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
               gold: jax.Array | None, arrays: tuple, *, sizes: tuple, one_coin: bool
@@ -282,75 +265,6 @@ def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
         return -jax.lax.map(hvp, jnp.eye(B.shape[1], dtype=x0.dtype), batch_size=16)
 
     return hessian(loglik), hessian(expected)
-
-
-def _free_basis(prevalence: np.ndarray, confusion: np.ndarray, n_group: np.ndarray,
-                n_conf: np.ndarray, one_coin: bool, labels: dict[str, list[str]]
-                ) -> tuple[np.ndarray, list[str]]:
-    """The matrix B (flat parameters x free directions) and the free parameters' names."""
-    L, K = prevalence.shape
-    J = confusion.shape[0]
-    pairs, names = _row_basis(prevalence, 0, labels["prevalence"], n_group.sum(1))
-    if one_coin:
-        acc, total = confusion[:, 0, 0], n_conf.sum(1)
-        for j in range(J):
-            if min(acc[j], 1 - acc[j]) * total[j] >= MIN_COUNT:
-                pairs.append((L * K + j, None))
-                names.append(labels["accuracy"][j])
-    else:
-        p2, n2 = _row_basis(confusion.reshape(J * K, K), L * K, labels["confusion"],
-                            n_conf.ravel())
-        pairs, names = pairs + p2, names + n2
-    B = np.zeros((L * K + (J if one_coin else J * K * K), len(pairs)))
-    for c, (i, ref) in enumerate(pairs):
-        B[i, c] = 1.0
-        if ref is not None:
-            B[ref, c] = -1.0
-    return B, names
-
-
-def free_parameters(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
-                    weights: np.ndarray, gold: Any, *, one_coin: bool,
-                    labels: dict[str, list[str]]
-                    ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """The free parametrisation of a Dawid–Skene-family fit at its estimate.
-
-    Parameters
-    ----------
-    prevalence, confusion : ndarray of shape (L, K) and (J, K, K)
-    data : DSData
-        One row per rating pattern.
-    weights : ndarray of shape (n_patterns,)
-    gold : jax array of shape (n_patterns,) or None
-    one_coin : bool
-    labels : dict
-        Names of the ``'prevalence'``, ``'confusion'`` and ``'accuracy'`` entries.
-
-    Returns
-    -------
-    post : ndarray of shape (n_patterns, K)
-        The item posteriors at the estimate.
-    basis : ndarray of shape (n_flat, p)
-        The free directions (see the module docstring).
-    names : list of str
-    confusion_counts : ndarray of shape (J, K)
-        Expected items behind each confusion row (the posteriors summed over the
-        annotator's ratings).
-    """
-    from .em import e_step
-
-    L, K = prevalence.shape
-    J = confusion.shape[0]
-    with x64():
-        post, _ = e_step(jnp.asarray(prevalence), jnp.asarray(confusion), data, gold)
-        post = np.asarray(post)
-    w = np.asarray(weights, dtype=np.float64)
-    # expected counts per prevalence row and per confusion row (rows without data)
-    n_group, n_conf, item = np.zeros((L, K)), np.zeros((J, K)), np.asarray(data.item)
-    np.add.at(n_group, np.asarray(data.group), post * w[:, None])
-    np.add.at(n_conf, np.asarray(data.annotator), post[item] * w[item][:, None])
-    B, names = _free_basis(prevalence, confusion, n_group, n_conf, one_coin, labels)
-    return post, B, names, n_conf
 
 
 def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data: Any,

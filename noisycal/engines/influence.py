@@ -160,7 +160,8 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
         definite).
     """
     from .em import split_data
-    from .identification import MAX_FREE, free_parameters
+    from .free_params import free_parameters
+    from .identification import MAX_FREE
     from .patterns import pattern_data
 
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
