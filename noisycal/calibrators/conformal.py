@@ -216,7 +216,8 @@ class SplitConformal(MatrixInput):
         ``include_last_label='randomized'``): coverage exactly k/(n+1) and sets of about
         the size the coverage needs. False gives U = 1, the deterministic inclusive mass
         of the set-mass paper, whose sets on a confident classifier are far too large
-        or empty (benchmarks/README.md, "Conformal sets"). No effect for 'msp'.
+        or empty (benchmarks/README.md, section on ``conformal_sets.py``). No effect for
+        'msp'.
     lam : float, default=0.01
         RAPS: the penalty per rank beyond ``k_reg`` (>= 0). The RAPS paper tunes
         ``lam`` and ``k_reg`` on held-out data; here they are set by the user.

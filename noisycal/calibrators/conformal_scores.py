@@ -92,9 +92,23 @@ def hard_labels(target: object, n: int, K: int) -> np.ndarray:
 
 
 def conformal_rank(n: int, alpha: float) -> int:
-    """The rank k = ceil((1 - alpha)(n + 1)) of the split-conformal threshold among n
-    scores (1e-12 below the ceiling, so that (1 - alpha)(n + 1) an integer up to rounding,
-    e.g. 0.9 * 20 = 18.000000000000004, gives that integer)."""
+    """The rank k = ceil((1 - alpha)(n + 1)) of the split-conformal threshold among n scores.
+
+    The ceiling is taken 1e-12 below, so that (1 - alpha)(n + 1) an integer up to rounding
+    (e.g. 0.9 * 20 = 18.000000000000004) gives that integer.
+
+    Parameters
+    ----------
+    n : int
+        Number of calibration scores.
+    alpha : float
+        Miscoverage level.
+
+    Returns
+    -------
+    int
+        k; the threshold is infinite when k > n.
+    """
     return math.ceil((1.0 - alpha) * (n + 1) - 1e-12)
 
 
