@@ -1,13 +1,15 @@
 """Bad-input catalogue, CMCE and conformal area: nc.cmce, coverage_window, hpr_sets,
-SplitConformal, MassRescaling, ConformalTemperature, NaiveCMCETemperature, OneVsRestPlatt
-(see test_bad_inputs.py)."""
+SplitConformal (APS, RAPS, class-conditional), evaluate_sets, MassRescaling,
+ConformalTemperature, NaiveCMCETemperature, OneVsRestPlatt (see test_bad_inputs.py)."""
 
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 
 import noisycal as nc
 from noisycal.calibrators.conformal import conformal_quantile
+from noisycal.calibrators.conformal_eval import evaluate_sets
 
 C = nc.calibrators
 _RNG = np.random.default_rng(0)
@@ -15,6 +17,7 @@ Z = _RNG.normal(size=(60, 3)) * 2
 P = np.exp(Z) / np.exp(Z).sum(1, keepdims=True)
 Y = (P.cumsum(1) > _RNG.random((60, 1))).argmax(1)
 SOFT = np.full((60, 3), 1 / 3)
+IDS = [f"item{i}" for i in range(60)]
 
 
 def _nan_probs():
@@ -69,6 +72,40 @@ CASES = [
     ("conf-alpha-percent", _fit("SplitConformal", alpha=10), R, V, "alpha"),
     ("conf-alpha-zero", lambda: conformal_quantile([0.1, 0.2], 0.0), R, V, "alpha"),
     ("conf-unknown-score", _fit("SplitConformal", score="lac"), R, V, "score"),
+    ("conf-raps-lam-negative", _fit("SplitConformal", score="raps", lam=-0.1), R, V, "lam"),
+    ("conf-raps-k-reg-negative", _fit("SplitConformal", score="raps", k_reg=-1), R, V,
+     "k_reg"),
+    ("conf-raps-k-reg-float", _fit("SplitConformal", score="raps", k_reg=2.5), R, V,
+     "k_reg"),
+    ("conf-randomized-not-bool", _fit("SplitConformal", score="aps", randomized="yes"), R,
+     V, "randomized"),
+    ("conf-mondrian-not-bool", _fit("SplitConformal", mondrian=1), R, V, "mondrian"),
+    ("conf-boundary-randomized", _fit("SplitConformal", score="aps",
+                                      aps_include_boundary=True), R, V,
+     "aps_include_boundary"),
+    ("conf-mondrian-adaptive", _fit("SplitConformal", mondrian=True, threshold="adaptive"),
+     R, V, "mondrian"),
+    ("conf-u-wrong-length", _fit("SplitConformal", {"logits": Z, "target": Y,
+                                                    "u": np.full(50, 0.5)}, score="aps"),
+     R, V, "u must"),
+    ("conf-u-outside-unit", _fit("SplitConformal", {"logits": Z, "target": Y,
+                                                    "u": np.full(60, 1.5)}, score="aps"),
+     R, V, "u must"),
+    ("conf-u-for-msp", _fit("SplitConformal", {"logits": Z, "target": Y,
+                                               "u": np.full(60, 0.5)}), R, V, "u is only"),
+    ("conf-predict-u-length", lambda: C.SplitConformal(score="aps").fit(logits=Z, target=Y)
+     .predict_sets(logits=Z, u=np.full(3, 0.5)), R, V, "u must"),
+    ("conf-mondrian-infinite-class", _st(_fit("SplitConformal", {"logits": Z, "target": Y},
+                                              alpha=0.04, mondrian=True)), S, None,
+     "infinite_quantile"),
+    ("conf-misaligned-target", lambda: C.SplitConformal().fit(
+        probs=pd.DataFrame(P, index=IDS), target=pd.Series(Y, index=IDS[::-1])), R, V,
+     "target"),
+    ("conf-eval-not-bool", lambda: evaluate_sets(P, Y), R, V, "sets"),
+    ("conf-eval-level-percent", lambda: evaluate_sets(P > 0.3, Y, level=90), R, V, "level"),
+    ("conf-eval-interval", lambda: evaluate_sets(P > 0.3, Y, interval="wald"), R, V,
+     "interval"),
+    ("conf-eval-labels-length", lambda: evaluate_sets(P > 0.3, Y[:5]), R, V, "target"),
     ("conf-unknown-threshold", _fit("SplitConformal", threshold="flow"), R, V,
      "threshold"),
     ("conf-soft-target", _fit("SplitConformal", {"logits": Z, "target": SOFT}), R, V,

@@ -69,18 +69,21 @@ def test_conditional_coverage_is_beta():
 
 
 def test_split_conformal_coverage_on_classifier():
-    covers = {"msp": [], "aps": [], "aps_b": []}
+    # 12 seeds of the Gaussian grid: every score, randomised or not, covers k / (n + 1)
+    settings = {"msp": dict(score="msp"), "aps": dict(score="aps", randomized=False),
+                "aps_b": dict(score="aps", randomized=False, aps_include_boundary=True),
+                "aps_rand": dict(score="aps"), "raps": dict(score="raps", lam=0.01, k_reg=3)}
+    covers = {k: [] for k in settings}
     for r in range(12):
         zc, yc, zt, yt = _setup(seed=r)
-        for key, score, b in (("msp", "msp", False), ("aps", "aps", False),
-                              ("aps_b", "aps", True)):
-            cp = CAL.SplitConformal(alpha=0.1, score=score, aps_include_boundary=b)
+        for key, kw in settings.items():
+            cp = CAL.SplitConformal(alpha=0.1, seed=r, **kw)
             S = cp.fit(logits=zc, target=yc).predict_sets(logits=zt)
             covers[key].append(S[np.arange(yt.size), yt].mean())
     c = 541 / 601  # k / (n + 1), k = ceil(0.9 * 601)
     se = math.sqrt(c * (1 - c) / 601 / 12 + c * (1 - c) / 2400 / 12)
-    assert abs(np.mean(covers["msp"]) - c) < 4 * se
-    assert abs(np.mean(covers["aps"]) - c) < 4 * se
+    for key in ("msp", "aps", "aps_rand", "raps"):
+        assert abs(np.mean(covers[key]) - c) < 4 * se, key
     # the boundary-inclusive rule is a superset: conservative (spec: about 0.99)
     assert np.mean(covers["aps_b"]) > 0.97
 
@@ -381,7 +384,8 @@ def test_probs_and_log_probs_give_the_same_sets(score):
     a = CAL.SplitConformal(alpha=0.1, score=score).fit(probs=P, target=y)
     b = CAL.SplitConformal(alpha=0.1, score=score).fit(logits=np.log(P), target=y)
     assert a.quantile_ == pytest.approx(b.quantile_, abs=1e-12)
-    np.testing.assert_allclose(a.scores_, nonconformity(P, y, score), atol=0, rtol=0)
+    np.testing.assert_allclose(a.scores_, nonconformity(P, y, score, u=a.u_), atol=0, rtol=0)
+    assert (a.u_ is None) == (score == "msp")
     np.testing.assert_array_equal(a.predict_sets(probs=P), b.predict_sets(logits=np.log(P)))
     # MR rescales exactly the P its sets were built on: in-set mass is 1 - alpha
     mr = CAL.MassRescaling(alpha=0.1, score=score, degenerate_tol=(0.0, 0.0))

@@ -1,21 +1,15 @@
-r"""Split conformal prediction sets: MSP and APS scores, the finite-sample quantile, and
-constant or adaptive ("Ada") thresholds, as used by "Adaptive Set-Mass Calibration with
-Conformal Prediction" (Sections 3.1 and 3.3).
+r"""Split conformal prediction sets (:class:`SplitConformal`): MSP, APS and RAPS scores,
+randomised or not, one threshold, class-conditional (Mondrian) thresholds, or the
+adaptive ("Ada") threshold of "Adaptive Set-Mass Calibration with Conformal Prediction"
+(Sections 3.1 and 3.3).
 
-Scores of a label y for a probability row p (all computed on the *base* predictions):
-
-- MSP: :math:`s(x, y) = 1 - p_y`;
-- APS (deterministic, inclusive of y): :math:`s(x, y) = \sum_{j \le r} p_{\pi(j)}` where y
-  is the r-th class of the stable decreasing order :math:`\pi` (no randomisation, no
-  regulariser).
-
-With calibration scores :math:`s_1..s_n` the threshold is the k-th smallest score,
-:math:`k = \lceil (1 - \alpha)(n + 1) \rceil`, and :math:`+\infty` (the full set) when
-k > n. The set of a new point is :math:`\{y : s(x, y) \le \hat q\}`; for APS this is the
-longest prefix of the order with mass at most :math:`\hat q` (the paper's rule, which may
-be empty), or with ``aps_include_boundary=True`` the shortest prefix with mass at least
-:math:`\hat q` (the authors' code: the highest-probability region :math:`HPR_{\hat q}`,
-never empty and conservative).
+The scores, the quantile and the set rule are those of
+:mod:`noisycal.calibrators.conformal_scores` (equations there), always computed on the
+*base* predictions. Deterministic APS sets (``randomized=False``) are the longest prefix
+of the decreasing order with mass at most :math:`\hat q` (the set-mass paper's rule,
+which may be empty), or with ``aps_include_boundary=True`` the shortest prefix with mass
+at least :math:`\hat q` (the set-mass authors' code: the highest-probability region
+:math:`HPR_{\hat q}`, never empty and conservative).
 
 The adaptive threshold learns :math:`\tilde s = s / (\gamma + w(x))` with
 :math:`w(x) = |\mathrm{MLP}(z(x))|` on the base logits, fitted by least squares of
@@ -30,7 +24,6 @@ the quantile's.
 from __future__ import annotations
 
 import math
-import numbers
 from functools import partial
 from typing import Any
 
@@ -41,166 +34,28 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_real, check_seed, encode_labels
-from ..metrics.set_mass import hpr_mask
-from ..targets import as_target_matrix
-from ._base import Calibrator, check_eps
+from .._validation import check_choice, check_int, check_real, check_seed
+from ._base import Calibrator, check_alignment, check_eps
 from ._inputs import EPS, ScoreInput, base_probs, score_matrix
+from .conformal_scores import (
+    SCORES,
+    check_alpha,
+    class_quantiles,
+    conformal_quantile,
+    conformal_rank,
+    hard_labels,
+    label_scores,
+    nonconformity,
+    prediction_sets,
+    uniforms,
+)
 
 __all__ = ["conformal_quantile", "nonconformity", "label_scores", "prediction_sets",
            "SplitConformal", "MatrixInput", "check_alpha", "hard_labels", "fit_adaptive",
-           "adaptive_scale",
+           "adaptive_scale", "conformal_rank", "set_settings",
            "SCORES", "THRESHOLDS"]
 
-SCORES = ("msp", "aps")
 THRESHOLDS = ("constant", "adaptive")
-
-
-def check_alpha(alpha: object) -> float:
-    """A miscoverage level: a fraction with 0 < alpha < 1 (never a percent)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) \
-            or not math.isfinite(alpha) or not 0.0 < float(alpha) < 1.0:
-        raise ValueError(f"alpha must be a fraction with 0 < alpha < 1 (0.1, not 10), got "
-                         f"{alpha!r}")
-    return float(alpha)
-
-
-def hard_labels(target: object, n: int, K: int) -> np.ndarray:
-    """Integer labels of a conformal calibration set (labels, or a one-hot matrix/Target).
-
-    Split conformal guarantees rest on observed exchangeable labels, so soft or corrected
-    targets are refused (ValueError naming ``target``).
-
-    Parameters
-    ----------
-    target : object
-    n, K : int
-        Rows and classes of the scores.
-
-    Returns
-    -------
-    int ndarray of shape (n,)
-    """
-    if target is None:
-        raise ValueError("target is required: the hard labels of the calibration items")
-    arr = None if hasattr(target, "values") and hasattr(target, "kind") else np.asarray(target)
-    if arr is not None and arr.ndim == 1:
-        if arr.shape[0] != n:
-            raise ValueError(f"target has {arr.shape[0]} labels but the scores have {n} items")
-        return encode_labels(arr, n_classes=K, name="target")[0]
-    T = as_target_matrix(target, n, K)
-    if not (np.all((T == 0.0) | (T == 1.0)) and np.all(T.sum(axis=1) == 1.0)):
-        raise ValueError("target must be hard labels (a label vector or one-hot rows): split "
-                         "conformal calibration needs observed labels, not soft or corrected "
-                         "targets")
-    return np.argmax(T, axis=1)
-
-
-def conformal_rank(n: int, alpha: float) -> int:
-    """The rank k = ceil((1 - alpha)(n + 1)) of the split-conformal threshold among n
-    scores (1e-12 below the ceiling, so that (1 - alpha)(n + 1) an integer up to rounding,
-    e.g. 0.9 * 20 = 18.000000000000004, gives that integer)."""
-    return math.ceil((1.0 - alpha) * (n + 1) - 1e-12)
-
-
-def conformal_quantile(scores: ArrayLike, alpha: float) -> float:
-    r"""The split-conformal threshold: the k-th smallest score, k = ceil((1-alpha)(n+1)).
-
-    Parameters
-    ----------
-    scores : array-like of shape (n,)
-        Calibration scores.
-    alpha : float
-        Miscoverage level, 0 < alpha < 1.
-
-    Returns
-    -------
-    float
-        ``+inf`` when k > n (alpha < 1/(n+1): no finite threshold has the coverage, so the
-        set is every class).
-
-    Examples
-    --------
-    >>> from noisycal.calibrators.conformal import conformal_quantile
-    >>> conformal_quantile([0.3, 0.1, 0.2, 0.5], 0.4)  # k = ceil(0.6 * 5) = 3
-    0.3
-    >>> conformal_quantile([0.3, 0.1], 0.1)
-    inf
-    """
-    alpha = check_alpha(alpha)
-    s = np.asarray(scores, dtype=np.float64)
-    if s.ndim != 1 or s.size < 1 or not np.all(np.isfinite(s)):
-        raise ValueError(f"scores must be a non-empty finite 1-D array, got shape {s.shape}")
-    n = s.size
-    k = conformal_rank(n, alpha)
-    if k > n:
-        return math.inf
-    return float(np.partition(s, k - 1)[k - 1])
-
-
-def label_scores(P: np.ndarray, score: str) -> np.ndarray:
-    """Score of every class of every row, (n, K): 1 - p (MSP) or the inclusive APS mass.
-
-    Parameters
-    ----------
-    P : ndarray of shape (n, K)
-    score : {'msp', 'aps'}
-
-    Returns
-    -------
-    ndarray of shape (n, K)
-    """
-    if score == "msp":
-        return 1.0 - P
-    order = np.argsort(-P, axis=1, kind="stable")
-    cs = np.cumsum(np.take_along_axis(P, order, axis=1), axis=1)
-    out = np.empty_like(P)
-    np.put_along_axis(out, order, cs, axis=1)
-    return out
-
-
-def nonconformity(P: np.ndarray, labels: np.ndarray, score: str) -> np.ndarray:
-    """Scores of the observed labels, (n,).
-
-    Parameters
-    ----------
-    P : ndarray of shape (n, K)
-    labels : int ndarray of shape (n,)
-    score : {'msp', 'aps'}
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    n = P.shape[0]
-    if score == "msp":
-        return 1.0 - P[np.arange(n), labels]
-    return label_scores(P, "aps")[np.arange(n), labels]
-
-
-def prediction_sets(P: np.ndarray, q: float | np.ndarray, score: str, *,
-                    aps_include_boundary: bool = False) -> np.ndarray:
-    """Conformal sets of each row for threshold(s) q, as a boolean mask (n, K).
-
-    Parameters
-    ----------
-    P : ndarray of shape (n, K)
-        Base probabilities.
-    q : float or ndarray of shape (n,)
-        The threshold (per row for adaptive thresholds); ``inf`` gives every class.
-    score : {'msp', 'aps'}
-    aps_include_boundary : bool, default=False
-        APS only: the shortest prefix whose mass reaches q (:math:`HPR_q`, 1e-12
-        tolerance) instead of the classes with score at most q.
-
-    Returns
-    -------
-    bool ndarray of shape (n, K)
-    """
-    qq = np.broadcast_to(np.asarray(q, dtype=np.float64), (P.shape[0],))[:, None]
-    if score == "aps" and aps_include_boundary:
-        return hpr_mask(P, qq[:, 0])  # inf: no prefix reaches it, so the full set
-    return label_scores(P, score) <= qq
 
 
 # ------------------------------------------------------------------ adaptive transform
@@ -316,20 +171,69 @@ class MatrixInput(Calibrator):
         return tags
 
 
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def set_settings(params: dict) -> dict:
+    """The parameters of a set builder that change its sets, other than ``alpha``.
+
+    ``randomized``, ``lam`` and ``k_reg`` are dropped for 'msp' scores and ``lam`` and
+    ``k_reg`` for 'aps' (they have no effect there), so builders differing only in them
+    are interchangeable.
+
+    Parameters
+    ----------
+    params : dict
+        ``SplitConformal.get_params()`` or a conformal map's parameters.
+
+    Returns
+    -------
+    dict
+    """
+    drop = {"alpha"} | ({"randomized", "lam", "k_reg"} if params.get("score") == "msp" else
+                        {"lam", "k_reg"} if params.get("score") == "aps" else set())
+    return {k: v for k, v in params.items() if k not in drop}
+
+
 class SplitConformal(MatrixInput):
-    """Split conformal prediction sets on a classifier's base probabilities.
+    r"""Split conformal prediction sets on a classifier's base probabilities.
 
     Parameters
     ----------
     alpha : float, default=0.1
         Miscoverage level, a fraction in (0, 1).
-    score : {'msp', 'aps'}, default='msp'
-        Nonconformity score (module docstring).
+    score : {'msp', 'aps', 'raps'}, default='msp'
+        Nonconformity score (:mod:`noisycal.calibrators.conformal_scores`): 1 - p_y; APS
+        of "Classification with Valid and Adaptive Coverage"; or RAPS of "Uncertainty Sets
+        for Image Classifiers using Conformal Prediction" (APS plus the rank penalty
+        :math:`\lambda (r - k_{reg})^+`).
+    randomized : bool, default=True
+        APS and RAPS: the randomised score :math:`\sum_{j<r} p_{\pi(j)} + U p_y` with one
+        :math:`U \sim \mathrm{Unif}(0, 1)` per row, as both papers define it (MAPIE's
+        ``include_last_label='randomized'``): coverage exactly k/(n+1) and sets of about
+        the size the coverage needs. False gives U = 1, the deterministic inclusive mass
+        of the set-mass paper, whose sets on a confident classifier are far too large
+        or empty (benchmarks/README.md, section on ``conformal_sets.py``). No effect for
+        'msp'.
+    lam : float, default=0.01
+        RAPS: the penalty per rank beyond ``k_reg`` (>= 0). The RAPS paper tunes
+        ``lam`` and ``k_reg`` on held-out data; here they are set by the user.
+    k_reg : int, default=5
+        RAPS: the ranks 1..k_reg carry no penalty (>= 0).
+    mondrian : bool, default=False
+        Class-conditional thresholds: :math:`\hat q_y` from the calibration items of
+        class y only, and the set :math:`\{y : s(x, y, U) \le \hat q_y\}`, so the
+        coverage is at least 1 - alpha given each true class. Not with the adaptive
+        threshold.
     threshold : {'constant', 'adaptive'}, default='constant'
         One threshold for every x ("C"), or the adaptive threshold ("Ada").
     aps_include_boundary : bool, default=False
-        APS sets as the highest-probability region of the threshold (the authors' code)
-        instead of the paper's rule.
+        Deterministic APS only (``score='aps', randomized=False``): the sets as the
+        highest-probability region of the threshold (the set-mass authors' code)
+        instead of the classes with score at most the threshold.
     ada_fraction : float, default=0.5
         With ``threshold='adaptive'``: the share of the calibration rows (the first ones,
         in the order given) that trains the transform; the rest give the quantile.
@@ -341,33 +245,66 @@ class SplitConformal(MatrixInput):
     eps : float, default=1e-6
         Floor of ``probs=`` before the logarithm (the MLP's features are logits or
         log-probabilities).
-    seed : int, default=0
+    seed : int or jax key, default=0
+        The adaptive transform's initialisation and the uniforms U of randomised scores:
+        ``fit`` draws the calibration rows' U from stream 0 of the seed, and every
+        ``predict_sets`` call the new rows' U from stream 1, in row order (so a call is
+        reproducible, and a row's U depends on its position unless ``u=`` is given).
 
     Attributes
     ----------
     quantile_ : float
-        The conformal threshold on the (transformed) scores; ``inf`` when k > n.
+        The conformal threshold on the (transformed) scores; ``inf`` when k > n. With
+        ``mondrian=True`` the pooled threshold, kept for reference (the sets use
+        ``class_quantiles_``).
+    class_quantiles_ : ndarray of shape (n_classes,) or None
+        Class-conditional thresholds (``mondrian=True``), ``inf`` for a class with too
+        few calibration items; ``class_n_`` and ``class_k_`` are their counts and ranks.
     k_ : int
         ``ceil((1 - alpha)(n + 1))`` with n the calibration rows used for the quantile.
     n_quantile_ : int
     scores_ : ndarray of shape (n_quantile_,)
         The (transformed) calibration scores the quantile is taken of.
+    labels_ : int ndarray of shape (n_quantile_,)
+        Their labels.
+    u_ : ndarray of shape (n,) or None
+        The calibration rows' uniforms (randomised APS/RAPS).
     ada_params_ : list or None
         The MLP's weights (adaptive threshold).
     ada_mse_ : float or None
     status_, message_ : str
-        'ok'; 'infinite_quantile' when k > n (every set is the full set; warns);
-        'ada_not_converged' when the transform's training diverged after every restart.
+        'ok'; 'infinite_quantile' when k > n, for the pooled threshold or some class's
+        (those sets hold every class, or that class; warns); 'ada_not_converged' when
+        the transform's training diverged after every restart.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import noisycal as nc
+    >>> g = nc.simulate.gaussian_grid(2000, 10, seed=0)
+    >>> cp = nc.calibrators.SplitConformal(alpha=0.1, score="aps", seed=0)
+    >>> cp = cp.fit(probs=g.true_probs[:1000], target=g.labels[:1000])
+    >>> sets = cp.predict_sets(probs=g.true_probs[1000:])
+    >>> from noisycal.calibrators.conformal_eval import evaluate_sets
+    >>> ev = evaluate_sets(sets, g.labels[1000:])
+    >>> 0.85 < float(ev.coverage) < 0.95
+    True
     """
 
     _fitted_attr = "quantile_"
 
-    def __init__(self, *, alpha: float = 0.1, score: str = "msp", threshold: str = "constant",
-                 aps_include_boundary: bool = False, ada_fraction: float = 0.5,
-                 ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
-                 ada_lr: float = 0.01, eps: float = EPS, seed: int = 0) -> None:
+    def __init__(self, *, alpha: float = 0.1, score: str = "msp", randomized: bool = True,
+                 lam: float = 0.01, k_reg: int = 5, mondrian: bool = False,
+                 threshold: str = "constant", aps_include_boundary: bool = False,
+                 ada_fraction: float = 0.5, ada_hidden: tuple[int, ...] = (100,) * 6,
+                 ada_steps: int = 3000, ada_lr: float = 0.01, eps: float = EPS,
+                 seed: Seed = 0) -> None:
         self.alpha = alpha
         self.score = score
+        self.randomized = randomized
+        self.lam = lam
+        self.k_reg = k_reg
+        self.mondrian = mondrian
         self.threshold = threshold
         self.aps_include_boundary = aps_include_boundary
         self.ada_fraction = ada_fraction
@@ -380,31 +317,66 @@ class SplitConformal(MatrixInput):
     def _inputs(self, probs: ArrayLike | None, logits: ArrayLike | None) -> ScoreInput:
         return score_matrix(probs, logits, check_eps(self.eps))
 
+    def _check_settings(self) -> None:
+        self.alpha_ = check_alpha(self.alpha)
+        check_choice(self.score, "score", SCORES)
+        check_choice(self.threshold, "threshold", THRESHOLDS)
+        rand = _flag(self.randomized, "randomized")
+        mond = _flag(self.mondrian, "mondrian")
+        if _flag(self.aps_include_boundary, "aps_include_boundary") and (
+                mond or self.score == "raps" or (self.score == "aps" and rand)):
+            raise ValueError("aps_include_boundary=True is a rule of the deterministic APS "
+                             "sets with one threshold: pass score='aps', randomized=False, "
+                             "mondrian=False")
+        if mond and self.threshold == "adaptive":
+            raise ValueError("mondrian=True (class-conditional thresholds) does not combine "
+                             "with threshold='adaptive'")
+        lam = check_real(self.lam, "lam", minimum=0.0)
+        k_reg = check_int(self.k_reg, "k_reg", minimum=0)
+        self.penalty_ = {"lam": lam, "k_reg": k_reg} if self.score == "raps" else {}
+        self.randomized_ = rand and self.score != "msp"
+        check_seed(self.seed)
+
+    def _uniforms(self, u: ArrayLike | None, n: int, stream: int) -> np.ndarray | None:
+        if not self.randomized_:
+            if u is not None:
+                raise ValueError("u is only used by randomised APS or RAPS scores "
+                                 "(score='aps' or 'raps' with randomized=True)")
+            return None
+        if u is None:
+            return uniforms(self.seed, n, stream)
+        uu = np.asarray(u, dtype=np.float64)
+        if uu.shape != (n,) or not np.all((uu >= 0.0) & (uu <= 1.0)):
+            raise ValueError(f"u must hold one number in [0, 1] per row, shape ({n},), got "
+                             f"shape {uu.shape}")
+        return uu
+
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
-            target: object) -> SplitConformal:
+            target: object, u: ArrayLike | None = None) -> SplitConformal:
         """Compute the conformal threshold from calibration predictions and hard labels.
 
         Parameters
         ----------
         probs, logits : array-like of shape (n, n_classes)
-            Base predictions (exactly one).
+            Base predictions (exactly one). With a pandas index they must list the items
+            of a pandas or Target ``target`` in the same order (else ValueError).
         target : labels of shape (n,), or one-hot rows / a hard Target
+        u : array-like of shape (n,), optional
+            Randomised APS/RAPS: the calibration rows' uniforms (default: drawn from
+            ``seed``).
 
         Returns
         -------
         self
         """
-        self.alpha_ = check_alpha(self.alpha)
-        check_choice(self.score, "score", SCORES)
-        check_choice(self.threshold, "threshold", THRESHOLDS)
-        if not isinstance(self.aps_include_boundary, bool | np.bool_):
-            raise ValueError(f"aps_include_boundary must be True or False, got "
-                             f"{self.aps_include_boundary!r}")
+        self._check_settings()
         x = self._inputs(probs, logits)
         n, K = x.S.shape
+        check_alignment(x.raw, x.given, target, "target")
         y = hard_labels(target, n, K)
         P = base_probs(x)
-        s = nonconformity(P, y, self.score)
+        self.u_ = self._uniforms(u, n, 0)
+        s = nonconformity(P, y, self.score, u=self.u_, **self.penalty_)
         self.n_classes_, self.input_ = K, x.given
         self.ada_params_ = self.ada_mse_ = None
         status, message = "ok", ""
@@ -418,15 +390,14 @@ class SplitConformal(MatrixInput):
             hidden = tuple(check_int(h, "ada_hidden", minimum=1) for h in self.ada_hidden)
             steps = check_int(self.ada_steps, "ada_steps", minimum=1)
             lr = check_real(self.ada_lr, "ada_lr", minimum=0.0, strict=True)
-            check_seed(self.seed)
             self.ada_params_, self.ada_mse_, restarts = fit_adaptive(
                 x.S[:n_tr], s[:n_tr], hidden=hidden, n_steps=steps, lr=lr, seed=self.seed)
             if not (math.isfinite(self.ada_mse_) and self.ada_mse_ <= 10.0):
                 status, message = "ada_not_converged", (
                     f"the adaptive transform's training diverged after {restarts} restarts "
                     f"(mean squared error {self.ada_mse_:.3g})")
-            s = s[n_tr:] / adaptive_scale(self.ada_params_, x.S[n_tr:])
-        self.scores_ = s
+            s, y = s[n_tr:] / adaptive_scale(self.ada_params_, x.S[n_tr:]), y[n_tr:]
+        self.scores_, self.labels_ = s, y
         self._set_quantile(status, message)
         return self
 
@@ -437,7 +408,17 @@ class SplitConformal(MatrixInput):
         self.n_quantile_ = int(s.size)
         self.k_ = conformal_rank(s.size, self.alpha_)
         self.quantile_ = conformal_quantile(s, self.alpha_)
-        if status == "ok" and not math.isfinite(self.quantile_):
+        self.class_quantiles_ = self.class_k_ = self.class_n_ = None
+        if self.mondrian:
+            self.class_quantiles_, self.class_k_, self.class_n_ = class_quantiles(
+                s, self.labels_, self.n_classes_, self.alpha_)
+            bad = np.flatnonzero(~np.isfinite(self.class_quantiles_))
+            if status == "ok" and bad.size:
+                status, message = "infinite_quantile", (
+                    f"classes {bad.tolist()} have k = ceil((1 - alpha)(n_y + 1)) above "
+                    f"their n_y = {self.class_n_[bad].tolist()} calibration items: their "
+                    "threshold is +inf and every set holds them")
+        elif status == "ok" and not math.isfinite(self.quantile_):
             status, message = "infinite_quantile", (
                 f"k = ceil((1 - alpha)(n + 1)) = {self.k_} exceeds the n = {s.size} "
                 "calibration scores: the threshold is +inf and every set is the full set")
@@ -446,7 +427,8 @@ class SplitConformal(MatrixInput):
     def at_alpha(self, alpha: float) -> SplitConformal:
         """A copy with the quantile recomputed at another alpha (same scores and transform).
 
-        The adaptive transform does not depend on alpha, so one fit serves every level.
+        The adaptive transform and the calibration uniforms do not depend on alpha, so one
+        fit serves every level.
 
         Parameters
         ----------
@@ -467,7 +449,8 @@ class SplitConformal(MatrixInput):
         return out
 
     def thresholds(self, x: ScoreInput) -> np.ndarray:
-        """The threshold of each row: ``quantile_`` or ``quantile_ * (gamma + w(x))``.
+        """The threshold of each row: ``quantile_`` or ``quantile_ * (gamma + w(x))``, or
+        of each row and class (``class_quantiles_``, ``mondrian=True``).
 
         Parameters
         ----------
@@ -475,19 +458,23 @@ class SplitConformal(MatrixInput):
 
         Returns
         -------
-        ndarray of shape (n,)
+        ndarray of shape (n,), or (n, n_classes) with ``mondrian=True``
         """
         n = x.S.shape[0]
+        if self.class_quantiles_ is not None:
+            return np.broadcast_to(self.class_quantiles_, (n, self.n_classes_))
         if self.ada_params_ is None or not math.isfinite(self.quantile_):
             return np.full(n, self.quantile_)
         return self.quantile_ * adaptive_scale(self.ada_params_, x.S)
 
-    def sets_of(self, x: ScoreInput) -> np.ndarray:
+    def sets_of(self, x: ScoreInput, u: ArrayLike | None = None) -> np.ndarray:
         """Conformal sets of checked scores (boolean mask (n, n_classes)).
 
         Parameters
         ----------
         x : ScoreInput
+        u : array-like of shape (n,), optional
+            Randomised scores: the rows' uniforms (default: stream 1 of ``seed``).
 
         Returns
         -------
@@ -496,22 +483,26 @@ class SplitConformal(MatrixInput):
         if x.S.shape[1] != self.n_classes_:
             raise ValueError(f"{x.given} must have {self.n_classes_} columns like the fit, got "
                              f"{x.S.shape[1]}")
-        return prediction_sets(base_probs(x), self.thresholds(x), self.score,
+        uu = self._uniforms(u, x.S.shape[0], 1)
+        return prediction_sets(base_probs(x), self.thresholds(x), self.score, u=uu,
+                               **self.penalty_,
                                aps_include_boundary=bool(self.aps_include_boundary))
 
     def predict_sets(self, *, probs: ArrayLike | None = None,
-                     logits: ArrayLike | None = None) -> np.ndarray:
+                     logits: ArrayLike | None = None, u: ArrayLike | None = None
+                     ) -> np.ndarray:
         """Conformal prediction sets of new rows.
 
         Parameters
         ----------
         probs, logits : array-like of shape (n, n_classes)
             Base predictions (exactly one).
+        u : array-like of shape (n,), optional
+            Randomised APS/RAPS: the new rows' uniforms (default: stream 1 of ``seed``).
 
         Returns
         -------
         bool ndarray of shape (n, n_classes)
         """
         self._check_fitted()
-        return self.sets_of(self._inputs(probs, logits))
-
+        return self.sets_of(self._inputs(probs, logits), u)
