@@ -45,6 +45,7 @@ from .metrics import (
     smooth_ece,
     true_label_ece,
 )
+from .report import report as report  # explicit re-export
 from .targets import Target
 
 __version__ = "0.1.0.dev0"

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._target_view import select_rows, target_html, target_repr
 from ._typing import ArrayLike, Seed
 from ._validation import (
     PROB_ATOL,
@@ -140,9 +141,8 @@ class Target:
         out = self.values if dtype is None else self.values.astype(dtype)
         return np.array(out, copy=True) if copy else out
 
-    def __repr__(self) -> str:
-        text = f"Target(kind={self.kind!r}, n_items={self.n_items}, n_classes={self.n_classes}"
-        return text + (f", status={self.status!r})" if self.status != "ok" else ")")
+    # target[idx]: rows by integer array, boolean mask or slice (noisycal._target_view)
+    __getitem__, __repr__, _repr_html_ = select_rows, target_repr, target_html
 
 
 def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:

@@ -281,3 +281,119 @@ def test_consistency_bands_are_binomial_ranges_and_normal_bars_say_so():
     hi = sps.binom.ppf(0.95, r["count"], r["mean_conf"]) / r["count"]
     assert ys.min() == pytest.approx(lo) and ys.max() == pytest.approx(hi)
     plt.close("all")
+
+
+# ----------------------------------------------------------------------------------------
+# bars clipped to [0, 1], titles that fit, the namespace, set sizes and channel heatmaps
+# ----------------------------------------------------------------------------------------
+
+# every item of the top bin is positive with confidences spread over [0.91, 0.99]: the
+# normal interval mean target +- z * se(gap) of that bin crosses 1
+P_TOP = np.array([0.10, 0.15, 0.12, 0.30, 0.35, 0.91, 0.93, 0.95, 0.97, 0.99])
+Y_TOP = np.array([0, 0, 1, 0, 1, 1, 1, 1, 1, 1])
+
+
+def test_normal_bars_of_unit_targets_are_clipped_to_the_unit_interval():
+    est = nc.ece(P_TOP, Y_TOP, n_bins=5)  # default inverted interval: normal bin bars
+    nonempty = est.bins[est.bins["count"] > 0]
+    assert nonempty["high"].max() > 1.0  # the stored bar crosses 1
+    label, _, lo, hi = _bars(reliability_diagram(est))
+    assert label == "90% normal interval"
+    assert_allclose(hi, np.clip(nonempty["high"], 0, 1), rtol=1e-12)
+    assert_allclose(lo, np.clip(nonempty["low"], 0, 1), rtol=1e-12)
+    assert hi.max() == 1.0
+    # a soft target lies in [0, 1] too
+    soft = nc.targets.soft(distribution=np.column_stack([1 - Y_TOP * 0.9, Y_TOP * 0.9]))
+    est = nc.ece(P_TOP, soft, n_bins=5)
+    _, _, lo, hi = _bars(reliability_diagram(est))
+    assert np.all((lo >= 0) & (hi <= 1))
+
+
+def test_long_default_titles_are_wrapped_inside_the_figure(sim):
+    cases = [nc.ece(P, Y, n_bins=5),  # '... (90% inversion, parametric)': wider than 5 in
+             nc.ece(sim.probs, sim.labels, n_bins=10, kind="classwise")]
+    for est in cases:
+        ax = reliability_diagram(est, group=1 if "classwise" in est.name else None)
+        fig = ax.figure
+        fig.canvas.draw()
+        box = ax.title.get_window_extent()
+        assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (ax.get_title(), box)
+        assert box.y1 <= fig.bbox.height, (ax.get_title(), box)
+        assert "\n" in ax.get_title()
+        text = " ".join(ax.get_title().split())
+        assert text.startswith(f"{est.name} {est.value:.4f} [{est.low:.4f}, {est.high:.4f}] "
+                               "(90% inversion, parametric)")
+
+
+def test_plots_namespace_exports_only_plots():
+    public = {name for name in dir(nc.plots) if not name.startswith("_")}
+    assert public == set(nc.plots.__all__)
+    assert not {"np", "pd", "Estimate", "TYPE_CHECKING"} & public
+    assert {"reliability_diagram", "cumulative_mass_curve", "set_size_plot",
+            "confusion_heatmap", "forest_plot"} <= public
+
+
+SETS = np.array([[True, False, False], [True, True, False], [False, False, False],
+                 [False, True, False], [True, True, True]])
+
+
+def test_set_size_plot_bars_are_the_shares_of_each_size():
+    ax = nc.plots.set_size_plot(SETS)
+    # sizes 1, 2, 0, 1, 3 -> shares of 0, 1, 2, 3
+    assert_allclose([p.get_height() for p in ax.patches], [0.2, 0.4, 0.2, 0.2], rtol=1e-12)
+    assert ax.get_title() == "5 sets: mean size 1.4, 20.0% empty"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2", "3"]
+
+
+def test_set_size_plot_splits_covered_and_missed_sets():
+    labels = np.array([0, 2, 1, 1, 2])  # covered: yes, no, no (empty), yes, yes
+    ax = nc.plots.set_size_plot(SETS.astype(int), labels=labels)
+    heights = np.array([p.get_height() for p in ax.patches]).reshape(2, 4)
+    bottoms = np.array([p.get_y() for p in ax.patches]).reshape(2, 4)
+    assert_allclose(heights[0], [0.0, 0.4, 0.0, 0.2], atol=1e-12)  # contain the label
+    assert_allclose(heights[1], [0.2, 0.0, 0.2, 0.0], atol=1e-12)  # miss it
+    assert_allclose(bottoms[1], heights[0], atol=1e-12)
+    assert ax.get_title().endswith("coverage 0.600")
+
+
+@pytest.mark.parametrize("sets, labels, match", [
+    (np.ones(3, dtype=bool), None, "shape"), (np.full((2, 2), 0.5), None, "boolean"),
+    (SETS, [0, 1], "labels must be 5"), (SETS, [0, 1, 2, 3, 0], "labels must be 5"),
+])
+def test_set_size_plot_misuse(sets, labels, match):
+    with pytest.raises(ValueError, match=match):
+        nc.plots.set_size_plot(sets, labels=labels)
+
+
+def test_confusion_heatmap_draws_each_annotators_matrix():
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.6, 0.4], [0.3, 0.7]],
+                     [[0.5, 0.5], [0.5, 0.5]]])
+    axes = nc.plots.confusion_heatmap(conf)
+    assert [a.get_title() for a in axes] == ["annotator 0", "annotator 1", "annotator 2"]
+    for a, mat in zip(axes, conf, strict=True):
+        assert_allclose(a.images[0].get_array(), mat, rtol=0)
+        assert [t.get_text() for t in a.texts] == [f"{v:.2f}" for v in mat.ravel()]
+        assert a.get_xlabel() == "observed" and a.get_ylabel() == "true"
+    (one,) = nc.plots.confusion_heatmap(conf, annotators=[2])
+    assert one.get_title() == "annotator 2"
+
+
+def test_confusion_heatmap_of_a_fit_uses_its_ids_and_classes():
+    conf = np.array([[[0.85, 0.15], [0.2, 0.8]], [[0.75, 0.25], [0.1, 0.9]],
+                     [[0.9, 0.1], [0.25, 0.75]]])
+    long = nc.simulate.dawid_skene(200, [0.6, 0.4], conf, seed=0).annotations.to_long()
+    long["annotator"] = np.array(["ann", "bob", "cid"])[long["annotator"]]
+    long["label"] = np.array(["no", "yes"])[long["label"]]
+    ann = nc.Annotations.from_long(long, item="item", annotator="annotator", label="label")
+    fit = nc.DawidSkene(n_classes=2).fit(ann, n_starts=1, seed=0)
+    _, given = plt.subplots()
+    (ax,) = nc.plots.confusion_heatmap(fit, annotators="bob", ax=given)
+    assert ax is given and ax.get_title() == "annotator bob"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["no", "yes"]
+    assert_allclose(ax.images[0].get_array(), fit.confusion[1], rtol=0)
+    with pytest.raises(ValueError, match="neither an annotator id"):
+        nc.plots.confusion_heatmap(fit, annotators="eve")
+    with pytest.raises(ValueError, match="ax holds one panel"):
+        nc.plots.confusion_heatmap(fit, ax=given)
+    with pytest.raises(ValueError, match="confusion matrices"):
+        nc.plots.confusion_heatmap(np.ones((2, 3)))

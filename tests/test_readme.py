@@ -25,8 +25,8 @@ def _printed(code: str, call: str) -> tuple[float, float, float]:
 def test_the_readme_prints_what_the_test_checks():
     code = _quickstart()
     assert _printed(code, "nc.ece(toy.z, U, n_bins=10) ") == (0.0854, 0.0732, 0.0993)
-    assert ("# ECE 0.18... [0.17..., 0.19...] 90% inversion (parametric), median-unbiased "
-            "estimate") in code
+    assert ("# ECE 0.18... (plug-in 0.18...) [0.17..., 0.19...] 90% inversion (parametric), "
+            "median-unbiased estimate") in code
 
 
 @pytest.mark.slow
@@ -40,8 +40,11 @@ def test_readme_quickstart_runs_and_its_numbers_hold(monkeypatch):
     exec(compile(code, str(README), "exec"), namespace)  # noqa: S102
     nc = namespace["nc"]
     est = namespace["est"]
-    # "ECE 0.18... [0.17..., 0.19...] 90% inversion (parametric), median-unbiased estimate"
+    # "ECE 0.18... (plug-in 0.18...) [0.17..., 0.19...] 90% inversion (parametric),
+    # median-unbiased estimate"
     assert repr(est).startswith("ECE 0.18") and est.level == 0.9 and est.kind == "inversion"
+    assert f"(plug-in {est.details['plugin']:.4f}) [" in repr(est)
+    assert repr(est).startswith("ECE 0.18") and "(plug-in 0.18" in repr(est)
     assert est.estimator == "median-unbiased" and repr(est).endswith("median-unbiased estimate")
     assert 0.17 <= est.low < float(est) < est.high < 0.2 and est.status == "ok"
     U = namespace["U"]

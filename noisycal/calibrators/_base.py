@@ -11,17 +11,23 @@ while scikit-learn stays an optional test dependency:
 - ``predict_proba`` before ``fit`` raises :class:`NotFittedError` (a ``ValueError``
   and ``AttributeError`` subclass, like scikit-learn's own ``NotFittedError``).
 
+Unlike scikit-learn, the inputs are keywords (``fit(probs=p, target=y)`` or
+``fit(logits=z, target=y)``), because probabilities and logits are never guessed: a
+positional call such as ``fit(X, y)`` raises a ``TypeError`` that spells out the keyword
+call (:func:`keyword_inputs`, applied to every subclass's public keyword-only methods).
+
 The private validators below check the calibrators' inputs; each raises ``ValueError``
 naming the argument.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,6 +57,15 @@ class Calibrator:
 
     #: An attribute that exists exactly when the calibrator is fitted.
     _fitted_attr: ClassVar[str] = "status_"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give the subclass's public keyword-only methods (``fit``, ``predict_proba``, ...)
+        the positional-call message of :func:`keyword_inputs`."""
+        super().__init_subclass__(**kwargs)
+        for name, member in list(vars(cls).items()):
+            if not name.startswith("_") and inspect.isfunction(member) \
+                    and _takes_keywords_only(member):
+                setattr(cls, name, keyword_inputs(member))
 
     # ----------------------------------------------------------------- parameters
     @classmethod
@@ -181,6 +196,59 @@ class Calibrator:
             level = user_stacklevel() if stacklevel is None else stacklevel
             warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
                           stacklevel=level)
+
+
+_INPUTS = ("probs", "logits", "target", "annotations")
+
+
+def _takes_keywords_only(method: Callable) -> bool:
+    params = list(inspect.signature(method).parameters.values())[1:]  # after self
+    return any(p.kind is p.KEYWORD_ONLY for p in params) and all(
+        p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD) for p in params)
+
+
+def keyword_inputs(method: Callable) -> Callable:
+    """Wrap a keyword-only method so that a positional call says how to call it.
+
+    ``cal.fit(p, y)`` would otherwise fail with Python's bare "takes 1 positional
+    argument but 3 were given"; the wrapper raises a ``TypeError`` naming the keyword
+    call instead, e.g. ``TemperatureScaling.fit takes its inputs by keyword ...: call
+    fit(probs=..., target=...) or fit(logits=..., target=...)``. Keyword calls go
+    straight through.
+
+    Parameters
+    ----------
+    method : callable
+        A method whose parameters after ``self`` are keyword-only.
+
+    Returns
+    -------
+    callable
+        The wrapped method (``__wrapped__`` keeps the original and its signature).
+    """
+    if getattr(method, "_keyword_inputs", False):
+        return method
+    params = list(inspect.signature(method).parameters.values())[1:]
+    names = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+    shown = [n for n in _INPUTS if n in names] or [
+        p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    variants = [shown]
+    if "probs" in shown and "logits" in shown:  # one of the two, never both
+        variants = [[n for n in shown if n != "logits"], [n for n in shown if n != "probs"]]
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            calls = " or ".join(f"{method.__name__}(" + ", ".join(f"{n}=..." for n in v) + ")"
+                                for v in variants)
+            raise TypeError(
+                f"{type(self).__name__}.{method.__name__} takes its inputs by keyword "
+                f"(probabilities and logits are never guessed), got {len(args)} positional "
+                f"argument(s): call {calls}; its keywords are {', '.join(names)}")
+        return method(self, **kwargs)
+
+    wrapper._keyword_inputs = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 def record_fit_target(cal: Calibrator, target: object) -> None:

@@ -161,14 +161,20 @@ def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float,
     ('ok', '')
     >>> convergence_status(1.2, 3, 1.01)[0]
     'not_converged'
+    >>> convergence_status(1.0104, 0, 1.01)[1].split(";")[0]
+    'max R-hat 1.0104 exceeds 1.01'
     """
     problems = []
     if max_rhat > rhat_threshold:
         where = f" (at {worst})" if worst else ""
-        problems.append(f"max R-hat {max_rhat:.3f}{where} exceeds {rhat_threshold:g}")
+        # enough digits for the printed value to exceed the threshold (1.0104, not 1.010)
+        digits = next((d for d in range(3, 13) if round(max_rhat, d) > rhat_threshold), 15)
+        problems.append(f"max R-hat {max_rhat:.{digits}f}{where} exceeds {rhat_threshold:g}")
     if n_divergent > 0:
         problems.append(f"{int(n_divergent)} divergent transition(s) after warmup")
     if not problems:
         return "ok", ""
-    return "not_converged", ("NUTS: " + "; ".join(problems)
+    # no "NUTS: " prefix: DawidSkene's warning ("dawid_skene NUTS: ...") and the
+    # calibration maps' message name the engine, which then read "NUTS: NUTS:"
+    return "not_converged", ("; ".join(problems)
                              + "; run longer chains, raise target_accept_prob or reparameterise")

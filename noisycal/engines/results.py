@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._html import fit_html
 from .._jax import x64
 from .._stats import equal_tailed
 from .._typing import ArrayLike, Seed
@@ -308,6 +309,10 @@ class AnnotatorFit:
     def __repr__(self) -> str:
         return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
                 f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
+
+    def _repr_html_(self) -> str:
+        """HTML view for notebooks: sizes, fit statistics, status, prevalence, channels."""
+        return fit_html(self)
 
 
 def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None

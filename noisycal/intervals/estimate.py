@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._html import estimate_html, plugin_value
 from .._warnings import NumericalWarning
 
 __all__ = ["Estimate", "outside_interval", "OUTSIDE_RTOL", "OUTSIDE_ATOL"]
@@ -179,6 +180,9 @@ class Estimate:
 
     def __repr__(self) -> str:
         text = f"{self.name} {self.value:.4f}"
+        plugin = plugin_value(self)  # the median-unbiased value is shown with its plug-in
+        if plugin is not None:
+            text += f" (plug-in {plugin:.4f})"
         if self.interval is not None and self.level is not None:
             text += f" [{self.low:.4f}, {self.high:.4f}] {self.level * 100:g}%"
             if self.kind:
@@ -198,6 +202,10 @@ class Estimate:
         return text
 
     __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        """HTML view for notebooks: value, plug-in, interval, estimand, status, bins."""
+        return estimate_html(self)
 
     def to_frame(self) -> pd.DataFrame:
         """The per-bin table for binned metrics, otherwise a one-row summary."""

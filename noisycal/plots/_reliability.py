@@ -1,5 +1,5 @@
-"""Plots of calibration estimates: reliability diagrams with per-bin interval bars, and the
-cumulative-mass calibration curve of :func:`noisycal.cmce`.
+"""Reliability diagrams with per-bin interval bars, and the cumulative-mass calibration
+curve of :func:`noisycal.cmce` (re-exported by :mod:`noisycal.plots`).
 
 matplotlib is imported inside the plotting functions, so ``import noisycal`` does not
 import it.
@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ._validation import check_choice, check_level
-from .intervals.estimate import Estimate
+from .._validation import check_choice, check_level
+from ..intervals.estimate import Estimate
+from ._layout import check_ax, check_title, new_axes, set_title
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -24,6 +25,9 @@ __all__ = ["reliability_diagram", "cumulative_mass_curve"]
 BAR_INTERVALS = (None, "stored", "bootstrap", "wilson")
 
 _HARD_ATOL = 1e-6
+#: Target kinds whose entries lie in [0, 1] (``Estimate.details['target_kind']``); the
+#: per-bin bars of their bin means are clipped to [0, 1].
+UNIT_TARGETS = ("hard", "soft", "voted", "posterior", "sampled")
 _WHOLE_ATOL = 1e-9  # per item: how far count * mean_target may be from a whole number
 
 
@@ -170,7 +174,9 @@ def reliability_diagram(
     Notes
     -----
     Target values are drawn as they are: noise-corrected targets may give bin means
-    outside [0, 1], and the y-limits then extend beyond the unit square. The Wilson
+    outside [0, 1], and the y-limits then extend beyond the unit square. For targets in
+    [0, 1] (hard, soft, voted or posterior labels, 0/1 bins) the bars are clipped to
+    [0, 1], where the bin means lie. The title is wrapped to the axes' width. The Wilson
     interval of a bin with :math:`n` items and :math:`s` positive targets is
     :math:`\big(\hat p + \frac{z^2}{2n} \pm z\sqrt{\frac{\hat p(1-\hat p)}{n}
     + \frac{z^2}{4n^2}}\big) / (1 + \frac{z^2}{n})` with :math:`\hat p = s/n`
@@ -200,14 +206,12 @@ def reliability_diagram(
                          "show: it needs 0/1 targets (hard or voted labels)")
 
     if ax is None:
-        import matplotlib.pyplot as plt
-
-        fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
-        ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
+        ax = new_axes(show_counts)
     nonempty = rows[rows["count"].to_numpy() > 0]
     if bands:
         _draw_bands(ax, nonempty, level if level is not None else (est.level or 0.9))
-    values = _draw_bins(ax, nonempty, kind, bar_level, table.attrs.get("interval"))
+    values = _draw_bins(ax, nonempty, kind, bar_level, table.attrs.get("interval"),
+                        clip=_in_unit_interval(est, rows))
     _decorate(ax, values, _default_title(est, name, n_groups) if title is None else title)
     if show_counts:
         _draw_counts(ax, rows)
@@ -225,18 +229,13 @@ def _check_arguments(est: Estimate, *, ax: object, interval: object, level: obje
     if est.bins is None:
         raise ValueError(f"est must come from a binned metric (nc.ece, nc.mce, "
                          f"nc.true_label_ece) with a per-bin table; {est.name!r} has none")
-    if ax is not None:
-        from matplotlib.axes import Axes
-
-        if not isinstance(ax, Axes):
-            raise ValueError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    check_ax(ax)
     check_choice(interval, "interval", BAR_INTERVALS)
     if hard is not None and not isinstance(hard, bool | np.bool_):
         raise ValueError(f"hard must be True, False or None, got {hard!r}")
     if not isinstance(show_counts, bool | np.bool_):
         raise ValueError(f"show_counts must be True or False, got {show_counts!r}")
-    if title is not None and not isinstance(title, str):
-        raise ValueError(f"title must be a string or None, got {type(title).__name__}")
+    check_title(title)
     return None if level is None else check_level(level)
 
 
@@ -305,9 +304,18 @@ def _draw_bands(ax: Axes, sel: pd.DataFrame, level: float) -> None:
                         label=f"{level * 100:g}% consistency band" if i == 0 else None)
 
 
+def _in_unit_interval(est: Estimate, rows: pd.DataFrame) -> bool:
+    """Whether the target's entries lie in [0, 1], so its bin means do too: a target kind
+    of :data:`UNIT_TARGETS`, or 0/1 targets read from the table."""
+    return est.details.get("target_kind") in UNIT_TARGETS or _looks_hard(est, rows)
+
+
 def _draw_bins(ax: Axes, sel: pd.DataFrame, kind: str | None,
-               bar_level: float | None, stored: str | None = None) -> np.ndarray:
-    """Identity line, per-bin bars and points of the non-empty bins ``sel``.
+               bar_level: float | None, stored: str | None = None, *,
+               clip: bool = False) -> np.ndarray:
+    """Identity line, per-bin bars and points of the non-empty bins ``sel``; with
+    ``clip`` the bars are clipped to [0, 1] (a normal interval of a bin mean of targets in
+    [0, 1] may otherwise cross 0 or 1).
 
     Returns the finite y-values drawn (points and bar ends), for the y-limits.
     """
@@ -324,6 +332,8 @@ def _draw_bins(ax: Axes, sel: pd.DataFrame, kind: str | None,
     elif kind == "wilson":
         lows, highs = _wilson(sel["count"].to_numpy(dtype=np.float64), y, bar_level)
         bar_label = f"{bar_level * 100:g}% Wilson interval"
+    if lows is not None and clip:
+        lows, highs = np.clip(lows, 0.0, 1.0), np.clip(highs, 0.0, 1.0)
     if lows is not None:
         # one Line2D with NaN breaks (not vlines), so that legend(loc='best') avoids the bars
         nan = np.full_like(x, np.nan)
@@ -346,8 +356,7 @@ def _decorate(ax: Axes, values: np.ndarray, title: str) -> None:
     ax.grid(True, color="0.9", lw=0.6)
     ax.set_axisbelow(True)
     ax.legend(loc="best", fontsize="small", framealpha=0.85, edgecolor="none")
-    if title:
-        ax.set_title(title, fontsize="medium")
+    set_title(ax, title)
 
 
 def _draw_counts(ax: Axes, rows: pd.DataFrame) -> None:
@@ -414,10 +423,7 @@ def cumulative_mass_curve(est: Estimate, *, ax: Axes | None = None, show_counts:
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{name} must be a string, got {value!r}")
     if ax is None:
-        import matplotlib.pyplot as plt
-
-        fig = plt.figure(figsize=(5.0, 6.0) if show_counts else (5.0, 5.0))
-        ax = fig.add_axes((0.15, 0.36, 0.8, 0.54) if show_counts else (0.15, 0.12, 0.8, 0.76))
+        ax = new_axes(show_counts)
     elif not hasattr(ax, "plot") or not hasattr(ax, "inset_axes"):
         raise ValueError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     rows = est.bins
