@@ -81,6 +81,7 @@ __all__ = [
     "calibration_slope",
     "calibration_intercept",
     "calibration_test",
+    "report",
     "bootstrap",
     "NoisycalWarning",
     "ConvergenceWarning",

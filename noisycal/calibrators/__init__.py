@@ -10,6 +10,7 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 from ._base import Calibrator, NotFittedError
 from .binning import HistogramBinning
 from .conformal import SplitConformal
+from .conformal_eval import SetEvaluation, evaluate_sets
 from .conformal_maps import ConformalTemperature, MassRescaling
 from .isotonic import IsotonicCalibration
 from .joint import JointMap
@@ -27,5 +28,5 @@ __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "AdaptiveTemperatureScaling",
            "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
-           "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
+           "SplitConformal", "evaluate_sets", "SetEvaluation", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
            "OneVsRestPlatt", "OneVsRestIsotonic", "VennAbers"]
