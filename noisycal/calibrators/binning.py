@@ -169,7 +169,11 @@ class HistogramBinning(_BinnedMap):
       paper describes neither; the full vector is the proportional rebuild
       ``q_c = h(p_c)``, ``q_k = p_k (1 - h(p_c)) / (1 - p_c)``
       (:func:`noisycal.calibrators._toplabel.top_label_rebuild`), and ``c`` stays the
-      predicted class even where another ``q_k`` exceeds ``q_c``.
+      predicted class even where another ``q_k`` exceeds ``q_c``: the paper recalibrates
+      the confidence of the uncalibrated predicted class, so score the map's output with
+      that class, ``nc.true_label_ece(q, target, predicted=p.argmax(1))`` (what
+      :func:`noisycal.ambiguity.compare_calibrators` does by default), not with
+      ``argmax q``.
 
     Empty bins are a gap in both papers' descriptions (``empty_bins``): the projected
     mean of all fitting targets (default; the form the Proposition 2 bound is stated
