@@ -191,3 +191,80 @@ def test_histogram_with_as_many_items_as_bins_is_ok():
     with pytest.warns(nc.IdentifiabilityWarning, match="only 1 fitting item"):
         assert C.HistogramBinning(n_bins=1).fit(probs=z[:1], target=[1]).status_ \
             == "too_few_items"
+
+
+# ------------------------------------------------------- protocol runners take splits=
+
+def test_check_splits_refuses_overlapping_out_of_range_and_malformed_parts():
+    from noisycal.experiments.noise import check_splits
+
+    names = ("cal", "test")
+    ok = check_splits({"cal": [3, 1], "test": np.array([0, 2])}, 4, names)
+    assert ok["cal"].tolist() == [3, 1] and ok["test"].dtype == np.int64
+    for parts, match in [
+        ({"cal": [0, 1], "test": [1, 2]}, r"'cal' and 'test' must be disjoint, but share 1"),
+        ({"cal": [0, 4], "test": [1]}, r"splits\['cal'\] must hold indices in 0..3"),
+        ({"cal": [-1], "test": [1]}, r"splits\['cal'\] must hold indices in 0..3"),
+        ({"cal": [0, 0], "test": [1]}, r"splits\['cal'\] repeats an index"),
+        ({"cal": [], "test": [1]}, r"non-empty 1-D array"),
+        ({"cal": [0.0], "test": [1]}, r"integer item indices"),
+        ({"cal": [0]}, r"must map exactly the parts \['cal', 'test'\]"),
+        ([[0], [1]], r"must map exactly the parts"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            check_splits(parts, 4, names)
+
+
+def test_set_mass_protocol_takes_given_splits():
+    from noisycal.experiments.set_mass import run_protocol, splits
+
+    rng = np.random.default_rng(4)
+    z = rng.normal(0, 2, size=(300, 4))
+    y = (rng.random((300, 1)) > softmax(z, axis=1).cumsum(1)).sum(1)
+    methods = {"TS": (C.TemperatureScaling, None, None)}
+    seeded = run_protocol(z, y, methods, n_splits=2, cal_fraction=0.3, seed=5)
+    given = run_protocol(z, y, methods, splits=list(splits(300, n_splits=2,
+                                                           cal_fraction=0.3, seed=5)))
+    cols = [c for c in seeded.columns if c != "seconds"]
+    pd_equal = seeded[cols].reset_index(drop=True).equals(given[cols].reset_index(drop=True))
+    assert pd_equal
+    # a split of our own: the first 100 items calibrate, the last 200 test
+    own = run_protocol(z, y, methods, splits=[(np.arange(100), np.arange(100, 300))])
+    ts = C.TemperatureScaling().fit(logits=z[:100], target=y[:100])
+    from noisycal.experiments.set_mass import evaluate
+
+    want = evaluate(ts.predict_proba(logits=z[100:]), y[100:])
+    assert own.loc[0, "ECE"] == want["ECE"] and len(own) == 1
+    for bad, match in [([(np.arange(100), np.arange(50, 300))], r"splits\[0\]: the parts "
+                        "'cal' and 'test' must be disjoint"),
+                       ([(np.arange(100), np.arange(100, 301))], r"splits\[0\]\['test'\] "
+                        "must hold indices in 0..299"),
+                       ([np.arange(10)], r"splits\[0\] must be a \(calibration, test\)"),
+                       ([], "non-empty sequence"), ("abc", "non-empty sequence")]:
+        with pytest.raises(ValueError, match=match):
+            run_protocol(z, y, methods, splits=bad)
+
+
+def test_lwcal_cell_takes_given_splits():
+    pytest.importorskip("sklearn")
+    from noisycal.experiments.grid import run_cell
+    from noisycal.experiments.noise import split_indices
+    from noisycal.experiments.tasks import load_task
+
+    cell = ("rf", "iris_versicolor", 1, "symmetric", 0.3)
+    _, y = load_task("iris_versicolor")
+    seeded = run_cell(cell, gate_grid=False, methods=["raw", "lwcal"])
+    given = run_cell(cell, gate_grid=False, methods=["raw", "lwcal"],
+                     splits=split_indices(y, 1))
+    for a, b in zip(seeded, given, strict=True):
+        assert {k: v for k, v in a.items() if k != "seconds"} == \
+            {k: v for k, v in b.items() if k != "seconds"}
+    own = split_indices(y, 2)  # another seed's split under this cell's noise and learner
+    rows = run_cell(cell, gate_grid=False, methods=["raw"], splits=own)
+    assert rows[0]["n_test"] == own["test"].size
+    assert rows[0]["n_pos_test"] == int(y[own["test"]].sum())
+    clash = {**own, "test": np.concatenate([own["test"], own["cal"][:1]])}
+    with pytest.raises(ValueError, match="'cal' and 'test' must be disjoint"):
+        run_cell(cell, gate_grid=False, methods=["raw"], splits=clash)
+    with pytest.raises(ValueError, match=r"must map exactly the parts"):
+        run_cell(cell, gate_grid=False, methods=["raw"], splits={"train": own["train"]})
