@@ -268,3 +268,21 @@ def test_lwcal_cell_takes_given_splits():
         run_cell(cell, gate_grid=False, methods=["raw"], splits=clash)
     with pytest.raises(ValueError, match=r"must map exactly the parts"):
         run_cell(cell, gate_grid=False, methods=["raw"], splits={"train": own["train"]})
+
+
+def test_isotonic_merges_exact_ties_only_where_scikit_learn_merges_within_1e_15():
+    # the tie rule stated in benchmarks/README.md: scores 5.6e-17 apart stay two points
+    # here, one point (at the first score) in scikit-learn; merged by hand, they agree
+    sk = pytest.importorskip("sklearn.isotonic")
+    a = 0.3
+    b = np.nextafter(a, 1.0)  # a distinct float within 1e-15 of a
+    x = np.array([0.1, a, b, 0.6])
+    y = np.array([0.0, 0.0, 1.0, 1.0])
+    t = np.array([0.2, 0.45])
+    ours = C.IsotonicCalibration().fit(probs=x, target=y)
+    ref = sk.IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(x, y)
+    # ours: 0 up to a, 1 from b on; scikit-learn: one point (a, 0.5) between 0 and 1
+    np.testing.assert_allclose(ours.predict_proba(probs=t), [0.0, 1.0], atol=1e-15)
+    np.testing.assert_allclose(ref.predict(t), [0.25, 0.75], atol=1e-15)
+    merged = C.IsotonicCalibration().fit(probs=np.where(x == b, a, x), target=y)
+    np.testing.assert_allclose(merged.predict_proba(probs=t), ref.predict(t), atol=1e-15)

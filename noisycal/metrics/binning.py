@@ -160,8 +160,7 @@ def group_scores(P: np.ndarray, T: np.ndarray, kind: str, draws: np.ndarray | No
     draws : ndarray of shape (D, n), optional
         Sampled labels; the target of draw d is the one-hot of ``draws[d]``.
     pred : int ndarray of shape (n,), optional
-        Top-label only: the scored class of each row (default ``argmax P``); the
-        confidence is then ``P[i, pred_i]``.
+        Top-label: the scored class, confidence ``P[i, pred_i]`` (default ``argmax P``).
 
     Returns
     -------
@@ -169,8 +168,7 @@ def group_scores(P: np.ndarray, T: np.ndarray, kind: str, draws: np.ndarray | No
     """
     n, K = P.shape
     if kind == "top_label":
-        if pred is None:
-            pred = np.argmax(P, axis=1)
+        pred = np.argmax(P, axis=1) if pred is None else pred
         conf = P[np.arange(n), pred][:, None]
         if draws is None:
             tgt = T[np.arange(n), pred][:, None, None]
