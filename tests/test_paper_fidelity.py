@@ -286,3 +286,21 @@ def test_isotonic_merges_exact_ties_only_where_scikit_learn_merges_within_1e_15(
     np.testing.assert_allclose(ref.predict(t), [0.25, 0.75], atol=1e-15)
     merged = C.IsotonicCalibration().fit(probs=np.where(x == b, a, x), target=y)
     np.testing.assert_allclose(merged.predict_proba(probs=t), ref.predict(t), atol=1e-15)
+
+
+def test_compare_calibrators_takes_given_mcts_labels():
+    z, pi = _ambiguous_problem(400, seed=3)
+    rng = np.random.default_rng(4)
+    labels = (rng.random((200, 2, 1)) > pi[:200, None, :].cumsum(2)).sum(2)  # S = 2
+    kw = dict(logits_cal=z[:200], target_cal=pi[:200], logits_test=z[200:],
+              target_test=pi[200:], methods=["MCTS"], n_draws=3)
+    a = A.compare_calibrators(**kw, mcts_labels=labels, seed=0)
+    b = A.compare_calibrators(**kw, mcts_labels=labels, seed=1, n_samples=7)
+    shares = np.stack([np.bincount(r, minlength=3) / 2 for r in labels])
+    T = C.TemperatureScaling().fit(logits=z[:200], target=shares).temperature_
+    assert a.loc[0, "T"] == b.loc[0, "T"] == pytest.approx(T, rel=1e-12)
+    for bad, match in [(labels[:, :0], r"shape \(200, S\) with S >= 1"),
+                       (labels[:-1], r"shape \(200, S\)"), (labels + 3, "class indices 0..2"),
+                       (labels.astype(float), "class indices 0..2")]:
+        with pytest.raises(ValueError, match=match):
+            A.compare_calibrators(**kw, mcts_labels=bad)

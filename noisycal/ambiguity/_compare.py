@@ -156,7 +156,8 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
                         reg_lambda: float = 1e-3, max_iter: int = 10000, n_bins: int = 15,
                         n_draws: int = 100, seed: Seed = 0, interval: str | None = None,
                         level: float = 0.9, predicted_class: str = "uncalibrated",
-                        draws: ArrayLike | None = None) -> Any:
+                        draws: ArrayLike | None = None,
+                        mcts_labels: ArrayLike | None = None) -> Any:
     """Fit each method on calibration items and score it on test items (one table row each).
 
     The protocol of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous
@@ -215,6 +216,10 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
         Given label draws of the test items (class indices) for the Monte-Carlo metrics
         of every row, instead of draws seeded by ``seed`` (``draws=`` of
         :func:`noisycal.true_label_ece`); ``n_draws`` is then ignored.
+    mcts_labels : array-like of shape (n_cal, S), optional
+        Given sampled annotations of the calibration items for MCTS (class indices,
+        S per item, e.g. the stored single annotations the paper used): MCTS is then
+        fitted to their shares and ``n_samples`` is ignored.
 
     Returns
     -------
@@ -248,9 +253,19 @@ def compare_calibrators(*, logits_cal: ArrayLike, target_cal: object, logits_tes
     if draws is not None:  # checked once here, so a bad array fails before any fit
         true_label_ece(softmax(Zt, axis=1), St, draws=draws, n_bins=n_bins, interval=None)
     Vc = voted_from(Sc)
+    if mcts_labels is not None:  # the shares of the given labels: all S "stored" ratings
+        lab = np.asarray(mcts_labels)
+        if lab.ndim != 2 or lab.shape[0] != Zc.shape[0] or lab.shape[1] < 1:
+            raise ValueError(f"mcts_labels must have shape ({Zc.shape[0]}, S) with S >= 1, "
+                             f"got {lab.shape}")
+        if not np.issubdtype(lab.dtype, np.integer) or lab.min() < 0 or lab.max() >= K:
+            raise ValueError(f"mcts_labels must hold class indices 0..{K - 1}")
+        n_samples = lab.shape[1]
+        given = np.stack([np.bincount(r, minlength=K) for r in lab])
     targets: dict[str, Callable[[], object]] = {
         "voted": lambda: Vc, "soft": lambda: Sc,
-        "mcts": lambda: mcts(distribution=Sc.values, n_samples=n_samples, seed=seed),
+        "mcts": lambda: mcts(distribution=Sc.values, n_samples=n_samples, seed=seed)
+        if mcts_labels is None else mcts(counts=given, n_samples=n_samples, replace=False),
         "truth": lambda: oracle(true_cal), "test soft": lambda: St}
     for rule in LS_RULES:
         targets[rule] = lambda rule=rule: label_smoothed(logits=Zc, target=Vc, rule=rule)
