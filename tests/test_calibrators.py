@@ -49,8 +49,10 @@ def test_corrected_targets_recover_the_clean_fit_naive_do_not():
 def test_projected_histogram_by_hand_and_its_bound():
     z = np.array([0.05, 0.07, 0.55, 0.58, 0.95])
     y = np.array([-0.2, 0.0, 0.9, 1.5, 1.2])  # corrected targets may leave [0, 1]
-    h = nc.calibrators.HistogramBinning(n_bins=10).fit(probs=z, target=np.column_stack([1 - y,
-                                                                                         y]))
+    with pytest.warns(nc.IdentifiabilityWarning, match="only 5 fitting item"):
+        h = nc.calibrators.HistogramBinning(n_bins=10).fit(
+            probs=z, target=np.column_stack([1 - y, y]))
+    assert h.status_ == "too_few_items"  # 5 items for 10 bins
     # bin 0: mean -0.1 -> 0; bin 5: mean 1.2 -> 1; bin 9: 1.2 -> 1; empty: clip(mean 0.68)
     np.testing.assert_allclose(h.values_[[0, 5, 9]], [0.0, 1.0, 1.0])
     np.testing.assert_allclose(h.values_[[1, 2, 3, 4, 6, 7, 8]], 0.68)
@@ -83,8 +85,9 @@ def test_calibrator_bad_input_and_params():
     assert cal.get_params() == {"eps": 1e-6, "bounds": (0.05, 20.0), "loss": "auto"}
     with pytest.raises(ValueError, match="unknown parameter"):
         cal.set_params(temperature=2.0)
-    h = nc.calibrators.HistogramBinning().fit(probs=np.array([0.2, 0.7]),
-                                              target=np.array([0, 1]))
+    with pytest.warns(nc.IdentifiabilityWarning, match="too_few_items"):
+        h = nc.calibrators.HistogramBinning().fit(probs=np.array([0.2, 0.7]),
+                                                  target=np.array([0, 1]))
     with pytest.raises(ValueError, match="corrected"):
         h.bound(np.array([0, 1]))
 
@@ -162,14 +165,16 @@ def test_histogram_input_checks_in_fit_and_predict():
     h = nc.calibrators.HistogramBinning(n_bins=5)
     with pytest.raises(ValueError, match="at least one score"):
         h.fit(probs=np.zeros(0), target=np.zeros(0, int))
-    h.fit(probs=np.array([0.1, 0.9]), target=np.array([0, 1]))
+    with pytest.warns(nc.IdentifiabilityWarning, match="too_few_items"):
+        h.fit(probs=np.array([0.1, 0.9]), target=np.array([0, 1]))
     with pytest.raises(ValueError, match=r"probs must lie in \[0, 1\]"):
         h.predict_proba(probs=np.array([0.5, 1.5]))
     with pytest.raises(ValueError, match="logits"):
         h.predict_proba(logits=np.array([0.5]))
-    # up to 10 bins per item is allowed, more is refused
-    nc.calibrators.HistogramBinning(n_bins=20).fit(probs=np.array([0.1, 0.9]),
-                                                   target=np.array([0, 1]))
+    # up to 10 bins per item is allowed (with status 'too_few_items'), more is refused
+    with pytest.warns(nc.IdentifiabilityWarning, match="too_few_items"):
+        nc.calibrators.HistogramBinning(n_bins=20).fit(probs=np.array([0.1, 0.9]),
+                                                       target=np.array([0, 1]))
     with pytest.raises(ValueError, match="n_bins=21 is far above the 2"):
         nc.calibrators.HistogramBinning(n_bins=21).fit(probs=np.array([0.1, 0.9]),
                                                        target=np.array([0, 1]))

@@ -113,9 +113,12 @@ def test_top_label_hb_calibrates_the_confidence_to_the_soft_target():
 def test_empty_bin_rules():
     P = np.array([[0.9, 0.05, 0.05], [0.95, 0.03, 0.02], [0.4, 0.35, 0.25]])
     y = np.array([0, 1, 0])
-    mean = C.HistogramBinning(n_bins=4).fit(probs=P, target=y)
-    center = C.HistogramBinning(n_bins=4, empty_bins="center").fit(probs=P, target=y)
-    ident = C.HistogramBinning(n_bins=4, empty_bins="identity").fit(probs=P, target=y)
+    with pytest.warns(nc.IdentifiabilityWarning, match="only 3 fitting item"):
+        mean = C.HistogramBinning(n_bins=4).fit(probs=P, target=y)
+    with pytest.warns(nc.IdentifiabilityWarning, match="too_few_items"):
+        center = C.HistogramBinning(n_bins=4, empty_bins="center").fit(probs=P, target=y)
+    with pytest.warns(nc.IdentifiabilityWarning, match="too_few_items"):
+        ident = C.HistogramBinning(n_bins=4, empty_bins="identity").fit(probs=P, target=y)
     # populated bins: [0.25, 0.5) holds 0.4 (correct), [0.75, 1] holds 0.9 and 0.95 (1 of 2)
     for h in (mean, center, ident):
         assert h.values_[1] == 1.0 and h.values_[3] == 0.5
@@ -128,8 +131,9 @@ def test_empty_bin_rules():
     np.testing.assert_allclose(ident.predict_proba(probs=q), q, atol=1e-15)
     assert center.predict_confidence(probs=q)[0] == 0.625
     # binary histogram with the identity rule keeps scores in empty bins
-    hb = C.HistogramBinning(n_bins=4, empty_bins="identity").fit(
-        probs=np.array([0.1, 0.2, 0.9]), target=np.array([0, 1, 1]))
+    with pytest.warns(nc.IdentifiabilityWarning, match="too_few_items"):
+        hb = C.HistogramBinning(n_bins=4, empty_bins="identity").fit(
+            probs=np.array([0.1, 0.2, 0.9]), target=np.array([0, 1, 1]))
     np.testing.assert_array_equal(hb.predict_proba(probs=np.array([0.15, 0.6, 0.8])),
                                   [0.5, 0.6, 1.0])
 

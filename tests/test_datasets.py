@@ -39,9 +39,43 @@ def test_cwd_fallback_without_env_var(monkeypatch, tmp_path):
     assert data_dir() == (tmp_path / "shared" / "data").resolve()
 
 
-def test_unknown_model_raises():
-    with pytest.raises(ValueError, match="model"):
-        load_cifar10_logits("vgg16")
+def test_unknown_model_raises_listing_the_available_ones():
+    with pytest.raises(ValueError, match="model must be one of the available models "
+                       "densenet40, vgg16, resnet110, preresnet110, densenet_bc_l190_k40; "
+                       "got 'resnet50'"):
+        load_cifar10_logits("resnet50")
+    with pytest.raises(ValueError, match="available models"):
+        load_cifar10_logits(["vgg16"])
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("model, acc", [("vgg16", 0.9359), ("resnet110", 0.9389),
+                                        ("preresnet110", 0.9506),
+                                        ("densenet_bc_l190_k40", 0.9668)])
+def test_every_shared_cifar10_model_loads(model, acc):
+    # the accuracies of the data README; softmax of the logs gives the stored probabilities
+    try:
+        d = load_cifar10_logits(model)
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert d.logits_test.shape == (10000, 10) and d.logits_test.dtype == np.float64
+    assert d.logits_val is None and d.y_val is None and d.val_train_idx is None
+    assert d.y_test[:10].tolist() == [3, 8, 8, 0, 6, 6, 1, 6, 3, 1]
+    assert np.mean(d.logits_test.argmax(1) == d.y_test) == pytest.approx(acc, abs=5e-5)
+    P = np.exp(d.logits_test)
+    np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-6)
+
+
+def test_a_probability_file_is_checked(tmp_path):
+    (tmp_path / "cifar10_logits").mkdir()
+    np.savez(tmp_path / "cifar10_logits" / "vgg16_c10_test_probs.npz",
+             probs_test=np.zeros((3, 10)), y_test=np.zeros(3, int))
+    with pytest.raises(ValueError, match="must hold positive probabilities"):
+        load_cifar10_logits("vgg16", data=tmp_path)
+    np.savez(tmp_path / "cifar10_logits" / "vgg16_c10_test_probs.npz",
+             probs_test=np.full((3, 4), 0.25), y_test=np.zeros(3, int))
+    with pytest.raises(ValueError, match=r"'probs_test' has shape \(3, 4\)"):
+        load_cifar10_logits("vgg16", data=tmp_path)
 
 
 # ---------------------------------------------------------------------------- real data

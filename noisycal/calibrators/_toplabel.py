@@ -12,6 +12,9 @@ which keeps the ratios among the other classes and sums to 1. Where ``p_c = 1`` 
 ``p_k = 0``) the remaining mass ``1 - g`` is shared equally among the other classes (our
 choice). ``q`` is a probability vector, but its argmax can leave ``c`` when ``g`` is below
 some ``q_k``; the maps keep ``c`` as the predicted class and say so in their docstrings.
+The paper keeps it too (it recalibrates the confidence of the uncalibrated predicted
+class), so its top-label metrics score ``c`` with confidence ``g``: pass
+``predicted=argmax p`` to :func:`noisycal.true_label_ece`.
 """
 
 from __future__ import annotations

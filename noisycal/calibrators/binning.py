@@ -32,6 +32,7 @@ from .._validation import (
     check_level,
     check_n_bins,
 )
+from .._warnings import IdentifiabilityWarning
 from ..intervals.bounds import hoeffding_radius, target_range
 from ..metrics.binning import equal_width_bins
 from ._base import (
@@ -85,6 +86,17 @@ def histogram_values(score: np.ndarray, t: np.ndarray, n_bins: int, empty_bins: 
             "center": (np.arange(n_bins) + 0.5) / n_bins,
             "identity": np.full(n_bins, np.nan)}[empty_bins]
     return np.where(counts > 0, np.clip(raw, 0.0, 1.0), fill), raw, counts
+
+
+def _item_status(n: int, n_bins: int, counts: np.ndarray) -> tuple[str, str]:
+    """``('too_few_items', why)`` when fewer items than bins (or one item) were fitted."""
+    if n >= max(n_bins, 2):
+        return "ok", ""
+    empty = int(np.count_nonzero(counts == 0))
+    return "too_few_items", (f"only {n} fitting item(s) for {n_bins} bin(s): {empty} "
+                             f"bin(s) are empty and take the empty-bin value, and each "
+                             f"other bin's value rests on very few items; use fewer bins "
+                             f"or more fitting items")
 
 
 def _apply(values: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -157,7 +169,11 @@ class HistogramBinning(_BinnedMap):
       paper describes neither; the full vector is the proportional rebuild
       ``q_c = h(p_c)``, ``q_k = p_k (1 - h(p_c)) / (1 - p_c)``
       (:func:`noisycal.calibrators._toplabel.top_label_rebuild`), and ``c`` stays the
-      predicted class even where another ``q_k`` exceeds ``q_c``.
+      predicted class even where another ``q_k`` exceeds ``q_c``: the paper recalibrates
+      the confidence of the uncalibrated predicted class, so score the map's output with
+      that class, ``nc.true_label_ece(q, target, predicted=p.argmax(1))`` (what
+      :func:`noisycal.ambiguity.compare_calibrators` does by default), not with
+      ``argmax q``.
 
     Empty bins are a gap in both papers' descriptions (``empty_bins``): the projected
     mean of all fitting targets (default; the form the Proposition 2 bound is stated
@@ -190,9 +206,12 @@ class HistogramBinning(_BinnedMap):
     objective_ : float
         Mass-weighted distance moved by the projection, ``sum_h (n_h / n) |raw - value|``.
     status_ : str
-        ``'ok'`` (empty bins are part of the method, not a failure), or
-        ``'target_not_ok'`` when the target is a Target built from a fit whose status is
-        not 'ok' (with a warning).
+        ``'ok'`` (empty bins among enough fitting items are part of the method, not a
+        failure); ``'too_few_items'`` (with an :class:`~noisycal.IdentifiabilityWarning`)
+        when there are fewer fitting items than bins, or a single item: then at least
+        ``n_bins - n`` bins are empty whatever the scores, and the histogram is mostly
+        its empty-bin rule; or ``'target_not_ok'`` when the target is a Target built
+        from a fit whose status is not 'ok' (with a warning).
     message_ : str
         Why the status is not 'ok' (``''`` otherwise).
 
@@ -285,7 +304,7 @@ class HistogramBinning(_BinnedMap):
                                                   - np.nan_to_num(self.values_)), 0.0)
         self.objective_ = float(np.sum(self.counts_ / z.size * moved))
         if not inherit_target_status(self, {"target": target}):
-            self._set_status("ok", "", None)
+            self._set_status(*_item_status(z.size, J, self.counts_), IdentifiabilityWarning)
         return self
 
     def predict_confidence(self, *, probs: ArrayLike | None = None,

@@ -268,8 +268,11 @@ class IsotonicCalibration(Calibrator):
       does not say how the full vector is built nor how to interpolate; the vector is the
       proportional rebuild ``q_c = g(p_c)``, ``q_k = p_k (1 - g(p_c)) / (1 - p_c)``
       (:func:`noisycal.calibrators._toplabel.top_label_rebuild`), which keeps ``c`` as
-      the predicted class even where another ``q_k`` exceeds ``q_c``; ``interpolation``
-      is an argument; :meth:`predict_confidence` gives ``g(p_c)`` alone. An (n, 2)
+      the predicted class even where another ``q_k`` exceeds ``q_c`` (score it with
+      ``nc.true_label_ece(q, target, predicted=p.argmax(1))``, as the paper and
+      :func:`noisycal.ambiguity.compare_calibrators` do, not with ``argmax q``);
+      ``interpolation`` is an argument; :meth:`predict_confidence` gives ``g(p_c)``
+      alone. An (n, 2)
       matrix is a two-class top-label problem; for the positive-class map pass its
       column 1 as (n,) scores.
 

@@ -8,7 +8,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_choice
 from ..data import Annotations
 from ._dawid_skene_1979 import POSITIONS_OBSERVER, RATINGS
 
@@ -30,10 +29,20 @@ __all__ = [
 #: Environment variable naming the data folder.
 ENV_VAR = "NOISYCAL_DATA"
 
-#: Models whose CIFAR-10 logits :func:`load_cifar10_logits` can load.
-LOGIT_MODELS = ("densenet40",)
+#: Models whose CIFAR-10 outputs :func:`load_cifar10_logits` can load (the shared data's
+#: ``cifar10_logits/README.md`` gives their provenance and accuracy).
+LOGIT_MODELS = ("densenet40", "vgg16", "resnet110", "preresnet110", "densenet_bc_l190_k40")
 
-_LOGIT_FILES = {"densenet40": "densenet40_c10.npz"}
+#: (file, array of test probabilities) of the models stored as softmax outputs only.
+_PROB_FILES = {
+    "vgg16": ("vgg16_c10_test_probs.npz", "probs_test"),
+    "resnet110": ("pytorch_classification_c10_test_probs.npz", "probs_resnet110"),
+    "preresnet110": ("pytorch_classification_c10_test_probs.npz", "probs_preresnet110"),
+    "densenet_bc_l190_k40": ("pytorch_classification_c10_test_probs.npz",
+                             "probs_densenet_bc_l190_k40"),
+}
+_LOGIT_FILES = {"densenet40": "densenet40_c10.npz",
+                **{m: f for m, (f, _) in _PROB_FILES.items()}}
 
 
 def _candidates() -> list[Path]:
@@ -173,27 +182,32 @@ class CIFAR10H(NamedTuple):
 
 
 class CIFAR10Logits(NamedTuple):
-    """Logits of a trained CNN on CIFAR-10, test set in standard order plus a validation split.
+    """Logits of a trained CNN on CIFAR-10, test set in standard order, and (DenseNet-40
+    only) a validation split.
 
     Attributes
     ----------
     logits_test : ndarray of shape (10000, 10), float64
-        Pre-softmax scores on the CIFAR-10 test set (rows line up with CIFAR-10H).
+        Pre-softmax scores on the CIFAR-10 test set (rows line up with CIFAR-10H). For
+        the models stored as softmax outputs (all but DenseNet-40) these are the logs of
+        the stored probabilities, which ``softmax`` maps back to them (up to their
+        float32 rounding).
     y_test : ndarray of shape (10000,), int64
         CIFAR-10 test labels.
-    logits_val : ndarray of shape (5000, 10), float64
-        Pre-softmax scores on 5,000 held-out CIFAR-10 training images.
-    y_val : ndarray of shape (5000,), int64
+    logits_val : ndarray of shape (5000, 10), float64, or None
+        Pre-softmax scores on 5,000 held-out CIFAR-10 training images (DenseNet-40; None
+        for the test-only models).
+    y_val : ndarray of shape (5000,), int64, or None
         Their labels.
-    val_train_idx : ndarray of shape (5000,), int64
+    val_train_idx : ndarray of shape (5000,), int64, or None
         Index of each validation row in the standard CIFAR-10 training set.
     """
 
     logits_test: np.ndarray
     y_test: np.ndarray
-    logits_val: np.ndarray
-    y_val: np.ndarray
-    val_train_idx: np.ndarray
+    logits_val: np.ndarray | None
+    y_val: np.ndarray | None
+    val_train_idx: np.ndarray | None
 
 
 def load_cifar10h(data: str | os.PathLike[str] | None = None) -> CIFAR10H:
@@ -238,9 +252,18 @@ def load_cifar10_logits(model: str = "densenet40",
 
     Parameters
     ----------
-    model : {'densenet40'}, default='densenet40'
-        DenseNet-40 (Kängsepp, markus93/NN_calibration; MIT license): test accuracy
-        0.9242.
+    model : str, default='densenet40'
+        One of :data:`LOGIT_MODELS` (test accuracies against the CIFAR-10 labels):
+
+        - 'densenet40': DenseNet-40 (Kängsepp, markus93/NN_calibration; MIT license),
+          0.9242; logits, with a 5,000-image validation split;
+        - 'vgg16': VGG-16 (p-lambda/verified_calibration; MIT license), 0.9359;
+        - 'resnet110', 'preresnet110', 'densenet_bc_l190_k40': ResNet-110,
+          PreResNet-110 and DenseNet-BC (L = 190, k = 40) of Kerrigan, Smyth & Steyvers
+          (2021) (no license stated), 0.9389, 0.9506 and 0.9668.
+
+        The last four are stored as test-set softmax outputs only: ``logits_test`` is
+        their log and the validation fields are None.
     data : path-like, optional
         The data folder; default :func:`data_dir`.
 
@@ -252,14 +275,27 @@ def load_cifar10_logits(model: str = "densenet40",
     Raises
     ------
     ValueError
-        If ``model`` is not one of ``LOGIT_MODELS``, ``data`` is not a path, or the file
-        is not the expected archive.
+        If ``model`` is not one of ``LOGIT_MODELS`` (the message lists them), ``data`` is
+        not a path, or the file is not the expected archive.
     FileNotFoundError
         When the file is absent; the message says where it looked.
     """
-    check_choice(model, "model", LOGIT_MODELS)
+    if not isinstance(model, str) or model not in LOGIT_MODELS:
+        raise ValueError(f"model must be one of the available models "
+                         f"{', '.join(LOGIT_MODELS)}; got {model!r}")
     what = f"CIFAR-10 logits ({model})"
     path = resolve(data, "cifar10_logits", _LOGIT_FILES[model], what)
+    if model in _PROB_FILES:
+        key = _PROB_FILES[model][1]
+        f = read_npz(path, (key, "y_test"), what)
+        _check_rows(f, {key: (None, 10), "y_test": (None,)}, path, what)
+        probs = f[key].astype(np.float64)
+        if np.any(probs <= 0) or not np.all(np.isfinite(probs)):
+            raise ValueError(f"{what} file {path}: array {key!r} must hold positive "
+                             "probabilities (their log is the logit)")
+        return CIFAR10Logits(logits_test=np.log(probs),
+                             y_test=f["y_test"].astype(np.int64).ravel(),
+                             logits_val=None, y_val=None, val_train_idx=None)
     f = read_npz(path, CIFAR10Logits._fields, what)
     return CIFAR10Logits(
         logits_test=f["logits_test"].astype(np.float64),

@@ -23,7 +23,7 @@ import csv
 import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
@@ -35,7 +35,7 @@ from .._validation import check_choice, check_int
 from ..calibrators.lwcal import disagreement
 from .evaluate import CELL_KEYS, evaluate
 from .methods import LEARNERS, fit_method, make_learner, method_specs
-from .noise import MODES, noisy_labels, split_indices
+from .noise import MODES, check_splits, noisy_labels, split_indices
 from .tasks import TASK_NAMES, load_task
 
 __all__ = ["SEEDS", "NOISY_RATES", "SMALL_TASKS", "Cell", "main_cells", "robustness_cells",
@@ -129,7 +129,8 @@ def cell_methods(cell: Cell, *, gate_grid: bool = True) -> list[str]:
 
 def run_cell(cell: Cell, *, gate_grid: bool = True, trim_retain: float = 0.9,
              platt_input: str = "probability", neg_ratio: float = 0.5,
-             nll_clip: float = 1e-15, methods: Sequence[str] | None = None) -> list[dict]:
+             nll_clip: float = 1e-15, methods: Sequence[str] | None = None,
+             splits: Mapping[str, object] | None = None) -> list[dict]:
     """Fit the base learner of one cell and every method on it; score on clean labels.
 
     Parameters
@@ -148,6 +149,12 @@ def run_cell(cell: Cell, *, gate_grid: bool = True, trim_retain: float = 0.9,
     methods : sequence of str, optional
         Run only these methods (default: all of :func:`cell_methods`); the base learner
         is deterministic given the cell, so rows added later match the earlier ones.
+    splits : mapping, optional
+        Given ``{'train': idx, 'cal': idx, 'test': idx}`` item indices of the task instead
+        of the seeded stratified split (:func:`noisycal.experiments.noise.split_indices`):
+        non-empty, distinct indices in range, the three parts disjoint
+        (:func:`noisycal.experiments.noise.check_splits`). The cell's seed still seeds the
+        label noise and the base learner.
 
     Returns
     -------
@@ -157,7 +164,8 @@ def run_cell(cell: Cell, *, gate_grid: bool = True, trim_retain: float = 0.9,
     learner, task, seed, mode, rate = cell
     t0 = time.perf_counter()
     X, y = load_task(task)
-    idx = split_indices(y, seed)
+    idx = split_indices(y, seed) if splits is None else check_splits(
+        splits, y.size, ("train", "cal", "test"))
     y_tr, y_cal_clean, y_te = y[idx["train"]], y[idx["cal"]], y[idx["test"]]
     if mode == "none":
         if rate != 0:
@@ -243,7 +251,10 @@ def run_grid(cells: Iterable[Cell], out: str | os.PathLike, *, jobs: int = 2,
         of the time left.
     **cell_kwargs
         Passed to :func:`run_cell` (``gate_grid``, ``trim_retain``, ``platt_input``,
-        ``neg_ratio``, ``nll_clip``).
+        ``neg_ratio``, ``nll_clip``), and ``splits``: a mapping from ``(task, seed)`` to
+        that task's given ``{'train', 'cal', 'test'}`` indices (``splits=`` of
+        :func:`run_cell`), required for every cell's task and seed when given. The
+        results file does not record the splits: resume a run with the same ones.
 
     Returns
     -------
@@ -251,10 +262,14 @@ def run_grid(cells: Iterable[Cell], out: str | os.PathLike, *, jobs: int = 2,
         The whole results table after the run.
     """
     jobs = check_int(jobs, "jobs", minimum=1)
+    given = cell_kwargs.pop("splits", None)
     unknown = set(cell_kwargs) - {"gate_grid", "trim_retain", "platt_input", "neg_ratio",
                                   "nll_clip"}
     if unknown:
         raise ValueError(f"unknown keyword(s) for run_cell: {sorted(unknown)}")
+    if given is not None and not isinstance(given, Mapping):
+        raise ValueError(f"splits must map (task, seed) to a split's indices, got "
+                         f"{type(given).__name__}")
     path = Path(out)
     done = _done(read_results(path))
     gate = bool(cell_kwargs.get("gate_grid", True))
@@ -264,6 +279,12 @@ def run_grid(cells: Iterable[Cell], out: str | os.PathLike, *, jobs: int = 2,
         missing = [m for m in cell_methods(c, gate_grid=gate) if m not in have]
         if missing:
             todo.append((c, None if not have else missing))
+    split_of: dict[Cell, object] = {}
+    if given is not None:
+        absent = sorted({(c[1], c[2]) for c, _ in todo} - set(given))
+        if absent:
+            raise ValueError(f"splits: no split for (task, seed) {absent}")
+        split_of = {c: given[(c[1], c[2])] for c, _ in todo}
     t0 = time.perf_counter()
 
     def report(k: int, cell: Cell, only: list[str] | None) -> None:
@@ -276,12 +297,13 @@ def run_grid(cells: Iterable[Cell], out: str | os.PathLike, *, jobs: int = 2,
 
     if jobs == 1:
         for k, (cell, only) in enumerate(todo, 1):
-            _append(path, run_cell(cell, methods=only, **cell_kwargs))
+            _append(path, run_cell(cell, methods=only, splits=split_of.get(cell),
+                                   **cell_kwargs))
             report(k, cell, only)
     elif todo:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as ex:
-            futs = {ex.submit(run_cell, c, methods=only, **cell_kwargs): (c, only)
-                    for c, only in todo}
+            futs = {ex.submit(run_cell, c, methods=only, splits=split_of.get(c),
+                              **cell_kwargs): (c, only) for c, only in todo}
             for k, f in enumerate(as_completed(futs), 1):
                 _append(path, f.result())
                 report(k, *futs[f])

@@ -21,13 +21,14 @@ labels never. The paper leaves open, and we choose (each an argument):
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from .._validation import check_choice, check_int, check_labels, check_real
 
-__all__ = ["MODES", "RATES", "PARTS", "split_indices", "flip_probabilities", "uniforms",
-           "corrupt", "noisy_labels"]
+__all__ = ["MODES", "RATES", "PARTS", "split_indices", "check_splits", "flip_probabilities",
+           "uniforms", "corrupt", "noisy_labels"]
 
 #: Noise mechanisms.
 MODES = ("symmetric", "asymmetric")
@@ -72,6 +73,62 @@ def split_indices(y: np.ndarray, seed: int, *, test_size: float = 0.25,
     train, cal = train_test_split(rest, test_size=cal_share, stratify=y[rest],
                                   random_state=seed)
     return {"train": np.sort(train), "cal": np.sort(cal), "test": np.sort(test)}
+
+
+def check_splits(parts: Mapping[str, object], n: int, names: Sequence[str],
+                 name: str = "splits") -> dict[str, np.ndarray]:
+    """User-given index parts of one split, checked: disjoint, in range, non-empty.
+
+    Parameters
+    ----------
+    parts : mapping of str to array-like
+        The parts (for example ``{'train': ..., 'cal': ..., 'test': ...}``), each a 1-D
+        array of integer item indices.
+    n : int
+        Number of items; every index must lie in ``0 .. n - 1``.
+    names : sequence of str
+        The parts required, exactly.
+    name : str, default='splits'
+        The argument's name in error messages.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The parts as int64 arrays, in the order given (not sorted).
+
+    Raises
+    ------
+    ValueError
+        If ``parts`` is not a mapping with exactly the keys ``names``, a part is empty,
+        not 1-D, not integer, out of range or repeats an index, or two parts share an
+        index.
+    """
+    if not isinstance(parts, Mapping) or set(parts) != set(names):
+        got = sorted(map(str, parts)) if isinstance(parts, Mapping) else type(parts).__name__
+        raise ValueError(f"{name} must map exactly the parts {list(names)} to index "
+                         f"arrays, got {got}")
+    out: dict[str, np.ndarray] = {}
+    for part in names:
+        a = np.asarray(parts[part])
+        where = f"{name}[{part!r}]"
+        if a.ndim != 1 or a.size == 0:
+            raise ValueError(f"{where} must be a non-empty 1-D array of item indices, got "
+                             f"shape {a.shape}")
+        if a.dtype == bool or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"{where} must hold integer item indices, got dtype {a.dtype}")
+        if a.min() < 0 or a.max() >= n:
+            raise ValueError(f"{where} must hold indices in 0..{n - 1}, got values in "
+                             f"{int(a.min())}..{int(a.max())}")
+        if np.unique(a).size != a.size:
+            raise ValueError(f"{where} repeats an index")
+        out[part] = a.astype(np.int64)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            shared = np.intersect1d(out[a], out[b])
+            if shared.size:
+                raise ValueError(f"{name}: the parts {a!r} and {b!r} must be disjoint, but "
+                                 f"share {shared.size} item(s) (first: {int(shared[0])})")
+    return out
 
 
 def flip_probabilities(y: np.ndarray, mode: str, rate: float, *,

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
 from .. import calibrators as cal
+from .._typing import ArrayLike
 from ..metrics import brier, cmce, coverage_window, ece, hpr_coverage, mce, nll
+from .noise import check_splits
 
 __all__ = ["evaluate", "default_methods", "splits", "run_protocol", "WINDOWS", "N_BINS"]
 
@@ -161,9 +163,31 @@ def splits(n: int, *, n_splits: int = 10, cal_fraction: float = 0.2,
         yield perm[:n_cal], perm[n_cal:]
 
 
+_seeded_splits = splits  # run_protocol's ``splits=`` argument shadows the function
+
+
+def _given_splits(given: object, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """User-given (calibration, test) pairs, each checked by :func:`check_splits`."""
+    if isinstance(given, str | bytes | dict) or not isinstance(given, Sequence) \
+            or len(given) == 0:
+        raise ValueError("splits must be a non-empty sequence of (calibration, test) index "
+                         f"pairs, got {type(given).__name__}")
+    pairs = []
+    for s, pair in enumerate(given):
+        if not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(f"splits[{s}] must be a (calibration, test) pair of index "
+                             "arrays")
+        parts = check_splits({"cal": pair[0], "test": pair[1]}, n, ("cal", "test"),
+                             name=f"splits[{s}]")
+        pairs.append((parts["cal"], parts["test"]))
+    return pairs
+
+
 def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: int = 10,
                  cal_fraction: float = 0.2, seed: int = 0,
-                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
+                 progress: Callable[[str], None] | None = None,
+                 splits: Sequence[tuple[ArrayLike, ArrayLike]] | None = None
+                 ) -> pd.DataFrame:
     """Fit every method on each calibration split and evaluate it on the test split.
 
     Parameters
@@ -173,7 +197,12 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
     methods : dict
         From :func:`default_methods`.
     n_splits, cal_fraction, seed
-        See :func:`splits`.
+        See :func:`splits`; ignored when ``splits`` is given.
+    splits : sequence of (array-like, array-like), optional
+        Given ``(calibration, test)`` index pairs instead of the seeded random ones (for
+        example the authors' published splits): each part a non-empty 1-D array of
+        distinct item indices in ``0 .. n - 1``, the two parts disjoint. Split ``s``
+        (its position) also seeds the methods as the seeded splits do.
     progress : callable, optional
         Called with a line of text after each split.
 
@@ -182,9 +211,14 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
     pandas.DataFrame
         One row per (split, method): the metrics, the fit's status and the seconds taken.
     """
+    if splits is None:
+        pairs = list(_seeded_splits(y.size, n_splits=n_splits, cal_fraction=cal_fraction,
+                                    seed=seed))
+    else:
+        pairs = _given_splits(splits, y.size)
+    n_splits = len(pairs)
     rows = []
-    for s, (ic, it) in enumerate(splits(y.size, n_splits=n_splits, cal_fraction=cal_fraction,
-                                        seed=seed)):
+    for s, (ic, it) in enumerate(pairs):
         shared: dict[tuple, cal.SplitConformal] = {}  # set settings -> fitted builder
         for name, (factory, alpha, key) in methods.items():
             t0 = time.perf_counter()

@@ -144,8 +144,8 @@ def assign_bins(conf: jax.Array, inner_edges: jax.Array) -> jax.Array:
     return jnp.searchsorted(inner_edges, conf, side="right").astype(jnp.int32)
 
 
-def group_scores(P: np.ndarray, T: np.ndarray, kind: str,
-                 draws: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list]:
+def group_scores(P: np.ndarray, T: np.ndarray, kind: str, draws: np.ndarray | None = None,
+                 pred: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list]:
     """Confidences (n, G) and targets (n, D, G) for a metric kind.
 
     Parameters
@@ -159,6 +159,8 @@ def group_scores(P: np.ndarray, T: np.ndarray, kind: str,
         Positive class (K = 2): c = P_i1, target T_i1. Classwise: every column.
     draws : ndarray of shape (D, n), optional
         Sampled labels; the target of draw d is the one-hot of ``draws[d]``.
+    pred : int ndarray of shape (n,), optional
+        Top-label: the scored class, confidence ``P[i, pred_i]`` (default ``argmax P``).
 
     Returns
     -------
@@ -166,7 +168,7 @@ def group_scores(P: np.ndarray, T: np.ndarray, kind: str,
     """
     n, K = P.shape
     if kind == "top_label":
-        pred = np.argmax(P, axis=1)
+        pred = np.argmax(P, axis=1) if pred is None else pred
         conf = P[np.arange(n), pred][:, None]
         if draws is None:
             tgt = T[np.arange(n), pred][:, None, None]

@@ -20,6 +20,23 @@ from .inputs import resolve_kind as _resolve_kind
 __all__ = ["true_label_ece"]
 
 
+def _class_indices(value: ArrayLike, name: str, shape: tuple[int, ...], n_classes: int
+                   ) -> np.ndarray:
+    """``value`` as an int array of ``shape`` with entries in ``0 .. n_classes - 1``."""
+    arr = np.asarray(value)
+    if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or (
+            np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr))
+            and np.all(arr == np.round(arr)))):
+        raise ValueError(f"{name} must hold class indices (integers), got dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(f"{name} must hold class indices in 0..{n_classes - 1} (the "
+                         f"columns of probs), got values in {int(arr.min())}.."
+                         f"{int(arr.max())}")
+    return arr.astype(np.int64)
+
+
 def _label_draws(S: np.ndarray, n_draws: int, key: jax.Array) -> np.ndarray:
     """(n_draws, n) labels drawn from the rows of S (inverse-CDF sampling)."""
     rng = as_numpy_rng(key)
@@ -33,6 +50,7 @@ def _label_draws(S: np.ndarray, n_draws: int, key: jax.Array) -> np.ndarray:
 def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                    logits: ArrayLike | None = None, classes: ArrayLike | None = None,
                    items: ArrayLike | None = None, form: str = "mc", n_draws: int = 100,
+                   draws: ArrayLike | None = None, predicted: ArrayLike | None = None,
                    n_bins: int = 15, kind: str | None = None, strategy: str = "uniform",
                    interval: str | None = "auto", level: float = 0.9,
                    n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
@@ -55,6 +73,19 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
         the deterministic version; by Jensen the 'mc' form's expectation is at least it.
     n_draws : int, default=100
         Number of label draws S for ``form='mc'``. The seed also seeds the draws.
+    draws : array-like of shape (S, n_items), optional
+        Given label draws for ``form='mc'`` instead of seeded ones (to reproduce a
+        published run, or to share draws with another tool): ``draws[s, i]`` is the class
+        index (a column of ``probs``, 0 .. n_classes - 1) of draw s of item i, in the row
+        order of ``probs``. ``n_draws`` is then ignored (S is ``draws.shape[0]``) and
+        ``seed`` seeds only the bootstrap.
+    predicted : array-like of shape (n_items,), optional
+        Top-label only: the class scored for each item (a column index, in the row order
+        of ``probs``), with confidence ``probs[i, predicted[i]]``. Default ``argmax``
+        of ``probs`` (lowest index on ties). A top-label recalibration map (histogram
+        binning, IR-Soft) keeps the *uncalibrated* predicted class and changes only its
+        confidence, as in "Confidence Calibration under Ambiguous Ground Truth"; pass
+        that class here to score it so even where its rebuilt vector has another argmax.
     interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
         'auto': 'inversion' (the inverted-test interval of :func:`ece`, with its
         median-unbiased estimate) for ``form='expected'``, 'bootstrap' for
@@ -77,17 +108,34 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                          "item); the 'mc' form averages the ECEs of label draws, use "
                          "interval='bootstrap'")
     n_draws = check_int(n_draws, "n_draws", minimum=1)
+    if draws is not None and form != "mc":
+        raise ValueError("draws= are label draws of the 'mc' form; form='expected' uses "
+                         "the distributions themselves")
     P, _, S, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
     n_bins, level, n_boot, batch_size = _check_common(
         n_bins, P.shape[0], strategy, "l1", False, interval, level, n_boot, method, False,
         seed, batch_size)
     kind = _resolve_kind(kind, binary, P.shape[1])
+    n, K = P.shape
+    if predicted is not None:
+        if kind != "top_label":
+            raise ValueError(f"predicted= is the scored class of the top-label ECE; it "
+                             f"does not apply to kind={kind!r}")
+        predicted = _class_indices(predicted, "predicted", (n,), K)
+    given_draws = draws is not None
+    if given_draws:
+        if np.ndim(draws) != 2 or np.shape(draws)[0] < 1:
+            raise ValueError(f"draws must have shape (S, {n}) with S >= 1 (one row of class "
+                             f"indices per draw), got shape {np.shape(draws)}")
+        draws = _class_indices(draws, "draws", (np.shape(draws)[0], n), K)
+        n_draws = int(draws.shape[0])
     if np.any(S < -PROB_ATOL) or np.any(np.abs(S.sum(1) - 1.0) > PROB_ATOL):
         raise ValueError("target rows must be probability distributions (non-negative, "
                          "summing to 1) for the true-label ECE")
     draw_key, boot_key = jax.random.split(as_key(seed))
-    draws = _label_draws(S, n_draws, draw_key) if form == "mc" else None
-    conf, tgt, groups = group_scores(P, S, kind, draws=draws)
+    if draws is None and form == "mc":
+        draws = _label_draws(S, n_draws, draw_key)
+    conf, tgt, groups = group_scores(P, S, kind, draws=draws, pred=predicted)
     binned = make_binned(conf, tgt, n_bins, strategy, with_sq=False)
     label = {"top_label": "true-label ECE", "positive_class": "positive-class true-label ECE",
              "classwise": "classwise true-label ECE"}[kind]
@@ -98,5 +146,8 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                            bootstrap=bootstrap,
                            details={"kind": kind, "form": form, "n_draws": n_draws
                                     if form == "mc" else None, "strategy": strategy,
-                                    "target_kind": "sampled" if form == "mc" else "soft"})
+                                    "target_kind": "sampled" if form == "mc" else "soft",
+                                    "given_draws": given_draws,
+                                    "predicted": "given" if predicted is not None
+                                    else "argmax"})
     return with_target_status(est, target)
