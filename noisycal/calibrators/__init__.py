@@ -7,20 +7,26 @@ without depending on scikit-learn; its inputs are explicit keywords (``probs=`` 
 Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
-from ._base import Calibrator, NotFittedError
-from .binning import HistogramBinning
-from .conformal import SplitConformal
-from .conformal_maps import ConformalTemperature, MassRescaling
-from .isotonic import IsotonicCalibration
-from .joint import JointMap
-from .lwcal import GatedLWCal, LWCal
-from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
-from .naive_cmce import NaiveCMCETemperature
-from .ovr import OneVsRestIsotonic, OneVsRestPlatt
-from .scaling import AdaptiveTemperatureScaling, BetaCalibration
-from .temperature import TemperatureScaling
-from .trimcal import TrimCal
-from .venn_abers import VennAbers
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from ._base import Calibrator, NotFittedError
+    from .binning import HistogramBinning
+    from .conformal import SplitConformal
+    from .conformal_maps import ConformalTemperature, MassRescaling
+    from .isotonic import IsotonicCalibration
+    from .joint import JointMap
+    from .lwcal import GatedLWCal, LWCal
+    from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
+    from .naive_cmce import NaiveCMCETemperature
+    from .ovr import OneVsRestIsotonic, OneVsRestPlatt
+    from .scaling import AdaptiveTemperatureScaling, BetaCalibration
+    from .temperature import TemperatureScaling
+    from .trimcal import TrimCal
+    from .venn_abers import VennAbers
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
@@ -29,3 +35,5 @@ __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
            "SplitConformal", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
            "OneVsRestPlatt", "OneVsRestIsotonic", "VennAbers"]
+
+__getattr__, __dir__ = attach(__name__, __file__)
