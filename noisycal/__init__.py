@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         simulate,
         targets,
     )
+    from ._jax import set_compilation_cache
     from ._warnings import (
         ConvergenceWarning,
         IdentifiabilityWarning,
@@ -87,6 +88,7 @@ __all__ = [
     "calibration_intercept",
     "calibration_test",
     "bootstrap",
+    "set_compilation_cache",
     "NoisycalWarning",
     "ConvergenceWarning",
     "IdentifiabilityWarning",
