@@ -79,7 +79,10 @@ print(json.dumps({"import_s": t_import, "first_fit_s": t_first,
 
 
 def _env(pythonpath: str | None) -> dict:
+    import noisycal as nc
+
     env = dict(os.environ)
+    env.setdefault("NOISYCAL_DATA", str(nc.datasets.data_dir()))  # for any checkout
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     return env

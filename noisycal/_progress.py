@@ -66,6 +66,15 @@ class ProgressBar:
             self.stream.write("\n")
             self.stream.flush()
 
+    def wait(self, result: Any) -> Any:
+        """``result`` once computed (JAX dispatches asynchronously; the bar must stay open
+        while the compiled loop moves it)."""
+        if self.enabled:
+            import jax
+
+            jax.block_until_ready(result)
+        return result
+
     def update(self, n: int = 1) -> None:
         """``n`` more units done."""
         self.set(self.done + n)

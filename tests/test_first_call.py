@@ -200,3 +200,22 @@ def test_progress_must_be_a_bool(call):
             nc.DawidSkene(n_classes=2).fit(ann, progress="yes")
         else:
             nc.annotators.noise_check(ann, scores, progress=1)
+
+
+@pytest.mark.parametrize("interval", ["bootstrap", "inversion"])
+def test_nc_ece_channel_refits_show_a_bar_and_the_same_interval(interval, capsys):
+    import numpy as np
+
+    toy = nc.simulate.gaussian_toy(600, truth="shifted", seed=3)
+    ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
+    T = nc.targets.corrected(ann, nc.DawidSkene(2).fit(ann))
+    n_boot = 100 if interval == "inversion" else 6  # the inversion needs 100 draws
+    kw = dict(n_bins=10, n_boot=n_boot, seed=7, refit_channels=True, interval=interval)
+    capsys.readouterr()
+    quiet = nc.ece(toy.z, T, **kw)
+    assert capsys.readouterr().err == ""
+    shown = nc.ece(toy.z, T, progress=True, **kw)
+    assert f"NC-ECE channel refits [##############################] {n_boot}/{n_boot}" \
+        in capsys.readouterr().err
+    assert float(shown) == float(quiet) and shown.interval == quiet.interval
+    np.testing.assert_array_equal(shown.replicates, quiet.replicates)

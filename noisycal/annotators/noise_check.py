@@ -263,14 +263,14 @@ def _bootstrap(key: jax.Array, post: np.ndarray, data: DSData, n_boot: int, max_
     The data sets are drawn from one add-half M-step at the shared fit's posteriors ``post``.
     """
     K = data.n_classes
-    with x64(), ProgressBar(n_boot, "noise check bootstrap", enabled=progress):
+    with x64(), ProgressBar(n_boot, "noise check bootstrap", enabled=progress) as bar:
         prev, conf = m_step(jnp.asarray(post), data, jnp.full(K, 1.0 + PSEUDOCOUNT),
                             jnp.full((K, K), 1.0 + PSEUDOCOUNT), False)
-        l0, l1, conv = _bootstrap_lr(
+        l0, l1, conv = bar.wait(_bootstrap_lr(
             jax.random.split(key, n_boot), prev, conf, data.item, data.annotator, data.group,
             sizes=(data.n_items, data.n_annotators, data.n_classes, data.n_groups),
             max_iter=max_iter, tol=tol, batch_size=min(batch_size, n_boot),
-            progress=progress)
+            progress=progress))
     return np.maximum(2.0 * (np.asarray(l1) - np.asarray(l0)), 0.0), np.asarray(conv)
 
 

@@ -303,8 +303,9 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
                           else f"EM iterations, {n_starts} starts",
                           enabled=progress and not (devices and len(devices) > 1))
         with bar:
-            st = fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin, max_iter=max_iter,
-                        tol=tol, weights=weights, devices=devices, progress=bar.enabled)
+            st = bar.wait(fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin,
+                                 max_iter=max_iter, tol=tol, weights=weights, devices=devices,
+                                 progress=bar.enabled))
     objective = np.asarray(st.objective)
     finite = np.isfinite(objective)
     screened = None
@@ -337,10 +338,10 @@ def _refit_closure(post_pat: np.ndarray, pd_: Any, jgold: Any, ja: Any, jb: Any,
     def refits(key: jax.Array, count: int, progress: bool = False) -> tuple[dict, dict]:
         """``count`` bootstrap refits over items, started from the fit (``progress``: a
         bar on stderr, one step per refit)."""
-        with x64(), ProgressBar(count, "EM bootstrap refits", enabled=progress):
-            bs = bootstrap_em(key, post_start, pd_.data, jgold, ja, jb, jpattern,
-                              one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=count,
-                              progress=progress)
+        with x64(), ProgressBar(count, "EM bootstrap refits", enabled=progress) as bar:
+            bs = bar.wait(bootstrap_em(key, post_start, pd_.data, jgold, ja, jb, jpattern,
+                                       one_coin=one_coin, max_iter=max_iter, tol=tol,
+                                       n_boot=count, progress=progress))
             return ({"prevalence": np.asarray(bs.prevalence)[:, :, perm],
                      "confusion": np.asarray(bs.confusion)[:, :, perm, :]},
                     {"n_boot": count,
