@@ -9,8 +9,12 @@ Every figure comes from a new subprocess, so nothing is imported or compiled bef
   annotators, ten classes; ``nc.DawidSkene(n_classes=10).fit(ann, method='em', seed=0)``):
   ``cold`` with no compilation cache, ``cache-fill`` the first process with
   :func:`noisycal.set_compilation_cache` pointing at an empty folder, ``cache-warm`` the
-  next process with the same folder; each reports the import, the first fit and a second
-  fit of the same data in the same process (compiled);
+  next process with the same folder, ``cache-warm-blas1`` the same with
+  ``OPENBLAS_NUM_THREADS=1`` (a diagnostic: on a loaded machine OpenBLAS's threads make
+  the identification check's small Cholesky and eigh take up to seconds); each reports
+  ``import noisycal``, the import of what the fit needs (``modules``: JAX, pandas, SciPy,
+  NumPyro), the first fit with its two phases (multi-start EM; the identification
+  check), and a second fit of the same data in the same process (compiled);
 * crowd-kit's first ``DawidSkene(n_iter=100).fit(df)`` in a fresh process of
   ``--crowdkit-python`` (a scratch venv: ``python3 -m venv /tmp/ck &&
   /tmp/ck/bin/pip install crowd-kit``), skipped when that interpreter is absent.
@@ -45,6 +49,18 @@ t_import = time.perf_counter() - t0
 cache = sys.argv[2]
 if cache != "none":
     nc.set_compilation_cache(cache)
+t0 = time.perf_counter()
+import noisycal.annotators.dawid_skene as dsm  # what the fit needs: JAX, pandas, SciPy
+import noisycal.models.dawid_skene  # NumPyro
+t_modules = time.perf_counter() - t0
+phases = {}
+for name in ("multistart_em", "ds_identification"):  # where the first fit's time goes
+    def timed(*a, _f=getattr(dsm, name), _n=name, **k):
+        t = time.perf_counter()
+        out = _f(*a, **k)
+        phases.setdefault(_n, time.perf_counter() - t)
+        return out
+    setattr(dsm, name, timed)
 labels = nc.datasets.load_cifar10n().labels[:int(sys.argv[1])]
 ann = nc.Annotations.from_wide(labels)
 t1 = time.perf_counter()
@@ -53,7 +69,8 @@ t_first = time.perf_counter() - t1
 t2 = time.perf_counter()
 again = nc.DawidSkene(n_classes=10).fit(ann, method="em", seed=0)
 t_again = time.perf_counter() - t2
-print(json.dumps({"import_s": t_import, "first_fit_s": t_first, "second_fit_s": t_again,
+print(json.dumps({"import_s": t_import, "modules_s": t_modules, "first_fit_s": t_first,
+                  "second_fit_s": t_again, "first_fit_phases_s": phases,
                   "loglik": fit.loglik, "n_iter": fit.n_iter, "status": fit.status,
                   "n_patterns": fit.details["n_patterns"]}))
 """
@@ -157,14 +174,20 @@ def main(argv: list[str] | None = None) -> dict:
         [sys.executable, "-c", "import noisycal as nc; nc.set_compilation_cache"],
         env=env, capture_output=True).returncode == 0
     with tempfile.TemporaryDirectory() as folder:
-        modes = {"cold": "none"}
+        modes = {"cold": ("none", env)}
         if has_cache:
-            modes.update({"cache-fill": folder, "cache-warm": folder})
-        for mode, cache in modes.items():
-            result[mode] = r = first_fit(args.n_items, cache, env)
-            print(f"{mode:10s}: import {r['import_s']:.2f} s, first fit {r['first_fit_s']:.2f} s"
-                  f", second fit {r['second_fit_s']:.2f} s (loglik {r['loglik']:.6f}, "
-                  f"{r['n_iter']} iterations, {r['n_patterns']} patterns, {r['status']})")
+            modes.update({"cache-fill": (folder, env), "cache-warm": (folder, env),
+                          # diagnostic: the same with single-threaded OpenBLAS (the
+                          # identification check's small Cholesky and eigh)
+                          "cache-warm-blas1": (folder, {**env, "OPENBLAS_NUM_THREADS": "1"})})
+        for mode, (cache, mode_env) in modes.items():
+            result[mode] = r = first_fit(args.n_items, cache, mode_env)
+            ph = r["first_fit_phases_s"]
+            print(f"{mode:16s}: import {r['import_s']:.2f} s, modules {r['modules_s']:.2f} s, "
+                  f"first fit {r['first_fit_s']:.2f} s (EM {ph['multistart_em']:.2f} s, "
+                  f"identification {ph['ds_identification']:.2f} s), second fit "
+                  f"{r['second_fit_s']:.2f} s (loglik {r['loglik']:.6f}, {r['n_iter']} "
+                  f"iterations, {r['n_patterns']} patterns, {r['status']})")
     result["crowdkit"] = ck = crowdkit_first_fit(args.crowdkit_python, args.n_items, env)
     if ck is None:
         print(f"crowd-kit: not available at {args.crowdkit_python}")
