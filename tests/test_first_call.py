@@ -219,3 +219,37 @@ def test_nc_ece_channel_refits_show_a_bar_and_the_same_interval(interval, capsys
         in capsys.readouterr().err
     assert float(shown) == float(quiet) and shown.interval == quiet.interval
     np.testing.assert_array_equal(shown.replicates, quiet.replicates)
+
+
+def test_em_starts_run_one_by_one_tick_once_each_with_the_same_states():
+    # from PROB_MIN_ITEMS rows on the starts run one after another (lax.map): the bar
+    # counts finished starts
+    import io
+
+    import numpy as np
+
+    import jax.numpy as jnp
+
+    from noisycal._jax import x64
+    from noisycal._progress import ProgressBar
+    from noisycal.engines.em import fit_em
+    from noisycal.engines.em_prob import PROB_MIN_ITEMS
+    from noisycal.models.dawid_skene import make_data
+
+    n, J, K = PROB_MIN_ITEMS, 3, 2
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, K, n)
+    labels = np.where(rng.random((n, J)) < 0.8, y[:, None], 1 - y[:, None])
+    with x64():
+        data = make_data(np.repeat(np.arange(n), J), np.tile(np.arange(J), n),
+                         labels.ravel(), n_items=n, n_annotators=J, n_classes=K)
+        soft = np.stack([(labels == k).mean(1) for k in range(K)], axis=1)
+        post0 = jnp.asarray(np.stack([soft, 0.5 * soft + 0.25]))
+        kw = dict(one_coin=False, max_iter=50, tol=1e-8)
+        quiet = fit_em(post0, data, None, None, None, **kw)
+        out = io.StringIO()
+        with ProgressBar(2, "EM, 2 starts", stream=out, min_interval=0.0) as bar:
+            shown = bar.wait(fit_em(post0, data, None, None, None, progress=True, **kw))
+    assert "2/2" in out.getvalue()
+    for a, b in zip(quiet, shown, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -297,10 +297,10 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         jb = None if beta is None else jnp.asarray(beta)
         weights = (jnp.asarray(pd_.counts, dtype=jnp.float64) if pd_.collapsed
                    else None)
-        sequential = pd_.data.n_items >= PROB_MIN_ITEMS
-        bar = ProgressBar(n_starts if sequential else max_iter,
-                          f"EM, {n_starts} starts" if sequential
-                          else f"EM iterations, {n_starts} starts",
+        n_run, sequential = post0.shape[0], pd_.data.n_items >= PROB_MIN_ITEMS
+        bar = ProgressBar(n_run if sequential else max_iter,
+                          f"EM, {n_run} starts" if sequential
+                          else f"EM iterations, {n_run} starts",
                           enabled=progress and not (devices and len(devices) > 1))
         with bar:
             st = bar.wait(fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin,
