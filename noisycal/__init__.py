@@ -4,49 +4,56 @@ Every calibration metric compares predictions with a *target* matrix (see
 :mod:`noisycal.targets`); every metric returns an :class:`Estimate` with an interval.
 """
 
-from . import (
-    ambiguity,
-    annotators,
-    calibrators,
-    datasets,
-    intervals,
-    metrics,
-    plots,
-    simulate,
-    targets,
-)
-from ._warnings import (
-    ConvergenceWarning,
-    IdentifiabilityWarning,
-    NoisycalWarning,
-    NumericalWarning,
-)
-from .annotators import (
-    DawidSkene,
-    DirichletSoftLabels,
-    GroupedDawidSkene,
-    HuiWalter,
-    OneCoinDawidSkene,
-    SoftLabelFit,
-)
-from .data import Annotations
-from .engines.results import AnnotatorFit
-from .intervals import Estimate, bootstrap
-from .metrics import (
-    brier,
-    calibration_intercept,
-    calibration_slope,
-    calibration_test,
-    cmce,
-    coverage_window,
-    ece,
-    mce,
-    nll,
-    smooth_ece,
-    true_label_ece,
-)
-from .report import report as report  # explicit re-export
-from .targets import Target
+from typing import TYPE_CHECKING
+
+from ._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from . import (
+        ambiguity,
+        annotators,
+        calibrators,
+        datasets,
+        intervals,
+        metrics,
+        plots,
+        simulate,
+        targets,
+    )
+    from ._jax import set_compilation_cache
+    from ._warnings import (
+        ConvergenceWarning,
+        IdentifiabilityWarning,
+        NoisycalWarning,
+        NumericalWarning,
+    )
+    from .annotators import (
+        DawidSkene,
+        DirichletSoftLabels,
+        GroupedDawidSkene,
+        HuiWalter,
+        OneCoinDawidSkene,
+        SoftLabelFit,
+    )
+    from .data import Annotations
+    from .engines.results import AnnotatorFit
+    from .intervals import Estimate, bootstrap
+    from .metrics import (
+        brier,
+        calibration_intercept,
+        calibration_slope,
+        calibration_test,
+        cmce,
+        coverage_window,
+        ece,
+        mce,
+        nll,
+        smooth_ece,
+        true_label_ece,
+    )
+    from .report import report
+    from .targets import Target
 
 __version__ = "0.1.0.dev0"
 
@@ -83,9 +90,12 @@ __all__ = [
     "calibration_test",
     "report",
     "bootstrap",
+    "set_compilation_cache",
     "NoisycalWarning",
     "ConvergenceWarning",
     "IdentifiabilityWarning",
     "NumericalWarning",
     "__version__",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

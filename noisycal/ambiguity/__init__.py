@@ -37,28 +37,34 @@ when ``mean_i (z_{i,y*} - <pi_i, z_i>) > 0`` (our observation; see
 :mod:`noisycal.calibrators.temperature`).
 """
 
-from ._compare import METHODS, compare_calibrators, evaluate_predictions
-from ._maps import posterior_true_label_ece
-from ._simulate import (
-    ISIC2019_CLASS_COUNTS,
-    ISIC2019_CLASSES,
-    ISIC2019_CONFUSION,
-    THREE_GAUSSIANS,
-    ThreeGaussians,
-    sample_annotations,
-    three_gaussians,
-)
-from ._targets import (
-    LS_RULES,
-    fit_temperatures,
-    label_smoothed,
-    mcts,
-    oracle,
-    paper_targets,
-    slts,
-    stratified_split,
-    voted_from,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from ._compare import METHODS, compare_calibrators, evaluate_predictions
+    from ._maps import posterior_true_label_ece
+    from ._simulate import (
+        ISIC2019_CLASS_COUNTS,
+        ISIC2019_CLASSES,
+        ISIC2019_CONFUSION,
+        THREE_GAUSSIANS,
+        ThreeGaussians,
+        sample_annotations,
+        three_gaussians,
+    )
+    from ._targets import (
+        LS_RULES,
+        fit_temperatures,
+        label_smoothed,
+        mcts,
+        oracle,
+        paper_targets,
+        slts,
+        stratified_split,
+        voted_from,
+    )
 
 __all__ = [
     "slts",
@@ -82,3 +88,5 @@ __all__ = [
     "ThreeGaussians",
     "THREE_GAUSSIANS",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -13,12 +13,18 @@ All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisy
 :mod:`noisycal.engines.moments`) is re-exported here because users call it directly.
 """
 
-from ..engines.moments import moment_triple
-from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
-from .hui_walter import HuiWalter, equal_count_groups
-from .noise_check import NoiseCheck, noise_check, score_groups
-from .noise_target import with_noise_check
-from .soft_labels import DirichletSoftLabels, SoftLabelFit
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from ..engines.moments import moment_triple
+    from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
+    from .hui_walter import HuiWalter, equal_count_groups
+    from .noise_check import NoiseCheck, noise_check, score_groups
+    from .noise_target import with_noise_check
+    from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [
     "DawidSkene",
@@ -35,3 +41,5 @@ __all__ = [
     "score_groups",
     "with_noise_check",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

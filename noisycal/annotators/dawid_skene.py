@@ -196,7 +196,7 @@ class DawidSkene:
             num_samples: int | None = None, progress_bar: bool | None = None,
             rhat_threshold: float | None = None, chain_method: str | None = None,
             screen_gaps: bool | None = None, weak_threshold: float | None = None,
-            devices: object = None) -> AnnotatorFit:
+            devices: object = None, progress: bool = False) -> AnnotatorFit:
         """Fit the model.
 
         Arguments that belong to one method raise ``ValueError`` when given with another
@@ -242,8 +242,8 @@ class DawidSkene:
             ``screen_gaps=True`` (default 0); an error elsewhere.
         num_chains, num_warmup, num_samples : int, default=4, 1000, 1000
             NUTS settings.
-        progress_bar : bool, default=True
-            NUTS progress bar.
+        progress, progress_bar : bool, default=False, None
+            Bars on stderr: EM starts and refits, NUTS (``progress_bar``: as ``progress``).
         rhat_threshold : float, default=1.01
             NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
             after relabelling) is strictly greater than it, or when any transition
@@ -282,7 +282,7 @@ class DawidSkene:
             max_iter=max_iter, tol=tol, num_chains=num_chains, num_warmup=num_warmup,
             num_samples=num_samples, progress_bar=progress_bar,
             rhat_threshold=rhat_threshold, chain_method=chain_method,
-            weak_threshold=weak_threshold, devices=devices))
+            weak_threshold=weak_threshold, devices=devices, progress=progress))
         if groups is not None and self._model != "grouped":
             raise ValueError("groups= is for GroupedDawidSkene")
         if self._model == "grouped" and groups is None:
@@ -353,13 +353,13 @@ class DawidSkene:
                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
                 seed: Seed, orientation: str, anchor: int, init: str, n_starts: int,
                 max_iter: int, tol: float, n_boot: int, screen_gaps: bool,
-                weak_threshold: float, devices: tuple | None) -> AnnotatorFit:
+                weak_threshold: float, devices: tuple | None, progress: bool) -> AnnotatorFit:
         k_init, k_boot = jax.random.split(as_key(seed))
         ms = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
                            init=init, n_starts=n_starts, max_iter=max_iter, tol=tol,
                            rng_key=k_init, orientation=orientation, anchor=anchor,
-                           screen_gaps=screen_gaps, devices=devices)
-        draws, boot_info = (ms.refits(k_boot, n_boot) if n_boot else (None, {}))
+                           screen_gaps=screen_gaps, devices=devices, progress=progress)
+        draws, boot_info = (ms.refits(k_boot, n_boot, progress) if n_boot else (None, {}))
         status, message, chan = self._status(ann, ms.prevalence, ms.confusion, ms.post,
                                              ms.converged, L, ms.screened)
         status, message, ident = checked_status(status, message, lambda: ds_identification(

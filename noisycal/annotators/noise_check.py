@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from noisycal.models.dawid_skene import DSData, make_data
 
 from .._jax import as_key, x64
+from .._progress import ProgressBar, check_progress, tick
 from .._typing import ArrayLike, Seed
 from .._validation import (
     check_choice,
@@ -175,11 +176,11 @@ def _check_inputs(annotations: object, scores: ArrayLike) -> tuple[Annotations, 
 
 
 def _null_fit(ann: Annotations, groups: np.ndarray, L: int, fit: object, n_starts: int,
-              seed: Seed) -> AnnotatorFit:
+              seed: Seed, progress: bool = False) -> AnnotatorFit:
     """The shared-channel fit: ``fit`` checked, or a new multistart EM fit."""
     if fit is None:
         return GroupedDawidSkene(ann.n_classes, channels="shared").fit(
-            ann, groups=groups, n_starts=n_starts, seed=seed)
+            ann, groups=groups, n_starts=n_starts, seed=seed, progress=progress)
     ok = (isinstance(fit, AnnotatorFit) and fit.model == "grouped" and fit.method == "em"
           and not fit.details.get("map", True) and fit.group_prevalence.shape[0] == L
           and all(np.array_equal(a, b) for a, b in (
@@ -198,10 +199,11 @@ def _alt_data(data: DSData, n_groups: int) -> DSData:
     return data._replace(annotator=ann, n_annotators=data.n_annotators * n_groups, slots=None)
 
 
-@partial(jax.jit, static_argnames=("sizes", "max_iter", "tol", "batch_size"))
+@partial(jax.jit, static_argnames=("sizes", "max_iter", "tol", "batch_size", "progress"))
 def _bootstrap_lr(keys: jax.Array, prevalence: jax.Array, confusion: jax.Array,
                   item: jax.Array, annotator: jax.Array, group: jax.Array, *, sizes: tuple,
-                  max_iter: int, tol: float, batch_size: int) -> tuple[jax.Array, ...]:
+                  max_iter: int, tol: float, batch_size: int, progress: bool = False
+                  ) -> tuple[jax.Array, ...]:
     """(loglik_shared, loglik_group, converged) on data sets drawn from the shared fit."""
     n_items, J, K, L = sizes
     base = DSData(item, annotator, jnp.zeros_like(annotator), group, n_items, J, K, L, None)
@@ -216,6 +218,8 @@ def _bootstrap_lr(keys: jax.Array, prevalence: jax.Array, confusion: jax.Array,
         s0 = run_em(post0, null, None, None, None, one_coin=False, max_iter=max_iter, tol=tol)
         s1 = run_em(s0.post, _alt_data(null, L), None, None, None, one_coin=False,
                     max_iter=max_iter, tol=tol)
+        if progress:
+            tick(s1.n_iter)
         return s0.loglik, s1.loglik, s0.converged & s1.converged
 
     return jax.lax.map(one, keys, batch_size=batch_size)
@@ -252,19 +256,21 @@ def _not_tested(p_threshold: float, df: int, details: dict, why: str) -> NoiseCh
 
 
 def _bootstrap(key: jax.Array, post: np.ndarray, data: DSData, n_boot: int, max_iter: int,
-               tol: float, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+               tol: float, batch_size: int, progress: bool = False
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap LR statistics (n_boot,) and whether both refits converged.
 
     The data sets are drawn from one add-half M-step at the shared fit's posteriors ``post``.
     """
     K = data.n_classes
-    with x64():
+    with x64(), ProgressBar(n_boot, "noise check bootstrap", enabled=progress) as bar:
         prev, conf = m_step(jnp.asarray(post), data, jnp.full(K, 1.0 + PSEUDOCOUNT),
                             jnp.full((K, K), 1.0 + PSEUDOCOUNT), False)
-        l0, l1, conv = _bootstrap_lr(
+        l0, l1, conv = bar.wait(_bootstrap_lr(
             jax.random.split(key, n_boot), prev, conf, data.item, data.annotator, data.group,
             sizes=(data.n_items, data.n_annotators, data.n_classes, data.n_groups),
-            max_iter=max_iter, tol=tol, batch_size=min(batch_size, n_boot))
+            max_iter=max_iter, tol=tol, batch_size=min(batch_size, n_boot),
+            progress=progress))
     return np.maximum(2.0 * (np.asarray(l1) - np.asarray(l0)), 0.0), np.asarray(conv)
 
 
@@ -289,7 +295,8 @@ def _observed(ann: Annotations, fit0: AnnotatorFit, groups: np.ndarray, L: int,
 def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFit | None = None,
                 n_groups: int = 5, method: str = "auto", p_threshold: float = 0.01,
                 n_boot: int | None = None, n_starts: int = 5, max_iter: int = 1000,
-                tol: float = 1e-8, batch_size: int = 1, seed: Seed = 0) -> NoiseCheck:
+                tol: float = 1e-8, batch_size: int = 1, seed: Seed = 0,
+                progress: bool = False) -> NoiseCheck:
     """Test whether annotator channels depend on a classifier's score.
 
     Class-conditional noise means that an annotator's label is independent of the
@@ -334,6 +341,8 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
         fastest on CPU (the EM steps are scatter-adds), raise it on a GPU.
     seed : int or jax key, default=0
         The shared fit's EM starts and the bootstrap draws.
+    progress : bool, default=False
+        A progress bar on stderr over the bootstrap refits (and the shared fit's starts).
 
     Returns
     -------
@@ -413,7 +422,8 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     df = int(((n_rated > 0).sum() - (n_rated.sum(1) > 0).sum()) * K * (K - 1))
     details = {"grouping": "probability" if p.ndim == 1 else "confidence",
                "group_index": groups, "items": ann.items}
-    fit0 = _null_fit(ann, groups, L, fit, n_starts, k_fit)
+    progress = check_progress(progress)
+    fit0 = _null_fit(ann, groups, L, fit, n_starts, k_fit, progress)
     details["fit_status"] = fit0.status
     if fit0.status not in _USABLE_FIT:
         return _not_tested(p_threshold, df, details, f"the shared-channel fit's status is "
@@ -436,7 +446,7 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     else:
         n_boot = n_boot if n_boot is not None else (19 if ref == "bartlett" else 99)
         boot, conv = _bootstrap(k_boot, fit0.item_posterior, data0, n_boot, max_iter, tol,
-                                batch_size)
+                                batch_size, progress)
         ok = np.isfinite(boot)
         if ref == "bartlett":
             details["bartlett_factor"] = float(boot[ok].mean()) / df

@@ -7,26 +7,35 @@ without depending on scikit-learn; its inputs are explicit keywords (``probs=`` 
 Dirichlet) take binary (n,) or multi-class (n, K) scores.
 """
 
-from ._base import Calibrator, NotFittedError
-from .binning import HistogramBinning
-from .conformal import SplitConformal
-from .conformal_eval import SetEvaluation, evaluate_sets
-from .conformal_maps import ConformalTemperature, MassRescaling
-from .isotonic import IsotonicCalibration
-from .joint import JointMap
-from .lwcal import GatedLWCal, LWCal
-from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
-from .naive_cmce import NaiveCMCETemperature
-from .ovr import OneVsRestIsotonic, OneVsRestPlatt
-from .scaling import AdaptiveTemperatureScaling, BetaCalibration
-from .temperature import TemperatureScaling
-from .trimcal import TrimCal
-from .venn_abers import VennAbers
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from ._base import Calibrator, NotFittedError
+    from .binning import HistogramBinning
+    from .conformal import SplitConformal
+    from .conformal_eval import SetEvaluation, evaluate_sets
+    from .conformal_maps import ConformalTemperature, MassRescaling
+    from .isotonic import IsotonicCalibration
+    from .joint import JointMap
+    from .lwcal import GatedLWCal, LWCal
+    from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
+    from .naive_cmce import NaiveCMCETemperature
+    from .ovr import OneVsRestIsotonic, OneVsRestPlatt
+    from .scaling import AdaptiveTemperatureScaling, BetaCalibration
+    from .temperature import TemperatureScaling
+    from .trimcal import TrimCal
+    from .venn_abers import VennAbers
 
 __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "VectorScaling", "MatrixScaling", "DirichletCalibration", "BetaCalibration",
            "AdaptiveTemperatureScaling",
            "HistogramBinning",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
-           "SplitConformal", "evaluate_sets", "SetEvaluation", "MassRescaling", "ConformalTemperature", "NaiveCMCETemperature",
+           "SplitConformal", "evaluate_sets", "SetEvaluation", "MassRescaling",
+           "ConformalTemperature", "NaiveCMCETemperature",
            "OneVsRestPlatt", "OneVsRestIsotonic", "VennAbers"]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -9,19 +9,25 @@ its README stating provenance and license). The folder is found by :func:`data_d
 at the folder explicitly.
 """
 
-from ._chaosnli import CHAOSNLI_SUBSETS, ChaosNLI, load_chaosnli
-from ._loaders import (
-    CIFAR10H,
-    CIFAR10N,
-    ENV_VAR,
-    LOGIT_MODELS,
-    CIFAR10Logits,
-    data_dir,
-    load_cifar10_logits,
-    load_cifar10h,
-    load_cifar10n,
-    load_dawid_skene_1979,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from ._chaosnli import CHAOSNLI_SUBSETS, ChaosNLI, load_chaosnli
+    from ._loaders import (
+        CIFAR10H,
+        CIFAR10N,
+        ENV_VAR,
+        LOGIT_MODELS,
+        CIFAR10Logits,
+        data_dir,
+        load_cifar10_logits,
+        load_cifar10h,
+        load_cifar10n,
+        load_dawid_skene_1979,
+    )
 
 __all__ = [
     "load_dawid_skene_1979",
@@ -38,3 +44,5 @@ __all__ = [
     "ChaosNLI",
     "CHAOSNLI_SUBSETS",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -15,9 +15,17 @@
   :mod:`~noisycal.engines.results` (the fit result type, :class:`AnnotatorFit`).
 """
 
-from .mle import MLEResult, fit_map
-from .nuts import NUTSResult, convergence_status, run_nuts
-from .results import AnnotatorFit
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from .mle import MLEResult, fit_map
+    from .nuts import NUTSResult, convergence_status, run_nuts
+    from .results import AnnotatorFit
 
 __all__ = ["AnnotatorFit", "MLEResult", "fit_map", "NUTSResult", "run_nuts",
            "convergence_status"]
+
+__getattr__, __dir__ = attach(__name__, __file__)

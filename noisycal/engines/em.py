@@ -25,6 +25,7 @@ from noisycal.models.dawid_skene import (
     one_coin_confusion,
 )
 
+from .._progress import reach, tick
 from .em_prob import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
 from .patterns import PatternData, collapse_patterns, pattern_data
 
@@ -211,7 +212,8 @@ def expected_counts(post: jax.Array, data: DSData) -> jax.Array:
 
 def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
-           weights: jax.Array | None = None, prob: bool = False) -> EMState:
+           weights: jax.Array | None = None, prob: bool = False,
+           progress: bool = False) -> EMState:
     """EM from initial item posteriors until the mean objective changes by < ``tol``.
 
     A ``lax.while_loop`` of M-step then E-step; the objective is the mean
@@ -238,6 +240,8 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
         numbers to about 1e-15, faster), redone on the log scale in an iteration where
         it would underflow. Needs the slot layout (else ignored) and an unbatched call:
         under ``vmap`` the ``lax.cond`` becomes a ``select`` that runs both E-steps.
+    progress : bool, default=False
+        Report each iteration's count to the open progress bar (:mod:`noisycal._progress`).
 
     Returns
     -------
@@ -268,6 +272,8 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
             post, loglik = log_e_step((prev, conf))
         obj = objective(prev, conf, loglik)
         converged = jnp.abs(obj - state.objective) < tol
+        if progress:
+            reach(state.n_iter + 1)
         return EMState(post, prev, conf, obj, loglik, state.n_iter + 1, converged)
 
     def cond(state: EMState) -> jax.Array:
@@ -306,16 +312,19 @@ def join_data(arrays: tuple, sizes: tuple) -> DSData:
     return DSData(*arrays[:4], *sizes, arrays[4])
 
 
-@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol"))
+@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "progress"))
 def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.Array | None,
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
-            one_coin: bool, max_iter: int, tol: float) -> EMState:
+            one_coin: bool, max_iter: int, tol: float, progress: bool = False) -> EMState:
     data = join_data(arrays, sizes)
     prob = data.n_items >= PROB_MIN_ITEMS
 
     def one(p: jax.Array) -> EMState:
-        return run_em(p, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
-                      tol=tol, weights=weights, prob=prob)
+        st = run_em(p, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
+                    tol=tol, weights=weights, prob=prob, progress=progress and not prob)
+        if progress and prob:
+            tick(st.n_iter)
+        return st
 
     # probability scale: one start after another (lax.map, not vmap), since its
     # fallback is a lax.cond, which vmap would turn into running both E-steps
@@ -324,8 +333,8 @@ def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.
 
 def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Array | None,
            beta: jax.Array | None, *, one_coin: bool, max_iter: int, tol: float,
-           weights: jax.Array | None = None, devices: Sequence[Any] | None = None
-           ) -> EMState:
+           weights: jax.Array | None = None, devices: Sequence[Any] | None = None,
+           progress: bool = False) -> EMState:
     """Run EM from several starts in one jitted call (the sizes in ``data`` are static).
 
     From :data:`~noisycal.engines.em_prob.PROB_MIN_ITEMS` rows on (with the slot layout)
@@ -336,8 +345,8 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     ----------
     post0 : (n_starts, n_items, K)
         Start posteriors.
-    data, gold, alpha, beta, one_coin, max_iter, tol
-        As in :func:`run_em`.
+    data, gold, alpha, beta, one_coin, max_iter, tol, progress
+        As in :func:`run_em` (progress: finished starts when they run one by one).
     weights : (n_items,), optional
         Items each row stands for (rating patterns: see :func:`collapse_patterns`).
     devices : sequence of jax devices, optional
@@ -359,7 +368,7 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
                                one_coin=one_coin, max_iter=max_iter, tol=tol)
     arrays, sizes = split_data(data)
     return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
-                   max_iter=max_iter, tol=tol)
+                   max_iter=max_iter, tol=tol, progress=progress)
 
 
 def check_devices(devices: object) -> tuple[Any, ...] | None:

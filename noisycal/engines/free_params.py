@@ -93,13 +93,13 @@ def free_parameters(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
         Expected items behind each confusion row (the posteriors summed over the
         annotator's ratings).
     """
-    from .em import e_step
+    from .em import posteriors_at
 
     L, K = prevalence.shape
     J = confusion.shape[0]
     with x64():
-        post, _ = e_step(jnp.asarray(prevalence), jnp.asarray(confusion), data, gold)
-        post = np.asarray(post)
+        post = np.asarray(posteriors_at(*(jnp.asarray(a)[None] for a in (prevalence, confusion)),
+                                        data, gold=gold)[0])  # compiled, not op by op
     w = np.asarray(weights, dtype=np.float64)
     # expected counts per prevalence row and per confusion row (rows without data)
     n_group, n_conf, item = np.zeros((L, K)), np.zeros((J, K)), np.asarray(data.item)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._progress import check_progress
 from .._validation import check_choice, check_int, check_real
 from .em import check_devices
 from .identification import WEAK_THRESHOLD, check_weak_threshold
@@ -36,7 +37,9 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
     ----------
     method : {'em', 'mle', 'nuts'}
     given : dict
-        Every method-specific argument of ``fit`` by name, ``None`` when not given.
+        Every method-specific argument of ``fit`` by name, ``None`` when not given, and
+        optionally ``progress`` (every method): EM gets it as ``progress``, NUTS as the
+        default of ``progress_bar``; MLE shows no bar.
 
     Returns
     -------
@@ -54,6 +57,11 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
     ...                        "weak_threshold": None})
     {'max_iter': 50, 'tol': 1e-09, 'weak_threshold': 0.005}
     """
+    given = dict(given)
+    progress = given.pop("progress", None)
+    progress = check_progress(False if progress is None else progress)
+    if method == "nuts" and given.get("progress_bar") is None:
+        given["progress_bar"] = progress
     owners = {**{k: "'em'" for k in EM_DEFAULTS},
               **{k: "'em' or 'mle'" for k in ITER_DEFAULTS["em"]},
               **{k: "'nuts'" for k in NUTS_DEFAULTS}}
@@ -77,6 +85,7 @@ def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
                              f"{opts['screen_gaps']!r}")
         opts["screen_gaps"] = bool(opts["screen_gaps"])
         opts["devices"] = check_devices(opts["devices"])
+        opts["progress"] = progress
     if method == "nuts":
         c, w, s = check_sampler_options(
             opts["num_chains"], opts["num_warmup"], opts["num_samples"],

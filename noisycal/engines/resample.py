@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from noisycal.models.dawid_skene import DSData
 
+from .._progress import tick
 from .em import EMState, join_data, run_em, split_data
 
 __all__ = ["multinomial_counts", "resample_weights", "resample_refit", "bootstrap_em"]
@@ -100,16 +101,19 @@ def resample_refit(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax
     return w_items, st
 
 
-@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "n_boot"))
+@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "n_boot",
+                                   "progress"))
 def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax.Array | None,
                   alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
                   sizes: tuple, one_coin: bool, max_iter: int, tol: float,
-                  n_boot: int) -> EMState:
+                  n_boot: int, progress: bool = False) -> EMState:
     data = join_data(arrays, sizes)
 
     def one(key: jax.Array) -> EMState:
         _, st = resample_refit(key, post0, data, gold, alpha, beta, pattern,
                                one_coin=one_coin, max_iter=max_iter, tol=tol)
+        if progress:
+            tick(st.n_iter)
         return st._replace(post=jnp.zeros((0,)))  # do not keep n_boot posteriors
 
     return jax.lax.map(one, jax.random.split(rng_key, n_boot))
@@ -117,7 +121,8 @@ def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax
 
 def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.Array | None,
                  alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
-                 one_coin: bool, max_iter: int, tol: float, n_boot: int) -> EMState:
+                 one_coin: bool, max_iter: int, tol: float, n_boot: int,
+                 progress: bool = False) -> EMState:
     """EM refits on ``n_boot`` bootstrap resamples of the items (jitted, ``lax.map``).
 
     Parameters
@@ -127,6 +132,8 @@ def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.A
         As in :func:`resample_refit`.
     n_boot : int
         Number of resamples.
+    progress : bool, default=False
+        Move the open progress bar (:mod:`noisycal._progress`) once per refit.
 
     Returns
     -------
@@ -135,4 +142,5 @@ def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.A
     """
     arrays, sizes = split_data(data)
     return _bootstrap_em(rng_key, post0, arrays, gold, alpha, beta, pattern, sizes=sizes,
-                         one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=n_boot)
+                         one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=n_boot,
+                         progress=progress)

@@ -22,9 +22,11 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import as_numpy_rng, x64
+from .._progress import ProgressBar
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
 from .em import fit_em, pattern_data, posteriors_at
+from .em_prob import PROB_MIN_ITEMS
 from .moments import triple_channels, triple_core
 from .relabel import anchor_perm, hungarian_perm
 from .resample import bootstrap_em
@@ -210,7 +212,7 @@ class MultiStartFit(NamedTuple):
     perm: np.ndarray
     moment_note: str | None
     n_patterns: int
-    refits: Callable[[jax.Array, int], tuple[dict, dict]]
+    refits: Callable[..., tuple[dict, dict]]
 
 
 def _initial_posteriors(ann: Annotations, pd_: Any, counts: np.ndarray,
@@ -244,7 +246,7 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
                   gold: np.ndarray | None, *, one_coin: bool, init: str, n_starts: int,
                   max_iter: int, tol: float, rng_key: jax.Array, orientation: str,
                   anchor: int, screen_gaps: bool = False,
-                  devices: tuple | None = None) -> MultiStartFit:
+                  devices: tuple | None = None, progress: bool = False) -> MultiStartFit:
     """Fit a Dawid–Skene model by (MAP-)EM from several starts.
 
     Parameters
@@ -270,6 +272,9 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         Choose among the starts passing :func:`screen_starts` (two classes).
     devices : tuple of jax devices, optional
         Shard the rating patterns over these devices (:func:`noisycal.engines.em.fit_em`).
+    progress : bool, default=False
+        A progress bar on stderr: EM iterations of the vmapped starts, or finished starts
+        when they run one after another (large data); none with ``devices``.
 
     Returns
     -------
@@ -292,8 +297,15 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         jb = None if beta is None else jnp.asarray(beta)
         weights = (jnp.asarray(pd_.counts, dtype=jnp.float64) if pd_.collapsed
                    else None)
-        st = fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin, max_iter=max_iter,
-                    tol=tol, weights=weights, devices=devices)
+        n_run, sequential = post0.shape[0], pd_.data.n_items >= PROB_MIN_ITEMS
+        bar = ProgressBar(n_run if sequential else max_iter,
+                          f"EM, {n_run} starts" if sequential
+                          else f"EM iterations, {n_run} starts",
+                          enabled=progress and not (devices and len(devices) > 1))
+        with bar:
+            st = bar.wait(fit_em(post0, pd_.data, jgold, ja, jb, one_coin=one_coin,
+                                 max_iter=max_iter, tol=tol, weights=weights, devices=devices,
+                                 progress=bar.enabled))
     objective = np.asarray(st.objective)
     finite = np.isfinite(objective)
     screened = None
@@ -317,17 +329,19 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
 
 def _refit_closure(post_pat: np.ndarray, pd_: Any, jgold: Any, ja: Any, jb: Any,
                    perm: np.ndarray, *, one_coin: bool, max_iter: int, tol: float
-                   ) -> Callable[[jax.Array, int], tuple[dict, dict]]:
+                   ) -> Callable[..., tuple[dict, dict]]:
     """Bootstrap refits in the latent labelling of the EM run (where the priors apply),
     relabelled afterwards like the fit itself."""
     post_start = jnp.asarray(post_pat)
     jpattern = jnp.asarray(pd_.pattern)
 
-    def refits(key: jax.Array, count: int) -> tuple[dict, dict]:
-        """``count`` bootstrap refits over items, started from the fit."""
-        with x64():
-            bs = bootstrap_em(key, post_start, pd_.data, jgold, ja, jb, jpattern,
-                              one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=count)
+    def refits(key: jax.Array, count: int, progress: bool = False) -> tuple[dict, dict]:
+        """``count`` bootstrap refits over items, started from the fit (``progress``: a
+        bar on stderr, one step per refit)."""
+        with x64(), ProgressBar(count, "EM bootstrap refits", enabled=progress) as bar:
+            bs = bar.wait(bootstrap_em(key, post_start, pd_.data, jgold, ja, jb, jpattern,
+                                       one_coin=one_coin, max_iter=max_iter, tol=tol,
+                                       n_boot=count, progress=progress))
             return ({"prevalence": np.asarray(bs.prevalence)[:, :, perm],
                      "confusion": np.asarray(bs.confusion)[:, :, perm, :]},
                     {"n_boot": count,

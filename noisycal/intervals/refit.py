@@ -50,6 +50,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import as_key, x64
+from .._progress import ProgressBar, tick
 from ..correction import (
     channel_rule_weights,
     channels_invertible,
@@ -124,8 +125,8 @@ def _fixed_prevalence(det: dict, K: int) -> np.ndarray | None:
 
 
 def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boot: int,
-                            statistic: Callable[..., Any], seed: Any = 0
-                            ) -> tuple[np.ndarray, dict]:
+                            statistic: Callable[..., Any], seed: Any = 0,
+                            progress: bool = False) -> tuple[np.ndarray, dict]:
     """Replicates of the binned NC-ECE with the channels refitted each time.
 
     Parameters
@@ -147,6 +148,8 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
         module-level (a static argument of the jitted kernel); supplied by
         :mod:`noisycal.metrics`.
     seed : int or jax key
+    progress : bool, default=False
+        A progress bar on stderr, one step per refit.
 
     Returns
     -------
@@ -195,21 +198,22 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
         data = make_data(pos[item[keep]], annotator[keep], label[item[keep], col[keep]],
                          n_items=P, n_annotators=J, n_classes=K, group=group[rep], n_groups=L)
         arrays, sizes = split_data(data)
-        out = _replicates(
-            as_key(seed), jnp.asarray(post0), jnp.asarray(perm, jnp.int32), arrays,
-            None if alpha_p is None else jnp.asarray(alpha_p),
-            None if beta_p is None else jnp.asarray(beta_p),
-            jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
-            jnp.asarray(ai, jnp.int32), jnp.asarray(ci, jnp.int32),
-            jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]), jnp.asarray(mask),
-            jnp.asarray(np.asarray(det["weights"], np.float64)),
-            jnp.asarray(np.full(K, np.nan) if fixed_prev is None else fixed_prev),
-            tuple(jnp.asarray(a) for a in stat_args),
-            sizes=sizes, one_coin=fit.model == "one_coin",
-            max_iter=int(fit.details.get("max_iter", 1000)),
-            tol=float(fit.details.get("tol", 1e-8)), rule=rule,
-            fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins), n_boot=int(n_boot),
-            statistic=statistic)
+        with ProgressBar(n_boot, "NC-ECE channel refits", enabled=progress) as bar:
+            out = bar.wait(_replicates(
+                as_key(seed), jnp.asarray(post0), jnp.asarray(perm, jnp.int32), arrays,
+                None if alpha_p is None else jnp.asarray(alpha_p),
+                None if beta_p is None else jnp.asarray(beta_p),
+                jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
+                jnp.asarray(ai, jnp.int32), jnp.asarray(ci, jnp.int32),
+                jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]), jnp.asarray(mask),
+                jnp.asarray(np.asarray(det["weights"], np.float64)),
+                jnp.asarray(np.full(K, np.nan) if fixed_prev is None else fixed_prev),
+                tuple(jnp.asarray(a) for a in stat_args),
+                sizes=sizes, one_coin=fit.model == "one_coin",
+                max_iter=int(fit.details.get("max_iter", 1000)),
+                tol=float(fit.details.get("tol", 1e-8)), rule=rule,
+                fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins),
+                n_boot=int(n_boot), statistic=statistic, progress=progress))
         vals, ok, converged, conf = (np.asarray(x) for x in out)
     okv = ok.reshape(ok.shape + (1,) * (vals.ndim - 1))  # the statistic may be a vector
     vals = np.where(okv, vals, np.nan)
@@ -227,14 +231,14 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
 
 @partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "rule",
                                    "fixed_prevalence", "n_bins", "n_boot",
-                                   "statistic"))
+                                   "statistic", "progress"))
 def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: tuple,
                 alpha_p: Any, beta_p: Any, pattern: jax.Array, group: jax.Array,
                 ai: jax.Array, ci: jax.Array, ratings: jax.Array,
                 observed: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
                 stat_args: tuple, *, sizes: tuple, one_coin: bool,
                 max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
-                n_boot: int, statistic: Callable[..., Any]) -> tuple:
+                n_boot: int, statistic: Callable[..., Any], progress: bool = False) -> tuple:
     from ..engines.em import join_data
     from ..engines.resample import resample_refit
 
@@ -259,6 +263,8 @@ def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: t
             & jnp.all(jnp.isfinite(mu))
         # corrected target of each pattern (meaningless where not ok: the caller sets NaN)
         T = corrected_from_channels(ratings, observed, mask, alpha, confusion, xp=jnp)
+        if progress:
+            tick(st.n_iter)
         return statistic(w, T[pattern], *stat_args, n_bins), ok, st.converged, confusion
 
     return jax.lax.map(one, jax.random.split(rng_key, n_boot))

@@ -1,13 +1,19 @@
 """Calibration metrics against any target."""
 
-from .calibration_test import CalibrationTest, calibration_test
-from .cmce import cmce, coverage_window, hpr_coverage, hpr_sets
-from .crossfit import nc_ece_crossfit
-from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce
-from .scores import brier, nll
-from .slope import calibration_intercept, calibration_slope
-from .smooth import smooth_ece, smooth_ece_linear_form
-from .true_label import true_label_ece
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+# the public names, imported on first use (noisycal._lazy reads this block)
+if TYPE_CHECKING:
+    from .calibration_test import CalibrationTest, calibration_test
+    from .cmce import cmce, coverage_window, hpr_coverage, hpr_sets
+    from .crossfit import nc_ece_crossfit
+    from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce
+    from .scores import brier, nll
+    from .slope import calibration_intercept, calibration_slope
+    from .smooth import smooth_ece, smooth_ece_linear_form
+    from .true_label import true_label_ece
 
 __all__ = [
     "ece",
@@ -30,3 +36,5 @@ __all__ = [
     "PAPER_N_BINS",
     "INTERVALS",
 ]
+
+__getattr__, __dir__ = attach(__name__, __file__)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._progress import check_progress
 from .._typing import ArrayLike, Seed
 from .._validation import (
     check_batch_size,
@@ -135,10 +136,12 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                    batch_size: int | None, classes: ArrayLike | None = None,
                    items: ArrayLike | None = None, bound: dict | None = None,
                    refit_channels: bool = False, estimator: str | None = None,
-                   bootstrap: str = "auto", devices: object = None) -> Estimate:
+                   bootstrap: str = "auto", devices: object = None,
+                   progress: bool = False) -> Estimate:
     check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
+    progress = check_progress(progress)
     blocks = row_blocks(probs, target, classes, logits=logits, items=items)  # Dask input
     P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
                             if blocks is None else blocks.inputs)
@@ -202,7 +205,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                               interval=interval, refit_channels=bool(refit_channels),
                               level=level, n_boot=n_boot, method=method, seed=seed,
                               bound=bound or {}, probs=np.asarray(P, dtype=np.float64),
-                              estimator=estimator)
+                              estimator=estimator, progress=progress)
     if getattr(target, "kind", None) == "corrected":
         est = nc_ece_named(est)
     return with_target_status(est, target)
@@ -309,7 +312,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         same_sample: bool | None = None, bound_kind: str = "auto",
         refit_channels: bool = False,
         estimator: str | None = None, bootstrap: str = "auto",
-        devices: object = None) -> Estimate:
+        devices: object = None, progress: bool = False) -> Estimate:
     r"""Binned expected calibration error against any target.
 
     Parameters
@@ -370,6 +373,9 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         (:func:`noisycal.metrics.nc_ece_intervals.refit_inversion`); with
         ``interval='bootstrap'`` the percentile interval of the replicates (biased upward
         near 0, like every bootstrap of the plug-in).
+    progress : bool, default=False
+        A progress bar on stderr over the channel refits of ``refit_channels=True`` (the
+        other intervals are one compiled pass and show none).
     devices : int or sequence of jax devices, optional
         Shard the items of ``bootstrap='poisson'`` (what 'auto' becomes; 'exact' or
         'binned' raise) over these devices (an int: the first that many of
@@ -435,7 +441,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
                                  "true_channels": true_channels, "same_sample": same_sample,
                                  "bound_kind": bound_kind},
                           refit_channels=refit_channels, estimator=estimator,
-                          bootstrap=bootstrap, devices=devices)
+                          bootstrap=bootstrap, devices=devices, progress=progress)
 
 
 @_doc

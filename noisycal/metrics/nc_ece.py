@@ -186,7 +186,7 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
                     target: Any, *, interval: str | None, refit_channels: bool, level: float,
                     n_boot: int, method: str, seed: Seed, bound: dict,
                     probs: np.ndarray | None = None,
-                    estimator: str = "median-unbiased") -> Estimate:
+                    estimator: str = "median-unbiased", progress: bool = False) -> Estimate:
     """Attach an NC-ECE interval (bound, credible or channel-refit bootstrap) to ``est``.
 
     Parameters
@@ -213,6 +213,8 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
     probs : ndarray of shape (n_items, K), optional
         The predictions; needed for K > 2 (top-label and classwise NC-ECE: the
         confidences, equal-width bins and predicted classes are rebuilt from them).
+    progress : bool, default=False
+        A progress bar on stderr over the channel refits (``refit_channels``).
 
     Returns
     -------
@@ -225,9 +227,10 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
         items = _statistic_items(est, conf, bins, target, probs, asked)
         if interval == "inversion":
             return refit_inversion(est, target, items, n_bins=M, n_boot=n_boot, level=level,
-                                   seed=seed, estimator=estimator)
+                                   seed=seed, estimator=estimator, progress=progress)
         reps, extra = nc_ece_refit_replicates(target, items, n_bins=M, n_boot=n_boot,
-                                              statistic=nc_ece_statistic, seed=seed)
+                                              statistic=nc_ece_statistic, seed=seed,
+                                              progress=progress)
         ci, status, message = interval_from_replicates(float(est), reps, level, method)
         if extra["n_failed"]:
             message = (f"{extra['n_failed']} of {n_boot} refits gave a channel that cannot "

@@ -268,8 +268,8 @@ def bin_means_statistic(weights: jax.Array, target: jax.Array, conf: jax.Array,
     return sums.ravel() / jnp.sum(weights)
 
 
-def refit_covariance(target: Any, items: tuple, n_bins: int, n_boot: int, seed: Any
-                     ) -> tuple[np.ndarray, np.ndarray, dict]:
+def refit_covariance(target: Any, items: tuple, n_bins: int, n_boot: int, seed: Any,
+                     progress: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Covariance of the bin means over channel-refit bootstrap replicates.
 
     Parameters
@@ -280,6 +280,8 @@ def refit_covariance(target: Any, items: tuple, n_bins: int, n_boot: int, seed: 
         ``(conf, bins, cols)``, each (G, n_items).
     n_bins, n_boot : int
     seed : int or jax key
+    progress : bool, default=False
+        A progress bar on stderr over the refits.
 
     Returns
     -------
@@ -293,14 +295,15 @@ def refit_covariance(target: Any, items: tuple, n_bins: int, n_boot: int, seed: 
     from ..intervals.refit import nc_ece_refit_replicates
 
     means, extra = nc_ece_refit_replicates(target, items, n_bins=n_bins, n_boot=n_boot,
-                                           statistic=bin_means_statistic, seed=seed)
+                                           statistic=bin_means_statistic, seed=seed,
+                                           progress=progress)
     good = np.all(np.isfinite(means), axis=1)
     cov = np.cov(means[good].T) if good.sum() > 1 else np.full((means.shape[1],) * 2, np.nan)
     return np.atleast_2d(cov), means, extra
 
 
 def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot: int,
-                    level: float, seed: Any, estimator: str) -> Any:
+                    level: float, seed: Any, estimator: str, progress: bool = False) -> Any:
     """The inverted NC-ECE interval with the bin means' covariance from channel refits.
 
     The binned NC-ECE is inverted as the default interval is
@@ -324,6 +327,8 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
     level : float
     seed : int or jax key
     estimator : {'median-unbiased', 'plug-in'}
+    progress : bool, default=False
+        A progress bar on stderr over the refits.
 
     Returns
     -------
@@ -338,7 +343,7 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
         mean = np.asarray(bin_means_statistic(jnp.ones(conf.shape[1]),
                                               jnp.asarray(target.values), jnp.asarray(conf),
                                               jnp.asarray(bins), jnp.asarray(cols), n_bins))
-    cov, reps, extra = refit_covariance(target, items, n_bins, n_boot, seed)
+    cov, reps, extra = refit_covariance(target, items, n_bins, n_boot, seed, progress)
     G = conf.shape[0]
     w = np.full(mean.size, 1.0 / G)
     det = {**est.details, **extra, "refit_channels": True,

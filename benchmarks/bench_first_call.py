@@ -1,0 +1,206 @@
+"""Benchmark: the cost of a first call in a fresh Python process.
+
+Every figure comes from a new subprocess, so nothing is imported or compiled beforehand:
+
+* ``import noisycal``: wall time of ``--repeats`` fresh processes (less an empty
+  interpreter's start-up, measured the same way), and the package's cumulative time from
+  ``python -X importtime``;
+* the first Dawid–Skene EM fit on CIFAR-10N (the first ``--n-items`` images, three
+  annotators, ten classes; ``nc.DawidSkene(n_classes=10).fit(ann, method='em', seed=0)``):
+  ``cold`` with no compilation cache, ``cache-fill`` the first process with
+  :func:`noisycal.set_compilation_cache` pointing at an empty folder, ``cache-warm`` the
+  next process with the same folder, ``cache-warm-blas1`` the same with
+  ``OPENBLAS_NUM_THREADS=1`` (a diagnostic: on a loaded machine OpenBLAS's threads make
+  the identification check's small Cholesky and eigh take up to seconds); each reports
+  ``import noisycal``, the import of what the fit needs (``modules``: JAX, pandas, SciPy,
+  NumPyro), the first fit with its two phases (multi-start EM; the identification
+  check), and a second fit of the same data in the same process (compiled);
+* crowd-kit's first ``DawidSkene(n_iter=100).fit(df)`` in a fresh process of
+  ``--crowdkit-python`` (a scratch venv: ``python3 -m venv /tmp/ck &&
+  /tmp/ck/bin/pip install crowd-kit``), skipped when that interpreter is absent.
+
+The noisycal under test is the one importable in this process's environment
+(``PYTHONPATH``); ``--pythonpath`` points the children at another checkout (the
+"before" figures). Results go to ``benchmarks/output/bench_first_call.json``.
+
+Usage::
+
+    python benchmarks/bench_first_call.py [--n-items 5000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from _output import write_result  # benchmarks/_output.py (run as a script)
+
+_FIT_CODE = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import noisycal as nc
+t_import = time.perf_counter() - t0
+cache = sys.argv[2]
+if cache != "none":
+    nc.set_compilation_cache(cache)
+t0 = time.perf_counter()
+import noisycal.annotators.dawid_skene as dsm  # what the fit needs: JAX, pandas, SciPy
+import noisycal.models.dawid_skene  # NumPyro
+t_modules = time.perf_counter() - t0
+phases = {}
+for name in ("multistart_em", "ds_identification"):  # where the first fit's time goes
+    def timed(*a, _f=getattr(dsm, name), _n=name, **k):
+        t = time.perf_counter()
+        out = _f(*a, **k)
+        phases.setdefault(_n, time.perf_counter() - t)
+        return out
+    setattr(dsm, name, timed)
+labels = nc.datasets.load_cifar10n().labels[:int(sys.argv[1])]
+ann = nc.Annotations.from_wide(labels)
+t1 = time.perf_counter()
+fit = nc.DawidSkene(n_classes=10).fit(ann, method="em", seed=0)
+t_first = time.perf_counter() - t1
+t2 = time.perf_counter()
+again = nc.DawidSkene(n_classes=10).fit(ann, method="em", seed=0)
+t_again = time.perf_counter() - t2
+print(json.dumps({"import_s": t_import, "modules_s": t_modules, "first_fit_s": t_first,
+                  "second_fit_s": t_again, "first_fit_phases_s": phases,
+                  "loglik": fit.loglik, "n_iter": fit.n_iter, "status": fit.status,
+                  "n_patterns": fit.details["n_patterns"]}))
+"""
+
+_CROWDKIT_CODE = r"""
+import json, sys, time
+import numpy as np
+t0 = time.perf_counter()
+import pandas as pd
+from crowdkit.aggregation import DawidSkene
+t_import = time.perf_counter() - t0
+f = np.load(sys.argv[2])
+lab = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1)[:int(sys.argv[1])]
+n, J = lab.shape
+df = pd.DataFrame({"task": np.repeat(np.arange(n), J), "worker": np.tile(np.arange(J), n),
+                   "label": lab.ravel()})
+t1 = time.perf_counter()
+ds = DawidSkene(n_iter=100).fit(df)
+t_first = time.perf_counter() - t1
+print(json.dumps({"import_s": t_import, "first_fit_s": t_first,
+                  "n_iter": len(ds.loss_history_)}))
+"""
+
+
+def _env(pythonpath: str | None) -> dict:
+    import noisycal as nc
+
+    env = dict(os.environ)
+    env.setdefault("NOISYCAL_DATA", str(nc.datasets.data_dir()))  # for any checkout
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return env
+
+
+def _wall(argv: list[str], env: dict) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, env=env, capture_output=True)
+    return time.perf_counter() - t
+
+
+def import_times(repeats: int, env: dict) -> dict:
+    """Wall seconds of fresh ``import noisycal`` processes and ``-X importtime``'s total."""
+    empty = [_wall([sys.executable, "-c", "pass"], env) for _ in range(repeats)]
+    full = [_wall([sys.executable, "-c", "import noisycal"], env) for _ in range(repeats)]
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import noisycal"],
+                         check=True, env=env, capture_output=True, text=True).stderr
+    cumulative = [int(line.split("|")[1]) for line in out.splitlines()
+                  if line.rstrip().endswith("| noisycal")]
+    return {"wall_s": full, "wall_median_s": statistics.median(full),
+            "empty_interpreter_median_s": statistics.median(empty),
+            "import_median_s": statistics.median(full) - statistics.median(empty),
+            "importtime_cumulative_s": cumulative[0] / 1e6 if cumulative else None}
+
+
+def first_fit(n_items: int, cache: str, env: dict) -> dict:
+    """One fresh process: import, first EM fit, second EM fit."""
+    out = subprocess.run([sys.executable, "-c", _FIT_CODE, str(n_items), cache], check=True,
+                         env=env, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def crowdkit_first_fit(python: str, n_items: int, env: dict) -> dict | None:
+    """crowd-kit's first fit in a fresh process of ``python``, or None without it."""
+    if not os.path.exists(python):
+        return None
+    probe = subprocess.run([python, "-c", "import crowdkit"], capture_output=True)
+    if probe.returncode:
+        return None
+    import noisycal as nc
+
+    path = os.path.join(nc.datasets.data_dir(), "cifar10n", "cifar10n.npz")
+    out = subprocess.run([python, "-c", _CROWDKIT_CODE, str(n_items), path], check=True,
+                         capture_output=True, text=True, env={
+                             k: v for k, v in env.items() if k != "PYTHONPATH"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n-items", type=int, default=5000)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--pythonpath", default=None,
+                    help="PYTHONPATH of the child processes (default: inherited)")
+    ap.add_argument("--crowdkit-python", default="/tmp/ck/bin/python")
+    ap.add_argument("--name", default="bench_first_call")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    env = _env(args.pythonpath)
+    load = os.getloadavg()[0]
+    print(f"first-call benchmark: {args.n_items} CIFAR-10N items, load {load:.1f} "
+          f"on {os.cpu_count()} CPUs")
+    result: dict = {"n_items": args.n_items, "load_1min": load, "cpus": os.cpu_count()}
+    result["import"] = imp = import_times(args.repeats, env)
+    print(f"import noisycal: {imp['import_median_s']:.2f} s (median of {args.repeats} fresh "
+          f"processes, less {imp['empty_interpreter_median_s']:.2f} s of an empty "
+          f"interpreter); -X importtime {imp['importtime_cumulative_s']:.2f} s")
+    has_cache = subprocess.run(
+        [sys.executable, "-c", "import noisycal as nc; nc.set_compilation_cache"],
+        env=env, capture_output=True).returncode == 0
+    with tempfile.TemporaryDirectory() as folder:
+        modes = {"cold": ("none", env)}
+        if has_cache:
+            modes.update({"cache-fill": (folder, env), "cache-warm": (folder, env),
+                          # diagnostic: the same with single-threaded OpenBLAS (the
+                          # identification check's small Cholesky and eigh)
+                          "cache-warm-blas1": (folder, {**env, "OPENBLAS_NUM_THREADS": "1"})})
+        for mode, (cache, mode_env) in modes.items():
+            result[mode] = r = first_fit(args.n_items, cache, mode_env)
+            ph = r["first_fit_phases_s"]
+            print(f"{mode:16s}: import {r['import_s']:.2f} s, modules {r['modules_s']:.2f} s, "
+                  f"first fit {r['first_fit_s']:.2f} s (EM {ph['multistart_em']:.2f} s, "
+                  f"identification {ph['ds_identification']:.2f} s), second fit "
+                  f"{r['second_fit_s']:.2f} s (loglik {r['loglik']:.6f}, {r['n_iter']} "
+                  f"iterations, {r['n_patterns']} patterns, {r['status']})")
+    result["crowdkit"] = ck = crowdkit_first_fit(args.crowdkit_python, args.n_items, env)
+    if ck is None:
+        print(f"crowd-kit: not available at {args.crowdkit_python}")
+    else:
+        print(f"crowd-kit : import {ck['import_s']:.2f} s, first fit {ck['first_fit_s']:.2f} s"
+              f" ({ck['n_iter']} iterations)")
+        for mode in modes:
+            ratio = result[mode]["first_fit_s"] / ck["first_fit_s"]
+            print(f"  noisycal {mode} first fit / crowd-kit first fit: {ratio:.1f}x")
+            result[mode]["ratio_to_crowdkit"] = ratio
+    write_result(args.name, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

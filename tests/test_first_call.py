@@ -1,0 +1,255 @@
+"""First-call cost: a lazy ``import noisycal``, the opt-in compilation cache, progress bars."""
+
+import subprocess
+import sys
+
+import pytest
+
+import noisycal as nc
+
+HEAVY = ("jax", "numpyro", "arviz", "statsmodels", "matplotlib", "pandas", "scipy")
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True)
+    return out.stdout.strip()
+
+
+def test_import_loads_no_heavy_dependency():
+    loaded = _run("import sys, noisycal; "
+                  f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))")
+    assert loaded == "[]"
+
+
+def test_a_public_name_loads_only_what_it_needs():
+    # a metric or an annotator model brings JAX in, not the plotting or PPL stack
+    code = ("import sys, noisycal as nc; nc.ece, nc.DawidSkene, nc.calibrators.TemperatureScaling;"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'jax', 'numpyro', 'arviz', 'statsmodels', 'matplotlib'}))")
+    assert _run(code) == "['jax']"
+
+
+@pytest.mark.parametrize("package", ["noisycal", "noisycal.metrics", "noisycal.intervals",
+                                     "noisycal.annotators", "noisycal.calibrators",
+                                     "noisycal.datasets", "noisycal.engines",
+                                     "noisycal.ambiguity"])
+def test_every_public_name_resolves_and_is_listed(package):
+    import importlib
+
+    mod = importlib.import_module(package)
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, (package, name)
+        assert name in dir(mod), (package, name)
+
+
+def test_a_function_keeps_its_name_when_its_module_is_imported():
+    # metrics/ece.py defines ece and mce, and metrics/mce.py exists: importing the modules
+    # must not turn the public functions into modules (as an eager import never did)
+    code = ("import noisycal.metrics.mce, noisycal.metrics.ece, noisycal.intervals.bootstrap;"
+            "import noisycal as nc, types;"
+            "print([isinstance(f, types.FunctionType) for f in "
+            "(nc.mce, nc.metrics.mce, nc.metrics.ece, nc.intervals.bootstrap, nc.bootstrap)])")
+    assert _run(code) == "[True, True, True, True, True]"
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'"):
+        nc.no_such_thing  # noqa: B018
+    assert not hasattr(nc.metrics, "no_such_metric")
+
+
+def test_a_submodule_not_listed_is_imported_on_access():
+    assert _run("import noisycal as nc; print(nc.engines.em.__name__)") == "noisycal.engines.em"
+
+
+# ---------------------------------------------------------------- compilation cache
+_CACHE_RUN = r"""
+import json, sys, jax, numpy as np, noisycal as nc
+hits = []
+jax.monitoring.register_event_listener(
+    lambda event, **kw: hits.append(event) if event.endswith("cache_hits") else None)
+nc.set_compilation_cache(sys.argv[1])
+rng = np.random.default_rng(0)
+y = rng.integers(0, 3, 150)
+wide = np.where(rng.random((150, 3)) < 0.8, y[:, None], rng.integers(0, 3, (150, 3)))
+fit = nc.DawidSkene(n_classes=3).fit(nc.Annotations.from_wide(wide), n_starts=2, seed=0)
+print(json.dumps({"loglik": repr(fit.loglik), "hits": len(hits)}))
+"""
+
+
+def test_the_compilation_cache_is_filled_then_read_with_the_same_fit(tmp_path):
+    import json
+
+    runs = [json.loads(_run_args(_CACHE_RUN, str(tmp_path))) for _ in range(2)]
+    assert any(tmp_path.iterdir())  # the first process wrote compiled programs
+    assert runs[0]["hits"] == 0
+    assert runs[1]["hits"] >= 2  # at least the EM loop and the identification Hessians
+    assert runs[1]["loglik"] == runs[0]["loglik"]
+
+
+def _run_args(code: str, *args: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code, *args], check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_the_cache_is_off_unless_asked_and_can_be_turned_off(tmp_path):
+    code = ("import jax, noisycal as nc; nc.ece; a = jax.config.jax_compilation_cache_dir;"
+            "b = nc.set_compilation_cache(sys.argv[1]); "
+            "c = jax.config.jax_persistent_cache_min_compile_time_secs;"
+            "nc.set_compilation_cache(None); print(a, b == sys.argv[1], c, "
+            "jax.config.jax_compilation_cache_dir)")
+    assert _run_args("import sys;" + code, str(tmp_path / "new")) == "None True 0.0 None"
+    assert (tmp_path / "new").is_dir()
+
+
+@pytest.mark.parametrize("kwargs, match", [({"path": 3}, "path"),
+                                           ({"path": "x", "min_compile_time": -1.0},
+                                            "min_compile_time"),
+                                           ({"path": "x", "min_compile_time": True},
+                                            "min_compile_time")])
+def test_set_compilation_cache_names_a_bad_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        nc.set_compilation_cache(**kwargs)
+
+
+# ---------------------------------------------------------------- progress bars
+def _small_annotations(n=120, K=3, J=3, seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, K, n)
+    wide = np.where(rng.random((n, J)) < 0.75, y[:, None], rng.integers(0, K, (n, J)))
+    return nc.Annotations.from_wide(wide), rng.random(n) * 0.5 + 0.5 * (y == 1)
+
+
+def test_the_bar_draws_label_count_and_a_final_line():
+    import io
+
+    from noisycal._progress import ProgressBar
+
+    out = io.StringIO()
+    with ProgressBar(4, "refits", stream=out, min_interval=0.0) as bar:
+        bar.update(2)
+        bar.update(5)  # never past the total
+    text = out.getvalue()
+    assert text.startswith("\rrefits [....")
+    assert "\rrefits [###############...............] 2/4" in text
+    assert text.endswith("4/4 " + text.rsplit("4/4 ", 1)[1]) and text.endswith(" s\n")
+    quiet = io.StringIO()
+    with ProgressBar(4, "refits", enabled=False, stream=quiet) as bar:
+        bar.update(1)
+    assert quiet.getvalue() == ""
+
+
+def test_em_starts_and_bootstrap_show_a_bar_on_stderr_and_the_same_fit(capsys):
+    import numpy as np
+
+    ann, _ = _small_annotations()
+    quiet = nc.DawidSkene(n_classes=3).fit(ann, n_starts=3, n_boot=4, seed=1)
+    assert capsys.readouterr().err == ""
+    shown = nc.DawidSkene(n_classes=3).fit(ann, n_starts=3, n_boot=4, seed=1, progress=True)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "EM iterations, 3 starts [" in captured.err
+    assert f"{shown.n_iter}/1000" in captured.err  # the slowest start's iterations
+    assert "EM bootstrap refits [##############################] 4/4" in captured.err
+    assert shown.loglik == quiet.loglik
+    for a, b in ((shown.confusion, quiet.confusion), (shown.prevalence, quiet.prevalence),
+                 (shown.draws["confusion"], quiet.draws["confusion"])):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_nuts_progress_is_numpyros_bar():
+    from noisycal.engines.options import method_options
+
+    base = {"num_chains": None, "num_warmup": None, "num_samples": None,
+            "rhat_threshold": None, "chain_method": None}
+    assert method_options("nuts", {**base, "progress_bar": None})["progress_bar"] is False
+    assert method_options("nuts", {**base, "progress_bar": None,
+                                   "progress": True})["progress_bar"] is True
+    assert method_options("nuts", {**base, "progress_bar": False,
+                                   "progress": True})["progress_bar"] is False
+    assert "progress" not in method_options("mle", {"max_iter": None, "tol": None,
+                                                    "weak_threshold": None,
+                                                    "progress": True})
+
+
+def test_noise_check_bootstrap_shows_a_bar_and_the_same_test(capsys):
+    import numpy as np
+
+    ann, scores = _small_annotations(n=150, K=2, J=3, seed=2)
+    kw = dict(n_groups=2, method="bootstrap", n_boot=3, n_starts=2, seed=0)
+    quiet = nc.annotators.noise_check(ann, scores, **kw)
+    assert capsys.readouterr().err == ""
+    shown = nc.annotators.noise_check(ann, scores, progress=True, **kw)
+    err = capsys.readouterr().err
+    assert "noise check bootstrap [##############################] 3/3" in err
+    assert "EM iterations, 2 starts [" in err
+    assert shown.p_value == quiet.p_value
+    np.testing.assert_array_equal(shown.details["boot_statistics"],
+                                  quiet.details["boot_statistics"])
+
+
+@pytest.mark.parametrize("call", ["fit", "noise_check"])
+def test_progress_must_be_a_bool(call):
+    ann, scores = _small_annotations(K=2)
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        if call == "fit":
+            nc.DawidSkene(n_classes=2).fit(ann, progress="yes")
+        else:
+            nc.annotators.noise_check(ann, scores, progress=1)
+
+
+@pytest.mark.parametrize("interval", ["bootstrap", "inversion"])
+def test_nc_ece_channel_refits_show_a_bar_and_the_same_interval(interval, capsys):
+    import numpy as np
+
+    toy = nc.simulate.gaussian_toy(600, truth="shifted", seed=3)
+    ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
+    T = nc.targets.corrected(ann, nc.DawidSkene(2).fit(ann))
+    n_boot = 100 if interval == "inversion" else 6  # the inversion needs 100 draws
+    kw = dict(n_bins=10, n_boot=n_boot, seed=7, refit_channels=True, interval=interval)
+    capsys.readouterr()
+    quiet = nc.ece(toy.z, T, **kw)
+    assert capsys.readouterr().err == ""
+    shown = nc.ece(toy.z, T, progress=True, **kw)
+    assert f"NC-ECE channel refits [##############################] {n_boot}/{n_boot}" \
+        in capsys.readouterr().err
+    assert float(shown) == float(quiet) and shown.interval == quiet.interval
+    np.testing.assert_array_equal(shown.replicates, quiet.replicates)
+
+
+def test_em_starts_run_one_by_one_tick_once_each_with_the_same_states():
+    # from PROB_MIN_ITEMS rows on the starts run one after another (lax.map): the bar
+    # counts finished starts
+    import io
+
+    import numpy as np
+
+    import jax.numpy as jnp
+
+    from noisycal._jax import x64
+    from noisycal._progress import ProgressBar
+    from noisycal.engines.em import fit_em
+    from noisycal.engines.em_prob import PROB_MIN_ITEMS
+    from noisycal.models.dawid_skene import make_data
+
+    n, J, K = PROB_MIN_ITEMS, 3, 2
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, K, n)
+    labels = np.where(rng.random((n, J)) < 0.8, y[:, None], 1 - y[:, None])
+    with x64():
+        data = make_data(np.repeat(np.arange(n), J), np.tile(np.arange(J), n),
+                         labels.ravel(), n_items=n, n_annotators=J, n_classes=K)
+        soft = np.stack([(labels == k).mean(1) for k in range(K)], axis=1)
+        post0 = jnp.asarray(np.stack([soft, 0.5 * soft + 0.25]))
+        kw = dict(one_coin=False, max_iter=50, tol=1e-8)
+        quiet = fit_em(post0, data, None, None, None, **kw)
+        out = io.StringIO()
+        with ProgressBar(2, "EM, 2 starts", stream=out, min_interval=0.0) as bar:
+            shown = bar.wait(fit_em(post0, data, None, None, None, progress=True, **kw))
+    assert "2/2" in out.getvalue()
+    for a, b in zip(quiet, shown, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
