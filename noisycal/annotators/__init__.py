@@ -7,6 +7,8 @@
   class-conditional noise assumption against channels that vary with a classifier's score;
   :mod:`noisycal.annotators.noise_target`: :func:`with_noise_check`, which puts a
   rejection on a Target.
+- :mod:`noisycal.annotators.ppc`: :func:`ppc`, posterior predictive checks (parametric
+  bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -18,6 +20,7 @@ from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predi
 from .hui_walter import HuiWalter, equal_count_groups
 from .noise_check import NoiseCheck, noise_check, score_groups
 from .noise_target import with_noise_check
+from .ppc import PPCResult, ppc
 from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [
@@ -34,4 +37,6 @@ __all__ = [
     "noise_check",
     "score_groups",
     "with_noise_check",
+    "ppc",
+    "PPCResult",
 ]
