@@ -228,3 +228,46 @@ def test_em_fit_keeps_its_posterior_only_export(ann):
     idata = fit.to_arviz()
     assert idata.groups() == ["posterior"]
     assert idata.posterior["confusion"].shape == (1, 1, 3, 2, 2)
+
+
+@pytest.mark.filterwarnings(PARETO)
+def test_soft_label_nuts_fit_exports_loglik_and_replicated_counts():
+    from scipy.special import log_softmax
+
+    from noisycal.models.soft_labels import log_likelihood
+
+    rng = np.random.default_rng(0)
+    n, K, votes = 40, 3, 5
+    logits = rng.normal(0.0, 1.5, size=(n, K))
+    p = np.exp(log_softmax(logits, axis=1))
+    counts = np.stack([rng.multinomial(votes, row) for row in p])
+    fit = nc.annotators.DirichletSoftLabels().fit(
+        logits=logits, counts=counts, method="nuts", num_chains=2, num_warmup=100,
+        num_samples=100, progress_bar=False, rhat_threshold=1.5, seed=0)
+    bare = fit.to_arviz()
+    assert set(bare.groups()) == {"posterior", "sample_stats"}
+    idata = fit.to_arviz(logits=logits, counts=counts, seed=0)
+    for group in ("posterior", "sample_stats", "log_likelihood", "posterior_predictive",
+                  "observed_data"):
+        assert group in idata.groups(), group
+    ll = idata.log_likelihood["counts"]
+    assert ll.dims == ("chain", "draw", "item") and ll.shape == (2, 100, n)
+    # the pointwise terms are the model's one likelihood at each draw, and sum to the
+    # fit's log-likelihood at the posterior mean when evaluated there
+    W, b, kappa = (fit.engine_result.samples[k] for k in ("W", "b", "kappa"))
+    from noisycal._jax import x64
+
+    with x64():
+        direct = np.asarray(log_likelihood(W[1, 7], b[1, 7], kappa[1, 7],
+                                           log_softmax(logits, axis=1), counts))
+    np.testing.assert_allclose(ll.values[1, 7], direct, rtol=0, atol=1e-10)
+    rep = idata.posterior_predictive["counts"]
+    assert rep.shape == (2, 100, n, K)
+    np.testing.assert_array_equal(rep.values.sum(-1), np.broadcast_to(counts.sum(1),
+                                                                       (2, 100, n)))
+    assert az.loo(idata).n_data_points == n
+    assert az.plot_energy(idata) is not None
+    assert np.size(az.plot_ppc(idata, num_pp_samples=10, random_seed=0)) >= 1
+    matplotlib.pyplot.close("all")
+    with pytest.raises(ValueError, match="counts"):
+        fit.to_arviz(logits=logits)

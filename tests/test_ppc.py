@@ -162,7 +162,7 @@ def test_same_seed_same_check_and_plot():
     ax = a.plot()
     assert len(ax.get_yticklabels()) == len(a.table)
     ax = a.plot(discrepancy="kappa")
-    assert len(ax.get_yticklabels()) == 4
+    assert len(ax.get_yticklabels()) == 1 + 6  # Fleiss and the 6 pairs of 4 annotators
     matplotlib.pyplot.close("all")
 
 

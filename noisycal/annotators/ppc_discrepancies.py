@@ -27,9 +27,12 @@ The statistics (``name``: rows):
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
+
+import jax
 
 from .._jax import x64
 
@@ -139,21 +142,17 @@ def discrepancy_rows(design: Design, which: tuple[str, ...], annotators: np.ndar
     return rows
 
 
-def _statistic(design: Design, which: tuple[str, ...]) -> Any:
-    """``labels (n_ratings,) -> (n_rows,)`` for one set of labels, in JAX."""
-    import jax
+@partial(jax.jit, static_argnames=("which", "n", "J", "K", "max_distinct", "n_sbins",
+                                   "batch_size"))
+def _kernel(labels: Any, item: Any, ann: Any, n_i: Any, pairs: Any, sbin: Any, *,
+            which: tuple[str, ...], n: int, J: int, K: int, max_distinct: int, n_sbins: int,
+            batch_size: int) -> Any:
+    """``labels (D, n_ratings) -> (D, n_rows)``, compiled once per sizes and families."""
     import jax.numpy as jnp
 
-    K, n, J = design.n_classes, design.n_items, design.n_annotators
-    item = jnp.asarray(design.item)
-    ann = jnp.asarray(design.annotator)
-    n_i = jnp.asarray(design.n_per_item, jnp.float64)
     multi = n_i >= 2
     n_multi = jnp.sum(multi)
     pairs_i = n_i * (n_i - 1.0)
-    pairs = jnp.asarray(design.pairs)
-    sbin = None if design.score_bin is None else jnp.asarray(design.score_bin)
-    n_sbins = 0 if design.bin_edges is None else design.bin_edges.size - 1
 
     def ratio(num: jax.Array, den: jax.Array) -> jax.Array:
         return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), jnp.nan)
@@ -170,7 +169,7 @@ def _statistic(design: Design, which: tuple[str, ...]) -> Any:
                 out.append(ratio(jnp.sum(multi & (c.max(1) == n_i)), n_multi)[None])
             elif name == "distinct_labels":
                 d = jnp.sum(c > 0, axis=1)
-                m = jnp.arange(1, design.max_distinct + 1)
+                m = jnp.arange(1, max_distinct + 1)
                 out.append(ratio(jnp.sum(multi[:, None] & (d[:, None] == m), 0), n_multi))
             elif name == "annotator_agreement":
                 same = (c[item, label] - 1.0) / jnp.maximum(n_i[item] - 1.0, 1.0)
@@ -191,12 +190,11 @@ def _statistic(design: Design, which: tuple[str, ...]) -> Any:
                                  jax.ops.segment_sum(pairs_i, sbin, n_sbins)))
         return jnp.concatenate(out)
 
-    return one
+    return jax.lax.map(one, labels, batch_size=batch_size)
 
 
 def _cohen(label: Any, item: Any, ann: Any, pairs: Any, n: int, J: int, K: int) -> Any:
     """Cohen's kappa of each annotator pair on the items both rated, (n_pairs,)."""
-    import jax
     import jax.numpy as jnp
 
     wide = jnp.full((n, J), -1, label.dtype).at[item, ann].set(label)
@@ -231,14 +229,20 @@ def discrepancy_values(labels: np.ndarray, design: Design, which: tuple[str, ...
         NaN where a statistic is undefined (an annotator who never shares an item, a
         score bin without items rated twice).
     """
-    import jax
     import jax.numpy as jnp
 
     labels = np.asarray(labels)
     if batch_size is None:
         batch_size = max(1, 4_000_000 // max(1, design.n_items * design.n_classes))
+    n_sbins = 0 if design.bin_edges is None else design.bin_edges.size - 1
+    sbin = (np.zeros(design.n_items, np.int64) if design.score_bin is None
+            else design.score_bin)
     with x64():
-        one = _statistic(design, which)
-        out = jax.lax.map(one, jnp.asarray(labels, jnp.int32),
-                          batch_size=min(batch_size, labels.shape[0]))
+        out = _kernel(jnp.asarray(labels, jnp.int32), jnp.asarray(design.item),
+                      jnp.asarray(design.annotator),
+                      jnp.asarray(design.n_per_item, jnp.float64), jnp.asarray(design.pairs),
+                      jnp.asarray(sbin), which=tuple(which), n=design.n_items,
+                      J=design.n_annotators, K=design.n_classes,
+                      max_distinct=design.max_distinct, n_sbins=n_sbins,
+                      batch_size=int(min(batch_size, labels.shape[0])))
         return np.asarray(out, np.float64)

@@ -25,15 +25,18 @@ in ``fit.classes``) so that ``az.plot_ppc`` can draw them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
+
+import jax
 
 from .._jax import as_key, x64
 from .._typing import Seed
 
 __all__ = ["arviz_sample_stats", "item_loglik_draws", "replicate_ratings",
-           "annotator_inference_data"]
+           "annotator_inference_data", "soft_label_inference_data"]
 
 
 def arviz_sample_stats(stats: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
@@ -94,8 +97,6 @@ def item_loglik_draws(prevalence: np.ndarray, confusion: np.ndarray, data: Any, 
     -------
     ndarray of shape (D, n_items)
     """
-    import jax
-
     from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
 
     with x64():
@@ -138,24 +139,35 @@ def replicate_ratings(rng_key: Any, prevalence: np.ndarray, confusion: np.ndarra
         Class indices.
     """
     import jax.numpy as jnp
-    from numpyro.infer import Predictive
-
-    from noisycal.models.dawid_skene import dawid_skene
 
     prevalence = np.asarray(prevalence, np.float64)
     confusion = np.asarray(confusion, np.float64)
     L, K = prevalence.shape[1:]
+    g = np.zeros(n_items, np.int32) if group is None else np.asarray(group, np.int32)
     with x64():
-        # full confusion rows whatever the fitted model (one-coin draws are full
-        # matrices too): the prior is not used, every parameter is set to a draw
-        pred = Predictive(dawid_skene, posterior_samples={
-            "prevalence": jnp.asarray(prevalence), "confusion": jnp.asarray(confusion)},
-            return_sites=["label"])
-        out = pred(rng_key, jnp.asarray(item, jnp.int32), jnp.asarray(annotator, jnp.int32),
-                   None, n_items=int(n_items), n_annotators=confusion.shape[1], n_classes=K,
-                   group=None if group is None or L == 1 else jnp.asarray(group, jnp.int32),
-                   n_groups=L)
-        return np.asarray(out["label"])
+        out = _replicate(rng_key, jnp.asarray(prevalence), jnp.asarray(confusion),
+                         jnp.asarray(item, jnp.int32), jnp.asarray(annotator, jnp.int32),
+                         jnp.asarray(g), n_items=int(n_items), n_annotators=confusion.shape[1],
+                         n_classes=K, n_groups=L)
+        return np.asarray(out)
+
+
+@partial(jax.jit, static_argnames=("n_items", "n_annotators", "n_classes", "n_groups"))
+def _replicate(rng_key: Any, prevalence: Any, confusion: Any, item: Any, annotator: Any,
+               group: Any, *, n_items: int, n_annotators: int, n_classes: int,
+               n_groups: int) -> Any:
+    from numpyro.infer import Predictive
+
+    from noisycal.models.dawid_skene import dawid_skene
+
+    # full confusion rows whatever the fitted model (one-coin draws are full matrices
+    # too): the prior is not used, every parameter is set to a draw
+    pred = Predictive(dawid_skene, posterior_samples={"prevalence": prevalence,
+                                                      "confusion": confusion},
+                      return_sites=["label"])
+    return pred(rng_key, item, annotator, None, n_items=n_items, n_annotators=n_annotators,
+                n_classes=n_classes, group=group if n_groups > 1 else None,
+                n_groups=n_groups)["label"]
 
 
 def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = True) -> Any:
@@ -232,3 +244,70 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
                              dims={"label": ["item"]}, coords={"item": fit.items})
         idata.extend(extra)
     return idata
+
+
+def soft_label_inference_data(result: Any, log_probs: np.ndarray | None,
+                              counts: np.ndarray | None, *, seed: Seed = 0,
+                              predictive: bool = True) -> Any:
+    """The ``arviz.InferenceData`` of a NUTS fit of the Dirichlet soft-label model.
+
+    Parameters
+    ----------
+    result : NUTSResult
+        The engine's result (posterior draws and sample statistics).
+    log_probs : ndarray of shape (n_items, n_classes) or None
+        The classifier's log-probabilities the model was fitted on.
+    counts : ndarray of shape (n_items, n_classes) or None
+        The vote counts it was fitted on. Without data only ``posterior`` and
+        ``sample_stats`` are filled.
+    seed : int or jax key, default=0
+        Randomness of the replicated counts.
+    predictive : bool, default=True
+        Add ``posterior_predictive``: ``counts`` replicated with each item's number of
+        votes, one set per draw (the model's simulation branch).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` and ``sample_stats``; with data also ``log_likelihood``
+        (``counts`` (item): each item's Dirichlet-multinomial log-likelihood,
+        :func:`noisycal.models.soft_labels.log_likelihood`), ``observed_data`` and
+        ``posterior_predictive`` (``counts`` (item, class)).
+    """
+    import jax.numpy as jnp
+    from numpyro.infer import Predictive
+
+    from noisycal.models.soft_labels import dirichlet_soft_labels, log_likelihood
+
+    idata = result.to_arviz()
+    if log_probs is None or counts is None:
+        return idata
+    az = _arviz()
+    samples = result.samples
+    C, S = samples["kappa"].shape[:2]
+    n, K = log_probs.shape
+    with x64():
+        lp, c = jnp.asarray(log_probs, jnp.float64), jnp.asarray(counts, jnp.float64)
+        flat = {k: jnp.asarray(np.reshape(v, (C * S, *np.shape(v)[2:])), jnp.float64)
+                for k, v in samples.items()}
+        ll = jax.lax.map(lambda w: log_likelihood(w[0], w[1], w[2], lp, c),
+                         (flat["W"], flat["b"], flat["kappa"]), batch_size=64)
+        groups: dict[str, Any] = {"observed_data": {"counts": np.asarray(counts, np.int64)}}
+        if predictive:
+            # every latent site is set to a draw, so the prior (scale) plays no part
+            pred = Predictive(dirichlet_soft_labels, posterior_samples={
+                k: flat[k] for k in ("W_dev", "b", "kappa")}, return_sites=["counts"])
+            rep = pred(as_key(seed), lp, None, n_totals=c.sum(-1))
+            groups["posterior_predictive"] = {
+                "counts": np.asarray(rep["counts"]).reshape(C, S, n, K).astype(np.int64)}
+    coords = {"item": np.arange(n), "class": np.arange(K)}
+    idata.extend(az.from_dict(log_likelihood={"counts": np.asarray(ll).reshape(C, S, n)},
+                              dims={"counts": ["item"]}, coords=coords))
+    idata.extend(az.from_dict(**groups, dims={"counts": ["item", "class"]}, coords=coords))
+    return idata
+
+
+def _arviz() -> Any:
+    from .diagnostics import import_arviz
+
+    return import_arviz()
