@@ -159,6 +159,8 @@ def test_same_seed_same_check_and_plot():
     assert a.replicated.shape == (50, len(a.table))
     assert set(a.table["discrepancy"]) == set(DISCREPANCIES)
     assert a.table.attrs["level"] == 0.9
+    assert a.summary().attrs["n_rep"] == 50 and a.summary().attrs["status"] == "ok"
+    assert a.to_frame().equals(a.table)
     ax = a.plot()
     assert len(ax.get_yticklabels()) == len(a.table)
     ax = a.plot(discrepancy="kappa")

@@ -71,6 +71,17 @@ class PPCResult:
     status: str = "ok"
     message: str = ""
 
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy ``table`` (a copy, with its ``attrs``)."""
+        return self.table.copy()
+
+    def summary(self) -> pd.DataFrame:
+        """The ``table``; ``attrs`` also hold ``method``, ``n_rep``, ``status`` and
+        ``message`` (never prints)."""
+        table = self.table.copy()
+        table.attrs.update(n_rep=self.n_rep, status=self.status, message=self.message)
+        return table
+
     def plot(self, ax: Any = None, *, discrepancy: str | None = None) -> Any:
         """Observed discrepancies against their replicated ranges.
 
