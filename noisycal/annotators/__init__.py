@@ -7,6 +7,8 @@
   class-conditional noise assumption against channels that vary with a classifier's score;
   :mod:`noisycal.annotators.noise_target`: :func:`with_noise_check`, which puts a
   rejection on a Target.
+- :mod:`noisycal.annotators.ppc`: :func:`ppc`, posterior predictive checks (parametric
+  bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from .hui_walter import HuiWalter, equal_count_groups
     from .noise_check import NoiseCheck, noise_check, score_groups
     from .noise_target import with_noise_check
+    from .ppc import PPCResult, ppc
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "noise_check",
     "score_groups",
     "with_noise_check",
+    "ppc",
+    "PPCResult",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -451,6 +451,7 @@ class DawidSkene:
                              "relabelled_chains": diag["switched"], "groups": L,
                              "group_index": _group_index(group, ann.n_items),
                              "gold": gold is not None, "channels": chan,
+                             "sample_stats": nd.sample_stats,
                              "identification": {"checked": False, "reason": NUTS_NOTE}})
 
 

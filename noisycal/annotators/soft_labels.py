@@ -16,7 +16,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int, predictions
+from .._validation import check_array, check_choice, check_int, check_seed, predictions
 
 __all__ = ["DirichletSoftLabels", "SoftLabelFit"]
 
@@ -273,12 +273,45 @@ class SoftLabelFit:
         """The ``summary()`` table as a tidy DataFrame (``parameter`` as a column)."""
         return self.summary().reset_index()
 
-    def to_arviz(self) -> Any:
-        """The posterior draws as ``arviz.InferenceData`` (NUTS fits only)."""
+    def to_arviz(self, *, logits: ArrayLike | None = None, probs: ArrayLike | None = None,
+                 counts: ArrayLike | None = None, seed: Seed = 0,
+                 predictive: bool = True) -> Any:
+        """The posterior as ``arviz.InferenceData`` (NUTS fits only).
+
+        ``posterior`` and ``sample_stats`` always; given the data the model was fitted on
+        (``counts`` and one of ``logits``/``probs``), also per-item ``log_likelihood``,
+        ``observed_data`` and ``posterior_predictive`` (replicated counts), so that
+        ``az.loo``, ``az.waic`` and ``az.plot_ppc`` apply
+        (:func:`noisycal.engines.arviz_export.soft_label_inference_data`).
+
+        Parameters
+        ----------
+        logits, probs : array-like of shape (n_items, n_classes) or (n_items,), optional
+            The predictions the model was fitted on; give at most one.
+        counts : array-like of shape (n_items, n_classes), optional
+            The vote counts it was fitted on.
+        seed : int or jax key, default=0
+            Randomness of the replicated counts.
+        predictive : bool, default=True
+            Add ``posterior_predictive`` (when the data are given).
+        """
         if self.method != "nuts":
             raise ValueError(f"to_arviz needs a fit with method='nuts', this one is "
                              f"method={self.method!r}")
-        return self.engine_result.to_arviz()
+        if not isinstance(predictive, bool | np.bool_):
+            raise ValueError(f"predictive must be True or False, got {predictive!r}")
+        seed = check_seed(seed)
+        from ..engines.arviz_export import soft_label_inference_data
+
+        if counts is None and logits is None and probs is None:
+            return soft_label_inference_data(self.engine_result, None, None)
+        if counts is None:
+            raise ValueError("counts is required with logits= or probs= (the data the "
+                             "model was fitted on)")
+        log_p, _ = self._log_p(logits, probs)
+        c = _check_counts(counts, *log_p.shape)
+        return soft_label_inference_data(self.engine_result, log_p, c, seed=seed,
+                                         predictive=bool(predictive))
 
     to_inference_data = to_arviz
 

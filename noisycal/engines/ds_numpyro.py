@@ -174,6 +174,9 @@ class NUTSDraws(NamedTuple):
         Posteriors averaged over the draws (Rao-Blackwellised).
     loglik : float
         Log-likelihood at the posterior means.
+    sample_stats : dict of str to ndarray, optional
+        Every transition's statistics, (C, S) each
+        (:func:`noisycal.engines.nuts.sample_nuts`), for the fit's ``to_arviz``.
     """
 
     prevalence: np.ndarray
@@ -182,6 +185,7 @@ class NUTSDraws(NamedTuple):
     moved: np.ndarray
     post: np.ndarray
     loglik: float
+    sample_stats: dict | None = None
 
 
 def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_params: dict, *,
@@ -234,12 +238,13 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     L, J, K = data.n_groups, data.n_annotators, data.n_classes
     jgold = None if gold is None else jnp.asarray(gold)
     with x64():
-        samples, diverging = sample_nuts(
+        samples, stats = sample_nuts(
             dawid_skene, model_args=(data.item, data.annotator, data.label),
             model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
             num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),
             progress_bar=progress_bar, chain_method=chain_method, target_accept_prob=0.8,
-            max_tree_depth=10, dense_mass=False)
+            max_tree_depth=10, dense_mass=False, sample_stats=True)
+        diverging = stats["diverging"]
         prev_s = np.array(samples["prevalence"]).reshape(C, S, L, K)
         conf_s = np.array(samples["confusion"]).reshape(C, S, J, K, K)
         perms = draw_perms(vote, prev_s.reshape(-1, L, K), conf_s.reshape(-1, J, K, K), data,
@@ -254,7 +259,7 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
                                  else jnp.asarray(weights, jnp.float64))[0])
     if pattern is not None:
         post = post[np.asarray(pattern)]
-    return NUTSDraws(prev_s, conf_s, np.asarray(diverging), moved, post, loglik)
+    return NUTSDraws(prev_s, conf_s, np.asarray(diverging), moved, post, loglik, stats)
 
 
 def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2) -> dict:

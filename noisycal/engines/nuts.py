@@ -93,6 +93,9 @@ class NUTSResult:
         The R-hat threshold ``status`` used.
     diverging : ndarray of shape (num_chains, num_samples)
         Which transitions diverged.
+    sample_stats : dict of str to ndarray or None
+        Every transition's statistics, each of shape (num_chains, num_samples)
+        (see :func:`sample_nuts`).
     """
 
     samples: dict[str, np.ndarray] = field(repr=False)
@@ -107,6 +110,7 @@ class NUTSResult:
     num_samples: int
     rhat_threshold: float = 1.01
     diverging: np.ndarray | None = field(default=None, repr=False)
+    sample_stats: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def converged(self) -> bool:
@@ -144,9 +148,14 @@ class NUTSResult:
         return self.diagnostics.reset_index()
 
     def to_arviz(self) -> Any:
-        """The draws as an ``arviz.InferenceData`` (posterior and ``diverging``)."""
-        stats = None if self.diverging is None else {"diverging": self.diverging}
-        return to_inference_data(self.samples, stats)
+        """The draws as an ``arviz.InferenceData``: ``posterior`` and ``sample_stats``
+        (energy, divergences, tree depth, step size, acceptance rate, log density; see
+        :func:`noisycal.engines.arviz_export.arviz_sample_stats`)."""
+        from .arviz_export import arviz_sample_stats
+
+        stats = self.sample_stats if self.sample_stats is not None else (
+            None if self.diverging is None else {"diverging": self.diverging})
+        return to_inference_data(self.samples, arviz_sample_stats(stats))
 
     to_inference_data = to_arviz
 
@@ -255,15 +264,16 @@ def run_nuts(
     if (isinstance(target_accept_prob, bool) or not isinstance(target_accept_prob, int | float)
             or not 0.0 < target_accept_prob < 1.0):
         raise ValueError(f"target_accept_prob must be in (0, 1), got {target_accept_prob!r}")
-    samples, diverging = sample_nuts(
+    samples, stats = sample_nuts(
         model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
         num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
         rng_key=as_key(check_seed(seed)), progress_bar=bool(progress_bar),
         chain_method=chain_method,
         target_accept_prob=float(target_accept_prob), max_tree_depth=max_tree_depth,
-        dense_mass=bool(dense_mass), cache=cache)
-    return _result(samples, diverging, num_chains=num_chains, num_warmup=num_warmup,
-                   num_samples=num_samples, rhat_threshold=float(rhat_threshold))
+        dense_mass=bool(dense_mass), cache=cache, sample_stats=True)
+    return _result(samples, stats["diverging"], num_chains=num_chains, num_warmup=num_warmup,
+                   num_samples=num_samples, rhat_threshold=float(rhat_threshold),
+                   sample_stats=stats)
 
 
 def check_sampler_options(num_chains: object, num_warmup: object, num_samples: object,
@@ -310,8 +320,9 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                 model_kwargs: Mapping[str, Any] | None, init_params: Mapping[str, Any] | None,
                 num_chains: int, num_warmup: int, num_samples: int, rng_key: Any,
                 progress_bar: bool, chain_method: str, target_accept_prob: float,
-                max_tree_depth: int, dense_mass: bool, cache: bool | None = None
-                ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+                max_tree_depth: int, dense_mass: bool, cache: bool | None = None,
+                sample_stats: bool = False
+                ) -> tuple[dict[str, np.ndarray], Any]:
     """The sampling core of :func:`run_nuts` on validated arguments, without diagnostics.
 
     Engines that post-process the draws (relabelling, say) use it and compute their
@@ -329,13 +340,17 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
         The run's key (``as_key(seed)``).
     progress_bar, chain_method, target_accept_prob, max_tree_depth, dense_mass, cache
         As in :func:`run_nuts`, validated.
+    sample_stats : bool, default=False
+        Return every transition's statistics instead of the divergence flags alone.
 
     Returns
     -------
     samples : dict of str to ndarray
         Constrained draws by site, each of shape (num_chains, num_samples, ...).
-    diverging : ndarray of shape (num_chains, num_samples)
-        Divergence flags.
+    diverging : ndarray of shape (num_chains, num_samples), or dict
+        Divergence flags; with ``sample_stats=True`` a dict of arrays of that shape:
+        ``diverging``, ``energy``, ``potential_energy``, ``num_steps``, ``accept_prob``
+        and ``step_size`` (:func:`noisycal.engines.nuts_program.transition_stats`).
     """
     import jax
     import jax.numpy as jnp
@@ -375,7 +390,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                 z, div = zip(*(_run_chain(prog, keys[c], x_init[c], data, num_warmup,
                                           num_samples, f"chain {c + 1}")
                                for c in range(num_chains)), strict=True)
-                z, div = jnp.stack(z), jnp.stack(div)
+                z, div = jnp.stack(z), jax.tree_util.tree_map(lambda *v: jnp.stack(v), *div)
             constrained = prog.constrain(z, data)
         else:
             # initialisation, all chains, and the constrained draws in one compiled call
@@ -384,8 +399,9 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                                                chain_method == "vectorized")
             _check_start(ok)
         samples = {k: np.asarray(v) for k, v in constrained.items()}
-        diverging = np.asarray(div, dtype=bool)
-    return samples, diverging
+        stats = {k: np.asarray(v) for k, v in div.items()}
+        stats["diverging"] = stats["diverging"].astype(bool)
+    return samples, (stats if sample_stats else stats["diverging"])
 
 
 def _check_start(ok: Any) -> None:
@@ -430,11 +446,13 @@ def _run_chain(prog: Program, key: Any, x: Any, data: tuple, num_warmup: int,
             divs.append(div)
             bar.update(n)
     axis = 1 if vectorized else 0
-    return jnp.concatenate(zs, axis=axis), jnp.concatenate(divs, axis=axis)
+    return (jnp.concatenate(zs, axis=axis),
+            jax.tree_util.tree_map(lambda *v: jnp.concatenate(v, axis=axis), *divs))
 
 
 def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num_chains: int,
-            num_warmup: int, num_samples: int, rhat_threshold: float) -> NUTSResult:
+            num_warmup: int, num_samples: int, rhat_threshold: float,
+            sample_stats: Mapping[str, np.ndarray] | None = None) -> NUTSResult:
     table = diagnostics_table(samples)
     rhat = table["r_hat"].to_numpy(dtype=np.float64)
     ess = table["ess_bulk"].to_numpy(dtype=np.float64)
@@ -453,5 +471,5 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
         samples=samples, diagnostics=table, num_divergences=n_div, max_rhat=max_rhat,
         min_ess_bulk=min_ess, status=status, message=message, num_chains=num_chains,
         num_warmup=num_warmup, num_samples=num_samples, rhat_threshold=rhat_threshold,
-        diverging=diverging,
+        diverging=diverging, sample_stats=sample_stats,
     )

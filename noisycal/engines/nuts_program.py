@@ -55,9 +55,9 @@ class Program(NamedTuple):
     init_chains: Callable  # (key, arrays, init_values, C) -> (x (C, d), fixed, ok (C,))
     start: Callable  # (key, x, data, num_warmup) -> HMCState
     advance: Callable  # (state, data, n) -> state after n transitions
-    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
-    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
-    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, diverging)
+    collect: Callable  # (state, data, n) -> (state, (z (n, d), stats))
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats)
+    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, stats)
     start_all: Callable  # start, advance and collect vmapped over chains (progress bar)
     advance_all: Callable
     collect_all: Callable
@@ -98,13 +98,27 @@ def _initialiser(pot: FlatPotential) -> Callable:
     return init_chains
 
 
+def transition_stats(state: Any) -> dict[str, Any]:
+    """The statistics of one NUTS transition that ArviZ's ``sample_stats`` holds.
+
+    ``diverging``; ``energy`` (the Hamiltonian, potential plus kinetic energy, of the
+    trajectory the draw came from); ``potential_energy`` (minus the unnormalised log
+    density on the unconstrained scale); ``num_steps`` (leapfrog steps); ``accept_prob``
+    (mean acceptance probability over the trajectory); ``step_size`` (adapted). Six
+    numbers per draw: the cost is negligible next to the draws themselves.
+    """
+    return {"diverging": state.diverging, "energy": state.energy,
+            "potential_energy": state.potential_energy, "num_steps": state.num_steps,
+            "accept_prob": state.accept_prob, "step_size": state.adapt_state.step_size}
+
+
 class _Kernels(NamedTuple):
     """NUTS on a potential, unjitted: start, advance/collect in chunks, or run at once."""
 
     start: Callable  # (key, x, data, num_warmup) -> HMCState
     advance: Callable  # (state, data, n) -> state after n transitions
-    collect: Callable  # (state, data, n) -> (state, (z (n, d), diverging (n,)))
-    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, diverging)
+    collect: Callable  # (state, data, n) -> (state, (z (n, d), stats))
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats)
 
 
 def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: int,
@@ -128,7 +142,7 @@ def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: i
     def collect(state: Any, data: tuple, n: int) -> tuple[Any, tuple]:
         def body(s: Any, _: None) -> tuple[Any, tuple]:
             s = sample_kernel(s, model_args=(data,))
-            return s, (s.z, s.diverging)
+            return s, (s.z, transition_stats(s))
 
         return jax.lax.scan(body, state, None, length=n)
 
@@ -139,16 +153,19 @@ def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: i
         state = start(key, x, data, num_warmup)
 
         def body(i: jax.Array, carry: tuple) -> tuple:
-            s, zs, divs = carry
+            s, zs, stats = carry
             s = sample_kernel(s, model_args=(data,))
             j = jnp.maximum(i - num_warmup, 0)
-            return s, zs.at[j].set(s.z), divs.at[j].set(s.diverging)
+            stats = jax.tree_util.tree_map(lambda a, v: a.at[j].set(v), stats,
+                                           transition_stats(s))
+            return s, zs.at[j].set(s.z), stats
 
         zs = jnp.zeros((num_samples, x.shape[0]), x.dtype)
-        divs = jnp.zeros(num_samples, bool)
-        _, zs, divs = jax.lax.fori_loop(0, num_warmup + num_samples, body,
-                                        (state, zs, divs))
-        return zs, divs
+        stats = jax.tree_util.tree_map(lambda v: jnp.zeros((num_samples,), jnp.result_type(v)),
+                                       transition_stats(state))
+        _, zs, stats = jax.lax.fori_loop(0, num_warmup + num_samples, body,
+                                         (state, zs, stats))
+        return zs, stats
 
     return _Kernels(start, advance, collect, run)
 
@@ -180,9 +197,9 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
         key_run, key_init = jax.random.split(key)
         x, fixed, ok = init_chains(key_init, dyn, values, num_chains)
         data = (dyn, fixed)
-        z, div = run_chains(jax.random.split(key_run, num_chains), x, data, num_warmup,
-                            num_samples, vectorized)
-        return constrain_draws(z, data), div, ok
+        z, stats = run_chains(jax.random.split(key_run, num_chains), x, data, num_warmup,
+                              num_samples, vectorized)
+        return constrain_draws(z, data), stats, ok
 
     return Program(
         names=pot.latent,

@@ -268,20 +268,34 @@ class AnnotatorFit:
                            n_params=self.n_params, status=self.status, message=self.message)
         return table
 
-    def to_arviz(self) -> Any:
+    def to_arviz(self, *, seed: Seed = 0, predictive: bool = True) -> Any:
         """ArviZ InferenceData with the same parameter names as every other method.
 
-        NUTS fits keep (chain, draw); EM fits give one chain of the bootstrap refits
-        (or a single draw of the point estimate when there are none).
+        NUTS fits keep (chain, draw) and fill every group ArviZ's checks need
+        (``sample_stats``, per-item ``log_likelihood``, ``posterior_predictive``,
+        ``observed_data``; see :mod:`noisycal.engines.arviz_export`), so ``az.loo``,
+        ``az.waic``, ``az.compare``, ``az.plot_energy`` and ``az.plot_ppc`` apply. EM
+        fits give the posterior group only: one chain of the bootstrap refits (or a
+        single draw of the point estimate when there are none).
+
+        Parameters
+        ----------
+        seed : int or jax key, default=0
+            NUTS fits: randomness of the replicated ratings.
+        predictive : bool, default=True
+            NUTS fits: add ``posterior_predictive`` (``n_draws * n_ratings`` integers).
         """
         from .diagnostics import import_arviz
 
+        if not isinstance(predictive, bool | np.bool_):
+            raise ValueError(f"predictive must be True or False, got {predictive!r}")
+        seed = check_seed(seed)
         az = import_arviz()
         if self.method == "nuts" and "chains" in self.details:
-            c = int(self.details["chains"])
-            post = {k: np.asarray(v).reshape(c, -1, *np.shape(v)[1:])
-                    for k, v in self.draws.items()}
-        elif self.draws is not None:
+            from .arviz_export import annotator_inference_data
+
+            return annotator_inference_data(self, seed=seed, predictive=bool(predictive))
+        if self.draws is not None:
             post = {k: np.asarray(v)[None] for k, v in self.draws.items()}
         else:
             post = {"prevalence": self.group_prevalence[None, None],
