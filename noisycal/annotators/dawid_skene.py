@@ -6,8 +6,7 @@ builds the result; the inference lives in :mod:`noisycal.engines` (EM and its st
 ``em``, ``starts`` and ``resample``, relabelling in ``relabel``, gradient MLE and NUTS on
 the NumPyro model in ``ds_numpyro``, which argument belongs to which method in ``options``,
 the checks of fitted channels in ``channel_checks``). Methods: ``'em'`` (EM, or MAP-EM
-with Dirichlet priors), ``'mle'`` (gradient MLE/MAP on the NumPyro log density, a
-cross-check of EM) and ``'nuts'`` (NumPyro NUTS, Stan User's Guide priors by default).
+with Dirichlet priors), ``'mle'`` (gradient MLE/MAP, a cross-check of EM), ``'nuts'``.
 
 References
 ----------
