@@ -247,7 +247,8 @@ class DawidSkene:
         rhat_threshold : float, default=1.01
             NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
             after relabelling) is strictly greater than it, or when any transition
-            diverged.
+            diverged; 'diagnostics_unavailable' when R-hat cannot be computed (one
+            chain, or fewer than 4 draws per chain).
         chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
             NUTS: how chains run. 'vectorized' compiles the sampler once for all chains
             (measured fastest on CPU for these small models); 'parallel' needs one JAX
@@ -338,7 +339,8 @@ class DawidSkene:
         """One warning for a non-ok status (stacklevel points at the user's fit call)."""
         if status == "ok" or status == "boundary":
             return
-        cls = ConvergenceWarning if status == "not_converged" else IdentifiabilityWarning
+        cls = (ConvergenceWarning if status in ("not_converged", "diagnostics_unavailable")
+               else IdentifiabilityWarning)
         warnings.warn(f"{self._model} {engine}: {message}", cls, stacklevel=4)
 
     def _result(self, ann: Annotations, method: str, prev: np.ndarray, conf: np.ndarray,

@@ -133,25 +133,31 @@ def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
 
 
 def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float, *,
-                       worst: str | None = None) -> tuple[str, str]:
-    """The one NUTS convergence rule: R-hat strictly above the threshold, or divergences.
+                       worst: str | None = None, num_chains: int | None = None,
+                       num_samples: int | None = None) -> tuple[str, str]:
+    """The one NUTS convergence rule: R-hat strictly above the threshold, or divergences;
+    an R-hat that could not be computed is not 'ok' either.
 
     Parameters
     ----------
     max_rhat : float
-        Largest R-hat over the parameters; NaN (one chain, or too few draws) is not
-        checked.
+        Largest R-hat over the parameters; NaN when it could not be computed (one chain,
+        fewer than 4 draws per chain, or no parameter varies).
     n_divergent : int
         Divergent transitions after warmup, all chains together.
     rhat_threshold : float
         The run is flagged when ``max_rhat > rhat_threshold`` (strictly).
     worst : str or None, default=None
         Name of the parameter with the largest R-hat, for the message.
+    num_chains, num_samples : int or None, default=None
+        Chains and draws per chain, to say why R-hat is NaN.
 
     Returns
     -------
     tuple of str
-        ``('ok', '')`` or ``('not_converged', message)``.
+        ``('ok', '')``, ``('not_converged', message)`` or, when R-hat is NaN and nothing
+        else is wrong, ``('diagnostics_unavailable', message)``: convergence was not
+        checked, so it is not reported as ok.
 
     Examples
     --------
@@ -161,6 +167,8 @@ def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float,
     ('ok', '')
     >>> convergence_status(1.2, 3, 1.01)[0]
     'not_converged'
+    >>> convergence_status(float("nan"), 0, 1.01, num_chains=1)[0]
+    'diagnostics_unavailable'
     """
     problems = []
     if max_rhat > rhat_threshold:
@@ -168,7 +176,22 @@ def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float,
         problems.append(f"max R-hat {max_rhat:.3f}{where} exceeds {rhat_threshold:g}")
     if n_divergent > 0:
         problems.append(f"{int(n_divergent)} divergent transition(s) after warmup")
+    if not problems and math.isnan(max_rhat):
+        return "diagnostics_unavailable", "NUTS: " + _rhat_unavailable(num_chains, num_samples)
     if not problems:
         return "ok", ""
     return "not_converged", ("NUTS: " + "; ".join(problems)
                              + "; run longer chains, raise target_accept_prob or reparameterise")
+
+
+def _rhat_unavailable(num_chains: int | None, num_samples: int | None) -> str:
+    """Why R-hat is NaN, for :func:`convergence_status`."""
+    if num_chains is not None and num_chains < 2:
+        why = ("R-hat compares chains, and one chain gives no between-chain R-hat (run "
+               "num_chains >= 2)")
+    elif num_samples is not None and num_samples < 4:
+        why = (f"R-hat needs at least 4 draws per chain, got {num_samples} (raise "
+               "num_samples)")
+    else:
+        why = "R-hat is undefined (no parameter varies between draws)"
+    return why + "; convergence was not checked, so the status is not 'ok'"

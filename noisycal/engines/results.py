@@ -45,7 +45,8 @@ class AnnotatorFit:
     n_params : int
         Free parameters.
     status : str
-        ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
+        ``'ok'``, ``'not_converged'``, ``'diagnostics_unavailable'`` (NUTS: R-hat could
+        not be computed), ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
         ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
         (see :func:`design_status` and :func:`estimate_status`),
         ``'adversarial_channel'``, ``'degenerate_channel'``

@@ -1,0 +1,111 @@
+"""Odd input to intervals, engines and calibrators: statuses and refusals, not silent
+numbers (issue 23). Each test failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import noisycal as nc
+from noisycal.intervals.bootstrap import interval_from_replicates
+
+# ----------------------------------------------------------------------------- BCa
+
+
+def test_bca_counts_replicates_tied_with_the_estimate_half():
+    # half the replicates equal the estimate, a quarter on each side: the estimate is
+    # the replicates' median, so with zero acceleration BCa is the percentile interval
+    reps = np.concatenate([np.full(50, 5.0), np.linspace(0.0, 4.0, 25), np.linspace(6.0, 10.0, 25)])
+    jack = np.ones(10)
+    (lo, hi), st, _ = interval_from_replicates(5.0, reps, 0.8, "bca", jack)
+    assert st == "ok"
+    assert lo == pytest.approx(np.quantile(reps, 0.1), abs=1e-12)
+    assert hi == pytest.approx(np.quantile(reps, 0.9), abs=1e-12)
+
+
+def test_bca_beyond_the_replicates_reach_is_degenerate():
+    # 2 of 1000 replicates below the estimate: z0 = -2.88 moves both BCa tail levels
+    # below 1/1000, so both ends would be the smallest replicate
+    reps = np.linspace(1.0, 2.0, 1000)
+    with pytest.warns(nc.NumericalWarning, match="beyond what 1000 replicates resolve"):
+        ci, st, msg = interval_from_replicates(float(reps[2]), reps, 0.9, "bca", np.ones(5))
+    assert st == "bca_degenerate" and np.isnan(ci[0]) and np.isnan(ci[1])
+    assert "percentile" in msg
+
+
+def test_bca_past_the_estimate_has_its_own_status():
+    # 184 replicates below the estimate and one tied (share 369/2000, z0 = -0.898), level 0.5, no
+    # acceleration: the BCa levels are Phi(2 z0 -/+ 0.674) = (0.0066, 0.130), both
+    # resolved by 1000 replicates, and the upper end lies below the estimate
+    reps = np.linspace(0.0, 1.0, 1000)
+    theta = float(reps[184])
+    with pytest.warns(nc.NumericalWarning, match="BCa interval .* does not contain"):
+        (lo, hi), st, _ = interval_from_replicates(theta, reps, 0.5, "bca", np.ones(5))
+    assert st == "estimate_outside_interval" and hi < theta
+    # the quantiles of linspace(0, 1, 1000) are the levels themselves
+    z0, z = norm.ppf(369 / 2000), norm.ppf(0.75)
+    assert lo == pytest.approx(norm.cdf(2 * z0 - z), rel=1e-9)
+    assert hi == pytest.approx(norm.cdf(2 * z0 + z), rel=1e-9)
+
+
+@pytest.mark.parametrize("scheme", ["exact", "binned", "poisson"])
+def test_ece_bca_collapsing_onto_the_edge_is_not_reported(scheme):
+    # calibrated, 40 sparse bins: nearly every resample's ECE exceeds the sample's, and
+    # the BCa interval collapsed onto the smallest replicate (poisson: [0.0424, 0.0424]
+    # around an estimate of 0.0435)
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 1, 2000)
+    y = (rng.random(2000) < p).astype(int)
+    with pytest.warns(nc.NumericalWarning, match="beyond what 1000 replicates resolve"):
+        est = nc.ece(p, y, n_bins=40, interval="bootstrap", method="bca", n_boot=1000,
+                     bootstrap=scheme, seed=0)
+    assert est.status == "bca_degenerate" and np.isnan(est.low) and np.isnan(est.high)
+    assert est.value == pytest.approx(0.0435, abs=5e-5)
+
+
+# ----------------------------------------------------------------------------- NUTS
+
+
+def _normal_mean(y):
+    import numpyro
+    import numpyro.distributions as dist
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+
+@pytest.mark.parametrize(("chains", "draws", "why"), [
+    (1, 20, "one chain gives no between-chain R-hat"),
+    (2, 3, "at least 4 draws per chain, got 3")])
+def test_nuts_without_r_hat_is_not_ok(chains, draws, why):
+    from noisycal.engines.nuts import run_nuts
+
+    y = np.random.default_rng(0).normal(1.0, 1.0, 30)
+    with pytest.warns(nc.ConvergenceWarning, match=why):
+        res = run_nuts(_normal_mean, model_args=(y,), num_chains=chains, num_warmup=20,
+                       num_samples=draws, seed=0, progress_bar=False)
+    assert np.isnan(res.max_rhat)
+    assert res.status == "diagnostics_unavailable" and not res.converged
+    assert "convergence was not checked" in res.message
+
+
+def test_dawid_skene_nuts_with_one_chain_is_not_ok():
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.15, 0.85]],
+                     [[0.85, 0.15], [0.25, 0.75]]])
+    ann = nc.simulate.dawid_skene(60, [0.4, 0.6], conf, seed=0).annotations
+    with pytest.warns(nc.ConvergenceWarning, match="one chain gives no between-chain R-hat"):
+        fit = nc.DawidSkene(2).fit(ann, method="nuts", num_chains=1, num_warmup=150,
+                                   num_samples=50, progress_bar=False, seed=0)
+    assert fit.status == "diagnostics_unavailable" and np.isnan(fit.details["max_rhat"])
+
+
+# ----------------------------------------------------------------------------- calibration test
+
+
+def test_calibration_test_on_two_items_says_too_few():
+    # two confident misses: p = 0.011 with no status before
+    res = nc.calibration_test(np.array([0.99, 0.02]), np.array([0, 1]), n_boot=1000, seed=0)
+    assert res.status == "too_few_items" and "only 2 items" in res.message
+    assert res.p_value < 0.05
+    big = nc.calibration_test(np.full(20, 0.5), np.tile([0, 1], 10), n_boot=200, seed=0)
+    assert big.status == "ok" and big.p_value > 0.5
