@@ -317,8 +317,11 @@ def test_pandas_inputs_are_checked_for_alignment():
                                                 target=y.iloc[::-1])
     with pytest.raises(ValueError, match="target is not aligned"):
         nc.calibrators.HistogramBinning().fit(probs=z, target=y.sample(frac=1, random_state=0))
-    # a default RangeIndex is positional, like a plain array
-    nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True), target=y)
+    # a default RangeIndex is an index too, checked against the target's as the metrics do
+    # (issue 23: it was taken as positional)
+    with pytest.raises(ValueError, match="target is not aligned.*0 vs 'item0'"):
+        nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True), target=y)
+    nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True).to_numpy(), target=y)
     # JointMap: the scores' index against the annotations' item ids
     _, _, _, A = _joint_sim(200, seed=9, z=z.to_numpy())
     long = pd.DataFrame({"item": np.repeat(ids, 3), "annotator": np.tile([0, 1, 2], 200),

@@ -109,3 +109,121 @@ def test_calibration_test_on_two_items_says_too_few():
     assert res.p_value < 0.05
     big = nc.calibration_test(np.full(20, 0.5), np.tile([0, 1], 10), n_boot=200, seed=0)
     assert big.status == "ok" and big.p_value > 0.5
+
+
+# ----------------------------------------------------------------------------- one-coin design
+
+
+def test_one_coin_on_two_items_is_over_parametrised_like_dawid_skene():
+    # perfect agreement on two items: Dawid-Skene (7 parameters, 6 ratings) says
+    # over_parametrised; one-coin (4 parameters, only 6 - 2 = 4 ratings beyond each item's
+    # first) was 'ok'
+    ann = nc.Annotations.from_wide(np.array([[0, 0, 0], [1, 1, 1]]))
+    with pytest.warns(nc.IdentifiabilityWarning, match="saturated"):
+        full = nc.DawidSkene(2).fit(ann, n_starts=2, seed=0)
+    with pytest.warns(nc.IdentifiabilityWarning, match="only 4 ratings inform the channels"):
+        one = nc.OneCoinDawidSkene(2).fit(ann, n_starts=2, seed=0)
+    assert full.status == one.status == "over_parametrised" and one.n_params == 4
+    # a third item: 9 - 3 = 6 ratings beyond the first of each, more than 4 parameters
+    more = nc.Annotations.from_wide(np.array([[0, 0, 0], [1, 1, 1], [0, 0, 1]]))
+    assert nc.OneCoinDawidSkene(2).fit(more, n_starts=2, seed=0).status != "over_parametrised"
+
+
+# ----------------------------------------------------------------------------- calibrator inputs
+
+C = nc.calibrators
+_rng = np.random.default_rng(3)
+P1 = _rng.uniform(0.05, 0.95, 80)
+Y1 = (_rng.random(80) < P1).astype(np.int64)
+
+
+@pytest.mark.parametrize(("make", "arg"), [
+    (lambda: C.PlattScaling(), "probs"), (lambda: C.PlattScaling(), "logits"),
+    (lambda: C.IsotonicCalibration(), "probs"), (lambda: C.LWCal(), "probs"),
+    (lambda: C.TrimCal(), "probs"), (lambda: C.TemperatureScaling(), "logits")])
+@pytest.mark.parametrize("dtype", [bool, np.int64])
+def test_calibrators_refuse_boolean_and_integer_scores(make, arg, dtype):
+    scores = (P1 > 0.5).astype(dtype)
+    with pytest.raises(ValueError, match=f"{arg} must be floating probabilities or logits"):
+        make().fit(**{arg: scores}, target=Y1)
+
+
+def test_matrix_scaling_refuses_a_boolean_matrix_and_predict_checks_too():
+    onehot = np.eye(3, dtype=bool)[np.arange(30) % 3]
+    with pytest.raises(ValueError, match="logits must be floating .* dtype bool"):
+        C.MatrixScaling().fit(logits=onehot, target=np.arange(30) % 3)
+    cal = C.PlattScaling().fit(probs=P1, target=Y1)
+    with pytest.raises(ValueError, match="probs must be floating"):
+        cal.predict_proba(probs=(P1 > 0.5))
+    # integer-valued floats are scores
+    assert cal.predict_proba(probs=np.round(P1)).shape == (80,)
+
+
+@pytest.mark.parametrize("make", [lambda: C.PlattScaling(), lambda: C.IsotonicCalibration(),
+                                  lambda: C.LWCal(), lambda: C.TemperatureScaling()])
+def test_calibrators_check_a_default_index_against_the_target_items(make):
+    import pandas as pd
+    t = nc.targets.from_matrix(np.eye(2)[Y1], kind="hard",
+                               items=[f"i{k}" for k in range(80)])
+    given = pd.Series(P1)  # RangeIndex(80); the target's items are 'i0', 'i1', ...
+    arg = "logits" if isinstance(make(), C.TemperatureScaling) else "probs"
+    scores = given if arg == "probs" else pd.Series(np.log(P1 / (1 - P1)))
+    with pytest.raises(ValueError, match="not aligned"):
+        make().fit(**{arg: scores}, target=t)
+    # the same index as the target's items: fitted
+    make().fit(**{arg: scores.set_axis(t.items)}, target=t)
+
+
+# ----------------------------------------------------------------------------- huge logits
+
+
+def test_temperature_scaling_with_logits_near_the_float_limit_fits():
+    # raised OverflowError (beta ** 3 of a Python float) when the loss was read at the box
+    # bound on the rescaled scores
+    z = np.array([[1e300, 0.0], [0.0, 1e300], [1e300, -1e300], [0.0, 1.0]])
+    y = np.array([0, 1, 1, 0])
+    with pytest.warns(nc.IdentifiabilityWarning, match="infinite_temperature"):
+        cal = C.TemperatureScaling().fit(logits=z, target=y)
+    assert cal.temperature_ == 20.0 and cal.status_ == "infinite_temperature"
+    assert np.isfinite(cal.objective_)
+    q = cal.predict_proba(logits=z)
+    assert np.all(np.isfinite(q)) and q[3, 1] == pytest.approx(1 / (1 + np.exp(-1 / 20)))
+
+
+def test_adaptive_temperature_scaling_refuses_logits_beyond_its_limit():
+    z = np.array([[1e300, 0.0], [0.0, 1e300], [1e300, -1e300], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=r"logits reach \|z\| = 1e\+300"):
+        C.AdaptiveTemperatureScaling().fit(logits=z, target=np.array([0, 1, 1, 0]))
+
+
+# ----------------------------------------------------------------------------- separation
+
+_rs = np.random.default_rng(0)
+P_SEP = np.r_[_rs.uniform(0.001, 0.1, 50), _rs.uniform(0.9, 0.999, 50)]
+Y_SEP = (P_SEP > 0.5).astype(int)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: C.BetaCalibration(), lambda: C.BetaCalibration(parameters="am"),
+    lambda: C.BetaCalibration(parameters="ab"),
+    lambda: C.TrimCal(calibrator=C.BetaCalibration()), lambda: C.PlattScaling()])
+def test_fits_on_separated_targets_say_separation(make):
+    # scores far from 0.5 on either side: the optimiser stopped inside the box with
+    # status 'ok' before
+    with pytest.warns(nc.IdentifiabilityWarning, match="the scores separate the target"):
+        cal = make().fit(probs=P_SEP, target=Y_SEP)
+    assert cal.status_ == "separation"
+
+
+def test_separation_needs_a_one_hot_target_separated_by_the_fit():
+    from noisycal.calibrators._inputs import separates
+
+    T = np.eye(2)[[0, 1, 1]]
+    assert separates(np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]]), T)
+    assert not separates(np.array([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]), T)  # a tie
+    assert not separates(np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]]),
+                         np.array([[1.0, 0.0], [0.2, 0.8], [0.0, 1.0]]))  # soft row
+    assert not separates(np.zeros((3, 2)) + [0.0, 1.0], np.eye(2)[[1, 1, 1]])  # one class
+    # overlapping classes: not separated, status ok
+    y = np.r_[Y_SEP[:95], 1 - Y_SEP[95:]]
+    assert C.BetaCalibration().fit(probs=P_SEP, target=y).status_ == "ok"

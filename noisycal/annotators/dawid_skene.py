@@ -319,7 +319,7 @@ class DawidSkene:
         K, J = ann.n_classes, ann.n_annotators
         seen = np.bincount(ann.engine_arrays().label, minlength=K)
         return design_status(seen, ann.classes, self._n_params(K, J, L), ann.n_ratings,
-                             J=J, L=L)
+                             J=J, L=L, n_items=ann.n_items)
 
     def _status(self, ann: Annotations, prev: np.ndarray, conf: np.ndarray, post: np.ndarray,
                 converged: bool, L: int, screened: np.ndarray | None = None

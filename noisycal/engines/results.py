@@ -375,7 +375,8 @@ def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
 
 
 def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
-                  n_ratings: int, *, J: int, L: int) -> tuple[str, str]:
+                  n_ratings: int, *, J: int, L: int, n_items: int | None = None
+                  ) -> tuple[str, str]:
     """Identification problems of a Dawid–Skene data design, whatever the estimates.
 
     Parameters
@@ -390,6 +391,8 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         Ratings fitted.
     J, L : int
         Annotators and groups.
+    n_items : int, optional
+        Items rated; with it the saturation count leaves out one rating per item.
 
     Returns
     -------
@@ -398,7 +401,10 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         are then set by the starts or the prior, not the data); 'not_identified' when
         the model has more free parameters than the L (K^J - 1) free frequencies of
         complete rating patterns; 'over_parametrised' when it has more free
-        parameters than ratings (a saturated fit); else ('ok', '').
+        parameters than ratings, or (``n_items`` given) at least as many as the ratings
+        beyond each item's first (a saturated fit: one rating per item is spent on
+        locating the item's class, and only agreement among the others informs the
+        channels); else ('ok', '').
     """
     K = len(classes)
     absent = np.asarray(classes)[np.asarray(label_counts) == 0].tolist()
@@ -414,6 +420,12 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         return "over_parametrised", (f"{n_params} free parameters from {n_ratings} "
                                      "ratings: the fit is saturated, its estimates are "
                                      "not determined by the data")
+    if n_items is not None and n_params >= n_ratings - n_items:
+        return "over_parametrised", (
+            f"{n_params} free parameters from {n_ratings} ratings of {n_items} items: "
+            f"beyond one rating per item (which locates the item's class) only "
+            f"{n_ratings - n_items} ratings inform the channels, so the fit is saturated "
+            "and its estimates are not determined by the data")
     return "ok", ""
 
 
