@@ -227,3 +227,27 @@ def test_separation_needs_a_one_hot_target_separated_by_the_fit():
     # overlapping classes: not separated, status ok
     y = np.r_[Y_SEP[:95], 1 - Y_SEP[95:]]
     assert C.BetaCalibration().fit(probs=P_SEP, target=y).status_ == "ok"
+
+
+# ----------------------------------------------------------------------------- nll eps
+
+
+def test_nll_reports_inf_by_default_and_clips_only_when_asked():
+    p = np.array([[1.0, 0.0], [0.5, 0.5]])
+    honest = nc.nll(p, np.array([1, 0]), interval=None)
+    assert np.isinf(honest.value) and honest.status == "nonfinite"
+    assert "probability 0 on a class with positive target" in honest.message
+    # by hand: (-log 1e-6 + log 2) / 2
+    ref = (-np.log(1e-6) + np.log(2.0)) / 2
+    for target in (np.array([1, 0]), np.array([[0.0, 1.0], [1.0, 0.0]])):
+        est = nc.nll(p, target, interval=None, eps=1e-6)
+        assert est.status == "ok" and est.value == pytest.approx(ref, rel=1e-12)
+        assert est.details["eps"] == 1e-6 and est.details["n_clipped"] == 1
+    lg = nc.nll(logits=np.array([[0.0, -1000.0], [0.0, 0.0]]),
+                target=np.array([[0.0, 1.0], [1.0, 0.0]]), interval="bootstrap",
+                n_boot=50, eps=1e-6)
+    assert lg.value == pytest.approx(ref, rel=1e-12) and lg.details["n_clipped"] == 1
+    assert "eps" not in honest.details
+    for bad in (0, 1.0, -1e-3, True, "1e-6"):
+        with pytest.raises(ValueError, match="eps"):
+            nc.nll(p, np.array([1, 0]), interval=None, eps=bad)
