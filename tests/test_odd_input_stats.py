@@ -283,3 +283,43 @@ def test_dawid_skene_bootstrap_is_the_same_with_jax_x64_on_and_off():
         out[flag] = json.loads(res.stdout.strip().splitlines()[-1])
     for end in ("low", "high"):
         np.testing.assert_allclose(out["0"][end], out["1"][end], rtol=0, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- credible minimum
+
+
+def test_credible_intervals_need_a_minimum_number_of_draws():
+    from types import SimpleNamespace
+
+    from noisycal.engines.diagnostics import draws_conf_int, min_credible_draws
+    from noisycal.intervals.credible import nc_ece_credible
+
+    assert [min_credible_draws(q) for q in (0.5, 0.9, 0.95, 0.99)] == [20, 20, 40, 200]
+    d = np.random.default_rng(0).normal(size=(19, 2))
+    with pytest.raises(ValueError, match="has 19 posterior draw.*at least 20"):
+        draws_conf_int({"mu": d}, 0.9)
+    ci = draws_conf_int({"mu": np.vstack([d, d[:1]])}, 0.9)
+    assert ci.shape == (2, 2)
+    with pytest.raises(ValueError, match="at least 40"):
+        draws_conf_int({"mu": np.vstack([d, d[:1]])}, 0.95)
+    # two channel draws behind the NC-ECE credible interval: refused
+    target = SimpleNamespace(kind="corrected", details={
+        "ratings": np.zeros((5, 2, 2)), "channel_draws": np.zeros((2, 2, 2, 2))})
+    with pytest.raises(ValueError, match="NUTS fit has 2 posterior draw"):
+        nc_ece_credible(target, 0.9, statistic=lambda w, T: 0.0)
+
+
+def test_a_nuts_fit_with_few_draws_refuses_conf_int_but_summarises():
+    import dataclasses
+
+    conf = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.15, 0.85]],
+                     [[0.85, 0.15], [0.25, 0.75]]])
+    ann = nc.simulate.dawid_skene(100, [0.4, 0.6], conf, seed=0).annotations
+    em = nc.DawidSkene(2).fit(ann, seed=0)
+    draws = {"prevalence": np.repeat(em.group_prevalence[None], 5, axis=0),
+             "confusion": np.repeat(em.confusion[None], 5, axis=0)}
+    fake = dataclasses.replace(em, method="nuts", draws=draws)
+    with pytest.raises(ValueError, match="this NUTS fit has 5 posterior draw"):
+        fake.conf_int(level=0.9)
+    table = fake.summary()
+    assert "low" not in table.columns and len(table) == len(em.to_frame())

@@ -53,6 +53,60 @@ def to_inference_data(samples: Mapping[str, np.ndarray],
     return az.from_dict(posterior=dict(samples), sample_stats=dict(sample_stats or {}))
 
 
+#: Fewest draws behind any equal-tailed credible interval (more at high levels, see
+#: :func:`min_credible_draws`).
+MIN_CREDIBLE_DRAWS = 20
+
+
+def min_credible_draws(level: float) -> int:
+    """Fewest posterior draws for an equal-tailed credible interval at ``level``.
+
+    ``max(MIN_CREDIBLE_DRAWS, ceil(2 / (1 - level)))``: at least 20, and enough that
+    each tail beyond the interval holds at least one draw (20 at level 0.9, 40 at 0.95,
+    200 at 0.99). With fewer, the ends are the extreme draws or interpolations between
+    a handful of them, and the interval can miss the posterior mean it goes with.
+
+    Parameters
+    ----------
+    level : float
+        Credible level, a fraction in (0, 1).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> min_credible_draws(0.9), min_credible_draws(0.95), min_credible_draws(0.99)
+    (20, 40, 200)
+    """
+    return max(MIN_CREDIBLE_DRAWS, math.ceil(round(2.0 / (1.0 - level), 9)))
+
+
+def check_credible_draws(n_draws: int, level: float, what: str) -> None:
+    """Refuse a credible interval from fewer than :func:`min_credible_draws` draws.
+
+    Parameters
+    ----------
+    n_draws : int
+        Draws available.
+    level : float
+    what : str
+        What holds the draws, for the message.
+
+    Raises
+    ------
+    ValueError
+        With fewer draws than the minimum.
+    """
+    need = min_credible_draws(level)
+    if n_draws < need:
+        raise ValueError(f"level={level:g}: {what} has {n_draws} posterior draw(s), and an "
+                         f"equal-tailed credible interval at this level needs at least "
+                         f"{need} (each tail must hold a draw); draw more (num_samples, "
+                         "num_chains) or lower the level")
+
+
 def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFrame:
     """Equal-tailed intervals of draws with one leading draw axis, one row per entry.
 
@@ -67,8 +121,16 @@ def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFram
     -------
     pandas.DataFrame
         Index ``parameter`` (``'W[0, 1]'``), columns ``lower`` and ``upper``.
+
+    Raises
+    ------
+    ValueError
+        With fewer draws than :func:`min_credible_draws` at ``level``.
     """
     level = check_level(level)
+    if draws:
+        check_credible_draws(int(np.shape(next(iter(draws.values())))[0]), level,
+                             "the fit")
     rows = []
     for name, d in draws.items():
         d = np.asarray(d, dtype=np.float64)

@@ -14,6 +14,7 @@ from .._jax import x64
 from .._stats import equal_tailed
 from .._typing import ArrayLike, Seed
 from .._validation import check_level, check_seed
+from .diagnostics import check_credible_draws, min_credible_draws
 
 __all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "checked_status",
            "BOUNDARY"]
@@ -222,6 +223,12 @@ class AnnotatorFit:
         DataFrame
             The ``to_frame`` columns plus ``low`` and ``high``; ``attrs`` hold the
             ``level`` and the interval ``kind``.
+
+        Raises
+        ------
+        ValueError
+            For a NUTS fit with fewer draws than
+            :func:`~noisycal.engines.diagnostics.min_credible_draws` at ``level``.
         """
         level = check_level(level)
         draws = self.draws
@@ -240,6 +247,8 @@ class AnnotatorFit:
                                  "(bootstrap) or method='nuts' (posterior) for intervals")
             draws = self.bootstrap_draws(1000 if n_boot is None else n_boot,
                                          seed=0 if seed is None else seed)
+        if self.method == "nuts":
+            check_credible_draws(len(draws["prevalence"]), level, "this NUTS fit")
         frame = self.to_frame()
         prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
         conf = np.asarray(draws["confusion"]).reshape(len(draws["confusion"]), -1)
@@ -253,11 +262,14 @@ class AnnotatorFit:
     def summary(self) -> pd.DataFrame:
         """A statsmodels-like summary table (never prints).
 
-        The parameter table (with ``low``/``high`` when the fit has draws); the header
-        (model, method, sizes, loglik, AIC, BIC, status and message) is in
+        The parameter table (with ``low``/``high`` when the fit has draws, for a NUTS
+        fit at least :func:`~noisycal.engines.diagnostics.min_credible_draws`); the
+        header (model, method, sizes, loglik, AIC, BIC, status and message) is in
         ``table.attrs['header']``, the numbers also as separate ``attrs`` entries.
         """
-        table = self.conf_int() if self.draws is not None else self.to_frame()
+        few = self.method == "nuts" and self.draws is not None and \
+            len(self.draws["prevalence"]) < min_credible_draws(0.9)
+        table = self.conf_int() if self.draws is not None and not few else self.to_frame()
         head = (f"{self.model} fit by {self.method}: {self.n_items} items, "
                 f"{len(self.annotators)} annotators, {len(self.classes)} classes\n"
                 f"loglik {self.loglik:.4f}  AIC {self.aic:.2f}  BIC {self.bic:.2f}  "
