@@ -16,7 +16,8 @@ from noisycal.intervals.bootstrap import interval_from_replicates
 def test_bca_counts_replicates_tied_with_the_estimate_half():
     # half the replicates equal the estimate, a quarter on each side: the estimate is
     # the replicates' median, so with zero acceleration BCa is the percentile interval
-    reps = np.concatenate([np.full(50, 5.0), np.linspace(0.0, 4.0, 25), np.linspace(6.0, 10.0, 25)])
+    reps = np.concatenate([np.full(50, 5.0), np.linspace(0.0, 4.0, 25),
+                           np.linspace(6.0, 10.0, 25)])
     jack = np.ones(10)
     (lo, hi), st, _ = interval_from_replicates(5.0, reps, 0.8, "bca", jack)
     assert st == "ok"

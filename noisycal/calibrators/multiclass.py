@@ -177,14 +177,12 @@ class _LbfgsMap(SoftmaxMap):
     def _run(self, kind: str, S: np.ndarray, T: np.ndarray, starts: list[np.ndarray],
              box: list[tuple[float, float]], not_identified: str | None,
              lam: float = 0.0, mu: float = 0.0,
-             model_lower: np.ndarray | None = None,
-             eta_of: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+             model_lower: np.ndarray | None = None, eta_of: Callable | None = None) -> np.ndarray:
         """Fit and set ``objective_``, ``n_iter_``, ``at_bound_``, ``status_``, ``message_``;
         return the best parameter vector. ``model_lower`` marks coordinates whose lower
         bound is a constraint of the model (a monotone map), not an edge of the box: a
-        parameter on it does not make the status 'boundary'. ``eta_of(theta)`` gives the
-        (n, K) scores of a map linear in its parameters, for the separation check
-        (:func:`~noisycal.calibrators._inputs.separates`)."""
+        parameter on it does not make the status 'boundary'. ``eta_of(theta)``: the (n, K)
+        scores of a map linear in its parameters, for :func:`_inputs.separates`."""
         max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         # the log loss of a softmax of parameters entering linearly is convex: one start
         # suffices; the affine Brier loss is not, so every start is tried
@@ -342,11 +340,9 @@ class PlattScaling(_LbfgsMap):
     n_classes_, binary_, input_, eps_, loss_, objective_, n_iter_, at_bound_ :
         As for :class:`VectorScaling`.
     status_, message_ : str
-        ``'ok'``; ``'not_identified'`` when a score column is constant (binary: all
-        scores equal, so only ``u s + v`` is identified); ``'separation'`` (binary 1-D
-        scores) when the fitted map separates a one-hot target (the loss has no minimum);
-        ``'boundary'`` when a parameter ended on the box; ``'not_converged'``. Any
-        status but 'ok' warns.
+        ``'ok'``; ``'not_identified'`` (a constant score column; binary: all scores
+        equal); ``'separation'`` (binary: the map separates a one-hot target, the loss has
+        no minimum); ``'boundary'`` (a parameter on the box); ``'not_converged'``.
 
     Examples
     --------
@@ -384,8 +380,7 @@ class PlattScaling(_LbfgsMap):
                 "slope u and intercept v separately")
             starts = [np.array([c, 0.0]) for c in (1.0, 0.5, 2.0)]
             u, v = self._run("platt_binary", S, T, starts, [(lo, hi)] * 2, why,
-                             eta_of=lambda th: np.column_stack([np.zeros_like(s),
-                                                                th[0] * s + th[1]]))
+                             eta_of=lambda th: np.column_stack([0 * s, th[0] * s + th[1]]))
             self.slope_, self.intercept_ = float(u), float(v)
             return self
         flat = [k for k in range(K) if np.ptp(S[:, k]) == 0]

@@ -241,9 +241,6 @@ def brier(
     0.4
     """
     if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
-        if eps is not None:
-            raise ValueError("eps: clipping is not available for Dask arrays; call "
-                             ".compute() on them first, or leave eps=None")
         return _named(dask_score(
             "brier", probs, target, logits=logits, classes=classes, items=items,
             variant=variant, interval=interval, level=level, n_boot=n_boot, method=method,
