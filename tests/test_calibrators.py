@@ -121,9 +121,10 @@ def test_constant_scores_are_not_identified_and_say_so():
 
 def test_fits_on_the_box_are_flagged():
     z = np.linspace(0.05, 0.95, 40)
-    with pytest.warns(nc.IdentifiabilityWarning, match="status_='boundary'"):
+    # labels the scores separate: the slope runs to the box, and the cause is named
+    with pytest.warns(nc.IdentifiabilityWarning, match="status_='separation'"):
         p = nc.calibrators.PlattScaling().fit(probs=z, target=(z > 0.5).astype(int))
-    assert p.status_ == "boundary" and p.at_bound_ and p.slope_ == 10.0
+    assert p.status_ == "separation" and p.at_bound_ and p.slope_ == 10.0
     with pytest.warns(nc.IdentifiabilityWarning, match=r"bounds=\(0.05, 20.0\)"):
         t = nc.calibrators.TemperatureScaling().fit(probs=z, target=np.ones(40, int))
     # scores symmetric about 0.5 and an all-positive target: the loss falls as T grows

@@ -79,7 +79,7 @@ def test_objective_has_no_unread_fields():
     (1.005, 0, "ok"),
     (1.01, 0, "ok"),  # strictly above the threshold is flagged, equal is not
     (1.0100001, 0, "not_converged"),
-    (math.nan, 0, "ok"),  # one chain: R-hat is not checked
+    (math.nan, 0, "diagnostics_unavailable"),  # one chain: R-hat unchecked, so not ok
     (1.0, 1, "not_converged"),
 ])
 def test_convergence_status_is_one_strict_rule(max_rhat, n_div, expected):

@@ -132,7 +132,8 @@ def test_value_is_true_label_ece_of_posterior_mean(nuts_fit, data):
     P = nuts_fit.predict_proba(logits=z_test)
     plug = nc.true_label_ece(P, pi_test, form="expected", interval=None)
     assert est.value == pytest.approx(float(plug), rel=1e-12)
-    assert est.kind == "credible" and est.status == "ok", est.message
+    # the one-chain fit has no R-hat: its status (not 'ok') is passed on to the estimate
+    assert est.kind == "credible" and est.status != "ok" and "one chain" in est.message
     assert est.details["n_map_draws"] == 150 and est.details["n_failed"] == 0
     lo, hi = est.interval
     assert lo < hi
