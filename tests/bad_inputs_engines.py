@@ -30,12 +30,12 @@ def _k3_corrected(**kw):
     return nc.targets.corrected(_A3, confusion=_C3, **kw)
 
 
-def _k3_interval(probs=_P3, credible=False):
+def _k3_interval(probs=_P3, credible=False, n_draws=20):
     """A K = 3 NC-ECE interval from a stub EM (or NUTS) fit behind the corrected target."""
     import noisycal as nc
     from noisycal.metrics.nc_ece import nc_ece_interval
 
-    draws = np.stack([_C3, _C3])
+    draws = np.stack([_C3] * n_draws)
     draws[1, 0] = 1 / 3  # a singular channel in the second draw
     fit = SimpleNamespace(method="nuts" if credible else "em", model="dawid_skene",
                           confusion=_C3, draws={"confusion": draws}, status="ok",
@@ -354,5 +354,7 @@ CASES = [
     ("kclass_interval_probs_nan", lambda: _k3_interval(probs=np.full((12, 3), np.nan)), R,
      ValueError, r"probs contains 36 NaN"),
     ("kclass_credible_singular_draw", lambda: _k3_interval(credible=True), "status", None,
-     r"nonfinite 1 of 2 channel draws cannot be inverted"),
+     r"nonfinite 1 of 20 channel draws cannot be inverted"),
+    ("kclass_credible_too_few_draws", lambda: _k3_interval(credible=True, n_draws=2), R,
+     ValueError, r"NUTS fit has 2 posterior draw\(s\).*at least 20"),
 ]

@@ -78,8 +78,8 @@ CASES = [
      S, None, r"not_identified.*2 distinct"),
     ("beta-decreasing-target", lambda: _status(_beta()(probs=Z, target=(Z < 0.5).astype(int))),
      S, None, r"degenerate.*constant"),
-    ("beta-separable-boundary", lambda: _status(_beta(parameters="am")(
-        probs=Z, target=(Z > 0.5).astype(int))), S, None, r"boundary"),
+    ("beta-separable", lambda: _status(_beta(parameters="am")(
+        probs=Z, target=(Z > 0.5).astype(int))), S, None, r"separation.*separate the target"),
     # ------------------------------------------------ HistogramBinning, top-label
     ("hb-empty-bins-unknown", lambda: _hb(empty_bins="zero")(probs=PM, target=YM), R, V,
      r"empty_bins must be one of"),

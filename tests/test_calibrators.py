@@ -124,9 +124,10 @@ def test_constant_scores_are_not_identified_and_say_so():
 
 def test_fits_on_the_box_are_flagged():
     z = np.linspace(0.05, 0.95, 40)
-    with pytest.warns(nc.IdentifiabilityWarning, match="status_='boundary'"):
+    # labels the scores separate: the slope runs to the box, and the cause is named
+    with pytest.warns(nc.IdentifiabilityWarning, match="status_='separation'"):
         p = nc.calibrators.PlattScaling().fit(probs=z, target=(z > 0.5).astype(int))
-    assert p.status_ == "boundary" and p.at_bound_ and p.slope_ == 10.0
+    assert p.status_ == "separation" and p.at_bound_ and p.slope_ == 10.0
     with pytest.warns(nc.IdentifiabilityWarning, match=r"bounds=\(0.05, 20.0\)"):
         t = nc.calibrators.TemperatureScaling().fit(probs=z, target=np.ones(40, int))
     # scores symmetric about 0.5 and an all-positive target: the loss falls as T grows
@@ -322,8 +323,11 @@ def test_pandas_inputs_are_checked_for_alignment():
                                                 target=y.iloc[::-1])
     with pytest.raises(ValueError, match="target is not aligned"):
         nc.calibrators.HistogramBinning().fit(probs=z, target=y.sample(frac=1, random_state=0))
-    # a default RangeIndex is positional, like a plain array
-    nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True), target=y)
+    # a default RangeIndex is an index too, checked against the target's as the metrics do
+    # (issue 23: it was taken as positional)
+    with pytest.raises(ValueError, match="target is not aligned.*0 vs 'item0'"):
+        nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True), target=y)
+    nc.calibrators.HistogramBinning().fit(probs=z.reset_index(drop=True).to_numpy(), target=y)
     # JointMap: the scores' index against the annotations' item ids
     _, _, _, A = _joint_sim(200, seed=9, z=z.to_numpy())
     long = pd.DataFrame({"item": np.repeat(ids, 3), "annotator": np.tile([0, 1, 2], 200),

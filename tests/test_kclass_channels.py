@@ -283,8 +283,9 @@ def test_credible_values_are_hand_computed_per_draw():
 
 def test_credible_interval_from_a_nuts_fit_contains_the_estimate():
     P, y, ann, A = _sample(400, 4)
-    fit = nc.DawidSkene(3).fit(ann, method="nuts", num_chains=1, num_warmup=150,
-                               num_samples=150, progress_bar=False, seed=0,
+    # two chains: one chain has no R-hat, and its fit's status is not 'ok'
+    fit = nc.DawidSkene(3).fit(ann, method="nuts", num_chains=2, num_warmup=150,
+                               num_samples=75, progress_bar=False, seed=0,
                                rhat_threshold=1.1)
     U = nc.targets.corrected(ann, fit)
     est = _nc_ece(P, U, interval="credible", refit_channels=False, seed=1)

@@ -65,8 +65,9 @@ def test_mle_and_nuts_use_the_one_builder(monkeypatch):
     assert fit.status == "ok"
     assert fit.params["mu"] == pytest.approx(Y.mean(), abs=1e-6)
     assert fit.params["sigma"] == pytest.approx(Y.std(), rel=1e-5)  # the MLE uses ddof=0
-    nuts.run_nuts(normal_scale, model_args=(Y,), num_chains=1, num_warmup=20, num_samples=20,
-                  progress_bar=False, cache=False)
+    with pytest.warns(nc.ConvergenceWarning, match="one chain"):
+        nuts.run_nuts(normal_scale, model_args=(Y,), num_chains=1, num_warmup=20,
+                      num_samples=20, progress_bar=False, cache=False)
     assert calls == ["center", "uniform"]
 
 
@@ -78,7 +79,7 @@ def test_objective_has_no_unread_fields():
     (1.005, 0, "ok"),
     (1.01, 0, "ok"),  # strictly above the threshold is flagged, equal is not
     (1.0100001, 0, "not_converged"),
-    (math.nan, 0, "ok"),  # one chain: R-hat is not checked
+    (math.nan, 0, "diagnostics_unavailable"),  # one chain: R-hat unchecked, so not ok
     (1.0, 1, "not_converged"),
 ])
 def test_convergence_status_is_one_strict_rule(max_rhat, n_div, expected):
@@ -177,11 +178,14 @@ def test_hui_walter_refuses_missing_groups_and_mom_only_options():
 
 def test_unchecked_r_hat_is_said_in_the_message():
     kw = dict(model_args=(Y,), num_warmup=20, progress_bar=False, cache=False)
-    one = nuts.run_nuts(normal_scale, num_chains=1, num_samples=20, **kw)
-    few = nuts.run_nuts(normal_scale, num_chains=2, num_samples=3, **kw)
+    with pytest.warns(nc.ConvergenceWarning, match="one chain gives no between-chain"):
+        one = nuts.run_nuts(normal_scale, num_chains=1, num_samples=20, **kw)
+    with pytest.warns(nc.ConvergenceWarning, match="at least 4 draws per chain, got 3"):
+        few = nuts.run_nuts(normal_scale, num_chains=2, num_samples=3, **kw)
     for res in (one, few):
         assert math.isnan(res.max_rhat)
-        assert "R-hat needs at least 2 chains and 4 draws" in res.message
+        assert res.status == "diagnostics_unavailable"
+        assert "convergence was not checked" in res.message
 
 
 def test_nuts_conf_int_is_the_equal_tailed_quantiles():

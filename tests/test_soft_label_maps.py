@@ -47,9 +47,12 @@ def data():
 @pytest.fixture(scope="module")
 def nuts_fit(data):
     z_cal, c_cal, _, _ = data
-    return DirichletSoftLabels().fit(logits=z_cal, counts=c_cal, method="nuts", num_chains=1,
-                                     num_warmup=150, num_samples=150, progress_bar=False,
-                                     seed=jax.random.key(0))
+    # one chain: no R-hat, so the status is 'diagnostics_unavailable' (the draws are
+    # what these tests use)
+    with pytest.warns(nc.ConvergenceWarning, match="one chain"):
+        return DirichletSoftLabels().fit(logits=z_cal, counts=c_cal, method="nuts",
+                                         num_chains=1, num_warmup=150, num_samples=150,
+                                         progress_bar=False, seed=jax.random.key(0))
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +76,7 @@ def _hand_weighted_ece(P, S, w, n_bins):
 
 def test_draws_shape_and_posterior_mean(nuts_fit, data):
     z_test = data[2]
-    assert nuts_fit.status == "ok", nuts_fit.message
+    assert nuts_fit.status == "diagnostics_unavailable", nuts_fit.message
     D = nuts_fit.predict_proba(logits=z_test, draws=True)
     assert D.shape == (150, N_TEST, K)
     np.testing.assert_allclose(D.sum(axis=2), 1.0, rtol=0, atol=1e-12)
@@ -129,7 +132,8 @@ def test_value_is_true_label_ece_of_posterior_mean(nuts_fit, data):
     P = nuts_fit.predict_proba(logits=z_test)
     plug = nc.true_label_ece(P, pi_test, form="expected", interval=None)
     assert est.value == pytest.approx(float(plug), rel=1e-12)
-    assert est.kind == "credible" and est.status == "ok", est.message
+    # the one-chain fit has no R-hat: its status (not 'ok') is passed on to the estimate
+    assert est.kind == "credible" and est.status != "ok" and "one chain" in est.message
     assert est.details["n_map_draws"] == 150 and est.details["n_failed"] == 0
     lo, hi = est.interval
     assert lo < hi

@@ -246,7 +246,7 @@ class DawidSkene:
         rhat_threshold : float, default=1.01
             NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
             after relabelling) is strictly greater than it, or when any transition
-            diverged.
+            diverged; 'diagnostics_unavailable' without R-hat (one chain, < 4 draws).
         chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
             NUTS: how chains run. 'vectorized' compiles the sampler once for all chains
             (measured fastest on CPU for these small models); 'parallel' needs one JAX
@@ -317,7 +317,7 @@ class DawidSkene:
         K, J = ann.n_classes, ann.n_annotators
         seen = np.bincount(ann.engine_arrays().label, minlength=K)
         return design_status(seen, ann.classes, self._n_params(K, J, L), ann.n_ratings,
-                             J=J, L=L)
+                             J=J, L=L, n_items=ann.n_items)
 
     def _status(self, ann: Annotations, prev: np.ndarray, conf: np.ndarray, post: np.ndarray,
                 converged: bool, L: int, screened: np.ndarray | None = None
@@ -335,9 +335,10 @@ class DawidSkene:
 
     def _warn(self, engine: str, status: str, message: str) -> None:
         """One warning for a non-ok status (stacklevel points at the user's fit call)."""
-        if status == "ok" or status == "boundary":
+        if status in ("ok", "boundary"):
             return
-        cls = ConvergenceWarning if status == "not_converged" else IdentifiabilityWarning
+        slow = status in ("not_converged", "diagnostics_unavailable")  # the sampler's
+        cls = ConvergenceWarning if slow else IdentifiabilityWarning
         warnings.warn(f"{self._model} {engine}: {message}", cls, stacklevel=4)
 
     def _result(self, ann: Annotations, method: str, prev: np.ndarray, conf: np.ndarray,
@@ -390,8 +391,7 @@ class DawidSkene:
         prev, conf, post, res = fit_mle(
             data, ds_model_kwargs(data, L, alpha, beta, gold, one_coin=self._one_coin),
             gold=gold, seed=seed, prior=use_prior, max_iter=max_iter, tol=tol)
-        perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation,
-                      anchor)
+        perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation, anchor)
         post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
         status, message, chan = self._status(ann, prev, conf, post, res.converged, L)
         if res.status != "ok" and status == "ok":

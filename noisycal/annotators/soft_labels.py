@@ -96,7 +96,8 @@ class SoftLabelFit:
     loglik : float
         Log-likelihood at ``(W, b, kappa)``.
     status : str
-        ``'ok'`` or what went wrong (``'not_converged'``, ``'nonfinite'``).
+        ``'ok'`` or what went wrong (``'not_converged'``, ``'nonfinite'``,
+        ``'diagnostics_unavailable'``: NUTS R-hat could not be computed).
     message : str
         Explanation of a non-ok status.
     method : {'mle', 'map', 'nuts'}

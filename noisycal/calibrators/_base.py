@@ -355,11 +355,11 @@ def check_alignment(pred: object, pred_name: str, other: object, other_name: str
     """Predictions given with a pandas index must list the items of ``other`` in order.
 
     ``other`` is a pandas object (its index), or a Target or Annotations carrying item ids
-    (``items``). Plain arrays, and pandas objects with the default ``RangeIndex(n)``, are
-    aligned by position and not checked.
+    (``items``). Plain arrays are aligned by position and not checked; a pandas index,
+    the default ``RangeIndex(n)`` included, is checked as the metrics check it.
     """
     idx = getattr(pred, "index", None)
-    if idx is None or not hasattr(idx, "equals") or _is_default_index(idx):
+    if idx is None or not hasattr(idx, "equals"):
         return
     ids = getattr(other, "index", None)
     if ids is None or not hasattr(ids, "equals"):
@@ -377,11 +377,6 @@ def check_alignment(pred: object, pred_name: str, other: object, other_name: str
         raise ValueError(f"{other_name} is not aligned with {pred_name}: the index of "
                          f"{pred_name} and the items of {other_name} differ ({where}); "
                          "reorder one of them")
-
-
-def _is_default_index(idx: object) -> bool:
-    start, stop, step = (getattr(idx, k, None) for k in ("start", "stop", "step"))
-    return start == 0 and step == 1 and stop == len(idx)
 
 
 def target_record(target: object, y: np.ndarray) -> dict:

@@ -36,7 +36,7 @@ from ..targets import as_target_matrix
 from ._base import Calibrator, check_alignment, check_eps, positive_target, record_fit_target
 
 __all__ = ["ScoreInput", "SoftmaxMap", "score_matrix", "fit_target", "resolve_loss",
-           "softmax_loss", "finish_status", "EPS"]
+           "softmax_loss", "finish_status", "check_float_scores", "separates", "EPS"]
 
 #: Default floor eps of the probabilities before the logarithm (``log(max(p, eps))``).
 EPS = 1e-6
@@ -67,9 +67,35 @@ class ScoreInput:
         self.S, self.binary, self.given, self.raw, self.total = S, binary, given, raw, total
 
 
+def check_float_scores(x: ArrayLike, name: str) -> None:
+    """Refuse boolean and integer scores: a calibrator's ``probs=``/``logits=`` are
+    floating probabilities or logits, and 0/1 or integer arrays there are almost always
+    labels (or a target) passed in the wrong place.
+
+    Parameters
+    ----------
+    x : array-like or pandas object
+        The scores as given.
+    name : str
+        The argument's name, for the message.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` has a boolean or integer dtype.
+    """
+    arr = x.to_numpy() if hasattr(x, "to_numpy") else np.asarray(x)
+    kind = getattr(getattr(arr, "dtype", None), "kind", "")
+    if kind in "biu" and kind:
+        raise ValueError(f"{name} must be floating probabilities or logits, got an array of "
+                         f"dtype {arr.dtype} (labels belong in target=; cast with "
+                         "astype(float) if these really are scores)")
+
+
 def _scores(x: ArrayLike, name: str) -> tuple[np.ndarray, float | None]:
     """A finite float64 array of shape (n,) or (n, K) with n >= 1 and K >= 2, and the sum
     of (n, K) logits (None otherwise)."""
+    check_float_scores(x, name)
     arr = np.asarray(x) if not hasattr(x, "to_numpy") else x.to_numpy()
     if getattr(arr, "ndim", 0) not in (1, 2):
         raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) or an "
@@ -197,8 +223,40 @@ def softmax_loss(eta: np.ndarray, T: np.ndarray, loss: str, binary: bool) -> flo
     return 0.5 * value if binary else value
 
 
+def separates(eta: np.ndarray, T: np.ndarray) -> bool:
+    """Whether a one-hot target is separated by the fitted scores ``eta``: every item's
+    own class strictly ahead of every other class.
+
+    For a map whose scores are linear in its parameters (Platt, beta, vector, matrix,
+    Dirichlet) such parameters, scaled up, drive the fitting loss to 0: its minimum is
+    not attained, and the fitted values are where the optimiser stopped.
+
+    Parameters
+    ----------
+    eta : ndarray of shape (n, K)
+        The fitted map's scores (before the softmax).
+    T : ndarray of shape (n, K)
+        The target; anything but one-hot rows with at least two classes present gives
+        False.
+
+    Returns
+    -------
+    bool
+    """
+    if not np.all((T == 0.0) | (T == 1.0)) or not np.all(T.sum(axis=1) == 1.0):
+        return False
+    labels = np.argmax(T, axis=1)
+    if np.unique(labels).size < 2:
+        return False
+    rows = np.arange(T.shape[0])
+    own = eta[rows, labels]
+    others = np.where(T == 1.0, -np.inf, eta).max(axis=1)
+    return bool(np.all(own > others))
+
+
 def finish_status(cal: Calibrator, *, not_identified: str | None, converged: bool,
-                  optimiser: str, at_bound: bool, bounds: object, hint: str = "") -> None:
+                  optimiser: str, at_bound: bool, bounds: object, hint: str = "",
+                  separated: bool = False) -> None:
     """Set ``status_``/``message_`` of a fitted map (and warn unless 'ok').
 
     Parameters
@@ -217,9 +275,18 @@ def finish_status(cal: Calibrator, *, not_identified: str | None, converged: boo
         The box, for the message.
     hint : str, default=''
         Appended to the 'boundary' message.
+    separated : bool, default=False
+        Whether the fitted map separates a one-hot target (:func:`separates`; status
+        'separation', ahead of 'not_converged' and 'boundary', which it causes).
     """
     if not_identified is not None:
         cal._set_status("not_identified", not_identified, IdentifiabilityWarning)
+    elif separated:
+        cal._set_status("separation", "the scores separate the target (the fitted map "
+                        "ranks every item's own class first): the fitting loss falls "
+                        "towards 0 as the slopes grow without limit, so its minimum is not "
+                        "attained and the fitted parameters are where the optimiser stopped, "
+                        "not estimates", IdentifiabilityWarning)
     elif not converged:
         cal._set_status("not_converged", f"the optimiser stopped before converging: "
                         f"{optimiser}", ConvergenceWarning)

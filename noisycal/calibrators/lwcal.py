@@ -34,6 +34,7 @@ from .._typing import ArrayLike
 from .._validation import PROB_ATOL, check_array, check_choice, check_real
 from ..targets import Target, as_target_matrix
 from ._base import Calibrator, check_alignment, check_unit_scores, positive_target
+from ._inputs import check_float_scores
 from .isotonic import (
     INTERPOLATIONS,
     isotonic_predict,
@@ -292,6 +293,7 @@ class LWCal(Calibrator):
         _no_logits(logits, type(self).__name__)
         if probs is None:
             raise ValueError("probs is required (positive-class scores in [0, 1])")
+        check_float_scores(probs, "probs")
         p = check_unit_scores(probs, "probs")
         n = p.size
         y = _binary_labels(target, n, type(self).__name__)
@@ -333,6 +335,7 @@ class LWCal(Calibrator):
         _no_logits(logits, type(self).__name__)
         if probs is None:
             raise ValueError("probs is required (positive-class scores in [0, 1])")
+        check_float_scores(probs, "probs")
         p = check_unit_scores(probs, "probs")
         return p, isotonic_predict(self.X_thresholds_, self.y_thresholds_, p,
                                    self.interpolation)

@@ -42,6 +42,7 @@ regularized likelihood methods. Advances in Large Margin Classifiers.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from .._jax import x64
 from .._typing import ArrayLike
 from .._validation import check_int, check_real
 from ._base import check_box, minimise_from_starts
-from ._inputs import EPS, SoftmaxMap, finish_status
+from ._inputs import EPS, SoftmaxMap, finish_status, separates
 from ._threads import single_thread_blas
 
 __all__ = ["VectorScaling", "PlattScaling", "MatrixScaling", "DirichletCalibration",
@@ -176,11 +177,12 @@ class _LbfgsMap(SoftmaxMap):
     def _run(self, kind: str, S: np.ndarray, T: np.ndarray, starts: list[np.ndarray],
              box: list[tuple[float, float]], not_identified: str | None,
              lam: float = 0.0, mu: float = 0.0,
-             model_lower: np.ndarray | None = None) -> np.ndarray:
+             model_lower: np.ndarray | None = None, eta_of: Callable | None = None) -> np.ndarray:
         """Fit and set ``objective_``, ``n_iter_``, ``at_bound_``, ``status_``, ``message_``;
         return the best parameter vector. ``model_lower`` marks coordinates whose lower
         bound is a constraint of the model (a monotone map), not an edge of the box: a
-        parameter on it does not make the status 'boundary'."""
+        parameter on it does not make the status 'boundary'. ``eta_of(theta)``: the (n, K)
+        scores of a map linear in its parameters, for :func:`_inputs.separates`."""
         max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         # the log loss of a softmax of parameters entering linearly is convex: one start
         # suffices; the affine Brier loss is not, so every start is tried
@@ -199,9 +201,10 @@ class _LbfgsMap(SoftmaxMap):
         self.at_bound_ = bool(np.any(on_lo | np.isclose(best.x, hi)))
         hint = (", or the log loss is unbounded below for this target outside [0, 1]: "
                 "use loss='brier'") if self.loss_ == "log" and self._outside else ""
+        separated = eta_of is not None and separates(eta_of(np.asarray(best.x)), T)
         finish_status(self, not_identified=not_identified, converged=converged,
                       optimiser=str(best.message), at_bound=self.at_bound_,
-                      bounds=self.bounds, hint=hint)
+                      bounds=self.bounds, hint=hint, separated=separated)
         return np.asarray(best.x, dtype=np.float64)
 
 
@@ -337,10 +340,9 @@ class PlattScaling(_LbfgsMap):
     n_classes_, binary_, input_, eps_, loss_, objective_, n_iter_, at_bound_ :
         As for :class:`VectorScaling`.
     status_, message_ : str
-        ``'ok'``; ``'not_identified'`` when a score column is constant (binary: all
-        scores equal, so only ``u s + v`` is identified); ``'boundary'`` when a parameter
-        ended on the box (for example a target that the scores separate);
-        ``'not_converged'``. Any status but 'ok' warns.
+        ``'ok'``; ``'not_identified'`` (a constant score column; binary: all scores
+        equal); ``'separation'`` (binary: the map separates a one-hot target, the loss has
+        no minimum); ``'boundary'`` (a parameter on the box); ``'not_converged'``.
 
     Examples
     --------
@@ -377,7 +379,8 @@ class PlattScaling(_LbfgsMap):
                 f"all {s.size} score(s) are equal, so only u s + v is identified, not the "
                 "slope u and intercept v separately")
             starts = [np.array([c, 0.0]) for c in (1.0, 0.5, 2.0)]
-            u, v = self._run("platt_binary", S, T, starts, [(lo, hi)] * 2, why)
+            u, v = self._run("platt_binary", S, T, starts, [(lo, hi)] * 2, why,
+                             eta_of=lambda th: np.column_stack([0 * s, th[0] * s + th[1]]))
             self.slope_, self.intercept_ = float(u), float(v)
             return self
         flat = [k for k in range(K) if np.ptp(S[:, k]) == 0]

@@ -34,10 +34,14 @@ from .multiclass import ATS_MIN_TEMPERATURE, N_ATS_FEATURES, _doc, _LbfgsMap
 from .temperature import TemperatureScaling
 
 __all__ = ["BetaCalibration", "BETA_PARAMETERS", "AdaptiveTemperatureScaling",
-           "ats_features"]
+           "ats_features", "ATS_MAX_LOGIT"]
 
 #: The parametrisations of beta calibration (Kull, Silva Filho & Flach, 2017, Section 3).
 BETA_PARAMETERS = ("abm", "ab", "am")
+
+#: Largest ``|logit|`` adaptive temperature scaling accepts: its first feature is the
+#: largest logit, whose variance (the features are standardised) must stay in float64.
+ATS_MAX_LOGIT = 1e150
 
 
 class BetaCalibration(_LbfgsMap):
@@ -108,8 +112,9 @@ class BetaCalibration(_LbfgsMap):
         ``'ok'``; ``'not_identified'`` when there are fewer distinct scores than
         parameters; ``'degenerate'`` when the monotone constraint holds every slope at 0
         (the fitted map is a constant: the scores carry no increasing information about
-        the target); ``'boundary'`` when a parameter ended on the box (for example a
-        target that the scores separate); ``'not_converged'``. Any status but 'ok' warns.
+        the target); ``'separation'`` when the fitted map separates a one-hot target
+        (the loss has no minimum: the slopes would grow without limit); ``'boundary'``
+        when a parameter ended on the box; ``'not_converged'``. Any status but 'ok' warns.
 
     Examples
     --------
@@ -134,8 +139,7 @@ class BetaCalibration(_LbfgsMap):
         self.max_iter = max_iter
 
     def _eta(self, S: np.ndarray) -> np.ndarray:
-        u = self.a_ * S[:, 1] - self.b_ * S[:, 0] + self.c_
-        return np.column_stack([np.zeros_like(u), u])
+        return _beta_eta(S, self.a_, self.b_, self.c_)
 
     @_doc
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
@@ -160,18 +164,22 @@ class BetaCalibration(_LbfgsMap):
         if kind == "am":  # Platt on the log-odds: theta = (a, c)
             box = [(a_lo, hi), (lo, hi)]
             theta = self._run("platt_binary", S, T, [np.array([1.0, 0.0])], box, why,
-                              model_lower=np.array([self.monotone, False]))
+                              model_lower=np.array([self.monotone, False]),
+                              eta_of=lambda th: _beta_eta(S, th[0], th[0], th[1]))
             a, b, c = float(theta[0]), float(theta[0]), float(theta[1])
         elif kind == "ab":
             box = [(a_lo, hi), (a_lo, hi)]
             theta = self._run("beta_ab", S, T, [np.array([1.0, 1.0])], box, why,
-                              model_lower=np.array([self.monotone] * 2))
+                              model_lower=np.array([self.monotone] * 2),
+                              eta_of=lambda th: _beta_eta(S, th[0], th[1],
+                                                          (th[0] - th[1]) * math.log(2.0)))
             a, b = float(theta[0]), float(theta[1])
             c = (a - b) * math.log(2.0)
         else:
             box = [(a_lo, hi), (a_lo, hi), (lo, hi)]
             theta = self._run("beta_abm", S, T, [np.array([1.0, 1.0, 0.0])], box, why,
-                              model_lower=np.array([self.monotone] * 2 + [False]))
+                              model_lower=np.array([self.monotone] * 2 + [False]),
+                              eta_of=lambda th: _beta_eta(S, *th))
             a, b, c = (float(v) for v in theta)
         self.a_, self.b_, self.c_ = a, b, c
         self.parameters_ = kind
@@ -186,6 +194,12 @@ class BetaCalibration(_LbfgsMap):
                              "increasing information about the target)",
                              IdentifiabilityWarning)
         return self
+
+
+def _beta_eta(S: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    """The beta map's (n, 2) scores ``[0, a ln p - b ln(1 - p) + c]`` of the columns
+    ``S = [ln(1 - p), ln p]`` (for the separation check)."""
+    return np.column_stack([np.zeros(S.shape[0]), a * S[:, 1] - b * S[:, 0] + c])
 
 
 def _midpoint(a: float, b: float, c: float) -> float:
@@ -217,7 +231,18 @@ def ats_features(S: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n, 4)
+
+    Raises
+    ------
+    ValueError
+        If a score's magnitude exceeds ``ATS_MAX_LOGIT`` (1e150): the features' variance
+        would overflow float64.
     """
+    top = float(np.max(np.abs(S)))
+    if top > ATS_MAX_LOGIT:
+        raise ValueError(f"logits reach |z| = {top:.3g}: adaptive temperature scaling "
+                         f"accepts |logits| <= {ATS_MAX_LOGIT:g} (its features are "
+                         "standardised by their variance, which would overflow float64)")
     P = softmax(S, axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         H = -np.sum(np.where(P > 0, P * np.log(P), 0.0), axis=1)

@@ -253,8 +253,10 @@ def _pass_rows(beta: float, S: np.ndarray, smax: np.ndarray | None,
     mean, second, third = sums[1] / w, sums[2] / w, sums[3] / w
     var = np.maximum(second - mean * mean, 0.0)
     cube = third - mean * (3.0 * second - 2.0 * mean * mean)  # central, from raw moments
-    # moments of s - shift = x / beta
-    rows_ = np.stack([mean / beta, var / beta ** 2, cube / beta ** 3, np.log(w)])
+    # moments of s - shift = x / beta, divided one power at a time: beta ** 3 overflows
+    # (an OverflowError for a Python float) at the betas of rescaled scores near 1e300
+    b = np.float64(beta)
+    rows_ = np.stack([mean / b, var / b / b, cube / b / b / b, np.log(w)])
     return rows_.sum(axis=1) if r is None else rows_ @ r
 
 

@@ -17,6 +17,7 @@ from .._validation import check_choice, check_real
 from .._warnings import IdentifiabilityWarning
 from ..targets import Target
 from ._base import Calibrator, check_alignment, check_unit_scores
+from ._inputs import check_float_scores
 from .isotonic import IsotonicCalibration
 from .lwcal import _binary_labels, _no_logits, noisy_label_loss
 
@@ -116,6 +117,7 @@ class TrimCal(Calibrator):
         _no_logits(logits, "TrimCal")
         if probs is None:
             raise ValueError("probs is required (positive-class scores in [0, 1])")
+        check_float_scores(probs, "probs")
         p = check_unit_scores(probs, "probs")
         y = _binary_labels(target, p.size, "TrimCal")
         check_alignment(probs, "probs", target, "target")
@@ -159,4 +161,5 @@ class TrimCal(Calibrator):
         _no_logits(logits, "TrimCal")
         if probs is None:
             raise ValueError("probs is required (positive-class scores in [0, 1])")
+        check_float_scores(probs, "probs")
         return self.calibrator_.predict_proba(probs=check_unit_scores(probs, "probs"))

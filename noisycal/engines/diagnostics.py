@@ -53,6 +53,60 @@ def to_inference_data(samples: Mapping[str, np.ndarray],
     return az.from_dict(posterior=dict(samples), sample_stats=dict(sample_stats or {}))
 
 
+#: Fewest draws behind any equal-tailed credible interval (more at high levels, see
+#: :func:`min_credible_draws`).
+MIN_CREDIBLE_DRAWS = 20
+
+
+def min_credible_draws(level: float) -> int:
+    """Fewest posterior draws for an equal-tailed credible interval at ``level``.
+
+    ``max(MIN_CREDIBLE_DRAWS, ceil(2 / (1 - level)))``: at least 20, and enough that
+    each tail beyond the interval holds at least one draw (20 at level 0.9, 40 at 0.95,
+    200 at 0.99). With fewer, the ends are the extreme draws or interpolations between
+    a handful of them, and the interval can miss the posterior mean it goes with.
+
+    Parameters
+    ----------
+    level : float
+        Credible level, a fraction in (0, 1).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> min_credible_draws(0.9), min_credible_draws(0.95), min_credible_draws(0.99)
+    (20, 40, 200)
+    """
+    return max(MIN_CREDIBLE_DRAWS, math.ceil(round(2.0 / (1.0 - level), 9)))
+
+
+def check_credible_draws(n_draws: int, level: float, what: str) -> None:
+    """Refuse a credible interval from fewer than :func:`min_credible_draws` draws.
+
+    Parameters
+    ----------
+    n_draws : int
+        Draws available.
+    level : float
+    what : str
+        What holds the draws, for the message.
+
+    Raises
+    ------
+    ValueError
+        With fewer draws than the minimum.
+    """
+    need = min_credible_draws(level)
+    if n_draws < need:
+        raise ValueError(f"level={level:g}: {what} has {n_draws} posterior draw(s), and an "
+                         f"equal-tailed credible interval at this level needs at least "
+                         f"{need} (each tail must hold a draw); draw more (num_samples, "
+                         "num_chains) or lower the level")
+
+
 def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFrame:
     """Equal-tailed intervals of draws with one leading draw axis, one row per entry.
 
@@ -67,8 +121,16 @@ def draws_conf_int(draws: Mapping[str, np.ndarray], level: float) -> pd.DataFram
     -------
     pandas.DataFrame
         Index ``parameter`` (``'W[0, 1]'``), columns ``lower`` and ``upper``.
+
+    Raises
+    ------
+    ValueError
+        With fewer draws than :func:`min_credible_draws` at ``level``.
     """
     level = check_level(level)
+    if draws:
+        check_credible_draws(int(np.shape(next(iter(draws.values())))[0]), level,
+                             "the fit")
     rows = []
     for name, d in draws.items():
         d = np.asarray(d, dtype=np.float64)
@@ -133,25 +195,31 @@ def diagnostics_table(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
 
 
 def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float, *,
-                       worst: str | None = None) -> tuple[str, str]:
-    """The one NUTS convergence rule: R-hat strictly above the threshold, or divergences.
+                       worst: str | None = None, num_chains: int | None = None,
+                       num_samples: int | None = None) -> tuple[str, str]:
+    """The one NUTS convergence rule: R-hat strictly above the threshold, or divergences;
+    an R-hat that could not be computed is not 'ok' either.
 
     Parameters
     ----------
     max_rhat : float
-        Largest R-hat over the parameters; NaN (one chain, or too few draws) is not
-        checked.
+        Largest R-hat over the parameters; NaN when it could not be computed (one chain,
+        fewer than 4 draws per chain, or no parameter varies).
     n_divergent : int
         Divergent transitions after warmup, all chains together.
     rhat_threshold : float
         The run is flagged when ``max_rhat > rhat_threshold`` (strictly).
     worst : str or None, default=None
         Name of the parameter with the largest R-hat, for the message.
+    num_chains, num_samples : int or None, default=None
+        Chains and draws per chain, to say why R-hat is NaN.
 
     Returns
     -------
     tuple of str
-        ``('ok', '')`` or ``('not_converged', message)``.
+        ``('ok', '')``, ``('not_converged', message)`` or, when R-hat is NaN and nothing
+        else is wrong, ``('diagnostics_unavailable', message)``: convergence was not
+        checked, so it is not reported as ok.
 
     Examples
     --------
@@ -163,6 +231,8 @@ def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float,
     'not_converged'
     >>> convergence_status(1.0104, 0, 1.01)[1].split(";")[0]
     'max R-hat 1.0104 exceeds 1.01'
+    >>> convergence_status(float("nan"), 0, 1.01, num_chains=1)[0]
+    'diagnostics_unavailable'
     """
     problems = []
     if max_rhat > rhat_threshold:
@@ -172,9 +242,24 @@ def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float,
         problems.append(f"max R-hat {max_rhat:.{digits}f}{where} exceeds {rhat_threshold:g}")
     if n_divergent > 0:
         problems.append(f"{int(n_divergent)} divergent transition(s) after warmup")
+    if not problems and math.isnan(max_rhat):
+        return "diagnostics_unavailable", _rhat_unavailable(num_chains, num_samples)
     if not problems:
         return "ok", ""
     # no "NUTS: " prefix: DawidSkene's warning ("dawid_skene NUTS: ...") and the
     # calibration maps' message name the engine, which then read "NUTS: NUTS:"
     return "not_converged", ("; ".join(problems)
                              + "; run longer chains, raise target_accept_prob or reparameterise")
+
+
+def _rhat_unavailable(num_chains: int | None, num_samples: int | None) -> str:
+    """Why R-hat is NaN, for :func:`convergence_status`."""
+    if num_chains is not None and num_chains < 2:
+        why = ("R-hat compares chains, and one chain gives no between-chain R-hat (run "
+               "num_chains >= 2)")
+    elif num_samples is not None and num_samples < 4:
+        why = (f"R-hat needs at least 4 draws per chain, got {num_samples} (raise "
+               "num_samples)")
+    else:
+        why = "R-hat is undefined (no parameter varies between draws)"
+    return why + "; convergence was not checked, so the status is not 'ok'"

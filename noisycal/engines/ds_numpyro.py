@@ -279,7 +279,7 @@ def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2
     -------
     dict
         ``max_rhat``, ``min_ess_bulk``, ``num_divergences``, ``switched`` (relabelled
-        chains), ``chains`` and ``relabel_message``.
+        chains), ``chains``, ``draws`` (per chain) and ``relabel_message``.
     """
     from .diagnostics import import_arviz
 
@@ -299,7 +299,8 @@ def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2
     return {"max_rhat": _finite_extreme(rhat, names, np.max),
             "min_ess_bulk": _finite_extreme(ess, names, np.min),
             "num_divergences": int(draws.diverging.sum()), "switched": switched,
-            "chains": moved.shape[0], "relabel_message": message}
+            "chains": moved.shape[0], "draws": moved.shape[1],
+            "relabel_message": message}
 
 
 def _finite_extreme(ds: Any, names: tuple, reduce: Any) -> float:
@@ -313,7 +314,9 @@ def _finite_extreme(ds: Any, names: tuple, reduce: Any) -> float:
 def chain_status(diag: dict, rhat_threshold: float) -> tuple[str, str]:
     """Status of relabelled chains by the one NUTS rule
     (:func:`noisycal.engines.diagnostics.convergence_status`): 'not_converged' when the
-    largest R-hat is above ``rhat_threshold`` (several chains) or any transition diverged.
+    largest R-hat is above ``rhat_threshold`` (several chains) or any transition diverged,
+    'diagnostics_unavailable' when R-hat could not be computed (one chain, or fewer than 4
+    draws per chain).
 
     Parameters
     ----------
@@ -327,6 +330,7 @@ def chain_status(diag: dict, rhat_threshold: float) -> tuple[str, str]:
         The message also names relabelled chains (status stays 'ok' for those).
     """
     max_rhat = diag["max_rhat"] if diag["chains"] > 1 else float("nan")
-    status, message = convergence_status(max_rhat, diag["num_divergences"], rhat_threshold)
+    status, message = convergence_status(max_rhat, diag["num_divergences"], rhat_threshold,
+                                         num_chains=diag["chains"], num_samples=diag["draws"])
     parts = [diag["relabel_message"]] if diag["relabel_message"] else []
     return status, "; ".join(parts + ([message] if message else []))

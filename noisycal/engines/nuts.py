@@ -82,9 +82,11 @@ class NUTSResult:
         Largest R-hat over entries (NaN entries ignored).
     min_ess_bulk : float
         Smallest bulk effective sample size over entries.
-    status : {'ok', 'not_converged'}
-        ``'not_converged'`` when ``max_rhat > rhat_threshold`` or there were divergences
-        (the rule of :func:`convergence_status`).
+    status : {'ok', 'not_converged', 'diagnostics_unavailable'}
+        ``'not_converged'`` when ``max_rhat > rhat_threshold`` or there were divergences,
+        ``'diagnostics_unavailable'`` when R-hat could not be computed (one chain, fewer
+        than 4 draws per chain): convergence was not checked (the rule of
+        :func:`convergence_status`).
     message : str
         What went wrong, if anything.
     num_chains, num_warmup, num_samples : int
@@ -218,7 +220,8 @@ def run_nuts(
     rhat_threshold : float, default=1.01
         ``status`` is ``'not_converged'`` when the largest R-hat exceeds it (strictly;
         see :func:`convergence_status`). Must be a number > 1. R-hat needs at least 2
-        chains; with one chain it is NaN and not checked.
+        chains of at least 4 draws; otherwise it is NaN, not checked, and ``status`` is
+        ``'diagnostics_unavailable'``.
     cache : bool or None, default=None
         Keep the compiled sampler for later calls, keyed by the model function, its
         non-array inputs, the shapes and dtypes of its array inputs and the sampler
@@ -240,7 +243,8 @@ def run_nuts(
     Warns
     -----
     ConvergenceWarning
-        When R-hat exceeds ``rhat_threshold`` or there were divergent transitions.
+        When R-hat exceeds ``rhat_threshold``, there were divergent transitions, or
+        R-hat could not be computed.
 
     Examples
     --------
@@ -460,13 +464,10 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
     min_ess = float(np.nanmin(ess)) if np.any(np.isfinite(ess)) else math.nan
     n_div = int(diverging.sum()) if diverging is not None else 0
     worst = str(table["r_hat"].idxmax()) if np.any(np.isfinite(rhat)) else None
-    status, message = convergence_status(max_rhat, n_div, rhat_threshold, worst=worst)
+    status, message = convergence_status(max_rhat, n_div, rhat_threshold, worst=worst,
+                                         num_chains=num_chains, num_samples=num_samples)
     if status != "ok":
         warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
-    elif not math.isfinite(max_rhat):
-        message = ("R-hat needs at least 2 chains and 4 draws per chain; it was not checked"
-                   if num_chains == 1 or num_samples < 4 else
-                   "R-hat is undefined (no parameter varies); it was not checked")
     return NUTSResult(
         samples=samples, diagnostics=table, num_divergences=n_div, max_rhat=max_rhat,
         min_ess_bulk=min_ess, status=status, message=message, num_chains=num_chains,

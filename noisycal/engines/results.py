@@ -15,6 +15,7 @@ from .._jax import x64
 from .._stats import equal_tailed
 from .._typing import ArrayLike, Seed
 from .._validation import check_level, check_seed
+from .diagnostics import check_credible_draws, min_credible_draws
 
 __all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "checked_status",
            "BOUNDARY"]
@@ -46,7 +47,8 @@ class AnnotatorFit:
     n_params : int
         Free parameters.
     status : str
-        ``'ok'``, ``'not_converged'``, ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
+        ``'ok'``, ``'not_converged'``, ``'diagnostics_unavailable'`` (NUTS: R-hat could
+        not be computed), ``'nonfinite'``, ``'small_gap'``, ``'boundary'``,
         ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
         (see :func:`design_status` and :func:`estimate_status`),
         ``'adversarial_channel'``, ``'degenerate_channel'``
@@ -222,6 +224,12 @@ class AnnotatorFit:
         DataFrame
             The ``to_frame`` columns plus ``low`` and ``high``; ``attrs`` hold the
             ``level`` and the interval ``kind``.
+
+        Raises
+        ------
+        ValueError
+            For a NUTS fit with fewer draws than
+            :func:`~noisycal.engines.diagnostics.min_credible_draws` at ``level``.
         """
         level = check_level(level)
         draws = self.draws
@@ -240,6 +248,8 @@ class AnnotatorFit:
                                  "(bootstrap) or method='nuts' (posterior) for intervals")
             draws = self.bootstrap_draws(1000 if n_boot is None else n_boot,
                                          seed=0 if seed is None else seed)
+        if self.method == "nuts":
+            check_credible_draws(len(draws["prevalence"]), level, "this NUTS fit")
         frame = self.to_frame()
         prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
         conf = np.asarray(draws["confusion"]).reshape(len(draws["confusion"]), -1)
@@ -253,11 +263,14 @@ class AnnotatorFit:
     def summary(self) -> pd.DataFrame:
         """A statsmodels-like summary table (never prints).
 
-        The parameter table (with ``low``/``high`` when the fit has draws); the header
-        (model, method, sizes, loglik, AIC, BIC, status and message) is in
+        The parameter table (with ``low``/``high`` when the fit has draws, for a NUTS
+        fit at least :func:`~noisycal.engines.diagnostics.min_credible_draws`); the
+        header (model, method, sizes, loglik, AIC, BIC, status and message) is in
         ``table.attrs['header']``, the numbers also as separate ``attrs`` entries.
         """
-        table = self.conf_int() if self.draws is not None else self.to_frame()
+        few = self.method == "nuts" and self.draws is not None and \
+            len(self.draws["prevalence"]) < min_credible_draws(0.9)
+        table = self.conf_int() if self.draws is not None and not few else self.to_frame()
         head = (f"{self.model} fit by {self.method}: {self.n_items} items, "
                 f"{len(self.annotators)} annotators, {len(self.classes)} classes\n"
                 f"loglik {self.loglik:.4f}  AIC {self.aic:.2f}  BIC {self.bic:.2f}  "
@@ -393,7 +406,8 @@ def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
 
 
 def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
-                  n_ratings: int, *, J: int, L: int) -> tuple[str, str]:
+                  n_ratings: int, *, J: int, L: int, n_items: int | None = None
+                  ) -> tuple[str, str]:
     """Identification problems of a Dawid–Skene data design, whatever the estimates.
 
     Parameters
@@ -408,6 +422,8 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         Ratings fitted.
     J, L : int
         Annotators and groups.
+    n_items : int, optional
+        Items rated; with it the saturation count leaves out one rating per item.
 
     Returns
     -------
@@ -416,7 +432,10 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         are then set by the starts or the prior, not the data); 'not_identified' when
         the model has more free parameters than the L (K^J - 1) free frequencies of
         complete rating patterns; 'over_parametrised' when it has more free
-        parameters than ratings (a saturated fit); else ('ok', '').
+        parameters than ratings, or (``n_items`` given) at least as many as the ratings
+        beyond each item's first (a saturated fit: one rating per item is spent on
+        locating the item's class, and only agreement among the others informs the
+        channels); else ('ok', '').
     """
     K = len(classes)
     absent = np.asarray(classes)[np.asarray(label_counts) == 0].tolist()
@@ -432,6 +451,12 @@ def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
         return "over_parametrised", (f"{n_params} free parameters from {n_ratings} "
                                      "ratings: the fit is saturated, its estimates are "
                                      "not determined by the data")
+    if n_items is not None and n_params >= n_ratings - n_items:
+        return "over_parametrised", (
+            f"{n_params} free parameters from {n_ratings} ratings of {n_items} items: "
+            f"beyond one rating per item (which locates the item's class) only "
+            f"{n_ratings - n_items} ratings inform the channels, so the fit is saturated "
+            "and its estimates are not determined by the data")
     return "ok", ""
 
 

@@ -331,17 +331,22 @@ def _refit_closure(post_pat: np.ndarray, pd_: Any, jgold: Any, ja: Any, jb: Any,
                    perm: np.ndarray, *, one_coin: bool, max_iter: int, tol: float
                    ) -> Callable[..., tuple[dict, dict]]:
     """Bootstrap refits in the latent labelling of the EM run (where the priors apply),
-    relabelled afterwards like the fit itself."""
-    post_start = jnp.asarray(post_pat)
-    jpattern = jnp.asarray(pd_.pattern)
+    relabelled afterwards like the fit itself.
+
+    The start stays a float64 NumPy array until the refits run in float64: made a JAX
+    array here, outside :func:`~noisycal._jax.x64`, it would be rounded to float32 when
+    the user's JAX runs without x64, and some refits would converge elsewhere."""
+    post_start = np.asarray(post_pat, dtype=np.float64)
+    pattern = np.asarray(pd_.pattern)
 
     def refits(key: jax.Array, count: int, progress: bool = False) -> tuple[dict, dict]:
         """``count`` bootstrap refits over items, started from the fit (``progress``: a
         bar on stderr, one step per refit)."""
         with x64(), ProgressBar(count, "EM bootstrap refits", enabled=progress) as bar:
-            bs = bar.wait(bootstrap_em(key, post_start, pd_.data, jgold, ja, jb, jpattern,
-                                       one_coin=one_coin, max_iter=max_iter, tol=tol,
-                                       n_boot=count, progress=progress))
+            bs = bar.wait(bootstrap_em(key, jnp.asarray(post_start), pd_.data, jgold, ja, jb,
+                                       jnp.asarray(pattern), one_coin=one_coin,
+                                       max_iter=max_iter, tol=tol, n_boot=count,
+                                       progress=progress))
             return ({"prevalence": np.asarray(bs.prevalence)[:, :, perm],
                      "confusion": np.asarray(bs.confusion)[:, :, perm, :]},
                     {"n_boot": count,

@@ -29,7 +29,7 @@ from .._validation import (
 )
 from .._warnings import NumericalWarning
 from .credible import equal_tailed
-from .estimate import Estimate
+from .estimate import Estimate, outside_interval
 
 __all__ = [
     "BOOTSTRAP_METHODS",
@@ -144,9 +144,18 @@ def interval_from_replicates(
     status : str
         ``'ok'``, ``'nonfinite'`` (some replicates are not finite),
         ``'degenerate'`` (every replicate equal, e.g. one item: the bootstrap carries no
-        information about sampling error; the interval is NaN) or ``'bca_degenerate'``
-        (all replicates on one side of the estimate). A non-ok status also emits a
-        :class:`~noisycal.NumericalWarning`.
+        information about sampling error; the interval is NaN), ``'bca_degenerate'``
+        (BCa only; the interval is NaN: all replicates on one side of the estimate, an
+        acceleration that makes the adjusted levels non-monotone, or adjusted tail
+        probabilities below ``1 / n_boot``, where the ends would be the most extreme
+        replicates rather than quantiles) or ``'estimate_outside_interval'`` (BCa only:
+        the bias correction moved the interval past the estimate; the interval is
+        kept). A non-ok status also emits a :class:`~noisycal.NumericalWarning`.
+
+    Notes
+    -----
+    BCa's bias correction is ``z0 = Phi^-1(share of replicates below the estimate)``,
+    with replicates equal to the estimate counted half.
     message : str
     """
     reps = np.asarray(reps, dtype=np.float64)
@@ -161,7 +170,6 @@ def interval_from_replicates(
                        f"all {reps.size} bootstrap replicates are equal ({reps[0]:.6g}): with "
                        "a single item (or no variation between items) the bootstrap says "
                        "nothing about sampling error, so no interval is reported")
-    a = (1.0 - level) / 2.0
     if method == "percentile":
         return equal_tailed(reps, level), "ok", ""
     if method == "basic":
@@ -170,21 +178,58 @@ def interval_from_replicates(
     if method == "bca":
         if jackknife is None:
             raise ValueError("method='bca' needs jackknife values")
-        prop = float(np.mean(reps < theta_hat))
-        if prop <= 0.0 or prop >= 1.0:
-            return _warned(nan2, "bca_degenerate",
-                           "all bootstrap replicates lie on one side of the estimate, so the "
-                           "BCa bias correction is infinite; use method='percentile'")
-        z0 = sps.norm.ppf(prop)
-        jk = np.asarray(jackknife, dtype=np.float64)
-        d = jk.mean() - jk
-        denom = 6.0 * np.sum(d**2) ** 1.5
-        acc = float(np.sum(d**3) / denom) if denom > 0 else 0.0
-        z = sps.norm.ppf([a, 1.0 - a])
-        adj = sps.norm.cdf(z0 + (z0 + z) / (1.0 - acc * (z0 + z)))
-        lo, hi = np.quantile(reps, adj)
-        return (float(lo), float(hi)), "ok", ""
+        return _bca(theta_hat, reps, level, jackknife)
     raise ValueError(f"method must be one of {BOOTSTRAP_METHODS}, got {method!r}")
+
+
+def _bca(theta_hat: float, reps: np.ndarray, level: float, jackknife: np.ndarray
+         ) -> tuple[tuple[float, float], str, str]:
+    """BCa interval (Efron 1987) with its checks; see :func:`interval_from_replicates`."""
+    nan2 = (float("nan"), float("nan"))
+    n_boot = reps.size
+    # share of replicates below the estimate, ties counted half (as scipy.stats.bootstrap
+    # does): a statistic whose replicates often equal the estimate is not biased by ties
+    prop = float((np.sum(reps < theta_hat) + np.sum(reps <= theta_hat)) / (2.0 * n_boot))
+    if prop <= 0.0 or prop >= 1.0:
+        return _warned(nan2, "bca_degenerate",
+                       "all bootstrap replicates lie on one side of the estimate, so the "
+                       "BCa bias correction is infinite; use method='percentile'")
+    z0 = float(sps.norm.ppf(prop))
+    jk = np.asarray(jackknife, dtype=np.float64)
+    d = jk.mean() - jk
+    denom = 6.0 * np.sum(d**2) ** 1.5
+    acc = float(np.sum(d**3) / denom) if denom > 0 else 0.0
+    a = (1.0 - level) / 2.0
+    z = sps.norm.ppf([a, 1.0 - a])
+    shrink = 1.0 - acc * (z0 + z)
+    if np.any(shrink <= 0):
+        return _warned(nan2, "bca_degenerate",
+                       f"the BCa acceleration ({acc:.3g}) is so large that the adjusted "
+                       "levels are not monotone; use method='percentile'")
+    adj = sps.norm.cdf(z0 + (z0 + z) / shrink)
+    # An end whose adjusted tail holds less than one replicate is the most extreme
+    # replicate, not a quantile: the interval collapses onto the sample's edge
+    # (typically a statistic biased near a boundary, such as an ECE near 0, whose
+    # replicates nearly all lie on one side of the estimate).
+    if adj[0] * n_boot < 1.0 or (1.0 - adj[1]) * n_boot < 1.0:
+        return _warned(nan2, "bca_degenerate",
+                       f"{100 * prop:.3g}% of the {n_boot} bootstrap replicates lie below "
+                       f"the estimate (bias correction z0 = {z0:.3g}, acceleration "
+                       f"{acc:.3g}), which moves the BCa tail probabilities to "
+                       f"({adj[0]:.2g}, {1 - adj[1]:.2g}), beyond what {n_boot} replicates "
+                       "resolve, so the interval would collapse onto the most extreme "
+                       "replicates; no interval is reported: use method='percentile' (and "
+                       "for a statistic biased near 0, such as an ECE, interval='inversion')")
+    lo, hi = (float(x) for x in np.quantile(reps, adj))
+    distance = outside_interval(theta_hat, (lo, hi))
+    if distance != 0.0:
+        return _warned((lo, hi), "estimate_outside_interval",
+                       f"the BCa interval [{lo:.4g}, {hi:.4g}] does not contain the estimate "
+                       f"{theta_hat:.4g}: only {100 * prop:.3g}% of the replicates lie below "
+                       f"the estimate (bias correction z0 = {z0:.3g}), and BCa moves the "
+                       "interval past it; read it as a statement about the estimand, or "
+                       "use method='percentile'")
+    return (lo, hi), "ok", ""
 
 
 def _warned(interval: tuple[float, float], status: str, message: str

@@ -15,6 +15,7 @@ import numpy as np
 from .._jax import as_numpy_rng
 from .._stats import equal_tailed
 from ..correction import channels_invertible, corrected_from_channels
+from ..engines.diagnostics import check_credible_draws
 
 __all__ = ["equal_tailed", "nc_ece_credible", "check_credible_target",
            "bayesian_bootstrap_draws"]
@@ -121,6 +122,13 @@ def nc_ece_credible(target: Any, level: float, *, statistic: Callable[..., Any],
     -------
     interval : (low, high)
         NaN when some draw's informative channels cannot be inverted (``n_failed``).
+
+    Raises
+    ------
+    ValueError
+        With fewer channel draws than
+        :func:`~noisycal.engines.diagnostics.min_credible_draws` at ``level`` (20 at
+        0.9).
     details : dict
         ``n_channel_draws`` and ``n_failed`` (draws whose channels of an informative
         annotator are not invertible: b - a <= 1e-4, or for K > 2 a smallest singular
@@ -130,6 +138,7 @@ def nc_ece_credible(target: Any, level: float, *, statistic: Callable[..., Any],
     """
     det = check_credible_target(target)
     draws = np.asarray(det["channel_draws"])
+    check_credible_draws(draws.shape[0], level, "the corrected target's NUTS fit")
     mask = np.asarray(det["informative"], dtype=bool)
 
     def one(d: int, w: np.ndarray) -> float:

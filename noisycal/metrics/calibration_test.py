@@ -19,10 +19,13 @@ from .ece import _check_common as check_common
 from .ece import _resolve_kind as resolve_kind
 from .ece import resolve_inputs, with_target_status
 
-__all__ = ["CalibrationTest", "calibration_test", "TEST_METHODS"]
+__all__ = ["CalibrationTest", "calibration_test", "TEST_METHODS", "MIN_TEST_ITEMS"]
 
 #: Ways :func:`calibration_test` obtains the null distribution.
 TEST_METHODS = ("auto", "consistency", "gaussian")
+
+#: Fewest items (or clusters) for which :func:`calibration_test` reports status 'ok'.
+MIN_TEST_ITEMS = 20
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class CalibrationTest:
     null_quantiles : mapping
         The 0.5, 0.9, 0.95 and 0.99 quantiles of the null distribution of the statistic.
     status, message : str
-        'ok', or what went wrong (and a status carried from the target).
+        'ok', or what went wrong: 'too_few_items' (fewer than ``MIN_TEST_ITEMS``
+        items or clusters), or a status carried from the target.
     details : mapping
         Settings (kind, n_bins, norm, strategy, target_kind).
     """
@@ -111,7 +115,11 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
     Returns
     -------
     CalibrationTest
-        Its status carries a target built from a fit whose status is not 'ok'.
+        Its status is 'too_few_items' with fewer than ``MIN_TEST_ITEMS`` (20) items or
+        clusters: a handful of items, each alone in its bin, gives a p-value that
+        reflects one or two predictions (the Gaussian null is not even approximately
+        right), not the calibration of a classifier. It carries a target built from a
+        fit whose status is not 'ok'.
 
     Examples
     --------
@@ -147,6 +155,13 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
         null = gaussian_null(cov, weights, norm, n_boot, seed)
     p = upper_p_value(null, stat)
     qs = {f"{q:g}": float(np.quantile(null, q)) for q in (0.5, 0.9, 0.95, 0.99)}
-    res = CalibrationTest(stat, p, method, P.shape[0], n_boot, qs, details={
+    status, message = "ok", ""
+    if n_clusters < MIN_TEST_ITEMS:
+        unit = "clusters" if codes is not None else "items"
+        status, message = "too_few_items", (
+            f"only {n_clusters} {unit} (at least {MIN_TEST_ITEMS} are needed): the "
+            f"p-value {p:.3g} reflects a few single predictions, not the calibration of "
+            "the classifier")
+    res = CalibrationTest(stat, p, method, P.shape[0], n_boot, qs, status, message, details={
         "kind": kind, "n_bins": n_bins, "norm": norm, "strategy": strategy})
     return with_target_status(res, target)

@@ -18,6 +18,7 @@ from .._validation import (
     check_choice,
     check_int,
     check_level,
+    check_real,
     check_seed,
     user_stacklevel,
 )
@@ -275,6 +276,7 @@ def nll(
     method: str = "percentile",
     seed: Seed = 0,
     cluster: ArrayLike | None = None,
+    eps: float | None = None,
 ) -> Estimate:
     r"""Negative log-likelihood: the cross-entropy :math:`-\sum_k T_{ik}\log p_{ik}`, averaged.
 
@@ -303,6 +305,13 @@ def nll(
         How the bootstrap interval is read off the replicates (``method=`` means only
         this in every metric).
     level, n_boot, seed, cluster : see :func:`noisycal.ece`
+    eps : float in (0, 1), optional
+        Clip the probabilities at ``eps`` before the logarithm, ``log(max(p, eps))``
+        (log-softmax values of ``logits`` at ``log(eps)``), so that a zero probability on
+        a class with positive target costs ``-log(eps)`` instead of infinity. Default
+        None: no clipping, the honest value (infinite, status 'nonfinite'). When given,
+        ``details['eps']`` records it and ``details['n_clipped']`` how many of the
+        probabilities that entered the loss were raised to it.
 
     Returns
     -------
@@ -314,8 +323,19 @@ def nll(
     >>> round(float(nc.nll(np.array([[0.5, 0.5], [0.25, 0.75]]), np.array([0, 1]),
     ...                    interval=None)), 6)
     0.490415
+    >>> p = np.array([[1.0, 0.0], [0.5, 0.5]])
+    >>> nc.nll(p, np.array([1, 0]), interval=None).status
+    'nonfinite'
+    >>> est = nc.nll(p, np.array([1, 0]), interval=None, eps=1e-6)
+    >>> round(float(est), 4), est.details["n_clipped"]
+    (7.2543, 1)
     """
+    if eps is not None:
+        eps = check_real(eps, "eps", minimum=0.0, maximum=1.0, strict=True)
     if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
+        if eps is not None:
+            raise ValueError("eps: clipping is not available for Dask arrays; call "
+                             ".compute() on them first, or leave eps=None")
         return _named(dask_score(
             "nll", probs, target, logits=logits, classes=classes, items=items,
             variant="plain", interval=interval, level=level, n_boot=n_boot, method=method,
@@ -324,15 +344,27 @@ def nll(
     if logits is None:  # logits need their stable log-softmax: resolve_inputs below
         P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
     if labels is not None:  # one-hot targets: -log p_iy, one log per row
+        clip = {}
+        if eps is not None:
+            clip = {"eps": eps, "n_clipped": int(np.sum(P[np.arange(P.shape[0]), labels]
+                                                        < eps))}
+            P = np.maximum(P, eps)
         losses = nll_losses(P, None, None, labels)
-        details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False}
+        details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False,
+                   **clip}
         est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                             method=method, seed=seed, cluster=cluster, details=details)
         return with_target_status(_named(est), target)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
+    clip = {}
+    if eps is not None:
+        floor = float(np.log(eps))
+        clip = {"eps": eps, "n_clipped": int(np.sum((logP < floor) & (T != 0.0)))}
+        logP = np.maximum(logP, floor)
     losses = nll_losses(P, logP, T, None)
     outside = leaves_unit_interval(T, target)
-    details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside}
+    details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside,
+               **clip}
     est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
                         method=method, seed=seed, cluster=cluster, details=details)
     if outside:
