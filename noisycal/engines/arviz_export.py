@@ -36,7 +36,7 @@ from .._jax import as_key, x64
 from .._typing import Seed
 
 __all__ = ["arviz_sample_stats", "item_loglik_draws", "replicate_ratings",
-           "annotator_inference_data", "soft_label_inference_data"]
+           "annotator_inference_data", "em_inference_data", "soft_label_inference_data"]
 
 
 def arviz_sample_stats(stats: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
@@ -305,6 +305,22 @@ def soft_label_inference_data(result: Any, log_probs: np.ndarray | None,
                               dims={"counts": ["item"]}, coords=coords))
     idata.extend(az.from_dict(**groups, dims={"counts": ["item", "class"]}, coords=coords))
     return idata
+
+
+def em_inference_data(fit: Any) -> Any:
+    """The ``arviz.InferenceData`` of a fit without posterior draws: the posterior group
+    only, one chain of the bootstrap refits (or a single draw of the point estimate when
+    there are none), with the parameter names of every other method."""
+    az = _arviz()
+    if fit.draws is not None:
+        post = {k: np.asarray(v)[None] for k, v in fit.draws.items()}
+    else:
+        post = {"prevalence": fit.group_prevalence[None, None],
+                "confusion": fit.confusion[None, None]}
+    dims = {"prevalence": ["group", "class"], "confusion": ["annotator", "true", "observed"]}
+    coords = {"group": np.arange(fit.group_prevalence.shape[0]), "class": fit.classes,
+              "annotator": fit.annotators, "true": fit.classes, "observed": fit.classes}
+    return az.from_dict(posterior=post, dims=dims, coords=coords)
 
 
 def _arviz() -> Any:

@@ -298,27 +298,14 @@ class AnnotatorFit:
         predictive : bool, default=True
             NUTS fits: add ``posterior_predictive`` (``n_draws * n_ratings`` integers).
         """
-        from .diagnostics import import_arviz
-
         if not isinstance(predictive, bool | np.bool_):
             raise ValueError(f"predictive must be True or False, got {predictive!r}")
         seed = check_seed(seed)
-        az = import_arviz()
-        if self.method == "nuts" and "chains" in self.details:
-            from .arviz_export import annotator_inference_data
+        from .arviz_export import annotator_inference_data, em_inference_data
 
+        if self.method == "nuts" and "chains" in self.details:
             return annotator_inference_data(self, seed=seed, predictive=bool(predictive))
-        if self.draws is not None:
-            post = {k: np.asarray(v)[None] for k, v in self.draws.items()}
-        else:
-            post = {"prevalence": self.group_prevalence[None, None],
-                    "confusion": self.confusion[None, None]}
-        dims = {"prevalence": ["group", "class"],
-                "confusion": ["annotator", "true", "observed"]}
-        coords = {"group": np.arange(self.group_prevalence.shape[0]), "class": self.classes,
-                  "annotator": self.annotators, "true": self.classes,
-                  "observed": self.classes}
-        return az.from_dict(posterior=post, dims=dims, coords=coords)
+        return em_inference_data(self)
 
     def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
         """P(true class | ratings) for new items under the point estimates.
