@@ -10,16 +10,20 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 from scipy.special import log_softmax, softmax
 
+from ._items import check_item_ids, check_items, prediction_items
 from ._typing import ArrayLike
 from ._warnings import NumericalWarning
 
 __all__ = [
     "PROB_ATOL",
+    "prob_atol",
+    "MAX_WORK_BYTES",
+    "check_work_bytes",
+    "check_item_ids",
     "check_level",
     "check_int",
     "check_choice",
@@ -44,6 +48,48 @@ __all__ = [
 PROB_ATOL = 1e-6
 #: At most this many bins per item (binned metrics and binned calibrators alike).
 MAX_BINS_PER_ITEM = 10
+#: Work arrays a metric would allocate beyond this many bytes (4 GiB) are refused up
+#: front (:func:`check_work_bytes`); raise it here to allow more.
+MAX_WORK_BYTES = 4 * 2**30
+
+
+def prob_atol(dtype: object, n_classes: int) -> float:
+    """Row-sum tolerance of probabilities stored in ``dtype``: ``PROB_ATOL`` (1e-6), or
+    ``n_classes`` times the dtype's machine epsilon when that is larger (float16: 9.8e-4
+    a class, so three float16 probabilities rounded from a normalised row pass).
+
+    Parameters
+    ----------
+    dtype : dtype
+    n_classes : int
+
+    Returns
+    -------
+    float
+    """
+    dt = np.dtype(dtype)
+    eps = float(np.finfo(dt).eps) if dt.kind == "f" else 0.0
+    return max(PROB_ATOL, int(n_classes) * eps)
+
+
+def check_work_bytes(n_bytes: float, name: str, what: str) -> None:
+    """Refuse a request whose work arrays would take more than ``MAX_WORK_BYTES``.
+
+    Parameters
+    ----------
+    n_bytes : float
+        Estimated bytes of the largest allocation (``inf`` for an unrepresentable one).
+    name : str
+        The argument that sets the size, named in the message.
+    what : str
+        What would be allocated.
+    """
+    if n_bytes > MAX_WORK_BYTES:
+        size = (f"{n_bytes / 2**30:.3g} GiB of memory" if n_bytes < 2**80
+                else "more memory than exists")
+        raise ValueError(f"{name}: {what} would need {size}, above the "
+                         f"{MAX_WORK_BYTES / 2**30:g} GiB limit (noisycal._validation."
+                         "MAX_WORK_BYTES); ask for less")
 
 
 def check_level(level: object, name: str = "level") -> float:
@@ -194,12 +240,19 @@ def check_array(
     return arr
 
 
-def check_probs(probs: ArrayLike, name: str = "probs", *, atol: float = PROB_ATOL) -> np.ndarray:
+def check_probs(probs: ArrayLike, name: str = "probs", *, atol: float | None = None
+                ) -> np.ndarray:
     """Probabilities: (n,) positive-class probabilities or an (n, K) matrix whose rows sum to 1.
 
-    Returns the array unchanged in shape, as float64.
+    Rows must sum to 1 within ``atol``, by default :func:`prob_atol` of the input's dtype
+    (1e-6 for float32 and float64 up to 8 million classes). Returns the array unchanged
+    in shape, as float64.
     """
+    dtype = getattr(probs, "dtype", None)
     p = check_array(probs, name, ndim=(1, 2), finite=False)
+    if atol is None:
+        atol = prob_atol(dtype if isinstance(dtype, np.dtype) and dtype.kind == "f"
+                         else np.float64, p.shape[1] if p.ndim == 2 else 2)
     # two reductions check finiteness and range at once (NaN and inf propagate to the
     # minimum or maximum); the messages are check_array's and the range message
     lo, hi = (float(p.min()), float(p.max())) if p.size else (0.0, 0.0)
@@ -225,9 +278,9 @@ def check_probs(probs: ArrayLike, name: str = "probs", *, atol: float = PROB_ATO
 def check_logits(logits: ArrayLike, name: str = "logits") -> np.ndarray:
     """Finite logits: (n,) positive-class logits or an (n, K) matrix.
 
-    An (n, K) matrix whose rows all lie in [0, 1] and sum to 1 looks like
-    probabilities: a :class:`~noisycal.NumericalWarning` says so (it is still read as
-    logits, as asked).
+    An (n, K) matrix whose rows all lie in [0, 1] and sum to 1, or an (n,) vector whose
+    values all lie in [0, 1], looks like probabilities: a
+    :class:`~noisycal.NumericalWarning` says so (it is still read as logits, as asked).
     """
     return check_logits_total(logits, name)[0]
 
@@ -237,8 +290,8 @@ def check_logits_total(logits: ArrayLike, name: str = "logits") -> tuple[np.ndar
 
     One reduction checks finiteness: NaN and inf propagate to the sum (a sum that
     overflows although every value is finite is told apart by the minimum and maximum).
-    The minimum and maximum are otherwise computed only when the sum allows rows of
-    probabilities (n within ``n * PROB_ATOL``)."""
+    The minimum and maximum are otherwise computed only for 1-D logits or when the sum
+    allows rows of probabilities (n within ``n * PROB_ATOL``)."""
     z = check_array(logits, name, ndim=(1, 2), finite=False)
     with np.errstate(over="ignore", invalid="ignore"):
         total = float(z.sum())
@@ -253,12 +306,15 @@ def check_logits_total(logits: ArrayLike, name: str = "logits") -> tuple[np.ndar
     if z.ndim == 2 and z.shape[1] < 2:
         raise ValueError(f"{name} must have at least 2 columns (classes), got shape {z.shape}")
     n = z.shape[0]
-    if z.ndim == 2 and abs(total - n) <= n * PROB_ATOL:
+    if z.ndim == 1 or abs(total - n) <= n * PROB_ATOL:
         lo, hi = (float(z.min()), float(z.max())) if lo is None else (lo, hi)
-        if lo >= 0 and hi <= 1 and np.all(np.abs(z.sum(axis=1) - 1.0) <= PROB_ATOL):
-            warnings.warn(f"every row of {name} lies in [0, 1] and sums to 1: these look "
-                          "like probabilities; pass them as probs= (they are used as "
-                          "logits, as given)", NumericalWarning, stacklevel=user_stacklevel())
+        if lo >= 0 and hi <= 1 and (z.ndim == 1 or np.all(np.abs(z.sum(axis=1) - 1.0)
+                                                           <= PROB_ATOL)):
+            what = "value" if z.ndim == 1 else "row"
+            warnings.warn(f"every {what} of {name} lies in [0, 1]" + ("" if z.ndim == 1 else
+                          " and sums to 1") + ": these look like probabilities; pass them "
+                          "as probs= (they are used as logits, as given)", NumericalWarning,
+                          stacklevel=user_stacklevel())
     return z, total
 
 
@@ -349,36 +405,6 @@ def check_not_swapped(probs: np.ndarray, target: np.ndarray) -> None:
                          "are the arguments swapped? The order is (probs, target)")
 
 
-def prediction_items(probs: Any, logits: Any, items: Any) -> np.ndarray | None:
-    """Item ids of the predictions: ``items=`` if given, else a pandas index, else None.
-
-    Parameters
-    ----------
-    probs, logits : array-like or pandas object
-        The predictions (one of them is None).
-    items : array-like, optional
-        Explicit item ids, one per row.
-
-    Returns
-    -------
-    ndarray or None
-    """
-    x = probs if probs is not None else logits
-    n = int(np.shape(x)[0]) if x is not None else None
-    if items is not None:
-        ids = np.asarray(items)
-        if ids.ndim != 1 or (n is not None and ids.shape[0] != n):
-            raise ValueError(f"items must be a 1-D array with one id per row ({n}), got shape "
-                             f"{ids.shape}")
-        if len(set(ids.tolist())) != ids.size:
-            raise ValueError("items must not repeat an id")
-        return ids
-    index = getattr(x, "index", None)
-    if index is not None and hasattr(x, "to_numpy"):
-        return np.asarray(index)
-    return None
-
-
 def _check_classes(classes: ArrayLike) -> np.ndarray:
     c = np.asarray(classes)
     if c.ndim != 1 or c.size < 2:
@@ -449,27 +475,3 @@ def encode_labels(labels: ArrayLike, *, classes: ArrayLike | None = None,
             raise ValueError(f"{name} contains {v!r}, which is not in classes={c.tolist()}")
         codes[i] = k
     return codes, c
-
-
-def check_items(expected: ArrayLike | None, given: ArrayLike | None, what: str) -> None:
-    """Raise ValueError when two item-id vectors (both known) differ in content or order.
-
-    Parameters
-    ----------
-    expected : array-like or None
-        The target's item ids.
-    given : array-like or None
-        The predictions' item ids (``items=`` or a pandas index).
-    what : str
-        Name of the argument that carried ``given``.
-    """
-    if expected is None or given is None:
-        return
-    e, g = np.asarray(expected), np.asarray(given)
-    if e.shape != g.shape or not all(x == y for x, y in zip(e.tolist(), g.tolist(),
-                                                            strict=True)):
-        first = next((i for i, (x, y) in enumerate(zip(e.tolist(), g.tolist(), strict=False))
-                      if x != y), min(e.size, g.size))
-        raise ValueError(f"{what}: the predictions' item ids do not match the target's "
-                         f"items (first difference at position {first}); align them, e.g. "
-                         "probs.loc[target.items]")

@@ -35,6 +35,7 @@ from ._validation import (
     PROB_ATOL,
     check_array,
     check_choice,
+    check_item_ids,
     check_items,
     encode_labels,
 )
@@ -87,8 +88,8 @@ class Target:
     def __post_init__(self) -> None:
         check_choice(self.kind, "kind", _KINDS)
         v = check_array(self.values, "values", ndim=2)
-        if v.shape[1] < 2:
-            raise ValueError(f"values must have at least 2 columns, got shape {v.shape}")
+        if v.shape[0] < 1 or v.shape[1] < 2:
+            raise ValueError(f"values must have at least 1 row and 2 columns, got {v.shape}")
         v = v.copy()
         v.setflags(write=False)
         object.__setattr__(self, "values", v)
@@ -98,11 +99,8 @@ class Target:
             if len(self.classes) != v.shape[1]:
                 raise ValueError(f"classes has {len(self.classes)} entries but values has "
                                  f"{v.shape[1]} columns")
-        if self.items is not None:
-            object.__setattr__(self, "items", np.asarray(self.items))
-            if self.items.shape != (v.shape[0],):
-                raise ValueError(f"items must have one id per row ({v.shape[0]}), got shape "
-                                 f"{self.items.shape}")
+        if self.items is not None:  # one id per row, none missing, none repeated
+            object.__setattr__(self, "items", check_item_ids(self.items, v.shape[0]))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -435,7 +433,8 @@ def posterior(annotations: Annotations | None, fit: Any, *,
 
 def from_matrix(values: ArrayLike, *, kind: str = "matrix", classes: ArrayLike | None = None,
                 items: ArrayLike | None = None) -> Target:
-    """Wrap any real (n_items, n_classes) matrix as a target (entries may leave [0, 1]).
+    """Wrap a real (n_items, n_classes) matrix as a target (metrics accept entries outside
+    [0, 1] only with ``kind='corrected'``).
 
     Parameters
     ----------
@@ -460,10 +459,10 @@ def as_target_matrix(target: object, n_items: int, n_classes: int, name: str = "
     Parameters
     ----------
     target : Target, array-like of shape (n_items, n_classes) or (n_items,)
-        A Target or 2-D array is used as is (any finite real values). A 1-D array is
-        read as class labels (integers, or any labels with ``classes=``) and one-hot
-        encoded; with two classes, a 1-D float vector that is not all integers is the
-        positive-class target t (the matrix ``[1 - t, t]``, t may leave [0, 1]).
+        A Target or 2-D array is used as is (finite; the metrics check its rows). A 1-D
+        array is read as class labels (integers, or any labels with ``classes=``) and
+        one-hot encoded; with two classes, a 1-D float vector that is not all integers
+        is the positive-class target t (the matrix ``[1 - t, t]``).
     n_items, n_classes : int
         The predictions' shape.
     name : str, default='target'

@@ -70,10 +70,14 @@ def test_a_1d_float_target_is_read_like_a_1d_probability():
         a = float(metric(z, t, interval=None))
         b = float(metric(z, T, interval=None))
         assert a == pytest.approx(b, rel=1e-12, abs=1e-15)
-    # corrected (outside [0, 1]) targets too
+    # corrected (outside [0, 1]) targets are declared by kind='corrected' (issue 23): a
+    # plain vector or matrix outside [0, 1] is refused
     u = t * 1.4 - 0.2
-    assert float(nc.ece(z, u, interval=None)) == pytest.approx(
-        float(nc.ece(z, np.column_stack([1 - u, u]), interval=None)), rel=1e-12)
+    U = nc.targets.from_matrix(np.column_stack([1 - u, u]), kind="corrected")
+    assert np.isfinite(float(nc.ece(z, U, interval=None)))
+    for raw in (u, np.column_stack([1 - u, u])):
+        with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+            nc.ece(z, raw, interval=None)
     # integral floats are labels, as before
     assert float(nc.ece(z, y.astype(float), interval=None)) == pytest.approx(
         float(nc.ece(z, y, interval=None)), rel=1e-12)

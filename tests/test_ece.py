@@ -393,15 +393,17 @@ def test_positive_class_needs_two_classes():
 
 
 def test_true_label_ece_rejects_non_distributions():
-    with pytest.raises(ValueError, match="target rows"):
+    with pytest.raises(ValueError, match="rows of target must sum to 1"):
         nc.true_label_ece(BAD_P, np.array([[0.5, 0.6], [0.5, 0.5]]), interval=None)
     with pytest.raises(ValueError, match="form"):
         nc.true_label_ece(BAD_P, np.array([[0.5, 0.5], [0.5, 0.5]]), form="exact")
 
 
 def test_targets_outside_unit_interval_are_accepted():
-    # corrected targets may leave [0, 1]; the metric core takes any finite matrix
-    T = np.array([[1.3, -0.3], [-0.2, 1.2]])
+    # corrected targets may leave [0, 1] (declared by kind='corrected'; issue 23)
+    T = nc.targets.from_matrix([[1.3, -0.3], [-0.2, 1.2]], kind="corrected")
+    with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+        nc.ece(BAD_P, T.values, n_bins=2, interval=None)
     est = nc.ece(BAD_P, T, n_bins=2, interval=None)
     # bin 1 holds both items (conf .6, .7): mean conf .65, mean target (1.3 + 1.2)/2
     assert value(est) == pytest.approx(abs(1.25 - 0.65), abs=ATOL)

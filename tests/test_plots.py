@@ -169,7 +169,8 @@ def test_hard_override(sim):
 
 
 def test_targets_outside_unit_interval_are_not_clipped(sim):
-    T = np.eye(3)[sim.labels] * 1.8 - 0.4  # a corrected-looking target in [-0.4, 1.4]
+    # a noise-corrected target in [-0.2, 1.4], rows summing to 1 (issue 23: declared)
+    T = nc.targets.from_matrix(np.eye(3)[sim.labels] * 1.6 - 0.2, kind="corrected")
     est = nc.ece(sim.probs, T, n_bins=10, interval="bootstrap", n_boot=50)
     ax = reliability_diagram(est)
     _, y = _points(ax)

@@ -41,7 +41,7 @@ def test_affine_brier_is_the_expected_brier_for_soft_targets_by_hand():
 
 
 def test_brier_against_a_target_outside_unit_interval_uses_the_affine_form():
-    T = np.array([[1.3, -0.2, -0.1], [0.2, 0.5, 0.3]])
+    T = nc.targets.from_matrix([[1.3, -0.2, -0.1], [0.2, 0.5, 0.3]], kind="corrected")
     # row 1: 0.54 - 2 * 0.86 + 1 = -0.18; row 2: 0.46 - 2 * 0.41 + 1 = 0.64
     for variant in ("plain", "expected"):
         est = nc.brier(P3, T, variant=variant, interval=None)
@@ -53,11 +53,14 @@ def test_brier_against_a_target_outside_unit_interval_uses_the_affine_form():
                                 "affine Brier": True, "NLL": True}
     with pytest.raises(ValueError, match="target.*sum to 1"):
         nc.brier(P3, np.array([[1.3, 0.0, 0.0], [0.2, 0.5, 0.3]]), interval=None)
+    # the same matrix not declared noise-corrected is refused
+    with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+        nc.brier(P3, T.values, interval=None)
 
 
 def test_nll_against_a_corrected_target_warns_high_variance():
-    T = np.array([[1.3, -0.2, -0.1], [0.2, 0.5, 0.3]])
-    by_hand = np.mean(-np.sum(T * np.log(P3), axis=1))
+    T = nc.targets.from_matrix([[1.3, -0.2, -0.1], [0.2, 0.5, 0.3]], kind="corrected")
+    by_hand = np.mean(-np.sum(T.values * np.log(P3), axis=1))
     with pytest.warns(nc.NumericalWarning, match="high variance"):
         est = nc.nll(P3, T, interval=None)
     assert float(est) == pytest.approx(by_hand, abs=1e-12)

@@ -79,12 +79,13 @@ def test_quadrature_matches_adaptive_integration_for_any_target():
     rng = np.random.default_rng(5)
     f = rng.uniform(0, 1, 7)
     t = rng.normal(0.5, 1.0, 7)
+    T = nc.targets.from_matrix(np.column_stack([1 - t, t]), kind="corrected")
     for bw in (0.03, 0.07, 0.3):
         ref = _smece_quad(f, t - f, bw)
-        assert float(smooth_ece(f, t, bandwidth=bw, interval=None)) == pytest.approx(
+        assert float(smooth_ece(f, T, bandwidth=bw, interval=None)) == pytest.approx(
             ref, rel=1e-6)
     # the fixed point: smECE at sigma* is sigma*, by the independent quadrature too
-    est = smooth_ece(f, t, interval=None)
+    est = smooth_ece(f, T, interval=None)
     assert _smece_quad(f, t - f, est.details["bandwidth"]) == pytest.approx(
         est.details["bandwidth"], rel=1e-6)
     assert abs(est.details["fixed_point_gap"]) < 1e-6 * est.value

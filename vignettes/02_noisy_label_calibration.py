@@ -137,7 +137,9 @@ def recalibration(d: dict, U: nc.Target, *, seed: int) -> pd.DataFrame:
     maps = {"temperature": nc.calibrators.TemperatureScaling,
             "Platt": nc.calibrators.PlattScaling,
             "histogram (J = 10)": nc.calibrators.HistogramBinning}
-    Ut = U.values[test]
+    # the test items' corrected rows, declared noise-corrected (a plain array outside
+    # [0, 1] is refused by the metrics)
+    Ut = nc.targets.from_matrix(U.values[test], kind="corrected")
     rows = []
     for mname, cls in maps.items():
         for tname, T in targets.items():

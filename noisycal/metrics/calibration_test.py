@@ -18,6 +18,7 @@ from .binning import BIN_STRATEGIES, group_scores, make_binned
 from .ece import _check_common as check_common
 from .ece import _resolve_kind as resolve_kind
 from .ece import resolve_inputs, with_target_status
+from .inputs import check_covariance_memory
 
 __all__ = ["CalibrationTest", "calibration_test", "TEST_METHODS", "MIN_TEST_ITEMS"]
 
@@ -137,6 +138,7 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
     n_bins = check_common(n_bins, P.shape[0], strategy, norm, False, None, 0.9, n_boot,
                           "percentile", False, seed, None)[0]
     kind = resolve_kind(kind, binary, P.shape[1])
+    check_covariance_memory(kind, P.shape[1], n_bins)
     conf, tgt, _ = group_scores(P, T, kind)
     binned = make_binned(conf, tgt, n_bins, strategy, with_sq=False)
     one_hot = one_hot_target(binned)

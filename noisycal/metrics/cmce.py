@@ -31,6 +31,7 @@ from .._validation import (
     check_batch_size,
     check_choice,
     check_int,
+    check_items,
     check_level,
     check_logits,
     check_n_bins,
@@ -55,6 +56,8 @@ from .binning import Binned, metric_from_stats, uniform_edges
 from .cmce_stream import CmceForm, cmce_form
 from .ece import _target_kind, resolve_estimator, with_target_status
 from .inputs import _checked_probs as checked_probs
+from .inputs import _no_dask as no_dask
+from .inputs import align_columns, check_target_rows
 from .set_mass import (
     HPR_TOL,
     check_window,
@@ -94,6 +97,8 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
     """
     if (probs is None) == (logits is None):
         raise ValueError("give exactly one of probs= or logits= (they are never guessed)")
+    no_dask(probs, target, logits)
+    probs, logits = align_columns(probs, logits, classes, target)
     ids = prediction_items(probs, logits, items)
     if probs is not None:
         if np.asarray(probs).dtype.kind in "biu":
@@ -117,6 +122,8 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
                    and arr.dtype.kind == "f" and np.all(np.isfinite(arr))
                    and np.any(arr != np.round(arr)))
     if arr is not None and arr.ndim == 1 and not soft_binary:
+        if ids is not None and hasattr(target, "index") and hasattr(target, "to_numpy"):
+            check_items(np.asarray(target.index), ids, "items")
         if arr.shape[0] != n:
             raise ValueError(f"target has {arr.shape[0]} labels but the predictions have "
                              f"{n} items")
@@ -127,6 +134,7 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
                              else K, name="target")
         return P, y, None
     T = as_target_matrix(target, n, K, "target", classes=classes, items=ids)
+    check_target_rows(T, target)
     if probs is not None:
         check_not_swapped(np.asarray(probs, dtype=np.float64), T)
     if np.all((T == 0.0) | (T == 1.0)) and np.all(T.sum(axis=1) == 1.0):

@@ -66,7 +66,7 @@ from .binning import (
     streamed_bin_sums,
     uniform_edges,
 )
-from .inputs import is_dask_array, lean_inputs
+from .inputs import check_target_rows, is_dask_array, lean_inputs
 
 __all__ = ["is_dask_array", "row_blocks", "RowBlocks", "DaskForm", "gather_binned", "block_inputs",
            "poisson_sums", "refuse"]
@@ -136,10 +136,13 @@ class RowBlocks:
         self.K = 2 if self.binary else int(probs.shape[1])
         self.classes = classes
         if isinstance(target, Target):
-            target = as_target_matrix(target, self.n, self.K, "target", classes=classes)
-            self.classes = None  # checked against the Target's classes above
+            T = as_target_matrix(target, self.n, self.K, "target", classes=classes)
+            check_target_rows(T, target)  # the blocks are not checked again
+            target, self.classes = T, None  # checked against the Target's classes above
         if target is not None and not is_dask_array(target):
             target = np.asarray(target.to_numpy() if hasattr(target, "to_numpy") else target)
+            if target.ndim == 2:  # an in-memory target matrix, checked whole
+                check_target_rows(target.astype(np.float64, copy=False), target)
             target = da.from_array(target, chunks=(rows,) + target.shape[1:])
         if target is not None:
             if target.shape[0] != self.n:
@@ -196,7 +199,8 @@ def block_inputs(p: np.ndarray, t: object, first: int, classes: ArrayLike | None
         As :func:`lean_inputs` returns them.
     """
     try:
-        P, T, labels, _ = lean_inputs(p, t, None, classes=classes, items=None)
+        P, T, labels, _ = lean_inputs(p, t, None, classes=classes, items=None,
+                                      check_target=False)
     except ValueError as err:
         msg = re.sub(r"\brow (\d+) sums", lambda m: f"row {int(m.group(1)) + first} sums",
                      str(err))

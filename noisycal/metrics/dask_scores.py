@@ -56,7 +56,8 @@ def _score_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | N
     elif labels is not None:
         losses = nll_losses(P, None, None, labels)
     else:
-        _, logP, T, _ = resolve_inputs(p, t, None, classes=classes, items=None)
+        _, logP, T, _ = resolve_inputs(p, t, None, classes=classes, items=None,
+                                       check_target=False)
         losses = nll_losses(P, logP, T, None)
     if step == "sum":
         return {"sum": float(np.sum(losses)), "n": losses.shape[0],

@@ -35,7 +35,12 @@ from .binning import (
     streamed_bin_sums,
 )
 from .dask_input import gather_binned, row_blocks
-from .inputs import lean_inputs, resolve_inputs, with_target_status
+from .inputs import (
+    check_covariance_memory,
+    lean_inputs,
+    resolve_inputs,
+    with_target_status,
+)
 from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
 from .mce import MIN_COUNT, mce_estimate
@@ -160,6 +165,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                                     bound_kind=bound["bound_kind"],
                                     interval_bound=interval == "bound")
     kind = _resolve_kind(kind, binary, P.shape[1])
+    if interval == "inversion":
+        check_covariance_memory(kind, P.shape[1], n_bins)
     estimator = resolve_estimator(estimator, interval, debias, reduce)
     groups = ([f"class_{k}" for k in range(P.shape[1])] if kind == "classwise" else [kind])
     label = {"top_label": name, "positive_class": f"positive-class {name}",
@@ -214,17 +221,29 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
 # ----------------------------------------------------------------------------- public
 
 _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
-        Predicted probabilities; rows sum to 1 (within 1e-6). A 1-D array holds
+        Predicted probabilities; rows sum to 1 (within 1e-6, or K times the machine
+        epsilon of a coarser dtype: 2.9e-3 for three float16 classes). A 1-D array holds
         positive-class probabilities of a binary problem. Give ``probs`` or ``logits``.
-        A pandas Series/DataFrame's index is checked against the target's item ids. Dask
-        arrays are read in row blocks (:mod:`noisycal.metrics.dask_input`).
+        A pandas Series/DataFrame's index is checked against the target's item ids, and
+        a DataFrame's column labels are matched to the classes (``classes=``, the
+        Target's classes or a categorical target's categories) and reordered by label;
+        plain arrays are read by position. Dask arrays are read in row blocks
+        (:mod:`noisycal.metrics.dask_input`).
     target : Target, array-like of shape (n_items, n_classes), or labels (n_items,)
-        What the predictions are compared with. Any finite real matrix is accepted
-        (noise-corrected targets may leave [0, 1]). A 1-D vector holds class labels
-        (integers, or any labels with ``classes=``); for two classes a 1-D float vector
-        that is not all integers is the positive-class target t (``[1 - t, t]``).
+        What the predictions are compared with. Rows sum to 1 and lie in [0, 1]; only a
+        noise-corrected Target (``kind='corrected'``: :func:`noisycal.targets.corrected`,
+        or ``nc.targets.from_matrix(values, kind='corrected')``) may leave [0, 1] (the
+        ECE, MCE, CMCE, Brier score, NLL and smooth ECE accept it; the calibration slope
+        does not).
+        A 1-D vector holds class labels (integers, or any labels with ``classes=``); a
+        pandas Categorical without ``classes=`` is encoded in the order of its declared
+        categories (pandas sorts them unless they are given), so column k of the
+        predictions is category k. For two classes a 1-D float vector that is not all
+        integers is the positive-class target t (``[1 - t, t]``).
     logits : array-like of shape (n_items, n_classes) or (n_items,), optional
-        Pre-softmax scores (1-D: the positive-class logit), instead of ``probs``.
+        Pre-softmax scores (1-D: the positive-class logit), instead of ``probs``. Logits
+        that look like probabilities (a 1-D vector in [0, 1], or rows in [0, 1] summing
+        to 1) give a :class:`~noisycal.NumericalWarning`.
     classes : array-like, optional
         Class labels of the prediction columns in their order (never re-sorted): label
         targets are encoded with it, and a Target's ``classes`` must match it.

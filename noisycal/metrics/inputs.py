@@ -11,20 +11,22 @@ import numpy as np
 
 from .._typing import ArrayLike
 from .._validation import (
-    PROB_ATOL,
     check_choice,
     check_not_swapped,
     check_probs,
+    check_work_bytes,
     encode_labels,
     prediction_items,
     predictions,
+    prob_atol,
 )
 from ..intervals.estimate import Estimate
 from ..targets import Target, as_target_matrix
 from .binning import CHUNK_ROWS, KINDS
 
 __all__ = ["resolve_inputs", "lean_inputs", "with_target_status", "target_kind",
-           "resolve_kind", "is_dask_array"]
+           "resolve_kind", "is_dask_array", "align_columns", "check_target_rows",
+           "check_covariance_memory"]
 
 
 def is_dask_array(x: object) -> bool:
@@ -33,16 +35,21 @@ def is_dask_array(x: object) -> bool:
     return mod is not None and isinstance(x, mod.Array)
 
 
-def _no_dask(*arrays: object) -> None:
-    """Refuse Dask arrays where a metric would compute them whole (TypeError)."""
-    if any(is_dask_array(a) for a in arrays):
+def _no_dask(probs: object, target: object, logits: object) -> None:
+    """Refuse Dask arrays where a metric would compute them whole (TypeError); Dask
+    logits are refused everywhere (ValueError: Dask input is probabilities only)."""
+    if is_dask_array(logits):
+        raise ValueError("logits: Dask arrays are read as probs= only (noisycal.metrics."
+                         "dask_input); apply the softmax block by block, or call .compute()")
+    if any(is_dask_array(a) for a in (probs, target)):
         raise TypeError("Dask arrays are read block by block by nc.ece, nc.mce, nc.brier and "
                         "nc.nll only (noisycal.metrics.dask_input); for this function call "
                         ".compute() on them first")
 
 
 def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
-                   classes: ArrayLike | None, items: ArrayLike | None, name: str = "target"
+                   classes: ArrayLike | None, items: ArrayLike | None, name: str = "target",
+                   check_target: bool = True
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """Predictions and target of a metric: ``(P, log P, T, binary_1d)``, checked and aligned.
 
@@ -57,18 +64,114 @@ def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     items : array-like, optional
         Item ids of the prediction rows (default: a pandas index).
     name : str, default='target'
+    check_target : bool, default=True
+        Check the target matrix with :func:`check_target_rows` (the Dask row blocks
+        check it whole instead).
 
     Returns
     -------
     P, logP, T, binary_1d
     """
     _no_dask(probs, target, logits)
+    probs, logits = align_columns(probs, logits, classes, target)
     ids = prediction_items(probs, logits, items)
     P, logP, binary = predictions(probs, logits)
     T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
+    if check_target:
+        check_target_rows(T, target, name)
     if probs is not None:
         check_not_swapped(np.asarray(probs, dtype=np.float64), T)
     return P, logP, T, binary
+
+
+def _declared_classes(classes: ArrayLike | None, target: object) -> list | None:
+    """The class labels the prediction columns stand for: ``classes=``, else a Target's
+    classes, else a categorical target's declared categories; None when unknown."""
+    if classes is not None:
+        return np.asarray(classes).tolist()
+    if isinstance(target, Target):
+        return None if target.classes is None else target.classes.tolist()
+    cats = getattr(getattr(target, "cat", None), "categories", None)
+    cats = getattr(target, "categories", None) if cats is None else cats
+    return None if cats is None else list(cats)
+
+
+def align_columns(probs: object, logits: object, classes: ArrayLike | None, target: object
+                  ) -> tuple[object, object]:
+    """``(probs, logits)`` with a DataFrame's columns put in the order of the classes.
+
+    A pandas DataFrame of predictions carries its classes as column labels. When the
+    classes are known (``classes=``, a Target's ``classes``, or a categorical target's
+    categories) the columns are matched to them by label and reordered; labels that are
+    not the classes raise a ValueError naming the argument. A DataFrame with the default
+    columns 0..K-1 that are not the classes, and plain arrays, keep positional meaning.
+
+    Parameters
+    ----------
+    probs, logits : array-like or pandas object
+        The predictions (one of them is None).
+    classes : array-like, optional
+    target : object
+        The metric's target argument.
+
+    Returns
+    -------
+    probs, logits
+    """
+    x = probs if probs is not None else logits
+    cols = getattr(x, "columns", None)
+    if cols is None or not hasattr(x, "to_numpy"):
+        return probs, logits
+    want = _declared_classes(classes, target)
+    labels = list(cols)
+    if want is None or labels == want:
+        return probs, logits
+    name = "probs" if probs is not None else "logits"
+    if len(labels) == len(want) and len(set(labels)) == len(labels) \
+            and set(labels) == set(want):
+        x = x[want]  # matched by label
+        return (x, None) if probs is not None else (None, x)
+    import pandas as pd
+
+    if isinstance(cols, pd.RangeIndex) and cols.start == 0 and cols.step == 1:
+        return probs, logits  # unlabelled columns: positional
+    raise ValueError(f"{name}: the DataFrame's column labels {labels} are not the classes "
+                     f"{want}; name the columns by class (they are matched by label), or "
+                     "pass a plain array (read by position)")
+
+
+def check_target_rows(T: np.ndarray, target: object, name: str = "target") -> None:
+    """Refuse a target matrix off the probability simplex.
+
+    Every row must sum to 1 (within :func:`~noisycal._validation.prob_atol` of the
+    target's dtype); entries must lie in [0, 1] unless the target is a Target of kind
+    'corrected' (noise-corrected rows are unbiased estimates of one-hot rows: they sum to
+    1 but may leave [0, 1]; ``nc.targets.from_matrix(values, kind='corrected')`` declares
+    such a matrix).
+
+    Parameters
+    ----------
+    T : ndarray of shape (n_items, n_classes)
+    target : object
+        The target argument as given (a Target carries its kind).
+    name : str, default='target'
+    """
+    dtype = getattr(target, "dtype", None)
+    tol = prob_atol(dtype if isinstance(dtype, np.dtype) and dtype.kind == "f"
+                    else np.float64, T.shape[1])
+    sums = T.sum(axis=1)
+    dev = np.abs(sums - 1.0)
+    if dev.size and float(dev.max()) > tol:
+        i = int(np.argmax(dev))
+        raise ValueError(f"rows of {name} must sum to 1 within {tol:g}; row {i} sums to "
+                         f"{sums[i]:.8g} (a target row is a distribution over the classes)")
+    if getattr(target, "kind", None) == "corrected" and isinstance(target, Target):
+        return
+    lo, hi = (float(T.min()), float(T.max())) if T.size else (0.0, 1.0)
+    if lo < -tol or hi > 1.0 + tol:
+        raise ValueError(f"{name} must lie in [0, 1], got values in [{lo:g}, {hi:g}]; only a "
+                         "noise-corrected target may leave it (nc.targets.corrected, or "
+                         "nc.targets.from_matrix(values, kind='corrected'))")
 
 
 def _checked_probs(arr: np.ndarray) -> np.ndarray:
@@ -78,11 +181,12 @@ def _checked_probs(arr: np.ndarray) -> np.ndarray:
     :func:`check_probs` is called on the whole array for its error message.
     """
     n = arr.shape[0]
+    atol = prob_atol(arr.dtype, arr.shape[1] if arr.ndim == 2 else 2)
     for s in range(0, n, 16 * CHUNK_ROWS):
         c = arr[s:s + 16 * CHUNK_ROWS]
         bad = not np.all(np.isfinite(c)) or bool(np.any(c < 0.0)) or bool(np.any(c > 1.0))
         if not bad and c.ndim == 2:
-            bad = bool(np.any(np.abs(c.sum(axis=1, dtype=np.float64) - 1.0) > PROB_ATOL))
+            bad = bool(np.any(np.abs(c.sum(axis=1, dtype=np.float64) - 1.0) > atol))
         if bad:
             check_probs(arr)
     return arr
@@ -108,7 +212,8 @@ def _label_codes(target: object, ids: np.ndarray | None, n: int, n_classes: int,
 
 
 def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
-                classes: ArrayLike | None, items: ArrayLike | None, name: str = "target"
+                classes: ArrayLike | None, items: ArrayLike | None, name: str = "target",
+                check_target: bool = True
                 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, bool]:
     """Predictions and target as :func:`resolve_inputs` checks them, without copies.
 
@@ -119,7 +224,7 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
 
     Parameters
     ----------
-    probs, target, logits, classes, items, name
+    probs, target, logits, classes, items, name, check_target
         As in :func:`resolve_inputs`.
 
     Returns
@@ -132,12 +237,13 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
     binary_1d : bool
     """
     _no_dask(probs, target, logits)
+    probs, logits = align_columns(probs, logits, classes, target)
     arr = None if probs is None else np.asarray(probs)
     if (logits is not None or arr is None or arr.dtype not in (np.float32, np.float64)
             or arr.ndim not in (1, 2) or arr.shape[0] < 1
             or (arr.ndim == 2 and arr.shape[1] < 2)):
         P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items,
-                                         name=name)
+                                         name=name, check_target=check_target)
         return P, T, None, binary
     ids = prediction_items(probs, logits, items)
     p = _checked_probs(arr)
@@ -148,6 +254,8 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
     if y is not None:  # a one-hot target: never fractional, so never swapped
         return P, None, y, binary
     T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
+    if check_target:
+        check_target_rows(T, target, name)
     if binary:
         check_not_swapped(p.astype(np.float64), T)
     # a target matrix is float64 and (n, K) already: products with it are computed in
@@ -205,3 +313,22 @@ def resolve_kind(kind: str | None, binary_1d: bool, n_classes: int) -> str:
     if kind == "positive_class" and n_classes != 2:
         raise ValueError(f"kind='positive_class' needs 2 classes, got {n_classes}")
     return kind
+
+
+def check_covariance_memory(kind: str, n_classes: int, n_bins: int) -> None:
+    """Refuse a binned ECE whose covariance of bin means would pass ``MAX_WORK_BYTES``.
+
+    The inverted interval (and the calibration test) hold the (G B) x (G B) float64
+    covariance of the G B bin means (G = n_classes for the classwise ECE, else 1):
+    with 10^5 classes and 15 bins that is 16 TiB, refused here before anything is
+    allocated.
+
+    Parameters
+    ----------
+    kind : {'top_label', 'classwise', 'positive_class'}
+    n_classes, n_bins : int
+    """
+    J = (n_classes if kind == "classwise" else 1) * n_bins
+    check_work_bytes(8.0 * J * J, "probs", f"kind={kind!r} with {n_classes} classes and "
+                     f"{n_bins} bins: the covariance of the {J} bin means ({J} x {J}, "
+                     "float64; interval=None or 'bootstrap' does without it)")

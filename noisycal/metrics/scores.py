@@ -211,10 +211,11 @@ def brier(
         for binary 1-D input the analogue :math:`(p-t)^2 + t(1-t)`). The two differ
         by a per-item constant, so rankings of predictors agree. 'expected' is affine
         in the target, :math:`\|p_i\|^2 - 2 p_i \cdot T_i + 1`, and accepts
-        noise-corrected rows (entries outside [0, 1], rows summing to 1).
+        noise-corrected rows (a Target of kind 'corrected': entries outside [0, 1], rows
+        summing to 1; any other target outside [0, 1] is a ValueError).
 
-        Against a target that leaves [0, 1] (kind ``'corrected'``, or any entry outside
-        [0, 1]), 'plain' also uses this affine form: the squared distance is quadratic in
+        Against a noise-corrected target (kind ``'corrected'``), 'plain' also uses this
+        affine form: the squared distance is quadratic in
         the target and biased for the clean-label Brier score, while the affine form is
         unbiased for it whenever the target is unbiased for the clean one-hot labels (an
         extension of ours of the corrected target of "Noisy-Label Calibration with Multiple

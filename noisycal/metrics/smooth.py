@@ -43,7 +43,7 @@ from .ece import (
     resolve_inputs,
     with_target_status,
 )
-from .smooth_intervals import _bootstrap, _inverted, smooth_factor
+from .smooth_intervals import _bootstrap, _inverted, check_factor_memory, smooth_factor
 from .smooth_kernel import (
     GRID_PER_BANDWIDTH,
     MIN_BANDWIDTH,
@@ -52,6 +52,7 @@ from .smooth_kernel import (
     _damping,
     _fixed_point,
     _on_grid,
+    check_grid_memory,
     grid_size,
     n_terms,
     trapezoid_weights,
@@ -75,6 +76,11 @@ def _prepare(probs: ArrayLike | None, target: object, logits: ArrayLike | None,
         bandwidth = check_real(bandwidth, "bandwidth", minimum=0.0, strict=True)
     if n_grid is not None:
         n_grid = check_int(n_grid, "n_grid", minimum=3)
+    G = P.shape[1] if kind == "classwise" else 1
+    if n_grid is not None:  # the sizes asked for, refused before anything is allocated
+        check_grid_memory(G, None, n_grid, "n_grid")
+    if bandwidth is not None:
+        check_grid_memory(G, bandwidth, n_grid, "bandwidth")
     conf, tgt, groups = group_scores(P, T, kind)
     return conf, tgt[:, 0, :] - conf, groups, kind, bandwidth, n_grid
 
@@ -201,6 +207,8 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     conf, resid, groups, kind, bandwidth, n_grid = _prepare(
         probs, target, logits, classes, items, kind, bandwidth, n_grid)
     cluster_codes(cluster, conf.shape[0])  # checked whatever the interval
+    if interval == "inversion" and bandwidth is not None:  # its size known up front
+        check_factor_memory(conf.shape[0], conf.shape[1], n_terms(bandwidth))
     rule = "fixed_point" if bandwidth is None else "given"
     curves = _Curves(conf, resid)
     sigma, status, message = _choose_bandwidth(curves, resid, bandwidth, n_grid)

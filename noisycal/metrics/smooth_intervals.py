@@ -12,6 +12,7 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
+from .._validation import check_work_bytes
 from ..intervals.bootstrap import (
     cluster_codes,
     default_batch_size,
@@ -26,7 +27,7 @@ from ..intervals.inversion import (
 )
 from .smooth_kernel import _damping, _item_cosines, _on_grid, n_terms, trapezoid_weights
 
-__all__ = ["smooth_factor", "INVERSION_GRID"]
+__all__ = ["smooth_factor", "INVERSION_GRID", "check_factor_memory"]
 
 #: Least grid points of the inverted interval's linear form (8 / bandwidth when larger,
 #: at most the value's own grid): the grid of the value itself has 2001 points or more,
@@ -128,6 +129,7 @@ def smooth_factor(conf: np.ndarray, resid: np.ndarray, bandwidth: float, m: int,
     """
     n, G = conf.shape
     J = n_terms(bandwidth)
+    check_factor_memory(n, G, J)
     basis = np.cos(np.pi * np.outer(np.linspace(0.0, 1.0, m), np.arange(J + 1)))
     basis *= _damping(bandwidth, J)
     coef = (_item_cosines(conf, J) * resid.T[:, :, None]).transpose(1, 0, 2).reshape(n, -1)
@@ -142,6 +144,25 @@ def smooth_factor(conf: np.ndarray, resid: np.ndarray, bandwidth: float, m: int,
     S = np.atleast_2d(np.cov(coef, rowvar=False, ddof=1)) * n_units / n**2
     L = covariance_factor(S).reshape(G, J + 1, -1)
     return mean, np.einsum("kj,gjr->gkr", basis, L).reshape(G * m, -1), weights
+
+
+def check_factor_memory(n: int, n_groups: int, J: int) -> None:
+    """Refuse an inverted interval whose D x D covariance of the D = G (J + 1) cosine
+    coefficients (and their n x D table) would pass ``MAX_WORK_BYTES``.
+
+    Parameters
+    ----------
+    n : int
+        Items.
+    n_groups : int
+        G.
+    J : int
+        Highest cosine frequency (:func:`~noisycal.metrics.smooth_kernel.n_terms`).
+    """
+    D = n_groups * (J + 1)
+    check_work_bytes(8.0 * max(n * D, D * D), "probs" if n_groups > 1 else "bandwidth",
+                     f"the inverted interval's covariance of {D} cosine coefficients "
+                     f"({n_groups} group(s) x {J + 1} terms; interval=None does without it)")
 
 
 def _inverted(conf: np.ndarray, resid: np.ndarray, sigma: float, m: int, value: float, *,

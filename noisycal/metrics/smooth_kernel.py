@@ -33,9 +33,10 @@ import numpy as np
 from scipy.optimize import brentq
 
 from .._typing import ArrayLike
+from .._validation import check_work_bytes
 
 __all__ = ["grid_size", "n_terms", "trapezoid_weights", "MIN_GRID", "GRID_PER_BANDWIDTH",
-           "TERMS_PER_INV_BANDWIDTH", "MIN_BANDWIDTH"]
+           "TERMS_PER_INV_BANDWIDTH", "MIN_BANDWIDTH", "check_grid_memory"]
 
 #: Least number of grid intervals (the grid has ``MIN_GRID + 1`` points).
 MIN_GRID = 2000
@@ -72,6 +73,35 @@ def grid_size(bandwidth: float, n_grid: int | None = None) -> int:
     need = GRID_PER_BANDWIDTH / bandwidth
     k = max(0, int(np.ceil(np.log2(need / MIN_GRID)))) if need > MIN_GRID else 0
     return MIN_GRID * 2**k + 1
+
+
+def check_grid_memory(n_groups: int, bandwidth: float | None, n_grid: int | None,
+                      name: str) -> None:
+    """Refuse a grid whose curves would take more than ``MAX_WORK_BYTES`` (4 GiB).
+
+    The estimate is the smallest the computation holds: two float64 curves of every group
+    on the grid and two of its cosine coefficients, ``8 G (2 m + 2 (J + 1))`` bytes, with m
+    from :func:`grid_size` and J from :func:`n_terms`, computed in floating point so that a
+    tiny bandwidth gives an infinite size instead of an overflow.
+
+    Parameters
+    ----------
+    n_groups : int
+        G: 1, or the number of classes of a classwise smooth ECE.
+    bandwidth : float or None
+        sigma (None: only the grid ``n_grid`` is checked).
+    n_grid : int or None
+    name : str
+        The argument named in the error.
+    """
+    with np.errstate(over="ignore", divide="ignore"):
+        m = float(n_grid) if n_grid is not None else (
+            max(float(MIN_GRID), GRID_PER_BANDWIDTH / bandwidth) + 1.0)
+        J = 0.0 if bandwidth is None else TERMS_PER_INV_BANDWIDTH / bandwidth + _TERM_BLOCK
+        size = 8.0 * n_groups * (2.0 * m + 2.0 * (J + 1.0))
+    what = (f"the smoothed curves of {n_groups} group(s) on a grid of {m:.4g} points"
+            + (f" with {J:.4g} cosine terms (bandwidth {bandwidth:g})" if J else ""))
+    check_work_bytes(size, name, what)
 
 
 def n_terms(bandwidth: float) -> int:
@@ -138,6 +168,7 @@ class _Curves:
 
     def residual(self, bandwidth: float, m: int, J: int | None = None) -> np.ndarray:
         """r(u_k) of every group, shape (G, m)."""
+        check_grid_memory(self.conf.shape[1], bandwidth, m, "bandwidth")
         J = n_terms(bandwidth) if J is None else J
         return _on_grid(self.coefficients(J) * _damping(bandwidth, J), m)
 
