@@ -324,3 +324,13 @@ def test_a_nuts_fit_with_few_draws_refuses_conf_int_but_summarises():
         fake.conf_int(level=0.9)
     table = fake.summary()
     assert "low" not in table.columns and len(table) == len(em.to_frame())
+
+
+@pytest.mark.parametrize("cls", [nc.calibrators.MatrixScaling,
+                                 nc.calibrators.DirichletCalibration])
+def test_affine_maps_refuse_a_parameter_matrix_beyond_the_memory_cap(cls):
+    # 3 items x 10^5 classes: 10^10 parameters (the audit: a 74.5 GiB allocation)
+    probs = np.full((3, 100_000), 1e-5)
+    with pytest.raises(ValueError, match=r"probs: an affine map on 100000 classes "
+                       r"\(10000100000 parameters\) would need 1.86e\+03 GiB"):
+        cls().fit(probs=probs, target=np.array([0, 1, 2]))

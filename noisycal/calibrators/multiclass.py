@@ -51,7 +51,7 @@ import jax.numpy as jnp
 
 from .._jax import x64
 from .._typing import ArrayLike
-from .._validation import check_int, check_real
+from .._validation import check_int, check_real, check_work_bytes
 from ._base import check_box, minimise_from_starts
 from ._inputs import EPS, SoftmaxMap, finish_status, separates
 from ._threads import single_thread_blas
@@ -191,8 +191,7 @@ class _LbfgsMap(SoftmaxMap):
         best, converged = fit_softmax_map(kind, S, T, loss=self.loss_, binary=self.binary_,
                                           starts=starts, box=box, max_iter=max_iter,
                                           lam=lam, mu=mu)
-        lo = np.array([b[0] for b in box])
-        hi = np.array([b[1] for b in box])
+        lo, hi = np.array([b[0] for b in box]), np.array([b[1] for b in box])
         self.objective_ = float(best.fun)
         self.n_iter_ = int(best.nit)
         on_lo = np.isclose(best.x, lo)
@@ -286,8 +285,7 @@ class VectorScaling(_LbfgsMap):
 
     def __init__(self, *, eps: float = EPS, bounds: tuple[float, float] = (0.05, 20.0),
                  loss: str = "auto", max_iter: int = 2000) -> None:
-        self.eps = eps
-        self.bounds = bounds
+        self.eps, self.bounds = eps, bounds
         self.loss = loss
         self.max_iter = max_iter
 
@@ -416,10 +414,12 @@ class _AffineMap(_LbfgsMap):
         lo, hi = check_box(self.bounds, positive=False)
         x, T = self._prepare(probs, logits, target)
         S, K = x.S, self.n_classes_
+        # K (K + 1) parameters; L-BFGS-B keeps about 25 copies (10 history pairs and more)
+        check_work_bytes(8.0 * 25 * K * (K + 1), "logits" if probs is None else "probs",
+                         f"an affine map on {K} classes ({K * (K + 1)} parameters)")
         why = None if np.any(np.ptp(S, axis=0) > 0) else (
             "every item has the same scores, so only the intercepts are identified")
-        starts = [np.concatenate([(c * np.eye(K)).ravel(), np.zeros(K)])
-                  for c in (1.0, 0.5, 2.0)]
+        starts = [np.concatenate([(c * np.eye(K)).ravel(), np.zeros(K)]) for c in (1.0, 0.5, 2.0)]
         theta = self._run("affine", S, T, starts, [(lo, hi)] * (K * K + K), why, lam, mu)
         self.coef_ = theta[: K * K].reshape(K, K)
         self.intercept_ = theta[K * K:]
