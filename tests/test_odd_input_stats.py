@@ -334,3 +334,19 @@ def test_affine_maps_refuse_a_parameter_matrix_beyond_the_memory_cap(cls):
     with pytest.raises(ValueError, match=r"probs: an affine map on 100000 classes "
                        r"\(10000100000 parameters\) would need 1.86e\+03 GiB"):
         cls().fit(probs=probs, target=np.array([0, 1, 2]))
+
+
+def test_calibrators_take_float16_probabilities_within_their_rounding():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), size=200).astype(np.float16)  # rows off 1 by up to 3.7e-4
+    y = rng.integers(0, 3, 200)
+    assert np.abs(P.astype(np.float64).sum(1) - 1).max() > 1e-4
+    iso = nc.calibrators.IsotonicCalibration().fit(probs=P, target=y)
+    assert iso.status_ == "ok"
+    np.testing.assert_allclose(iso.predict_proba(probs=P).sum(1), 1.0, atol=1e-12)
+    with pytest.raises(ValueError, match="within 1e-06"):  # the same values in float64
+        nc.calibrators.IsotonicCalibration().fit(probs=P.astype(np.float64), target=y)
+    bad = P.copy()
+    bad[0] = np.array([0.5, 0.5, 0.1], dtype=np.float16)  # off by 0.1: refused
+    with pytest.raises(ValueError, match=r"rows of probs must sum to 1 within 0.00292969; row 0 sums to 1.0999756"):
+        nc.calibrators.IsotonicCalibration().fit(probs=bad, target=y)

@@ -29,7 +29,14 @@ import numpy as np
 from scipy.special import log_expit, log_softmax, softmax
 
 from .._typing import ArrayLike
-from .._validation import PROB_ATOL, check_array, check_choice, check_logits_total, encode_labels
+from .._validation import (
+    PROB_ATOL,
+    check_array,
+    check_choice,
+    check_logits_total,
+    encode_labels,
+    prob_atol,
+)
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
 from ..targets import as_target_matrix
@@ -147,10 +154,12 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
     if p.ndim == 1:
         P = np.column_stack([1.0 - p, p])
     else:
-        dev = np.abs(p.sum(axis=1) - 1.0)
-        if np.any(dev > PROB_ATOL):
+        dev, dt = np.abs(p.sum(axis=1) - 1.0), getattr(probs, "dtype", None)  # float16 too
+        atol = prob_atol(dt if isinstance(dt, np.dtype) and dt.kind == "f" else p.dtype,
+                         p.shape[1])
+        if np.any(dev > atol):
             i = int(np.argmax(dev))
-            raise ValueError(f"rows of probs must sum to 1 within {PROB_ATOL:g}; row {i} sums "
+            raise ValueError(f"rows of probs must sum to 1 within {atol:g}; row {i} sums "
                              f"to {p[i].sum():.8g} (normalise them, or pass logits=)")
         P = p
     return ScoreInput(np.log(np.maximum(P, eps)), p.ndim == 1, "probs", probs)
