@@ -290,10 +290,12 @@ def test_user_models_are_not_cached_by_default_and_concrete_inputs_work(y):
     model that needs a concrete array input falls back to baking its data in."""
     kw = dict(model_args=(y,), num_chains=1, num_warmup=150, num_samples=200, seed=0,
               progress_bar=False)
-    tight = run_nuts(prior_from_a_global, **kw)
+    with pytest.warns(ConvergenceWarning, match="one chain gives no between-chain R-hat"):
+        tight = run_nuts(prior_from_a_global, **kw)
     PRIOR_SCALE["tau"] = 100.0
     try:
-        loose = run_nuts(prior_from_a_global, **kw)
+        with pytest.warns(ConvergenceWarning, match="one chain"):
+            loose = run_nuts(prior_from_a_global, **kw)
     finally:
         PRIOR_SCALE["tau"] = 0.01
     # 200 draws of one chain: the Monte Carlo error of a posterior mean is about 0.03 (posterior
@@ -301,8 +303,10 @@ def test_user_models_are_not_cached_by_default_and_concrete_inputs_work(y):
     # tight prior the posterior sd is 0.01 and 0.05 is 5 of them
     assert abs(tight.samples["mu"].mean()) < 0.05  # prior sd 0.01 dominates
     assert abs(loose.samples["mu"].mean() - y.mean()) < 0.2  # the data dominate
-    res = run_nuts(plate_size_from_data, model_args=(y, np.asarray(y.size)), num_chains=1,
-                   num_warmup=150, num_samples=200, seed=0, progress_bar=False)
+    with pytest.warns(ConvergenceWarning, match="one chain"):
+        res = run_nuts(plate_size_from_data, model_args=(y, np.asarray(y.size)),
+                       num_chains=1, num_warmup=150, num_samples=200, seed=0,
+                       progress_bar=False)
     post_mean, _ = normal_posterior(y)
     assert abs(res.samples["mu"].mean() - post_mean) < 0.15
     with pytest.raises(ValueError, match="cache must be"):

@@ -51,13 +51,20 @@ def _calls() -> list[tuple[str, object]]:
             ("true_label_ece-mc", lambda: nc.true_label_ece(P, S, n_draws=5, n_boot=100)),
             ("true_label_ece-expected", lambda: nc.true_label_ece(P, S, form="expected")),
             ("brier-expected", lambda: nc.brier(P, S, variant="expected", n_boot=100)),
-            ("brier-affine", lambda: nc.brier(p, 1.4 * y - 0.2, n_boot=100)),
+            ("brier-affine", lambda: nc.brier(p, _affine(y), n_boot=100)),
             ("nll-soft", lambda: nc.nll(P, S, n_boot=100)),
             # statuses other than 'ok' name them too
             ("slope-undefined", lambda: nc.calibration_slope(p, np.ones(300, int))),
             ("smooth-degenerate", lambda: nc.smooth_ece(p, p)),
             ("mce-no-bins", lambda: nc.mce(P[:30], lab[:30], n_bins=15))]
     return out
+
+
+
+def _affine(y):
+    """A noise-corrected binary target (entries -0.2 and 1.2), declared as such."""
+    t = 1.4 * y - 0.2
+    return nc.targets.from_matrix(np.column_stack([1 - t, t]), kind="corrected")
 
 
 CALLS = _calls()
@@ -78,7 +85,7 @@ def test_estimand_texts_say_what_differs():
     p, y = _binary()
     P, lab, S = _multi()
     assert "E[||p - T||^2]" in nc.brier(P, S, interval=None).estimand
-    assert "clean labels" in nc.brier(p, 1.4 * y - 0.2, interval=None).estimand
+    assert "clean labels" in nc.brier(p, _affine(y), interval=None).estimand
     assert "cross-entropy" in nc.nll(P, S, interval=None).estimand
     slope = nc.calibration_slope(P, lab, interval=None)
     assert "b of the population logistic fit" in slope.estimand and "top-label" in \

@@ -348,5 +348,6 @@ def test_calibrators_take_float16_probabilities_within_their_rounding():
         nc.calibrators.IsotonicCalibration().fit(probs=P.astype(np.float64), target=y)
     bad = P.copy()
     bad[0] = np.array([0.5, 0.5, 0.1], dtype=np.float16)  # off by 0.1: refused
-    with pytest.raises(ValueError, match=r"rows of probs must sum to 1 within 0.00292969; row 0 sums to 1.0999756"):
+    with pytest.raises(ValueError, match=r"rows of probs must sum to 1 within 0.00292969; "
+                       r"row 0 sums to 1.0999756"):
         nc.calibrators.IsotonicCalibration().fit(probs=bad, target=y)

@@ -143,6 +143,8 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                    refit_channels: bool = False, estimator: str | None = None,
                    bootstrap: str = "auto", devices: object = None,
                    progress: bool = False) -> Estimate:
+    # long: one dispatch over the four computation paths (Dask blocks, streamed sums,
+    # streamed inversion, item table) and the NC-ECE channel steps that share its state
     check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     if not isinstance(refit_channels, bool | np.bool_):
         raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
@@ -169,14 +171,13 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         check_covariance_memory(kind, P.shape[1], n_bins)
     estimator = resolve_estimator(estimator, interval, debias, reduce)
     groups = ([f"class_{k}" for k in range(P.shape[1])] if kind == "classwise" else [kind])
-    label = {"top_label": name, "positive_class": f"positive-class {name}",
-             "classwise": f"classwise {name}"}[kind]
+    label = {"positive_class": f"positive-class {name}", "classwise": f"classwise {name}"
+             }.get(kind, name)
     if norm == "l2":
         label = ("debiased " if debias else "") + "L2 " + label
     nc_request = check_nc_ece_request(interval, bool(refit_channels), n_classes=P.shape[1],
-                                      reduce=reduce,
-                                      norm=norm, debias=debias, kind=kind, strategy=strategy,
-                                      method=method, cluster=cluster)
+                                      reduce=reduce, norm=norm, debias=debias, kind=kind,
+                                      strategy=strategy, method=method, cluster=cluster)
     channels = carries_channel_error(target, interval, reduce, bool(refit_channels),
                                      blocks is not None)
     sums = form = streamed = None
