@@ -63,7 +63,7 @@ def correction_range(weights: ArrayLike, a: ArrayLike, b: ArrayLike,
                      observed: ArrayLike | None = None) -> float:
     r"""B-hat, the range of the two-class corrected labels: :math:`\max_i \sum_j w_{ij}/\delta_j`.
 
-    w_ij: alpha_j renormalised over item i's raters, so |U_i - Z_i| <= sum_j w_ij/delta_j.
+    w_ij: alpha_j renormalised over item i's raters, so ``|U_i - Z_i| <= sum_j w_ij/delta_j``.
     It scales the bounds of "Noisy-Label Calibration with Multiple Unreliable Labels"
     (Theorem 1, Eq. C.11, Propositions 1 and 2, cross-fitting); the paper's
     sum_j alpha_j / delta_j with every item fully rated, the maximum over items our

@@ -86,7 +86,7 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
         ``kind='credible'``, ``method='credible-eti'``; ``replicates`` holds the per-draw
         values, ``details`` adds ``n_map_draws``, ``n_failed`` and ``mean_of_draws``. The
         status is the fit's when the fit's is not 'ok' (e.g. 'not_converged' when R-hat
-        is too large), with the fit's message, and 'target_...' when the target was
+        is too large), with the fit's message, and ``'target_...'`` when the target was
         built from a failed fit; 'nonfinite' (no interval) when some draw gives
         non-finite probabilities.
 

@@ -263,9 +263,9 @@ class SplitConformal(MatrixInput):
     k_ : int
         ``ceil((1 - alpha)(n + 1))`` with n the calibration rows used for the quantile.
     n_quantile_ : int
-    scores_ : ndarray of shape (n_quantile_,)
+    scores_ : ndarray of shape ``(n_quantile_,)``
         The (transformed) calibration scores the quantile is taken of.
-    labels_ : int ndarray of shape (n_quantile_,)
+    labels_ : int ndarray of shape ``(n_quantile_,)``
         Their labels.
     u_ : ndarray of shape (n,) or None
         The calibration rows' uniforms (randomised APS/RAPS).

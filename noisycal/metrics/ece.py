@@ -472,7 +472,7 @@ def mce(probs: ArrayLike | None = None, target: object = None, *,
         level: float = 0.9, n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
         cluster: ArrayLike | None = None, rebin: bool = False,
         batch_size: int | None = None, bootstrap: str = "auto") -> Estimate:
-    r"""Maximum calibration error: max |mean target - mean confidence| over bins of min_count.
+    r"""Maximum calibration error: max ``|mean target - mean confidence|`` over bins of min_count.
 
     Parameters
     ----------

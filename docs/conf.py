@@ -1,0 +1,69 @@
+"""Sphinx configuration of the noisycal documentation (offline build, no downloads).
+
+Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (or
+``make -C docs html``). The API reference pages are written from the packages' ``__all__``
+by ``api_reference.py`` at the start of every build; the vignette gallery only includes
+the outputs that ``python docs/render_vignettes.py`` cached in ``docs/gallery/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the checkout's noisycal, installed or not
+sys.path.insert(0, str(HERE))
+
+import api_reference  # noqa: E402
+
+import noisycal  # noqa: E402
+
+project = "noisycal"
+author = "the noisycal developers"
+copyright = "2026, the noisycal developers"  # noqa: A001
+release = noisycal.__version__
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "myst_parser",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "gallery/*/output/*.md", "README.md"]
+templates_path = ["_templates"]
+
+# no network at build time: no intersphinx, no remote images, MathJax only when a page
+# uses math (a reader's browser then fetches it; the pages read fine without it)
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"members": False}
+autodoc_typehints = "none"
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+numpydoc_validation_checks: set[str] = set()
+
+myst_enable_extensions = ["dollarmath", "colon_fence"]
+myst_heading_anchors = 3
+
+html_theme = "furo"
+html_title = f"noisycal {release}"
+html_static_path = ["_static"]
+html_css_files = ["noisycal.css"]
+html_show_sourcelink = False
+
+suppress_warnings = ["myst.header"]
+
+
+def _write_api(app: object) -> None:
+    api_reference.write()
+
+
+def setup(app: object) -> None:  # noqa: D103
+    app.connect("builder-inited", _write_api)
