@@ -2,7 +2,7 @@
 
 Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (or
 ``make -C docs html``). The API reference pages are written from the packages' ``__all__``
-by ``api_reference.py`` at the start of every build; the vignette gallery only includes
+by ``api_reference.py`` when this file is read, at the start of every build; the vignette gallery only includes
 the outputs that ``python docs/render_vignettes.py`` cached in ``docs/gallery/``.
 """
 
@@ -18,6 +18,10 @@ sys.path.insert(0, str(HERE))
 import api_reference  # noqa: E402
 
 import noisycal  # noqa: E402
+
+# the API reference pages, written from the packages' __all__ before Sphinx looks for
+# source files (at builder-inited the file list and autosummary's stubs are already set)
+api_reference.write()
 
 project = "noisycal"
 author = "the noisycal developers"
@@ -35,7 +39,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "gallery/*/output/*.md", "README.md"]
+exclude_patterns = ["_build", "gallery/*/*.md"]  # a vignette's own Markdown outputs
 templates_path = ["_templates"]
 
 # no network at build time: no intersphinx, no remote images, MathJax only when a page
@@ -59,11 +63,3 @@ html_css_files = ["noisycal.css"]
 html_show_sourcelink = False
 
 suppress_warnings = ["myst.header"]
-
-
-def _write_api(app: object) -> None:
-    api_reference.write()
-
-
-def setup(app: object) -> None:  # noqa: D103
-    app.connect("builder-inited", _write_api)

@@ -1,4 +1,5 @@
-"""The README's quickstart runs as written and prints the numbers it says it prints."""
+"""The README's quickstart runs as written and prints the numbers it says it prints, and its
+commands are the ones CI runs."""
 
 import re
 from pathlib import Path
@@ -20,6 +21,20 @@ def _printed(code: str, call: str) -> tuple[float, float, float]:
     m = re.search(r"#\s*([0-9.]+) \[([0-9.]+), ([0-9.]+)\]", line)
     assert m, f"no printed number after {call!r}"
     return tuple(float(x) for x in m.groups())
+
+
+def _bash_blocks() -> list[str]:
+    return [b.strip() for b in re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)]
+
+
+def test_the_readme_commands_are_what_ci_runs():
+    ci = (README.parent / ".ci" / "run").read_text().splitlines()
+    setup, tests, docs = _bash_blocks()
+    assert setup.endswith(".venv/bin/python vignettes/02_noisy_label_calibration.py")
+    assert (README.parent / "vignettes" / "02_noisy_label_calibration.py").is_file()
+    assert tests in ci and tests.endswith(".venv/bin/pytest -n 2 --dist loadfile")
+    assert docs in ci and ci.index(docs) > ci.index(tests)  # the docs build after the tests
+    assert '-e ".[docs]"' in docs and "sphinx -W --keep-going -b html docs" in docs
 
 
 def test_the_readme_prints_what_the_test_checks():
