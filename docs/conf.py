@@ -62,4 +62,3 @@ html_static_path = ["_static"]
 html_css_files = ["noisycal.css"]
 html_show_sourcelink = False
 
-suppress_warnings = ["myst.header"]
