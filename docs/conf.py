@@ -1,9 +1,10 @@
 """Sphinx configuration of the noisycal documentation (offline build, no downloads).
 
 Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (or
-``make -C docs html``). The API reference pages are written from the packages' ``__all__``
-by ``api_reference.py`` when this file is read, at the start of every build; the vignette gallery only includes
-the outputs that ``python docs/render_vignettes.py`` cached in ``docs/gallery/``.
+``make -C docs html``). The API reference pages are written from the packages'
+``__all__`` by ``api_reference.py`` when this file is read, at the start of every build;
+the vignette gallery only includes the outputs that ``python docs/render_vignettes.py``
+cached in ``docs/gallery/``.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def statuses_in(tree, consts):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             for tg in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if isinstance(tg, ast.Tuple) and isinstance(node.value, ast.Tuple):
-                    for t, v in zip(tg.elts, node.value.elts):
+                    for t, v in zip(tg.elts, node.value.elts, strict=False):
                         if STATUSY.search(_name(t)):
                             vals |= _strings(v, consts)
                 elif STATUSY.search(_name(tg)):
@@ -90,7 +90,7 @@ def statuses_in(tree, consts):
         elif isinstance(node, ast.keyword) and node.arg and STATUSY.search(node.arg):
             vals |= _strings(node.value, consts)
         elif isinstance(node, ast.Dict):
-            for k, v in zip(node.keys, node.values):
+            for k, v in zip(node.keys, node.values, strict=True):
                 if (isinstance(k, ast.Constant) and isinstance(k.value, str)
                         and STATUSY.search(k.value)):
                     vals |= _strings(v, consts)
@@ -121,8 +121,8 @@ def code_statuses(roots=(REPO / "noisycal", REPO / "models")):
     A status is a string assigned to (or compared with) a name ending in ``status`` or
     ``status_``, passed as ``status=``, stored under a ``'status'`` key, given to a
     ``*status*(...)`` call or returned by a ``*status*`` function, the first of a returned
-    ``(status, message)`` pair (or of such a pair inside a returned tuple), or listed in a docstring's ``status : {...}``; f-strings
-    give patterns such as ``target_<status>``.
+    ``(status, message)`` pair (or of such a pair inside a returned tuple), or listed in a
+    docstring's ``status : {...}``; f-strings give patterns such as ``target_<status>``.
     """
     found = {}
     for root in roots:
