@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 import noisycal as nc
+from noisycal.engines.summary import Summary
 
 METRICS = [nc.ece, nc.mce, nc.true_label_ece, nc.brier, nc.nll, nc.calibration_slope,
            nc.calibration_intercept, nc.smooth_ece]
@@ -157,9 +158,14 @@ def results():
 
 
 @pytest.mark.parametrize("name", ["em", "nuts", "mle", "engine_nuts", "estimate"])
-def test_summary_returns_a_table_and_never_prints(results, name, capsys):
-    table = results[name].summary()
-    assert isinstance(table, pd.DataFrame) and len(table) > 0
+def test_summary_returns_tables_and_never_prints(results, name, capsys):
+    summary = results[name].summary()
+    if name in ("em", "nuts"):  # annotator fits: a printable Summary of compact tables
+        assert isinstance(summary, Summary)
+        assert len(summary.tables) > 0 and "status" in summary.header
+        assert all(isinstance(t, pd.DataFrame) and len(t) > 0 for t in summary.tables)
+    else:
+        assert isinstance(summary, pd.DataFrame) and len(summary) > 0
     assert capsys.readouterr().out == ""
 
 

@@ -87,11 +87,12 @@ def test_saturated_and_non_identified_designs(ann):
 
 def test_summary_returns_the_table_and_never_prints(ann, capsys):
     fit = nc.DawidSkene(2).fit(ann, n_starts=2)
-    table = fit.summary()
+    summary = fit.summary()
     assert capsys.readouterr().out == ""
-    assert "loglik" in table.attrs["header"] and table.attrs["status"] == fit.status
-    assert table.attrs["aic"] == pytest.approx(fit.aic)
-    assert len(table) == len(fit.to_frame())
+    assert summary.header["loglik"] == fit.loglik and summary.header["status"] == fit.status
+    assert summary.header["aic"] == pytest.approx(fit.aic)
+    assert len(summary.table("prevalence")) == 2
+    assert len(summary.table("accuracy")) == 3 * ann.n_annotators  # two classes and the mean
 
 
 def test_conf_int_rejects_refit_arguments_for_stored_draws(ann):

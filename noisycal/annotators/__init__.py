@@ -9,6 +9,8 @@
   rejection on a Target.
 - :mod:`noisycal.annotators.ppc`: :func:`ppc`, posterior predictive checks (parametric
   bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
+- :mod:`noisycal.annotators.compare`: :func:`compare`, model comparison by leave-one-item-out
+  cross-validation (NUTS fits; stacking weights) or AIC/BIC (EM and MLE fits).
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -22,6 +24,7 @@ from .._lazy import attach
 # the public names, imported on first use (noisycal._lazy reads this block)
 if TYPE_CHECKING:
     from ..engines.moments import moment_triple
+    from .compare import ComparisonResult, compare
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hui_walter import HuiWalter, equal_count_groups
     from .noise_check import NoiseCheck, noise_check, score_groups
@@ -45,6 +48,8 @@ __all__ = [
     "with_noise_check",
     "ppc",
     "PPCResult",
+    "compare",
+    "ComparisonResult",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -21,7 +21,7 @@ from .._typing import ArrayLike, Seed
 from .._validation import check_int, check_level, check_seed
 from ..data import Annotations
 from ..engines.arviz_export import replicate_ratings
-from ..engines.results import AnnotatorFit
+from ..engines.results import AnnotatorFit, fit_codes
 from .ppc_discrepancies import (
     DISCREPANCIES,
     discrepancy_rows,
@@ -154,19 +154,8 @@ def _check_which(discrepancies: Any, scores: np.ndarray | None) -> tuple[str, ..
 def _fit_codes(fit: AnnotatorFit, ann: Annotations) -> tuple[Annotations, np.ndarray,
                                                              np.ndarray, np.ndarray]:
     """Ratings as the fit's annotator and class indices, and each item's group."""
-    from ..correction import fit_index
-
+    ann, amap, cmap = fit_codes(fit, ann, purpose="replicate ratings", own=True)
     arr = ann.engine_arrays()
-    try:
-        amap, cmap = fit_index(ann, fit, ann.n_annotators, ann.n_classes)
-    except ValueError:
-        own = fit.annotations
-        # a grouped fit with channels per group keeps "<annotator>|<group>" ratings
-        if (own is None or own.n_ratings != ann.n_ratings
-                or not np.array_equal(np.asarray(own.items), np.asarray(ann.items))):
-            raise
-        ann, arr = own, own.engine_arrays()
-        amap, cmap = np.arange(own.n_annotators), np.arange(own.n_classes)
     L = fit.group_prevalence.shape[0]
     group = np.zeros(ann.n_items, np.int64)
     if L > 1:
@@ -258,21 +247,13 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     >>> list(check.table.columns)
     ['discrepancy', 'term', 'observed', 'replicated_mean', 'low', 'high', 'ppp']
     """
-    if not isinstance(fit, AnnotatorFit):
-        raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")
-    if not isinstance(annotations, Annotations):
-        raise ValueError("annotations must be a noisycal.Annotations, got "
-                         f"{type(annotations).__name__}")
-    if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
-        raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
-                         "replicate ratings")
+    ann, a_idx, labels, group = _fit_codes(fit, annotations)
     n_rep = check_int(n_rep, "n_rep", minimum=2)
     level = check_level(level)
     key = as_key(check_seed(seed))
     n_bins = check_int(n_bins, "n_bins", minimum=1)
     s = _check_scores(scores, annotations.n_items)
     which = _check_which(discrepancies, s)
-    ann, a_idx, labels, group = _fit_codes(fit, annotations)
     item = ann.engine_arrays().item
     J, K = fit.confusion.shape[0], fit.confusion.shape[-1]
     design = make_design(item, a_idx, n_items=ann.n_items, n_annotators=J, n_classes=K,

@@ -12,7 +12,9 @@
 - :mod:`~noisycal.engines.moments` (Hui–Walter moments and inverse, the three-annotator
   moment estimator) and :mod:`~noisycal.engines.gmm` (the constrained grouped GMM, J test).
 - :mod:`~noisycal.engines.options` (which fit argument belongs to which method) and
-  :mod:`~noisycal.engines.results` (the fit result type, :class:`AnnotatorFit`).
+  :mod:`~noisycal.engines.results` (the fit result type, :class:`AnnotatorFit`; its
+  statuses in :mod:`~noisycal.engines.status`, its printable summary in
+  :mod:`~noisycal.engines.summary`).
 """
 
 from typing import TYPE_CHECKING

@@ -12,17 +12,15 @@ import pandas as pd
 
 from .._html import fit_html
 from .._jax import x64
-from .._stats import equal_tailed
 from .._typing import ArrayLike, Seed
 from .._validation import check_level, check_seed
-from .diagnostics import check_credible_draws, min_credible_draws
+from .diagnostics import check_credible_draws
+from .status import BOUNDARY, checked_status, design_status, estimate_status
+from .summary import Summary, fit_summary, parameter_frame, parameter_intervals
 
-__all__ = ["AnnotatorFit", "predict", "design_status", "estimate_status", "checked_status",
-           "BOUNDARY"]
-
-#: A marginal prevalence below this is reported as a boundary estimate.
-BOUNDARY = 1e-6
-
+# the statuses live in .status and are re-exported here, where the fitters import them
+__all__ = ["AnnotatorFit", "predict", "fit_codes", "design_status", "estimate_status",
+           "checked_status", "BOUNDARY"]
 
 @dataclass(frozen=True, eq=False)
 class AnnotatorFit:
@@ -187,19 +185,7 @@ class AnnotatorFit:
 
         Columns: parameter, group, annotator, true, observed, value.
         """
-        rows = []
-        for g, row in enumerate(self.group_prevalence):
-            for k, v in enumerate(row):
-                rows.append(("prevalence", g, None, self.classes[k], None, float(v)))
-        for j, mat in enumerate(self.confusion):
-            for k in range(mat.shape[0]):
-                for m in range(mat.shape[1]):
-                    rows.append(("confusion", None, self.annotators[j], self.classes[k],
-                                 self.classes[m], float(mat[k, m])))
-        frame = pd.DataFrame(rows, columns=["parameter", "group", "annotator", "true",
-                                            "observed", "value"], dtype=object)
-        frame["value"] = frame["value"].astype(np.float64)
-        return frame
+        return parameter_frame(self)
 
     def conf_int(self, level: float = 0.9, *, n_boot: int | None = None,
                  seed: Seed | None = None) -> pd.DataFrame:
@@ -250,36 +236,29 @@ class AnnotatorFit:
                                          seed=0 if seed is None else seed)
         if self.method == "nuts":
             check_credible_draws(len(draws["prevalence"]), level, "this NUTS fit")
-        frame = self.to_frame()
-        prev = np.asarray(draws["prevalence"]).reshape(len(draws["prevalence"]), -1)
-        conf = np.asarray(draws["confusion"]).reshape(len(draws["confusion"]), -1)
-        allv = np.concatenate([prev, conf], axis=1)
-        lo, hi = equal_tailed(allv, level, axis=0)
-        frame["low"], frame["high"] = lo, hi
-        frame.attrs["level"] = level
-        frame.attrs["kind"] = "credible-eti" if self.method == "nuts" else "bootstrap-percentile"
-        return frame
+        return parameter_intervals(self, draws, level)
 
-    def summary(self) -> pd.DataFrame:
-        """A statsmodels-like summary table (never prints).
+    def summary(self, *, level: float = 0.9, loo: bool | None = None) -> Summary:
+        """A statsmodels-like summary (never prints; ``print(fit.summary())`` does).
 
-        The parameter table (with ``low``/``high`` when the fit has draws, for a NUTS
-        fit at least :func:`~noisycal.engines.diagnostics.min_credible_draws`); the
-        header (model, method, sizes, loglik, AIC, BIC, status and message) is in
-        ``table.attrs['header']``, the numbers also as separate ``attrs`` entries.
+        Parameters
+        ----------
+        level : float, default=0.9
+            Interval level of the tables (intervals only when the fit has draws).
+        loo : bool, optional
+            NUTS fits: compute ``elpd_loo`` when True; None shows it when it was
+            computed already (:func:`noisycal.annotators.compare`); False never.
+
+        Returns
+        -------
+        Summary
+            ``.header`` (dict: model, method, sizes, loglik, AIC/BIC or elpd_loo,
+            status, message), ``.tables`` (prevalence and per-annotator accuracy, with
+            intervals and, for NUTS, R-hat and ESS), ``str()`` the printed report; see
+            :func:`noisycal.engines.summary.fit_summary`. The full parameter table is
+            :meth:`to_frame` (:meth:`conf_int` with intervals).
         """
-        few = self.method == "nuts" and self.draws is not None and \
-            len(self.draws["prevalence"]) < min_credible_draws(0.9)
-        table = self.conf_int() if self.draws is not None and not few else self.to_frame()
-        head = (f"{self.model} fit by {self.method}: {self.n_items} items, "
-                f"{len(self.annotators)} annotators, {len(self.classes)} classes\n"
-                f"loglik {self.loglik:.4f}  AIC {self.aic:.2f}  BIC {self.bic:.2f}  "
-                f"n_params {self.n_params}  iterations {self.n_iter}  status {self.status}")
-        if self.message:
-            head += f"\n{self.message}"
-        table.attrs.update(header=head, loglik=self.loglik, aic=self.aic, bic=self.bic,
-                           n_params=self.n_params, status=self.status, message=self.message)
-        return table
+        return fit_summary(self, level=level, loo=loo)
 
     def to_arviz(self, *, seed: Seed = 0, predictive: bool = True) -> Any:
         """ArviZ InferenceData with the same parameter names as every other method.
@@ -353,19 +332,9 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
 
     from noisycal.models.dawid_skene import make_data
 
-    from ..correction import fit_index
-    from ..data import Annotations
     from .em import e_step
 
-    if not isinstance(fit, AnnotatorFit):
-        raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")
-    if not isinstance(annotations, Annotations):
-        raise ValueError("annotations must be a noisycal.Annotations, got "
-                         f"{type(annotations).__name__}")
-    if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
-        raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
-                         "predict")
-    amap, cmap = fit_index(annotations, fit, annotations.n_annotators, annotations.n_classes)
+    annotations, amap, cmap = fit_codes(fit, annotations, purpose="predict")
     arr = annotations.engine_arrays()
     L = fit.group_prevalence.shape[0]
     g = _group_codes(groups, annotations.n_items, L)
@@ -376,6 +345,64 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
         post, _ = e_step(jnp.asarray(fit.group_prevalence), jnp.asarray(fit.confusion),
                          data, None)
         return np.asarray(post)
+
+
+def fit_codes(fit: AnnotatorFit, annotations: Any, *, purpose: str, own: bool = False
+              ) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Check that ``annotations`` can be read by ``fit``; where its annotators and classes sit.
+
+    The one check behind :func:`predict`, :func:`noisycal.annotators.ppc` and
+    :func:`noisycal.annotators.compare`: ``fit`` is an :class:`AnnotatorFit` with finite
+    estimates, ``annotations`` an :class:`~noisycal.Annotations` whose annotators and
+    classes are matched to the fit's by id and name
+    (:func:`noisycal.correction.fit_index`).
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+    annotations : Annotations
+    purpose : str
+        What the fit is checked for, named in the error (``'predict'``).
+    own : bool, default=False
+        Also accept the ratings the fit was fitted on when they cannot be matched by id
+        (a grouped fit with channels per group keeps ``"<annotator>|<group>"`` ratings):
+        same items and number of ratings as ``fit.annotations``, which are then used.
+
+    Returns
+    -------
+    annotations : Annotations
+        ``annotations``, or ``fit.annotations`` (``own=True``, see above).
+    annotator_index : int ndarray of shape (n_annotators,)
+        For each annotator of the returned annotations, its index in ``fit.annotators``.
+    class_index : int ndarray of shape (n_classes,)
+        For each class, its index in ``fit.classes``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``fit`` or ``annotations``.
+    """
+    from ..correction import fit_index
+    from ..data import Annotations
+
+    if not isinstance(fit, AnnotatorFit):
+        raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")
+    if not isinstance(annotations, Annotations):
+        raise ValueError("annotations must be a noisycal.Annotations, got "
+                         f"{type(annotations).__name__}")
+    if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
+        raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
+                         f"{purpose}")
+    try:
+        amap, cmap = fit_index(annotations, fit, annotations.n_annotators,
+                               annotations.n_classes)
+    except ValueError:
+        mine = fit.annotations
+        if (not own or mine is None or mine.n_ratings != annotations.n_ratings
+                or not np.array_equal(np.asarray(mine.items), np.asarray(annotations.items))):
+            raise
+        return mine, np.arange(mine.n_annotators), np.arange(mine.n_classes)
+    return annotations, amap, cmap
 
 
 def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
@@ -390,131 +417,3 @@ def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
         raise ValueError(f"groups must give each of the {n_items} new items an integer group "
                          f"index in 0..{L - 1}, got {g.dtype} values of shape {g.shape}")
     return g.astype(np.int32)
-
-
-def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
-                  n_ratings: int, *, J: int, L: int, n_items: int | None = None
-                  ) -> tuple[str, str]:
-    """Identification problems of a Dawid–Skene data design, whatever the estimates.
-
-    Parameters
-    ----------
-    label_counts : (K,) int
-        Ratings per observed class.
-    classes : (K,)
-        Class labels (named in the message).
-    n_params : int
-        Free parameters of the model.
-    n_ratings : int
-        Ratings fitted.
-    J, L : int
-        Annotators and groups.
-    n_items : int, optional
-        Items rated; with it the saturation count leaves out one rating per item.
-
-    Returns
-    -------
-    (status, message)
-        'unobserved_class' when a class is never rated (its prevalence and channel rows
-        are then set by the starts or the prior, not the data); 'not_identified' when
-        the model has more free parameters than the L (K^J - 1) free frequencies of
-        complete rating patterns; 'over_parametrised' when it has more free
-        parameters than ratings, or (``n_items`` given) at least as many as the ratings
-        beyond each item's first (a saturated fit: one rating per item is spent on
-        locating the item's class, and only agreement among the others informs the
-        channels); else ('ok', '').
-    """
-    K = len(classes)
-    absent = np.asarray(classes)[np.asarray(label_counts) == 0].tolist()
-    if absent:
-        return "unobserved_class", (f"class(es) {absent} never occur in the ratings: "
-                                    "their prevalence and channels are not identified")
-    # J log K can be large: the count is then effectively infinite
-    cells = L * (K ** J - 1) if J * np.log(K) < 60 else np.inf
-    if n_params > cells:
-        return "not_identified", (f"{n_params} free parameters but only {cells} free "
-                                  "pattern frequencies: the model is over-parametrised")
-    if n_params > n_ratings:
-        return "over_parametrised", (f"{n_params} free parameters from {n_ratings} "
-                                     "ratings: the fit is saturated, its estimates are "
-                                     "not determined by the data")
-    if n_items is not None and n_params >= n_ratings - n_items:
-        return "over_parametrised", (
-            f"{n_params} free parameters from {n_ratings} ratings of {n_items} items: "
-            f"beyond one rating per item (which locates the item's class) only "
-            f"{n_ratings - n_items} ratings inform the channels, so the fit is saturated "
-            "and its estimates are not determined by the data")
-    return "ok", ""
-
-
-def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bool
-                    ) -> tuple[str, str]:
-    """Status of finite point estimates: convergence, small binary gaps, boundary.
-
-    Parameters
-    ----------
-    prevalence : (L, K)
-    confusion : (J, K, K)
-    converged : bool
-
-    Returns
-    -------
-    (status, message)
-        'not_converged'; 'small_gap' when a binary annotator's gap
-        ``|confusion[j, 1, 1] - confusion[j, 0, 1]|`` is at most 1e-4, or for K > 2 the
-        smallest singular value of its confusion matrix is (the channel cannot be
-        inverted, so a corrected target refuses it); 'boundary' when a marginal model's
-        prevalence is below :data:`BOUNDARY`; else ('ok', '').
-    """
-    from ..correction import GAP_THRESHOLD
-
-    if not converged:
-        return "not_converged", "the iteration limit was reached before the tolerance"
-    if confusion.shape[1] == 2:
-        size = np.abs(confusion[:, 1, 1] - confusion[:, 0, 1])
-    else:
-        size = np.linalg.svd(confusion, compute_uv=False).min(axis=-1)
-    small = np.flatnonzero(size <= GAP_THRESHOLD)
-    if small.size:
-        what = "|gap|" if confusion.shape[1] == 2 else "smallest singular value"
-        return "small_gap", (f"annotator(s) {small.tolist()} have {what} <= "
-                             f"{GAP_THRESHOLD:g}: their channel carries (nearly) no "
-                             "information about the class and cannot be inverted")
-    if prevalence.shape[0] == 1 and np.min(prevalence) < BOUNDARY:
-        return "boundary", (f"a class prevalence is below {BOUNDARY:g}: the estimate "
-                            "is on the boundary of the parameter space")
-    return "ok", ""
-
-
-def checked_status(status: str, message: str, check: Callable[[], Any]
-                   ) -> tuple[str, str, dict[str, Any]]:
-    """Run ``check`` on a fit whose status is 'ok' or 'boundary'; update status and message.
-
-    ``'weakly_identified'`` replaces 'ok' or 'boundary' (whose message is kept after it);
-    other statuses are returned unchanged and nothing is checked.
-
-    Parameters
-    ----------
-    status, message : str
-        The fit's status and message so far.
-    check : callable
-        ``() -> Identification`` (:mod:`noisycal.engines.identification`), or a string
-        saying why nothing could be checked.
-
-    Returns
-    -------
-    (status, message, details)
-        ``details`` (for the fit's ``details['identification']``) holds
-        :meth:`Identification.as_details` and ``checked=True``, or ``checked=False`` and
-        the reason.
-    """
-    if status not in ("ok", "boundary"):
-        return status, message, {"checked": False,
-                                 "reason": f"not checked: the fit's status is {status!r}"}
-    ident = check()
-    if isinstance(ident, str):
-        return status, message, {"checked": False, "reason": ident}
-    if ident.status != "ok":
-        also = f"; also {message}" if status == "boundary" else ""
-        status, message = ident.status, ident.message + also
-    return status, message, {"checked": True, **ident.as_details()}
