@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         smooth_ece,
         true_label_ece,
     )
+    from .comparison import compare_calibration
     from .report import report
     from .targets import Target
 
@@ -89,6 +90,7 @@ __all__ = [
     "calibration_intercept",
     "calibration_test",
     "report",
+    "compare_calibration",
     "bootstrap",
     "set_compilation_cache",
     "NoisycalWarning",
