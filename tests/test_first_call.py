@@ -269,8 +269,8 @@ def _design(kind):
     if kind == "grouped":
         kw["groups"], L, model = np.arange(ann.n_items) % 2, 2, nc.GroupedDawidSkene
     if kind == "gold":
-        kw["gold"] = {i: c for i, c in zip(list(ann.items)[:60],
-                                            np.asarray(ann.classes)[sim.true_class[:60]])}
+        known = np.asarray(ann.classes)[sim.true_class[:60]]
+        kw["gold"] = dict(zip(list(ann.items)[:60], known, strict=True))
     fit = model(n_classes=K).fit(ann, seed=0, **kw)
     gold = None
     if kind == "gold":

@@ -236,7 +236,8 @@ def _initial_posteriors(ann: Annotations, pd_: Any, counts: np.ndarray,
     if n_rand:
         prevs, confs = random_starts(rng, n_rand, K, J, L, one_coin=one_coin)
         # NumPy, not a compiled program for one evaluation per start (first-call time)
-        starts.extend(posteriors_np(p, c, pd_.data, None) for p, c in zip(prevs, confs))
+        starts.extend(posteriors_np(p, c, pd_.data, None)
+                      for p, c in zip(prevs, confs, strict=True))
     # one start: a view, not a copy of the (n_patterns, K) array
     return jnp.asarray(starts[0][None] if len(starts) == 1 else np.stack(starts)), note
 
