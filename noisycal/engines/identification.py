@@ -247,7 +247,12 @@ def _spectrum(info: np.ndarray, complete: np.ndarray, covariance: bool
 def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
               gold: jax.Array | None, arrays: tuple, *, sizes: tuple, one_coin: bool
               ) -> tuple[jax.Array, jax.Array]:
-    """Negative Hessians of the log-likelihood and of the complete-data objective."""
+    """Negative Hessians of the log-likelihood and of the complete-data objective.
+
+    The autodiff reference of :func:`_information` (tests/test_first_call.py compares
+    the two); a parametrisation whose entries are not affine in one free parameter each
+    can fall back to it.
+    """
     from noisycal.models.dawid_skene import (
         item_log_likelihood,
         joint_log_likelihood,
@@ -291,8 +296,10 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
                             ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """Observed and complete-data information of the free Dawid–Skene parameters.
 
-    Both are negative Hessians (Hessian-vector products by ``jax.jvp`` of ``jax.grad``, one
-    jitted program) at the estimate, in the free parametrisation of the module docstring:
+    Both are negative Hessians at the estimate, computed in closed form with NumPy
+    (:func:`_information`, Louis's identity; the same numbers as the autodiff Hessians
+    of :func:`_hessians`, ``jax.jvp`` of ``jax.grad``, to round-off, without tracing or
+    compiling), in the free parametrisation of the module docstring:
     of the log-likelihood
     :func:`noisycal.models.dawid_skene.log_likelihood` (weighted by pattern counts) and of
     the expected complete-data log-likelihood ``sum_i w_i sum_k post_ik joint_ik`` with
