@@ -371,7 +371,8 @@ class SplitConformal(MatrixInput):
         """A copy with the quantile recomputed at another alpha (same scores and transform).
 
         The adaptive transform and the calibration uniforms do not depend on alpha, so one
-        fit serves every level.
+        fit serves every level. RAPS settings tuned with ``'auto'`` keep the values
+        tuned at the fit's alpha (and the tuning rows stay set aside).
 
         Parameters
         ----------

@@ -111,7 +111,8 @@ def free_parameters(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
     data : DSData
         One row per rating pattern.
     weights : ndarray of shape (n_patterns,)
-    gold : jax array of shape (n_patterns,) or None
+    gold : int array of shape (n_patterns,) or None
+        Known class of each pattern, ``-1`` where unknown.
     one_coin : bool
     labels : dict
         Names of the ``'prevalence'``, ``'confusion'`` and ``'accuracy'`` entries.
