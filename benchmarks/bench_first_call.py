@@ -10,14 +10,19 @@ Every figure comes from a new subprocess, so nothing is imported or compiled bef
   ``cold`` with no compilation cache, ``cache-fill`` the first process with
   :func:`noisycal.set_compilation_cache` pointing at an empty folder, ``cache-warm`` the
   next process with the same folder, ``cache-warm-blas1`` the same with
-  ``OPENBLAS_NUM_THREADS=1`` (a diagnostic: on a loaded machine OpenBLAS's threads make
-  the identification check's small Cholesky and eigh take up to seconds); each reports
+  ``OPENBLAS_NUM_THREADS=1`` (a diagnostic: before the check limited BLAS to one thread
+  itself, OpenBLAS's threads made its small Cholesky and eigh take up to seconds on a
+  loaded machine); each reports
   ``import noisycal``, the import of what the fit needs (``modules``: JAX, pandas, SciPy,
   NumPyro), the first fit with its two phases (multi-start EM; the identification
   check), and a second fit of the same data in the same process (compiled);
 * crowd-kit's first ``DawidSkene(n_iter=100).fit(df)`` in a fresh process of
   ``--crowdkit-python`` (a scratch venv: ``python3 -m venv /tmp/ck &&
   /tmp/ck/bin/pip install crowd-kit``), skipped when that interpreter is absent.
+
+The BLAS the children load is recorded (threadpoolctl's kernel, threads, and the
+``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE`` of the environment, which some machines set
+and which slow a current NumPy; the benchmark leaves them as they are).
 
 The noisycal under test is the one importable in this process's environment
 (``PYTHONPATH``); ``--pythonpath`` points the children at another checkout (the
@@ -148,6 +153,18 @@ def crowdkit_first_fit(python: str, n_items: int, env: dict) -> dict | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def blas_note(env: dict) -> dict:
+    """The BLAS a child process loads (threadpoolctl) and the OpenBLAS variables set."""
+    code = ("import json, numpy; from threadpoolctl import threadpool_info; print(json.dumps("
+            "[{k: d.get(k) for k in ('internal_api', 'version', 'architecture', "
+            "'num_threads')} for d in threadpool_info()]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True)
+    return {"threadpool": json.loads(out.stdout) if out.returncode == 0 else None,
+            **{k: env.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+                                       "OPENBLAS_NUM_THREADS")}}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-items", type=int, default=5000)
@@ -165,7 +182,9 @@ def main(argv: list[str] | None = None) -> dict:
     load = os.getloadavg()[0]
     print(f"first-call benchmark: {args.n_items} CIFAR-10N items, load {load:.1f} "
           f"on {os.cpu_count()} CPUs")
-    result: dict = {"n_items": args.n_items, "load_1min": load, "cpus": os.cpu_count()}
+    result: dict = {"n_items": args.n_items, "load_1min": load, "cpus": os.cpu_count(),
+                    "blas": blas_note(env)}
+    print(f"BLAS: {result['blas']}")
     result["import"] = imp = import_times(args.repeats, env)
     print(f"import noisycal: {imp['import_median_s']:.2f} s (median of {args.repeats} fresh "
           f"processes, less {imp['empty_interpreter_median_s']:.2f} s of an empty "
@@ -198,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
             ratio = result[mode]["first_fit_s"] / ck["first_fit_s"]
             print(f"  noisycal {mode} first fit / crowd-kit first fit: {ratio:.1f}x")
             result[mode]["ratio_to_crowdkit"] = ratio
+    result["load_1min_end"] = os.getloadavg()[0]
     write_result(args.name, result)
     return result
 

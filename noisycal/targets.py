@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._target_frame import frame_matrix, one_hot, vector_target
 from ._target_view import select_rows, target_html, target_repr
 from ._typing import ArrayLike, Seed
 from ._validation import (
@@ -143,12 +144,6 @@ class Target:
     __getitem__, __repr__, _repr_html_ = select_rows, target_repr, target_html
 
 
-def _one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
-    out = np.zeros((y.shape[0], n_classes))
-    out[np.arange(y.shape[0]), y] = 1.0
-    return out
-
-
 def hard(labels: ArrayLike, *, n_classes: int | None = None, classes: ArrayLike | None = None,
          items: ArrayLike | None = None) -> Target:
     """One-hot target from clean labels.
@@ -183,7 +178,7 @@ def hard(labels: ArrayLike, *, n_classes: int | None = None, classes: ArrayLike 
     if items is None and hasattr(labels, "index") and hasattr(labels, "to_numpy"):
         items = np.asarray(labels.index)
     y, c = encode_labels(labels, classes=classes, n_classes=n_classes)
-    return Target(_one_hot(y, c.size), "hard", classes=c if classes is not None
+    return Target(one_hot(y, c.size), "hard", classes=c if classes is not None
                   or not np.array_equal(c, np.arange(c.size)) else None, items=items)
 
 
@@ -201,7 +196,9 @@ def soft(annotations: Annotations | None = None, *, counts: ArrayLike | None = N
         Non-negative vote counts; rows are normalised by their totals.
     distribution : array-like of shape (n_items, n_classes), optional
         Annotator distributions whose rows already sum to 1 (within 1e-6). (``probs=``
-        is reserved for classifier predictions.)
+        is reserved for classifier predictions.) A DataFrame given as ``counts`` or
+        ``distribution`` gives the target its classes (column labels) and item ids
+        (index), as in :func:`from_matrix`.
 
     Returns
     -------
@@ -221,13 +218,15 @@ def soft(annotations: Annotations | None = None, *, counts: ArrayLike | None = N
                       classes=np.asarray(annotations.classes),
                       items=np.asarray(annotations.items))
     if counts is not None:
+        counts, classes, items = frame_matrix(counts, "counts")
         c = check_array(counts, "counts", ndim=2)
         if np.any(c < 0):
             raise ValueError("counts must be non-negative")
         tot = c.sum(axis=1)
         if np.any(tot <= 0):
             raise ValueError(f"counts has {int(np.sum(tot <= 0))} row(s) with no votes")
-        return Target(c / tot[:, None], "soft")
+        return Target(c / tot[:, None], "soft", classes=classes, items=items)
+    distribution, classes, items = frame_matrix(distribution, "distribution")
     p = check_array(distribution, "distribution", ndim=2)
     if np.any(p < 0) or np.any(p > 1):
         raise ValueError("distribution must lie in [0, 1]")
@@ -236,7 +235,7 @@ def soft(annotations: Annotations | None = None, *, counts: ArrayLike | None = N
         i = int(np.argmax(dev))
         raise ValueError(f"rows of distribution must sum to 1 within {PROB_ATOL:g}; row "
                          f"{i} sums to {p[i].sum():.8g}")
-    return Target(p, "soft")
+    return Target(p, "soft", classes=classes, items=items)
 
 
 def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -> Target:
@@ -263,7 +262,7 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
                          f"{type(annotations).__name__}")
     y = annotations.majority_vote(tie=tie, seed=seed)
     n_ties = int(np.sum(annotations.ties()))
-    return Target(_one_hot(np.asarray(y), annotations.n_classes), "voted",
+    return Target(one_hot(np.asarray(y), annotations.n_classes), "voted",
                   classes=np.asarray(annotations.classes), items=np.asarray(annotations.items),
                   details={"tie": tie, "n_ties": n_ties})
 
@@ -438,7 +437,11 @@ def from_matrix(values: ArrayLike, *, kind: str = "matrix", classes: ArrayLike |
 
     Parameters
     ----------
-    values : array-like of shape (n_items, n_classes)
+    values : array-like or DataFrame of shape (n_items, n_classes)
+        A DataFrame's columns are matched to ``classes`` by label (without ``classes``
+        its column labels are the classes) and its index to ``items`` (without
+        ``items`` the index is the item ids); a default ``RangeIndex`` axis is read by
+        position.
     kind : str, default='matrix'
         One of the target kinds.
     classes, items : array-like, optional
@@ -447,7 +450,14 @@ def from_matrix(values: ArrayLike, *, kind: str = "matrix", classes: ArrayLike |
     Returns
     -------
     Target
+
+    Raises
+    ------
+    ValueError
+        A DataFrame whose column labels are not ``classes`` or whose index does not hold
+        ``items`` (naming ``values``).
     """
+    values, classes, items = frame_matrix(values, "values", classes, items)
     return Target(check_array(values, "values", ndim=2), kind, classes=classes, items=items)
 
 
@@ -489,10 +499,12 @@ def as_target_matrix(target: object, n_items: int, n_classes: int, name: str = "
     else:
         if items is not None and hasattr(target, "index") and hasattr(target, "to_numpy"):
             check_items(np.asarray(target.index), items, "items")
+        if getattr(target, "ndim", 1) == 2:  # a DataFrame's columns, matched by label
+            target = frame_matrix(target, name, classes)[0]
         arr = np.asarray(target.to_numpy() if hasattr(target, "to_numpy")
                          and getattr(target, "cat", None) is None else target)
         if arr.ndim == 1 or getattr(target, "cat", None) is not None:
-            return _vector_target(target, arr, n_items, n_classes, name, classes)
+            return vector_target(target, arr, n_items, n_classes, name, classes)
         T = check_array(arr, name, ndim=2)
     if T.shape != (n_items, n_classes):
         raise ValueError(f"{name} must have shape ({n_items}, {n_classes}) to match the "
@@ -500,20 +512,3 @@ def as_target_matrix(target: object, n_items: int, n_classes: int, name: str = "
     if not np.all(np.isfinite(T)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return np.asarray(T, dtype=np.float64)
-
-
-def _vector_target(target: object, arr: np.ndarray, n_items: int, n_classes: int, name: str,
-                   classes: ArrayLike | None) -> np.ndarray:
-    if arr.shape[0] != n_items:
-        raise ValueError(f"{name} has {arr.shape[0]} labels but the predictions have "
-                         f"{n_items} items")
-    if (classes is None and arr.dtype.kind == "f" and n_classes == 2
-            and np.all(np.isfinite(arr)) and np.any(arr != np.round(arr))):
-        t = arr.astype(np.float64)
-        return np.column_stack([1.0 - t, t])
-    if classes is not None and len(classes) != n_classes:
-        raise ValueError(f"classes has {len(classes)} labels but the predictions have "
-                         f"{n_classes} columns")
-    y, _ = encode_labels(target, classes=classes,
-                         n_classes=None if classes is not None else n_classes, name=name)
-    return _one_hot(y, n_classes)

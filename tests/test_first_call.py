@@ -84,7 +84,7 @@ def test_the_compilation_cache_is_filled_then_read_with_the_same_fit(tmp_path):
     runs = [json.loads(_run_args(_CACHE_RUN, str(tmp_path))) for _ in range(2)]
     assert any(tmp_path.iterdir())  # the first process wrote compiled programs
     assert runs[0]["hits"] == 0
-    assert runs[1]["hits"] >= 2  # at least the EM loop and the identification Hessians
+    assert runs[1]["hits"] >= 2  # at least the EM loop and its random-start keys
     assert runs[1]["loglik"] == runs[0]["loglik"]
 
 
@@ -253,3 +253,155 @@ def test_em_starts_run_one_by_one_tick_once_each_with_the_same_states():
     assert "2/2" in out.getvalue()
     for a, b in zip(quiet, shown, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# ---------------------------------------------------------------- identification in NumPy
+def _design(kind):
+    """A simulated fit of each Dawid–Skene family member and what the check needs."""
+    import numpy as np
+
+    K, J = 3, 4
+    conf = np.array([[[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]]] * J)
+    conf[0] = [[0.97, 0.03, 0.0], [0.1, 0.8, 0.1], [0.0, 0.15, 0.85]]  # boundary zeros
+    sim = nc.simulate.dawid_skene(400, [0.5, 0.3, 0.2], conf, p_rate=0.8, seed=1)
+    ann, kw, L = sim.annotations, {}, 1
+    model = nc.OneCoinDawidSkene if kind == "one_coin" else nc.DawidSkene
+    if kind == "grouped":
+        kw["groups"], L, model = np.arange(ann.n_items) % 2, 2, nc.GroupedDawidSkene
+    if kind == "gold":
+        known = np.asarray(ann.classes)[sim.true_class[:60]]
+        kw["gold"] = dict(zip(list(ann.items)[:60], known, strict=True))
+    fit = model(n_classes=K).fit(ann, seed=0, **kw)
+    gold = None
+    if kind == "gold":
+        gold = np.full(ann.n_items, -1)
+        gold[:60] = sim.true_class[:60]
+    return ann, fit, kw.get("groups"), gold, L
+
+
+def _information_inputs(ann, fit, group, gold, L, one_coin):
+    import numpy as np
+
+    from noisycal._jax import x64
+    from noisycal.engines.em import pattern_data
+    from noisycal.engines.free_params import free_parameters
+
+    prev = np.asarray(fit.prevalence, float).reshape(L, -1)
+    conf = np.asarray(fit.confusion, float)
+    K, J = prev.shape[1], conf.shape[0]
+    arr = ann.engine_arrays()
+    with x64():
+        pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                           n_annotators=J, n_classes=K, group=group, n_groups=L, gold=gold)
+    labels = {"prevalence": [f"p{i}" for i in range(L * K)],
+              "confusion": [f"c{i}" for i in range(J * K * K)],
+              "accuracy": [f"a{j}" for j in range(J)]}
+    post, B, names, _ = free_parameters(prev, conf, pd_.data, pd_.counts, pd_.gold,
+                                        one_coin=one_coin, labels=labels)
+    x0 = np.concatenate([prev.ravel(), conf[:, 0, 0] if one_coin else conf.ravel()])
+    return prev, conf, pd_, post, B, x0, np.asarray(pd_.counts, float)
+
+
+def _traced(x0, B, post, w, pd_, one_coin):
+    """The Hessians by JAX autodiff (the reference the NumPy information replaced)."""
+    import numpy as np
+
+    import jax.numpy as jnp
+
+    from noisycal._jax import x64
+    from noisycal.engines.em import split_data
+    from noisycal.engines.identification import _hessians
+
+    arrays, sizes = split_data(pd_.data)
+    with x64():
+        gold = None if pd_.gold is None else jnp.asarray(pd_.gold)
+        info, complete = _hessians(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(post),
+                                   jnp.asarray(w), gold, arrays, sizes=sizes,
+                                   one_coin=one_coin)
+    return np.asarray(info), np.asarray(complete)
+
+
+@pytest.mark.parametrize("kind", ["full", "one_coin", "grouped", "gold"])
+def test_numpy_information_equals_the_traced_hessians(kind):
+    import numpy as np
+
+    import jax.numpy as jnp
+
+    from noisycal._jax import x64
+    from noisycal.engines.em import posteriors_at
+    from noisycal.engines.free_params import posteriors_np
+    from noisycal.engines.identification import _information
+
+    ann, fit, group, gold, L = _design(kind)
+    one_coin = kind == "one_coin"
+    prev, conf, pd_, post, B, x0, w = _information_inputs(ann, fit, group, gold, L, one_coin)
+    assert B.shape[1] >= 6
+    assert one_coin or (np.abs(B).sum(1) == 0).any()  # some entries held fixed
+    with x64():
+        ref_post = np.asarray(posteriors_at(jnp.asarray(prev)[None], jnp.asarray(conf)[None],
+                                            pd_.data, gold=pd_.gold)[0])
+    np.testing.assert_allclose(posteriors_np(prev, conf, pd_.data, pd_.gold), ref_post,
+                               rtol=0, atol=1e-12)
+    info, complete = _information(x0, B, post, w, pd_.data, one_coin=one_coin)
+    ref_info, ref_complete = _traced(x0, B, post, w, pd_, one_coin)
+    scale = np.abs(ref_complete).max()
+    np.testing.assert_allclose(info, ref_info, rtol=0, atol=1e-8 * scale)
+    np.testing.assert_allclose(complete, ref_complete, rtol=0, atol=1e-8 * scale)
+
+
+@pytest.mark.parametrize("kind", ["full", "one_coin", "gold"])
+def test_identification_and_fit_are_those_of_the_traced_path(kind, monkeypatch):
+    """Statuses and numbers to 1e-10 against the former path (traced Hessians, compiled
+    posteriors for the starts and the check)."""
+    import numpy as np
+
+    import jax.numpy as jnp
+
+    import noisycal.engines.free_params as fp
+    import noisycal.engines.identification as idm
+    import noisycal.engines.starts as starts
+    from noisycal._jax import x64
+    from noisycal.engines.em import posteriors_at
+
+    def jax_posteriors(prev, conf, data, gold):
+        with x64():
+            return np.asarray(posteriors_at(jnp.asarray(prev)[None], jnp.asarray(conf)[None],
+                                            data, gold=None if gold is None
+                                            else jnp.asarray(gold))[0])
+
+    def traced(x0, B, post, w, data, *, one_coin):
+        class _P:  # what _traced reads of the pattern data
+            pass
+        p = _P()
+        p.data, p.gold = data, traced.gold
+        return _traced(x0, B, post, w, p, one_coin)
+
+    ann, fit, group, gold, L = _design(kind)
+    one_coin = kind == "one_coin"
+    new = idm.dawid_skene_identification(ann, fit.prevalence.reshape(L, -1), fit.confusion,
+                                         group=group, gold=gold, one_coin=one_coin,
+                                         threshold=0.3)
+    with monkeypatch.context() as m:
+        m.setattr(idm, "_information", traced)
+        m.setattr(fp, "posteriors_np", jax_posteriors)
+        m.setattr(starts, "posteriors_np", jax_posteriors)
+        from noisycal.engines.em import pattern_data
+        arr = ann.engine_arrays()
+        with x64():
+            traced.gold = pattern_data(arr.item, arr.annotator, arr.label,
+                                       n_items=ann.n_items, n_annotators=fit.confusion.shape[0],
+                                       n_classes=3, group=group, n_groups=L, gold=gold).gold
+        old = idm.dawid_skene_identification(ann, fit.prevalence.reshape(L, -1),
+                                             fit.confusion, group=group, gold=gold,
+                                             one_coin=one_coin, threshold=0.3)
+        _, old_fit, *_ = _design(kind)
+    assert new.status == old.status and new.names == old.names
+    assert new.loading == old.loading
+    for a, b in ((new.relative_information, old.relative_information),
+                 (new.max_se, old.max_se), (new.condition_number, old.condition_number)):
+        assert abs(a - b) <= 1e-10 * max(1.0, abs(b))
+    np.testing.assert_allclose(new.null_direction, old.null_direction, rtol=0, atol=1e-10)
+    assert old_fit.status == fit.status
+    assert abs(old_fit.loglik - fit.loglik) <= 1e-10 * abs(fit.loglik)
+    np.testing.assert_allclose(fit.confusion, old_fit.confusion, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fit.item_posterior, old_fit.item_posterior, rtol=0, atol=1e-10)

@@ -224,6 +224,36 @@ def test_sizes_beyond_memory_are_refused_with_their_size():
     assert np.isfinite(float(nc.ece(wide, labels, n_bins=15)))
 
 
+def test_classwise_bootstrap_replicates_beyond_memory_are_refused_with_their_size():
+    # 1000 replicates of 100000 classes x 15 bins of float64 bin means: 11.2 GiB
+    rng = np.random.default_rng(0)
+    wide, labels = rng.dirichlet(np.ones(10**5), size=3), np.array([0, 1, 2])
+    with pytest.raises(ValueError, match=r"^n_boot: 1000 bootstrap replicates of 100000 "
+                                         r"score group\(s\) x 15 bins .*11\.2 GiB"):
+        nc.ece(wide, labels, kind="classwise", n_bins=15, interval="bootstrap",
+               n_boot=1000)
+
+
+@pytest.mark.filterwarnings("ignore:.*does not contain the estimate:noisycal.NumericalWarning")
+def test_the_replicate_cap_is_the_shared_cap(monkeypatch):
+    # 10 classes x 15 bins x 8 bytes = 1200 bytes per replicate: a 1 MiB cap admits 873
+    import noisycal._validation as v
+
+    monkeypatch.setattr(v, "MAX_WORK_BYTES", 2**20)
+    P, y = _data(60, K=10)
+    ok = nc.ece(P, y, kind="classwise", n_bins=15, interval="bootstrap", n_boot=873)
+    assert ok.interval[0] <= ok.interval[1]
+    with pytest.raises(ValueError, match=r"^n_boot: 874 bootstrap replicates of 10 score "
+                                         r"group\(s\) x 15 bins"):
+        nc.ece(P, y, kind="classwise", n_bins=15, interval="bootstrap", n_boot=874)
+    # the Poisson scheme keeps each replicate's per-bin sums (count, confidence, target)
+    with pytest.raises(ValueError, match=r"^n_boot: 300 bootstrap.*x 15 bins x 3 sums"):
+        nc.ece(P, y, kind="classwise", n_bins=15, interval="bootstrap", n_boot=300,
+               bootstrap="poisson")
+    assert np.isfinite(float(nc.ece(P, y, kind="classwise", n_bins=15, n_boot=291,
+                                    interval="bootstrap", bootstrap="poisson")))
+
+
 @pytest.mark.filterwarnings("ignore:.*does not contain the estimate:noisycal.NumericalWarning")
 @pytest.mark.parametrize(("binary", "kw"), [
     (False, {}),

@@ -24,19 +24,15 @@ the quantile's.
 from __future__ import annotations
 
 import math
-from functools import partial
 from typing import Any
 
 import numpy as np
 
-import jax
-import jax.numpy as jnp
-
-from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
 from .._validation import check_choice, check_int, check_real, check_seed
 from ._base import Calibrator, check_alignment, check_eps
 from ._inputs import EPS, ScoreInput, base_probs, score_matrix
+from .conformal_adaptive import adaptive_scale, fit_adaptive
 from .conformal_scores import (
     SCORES,
     check_alpha,
@@ -49,6 +45,7 @@ from .conformal_scores import (
     prediction_sets,
     uniforms,
 )
+from .conformal_tuning import TUNE_FRACTION, pick_k_reg, pick_lam
 
 __all__ = ["conformal_quantile", "nonconformity", "label_scores", "prediction_sets",
            "SplitConformal", "MatrixInput", "check_alpha", "hard_labels", "fit_adaptive",
@@ -56,109 +53,6 @@ __all__ = ["conformal_quantile", "nonconformity", "label_scores", "prediction_se
            "SCORES", "THRESHOLDS"]
 
 THRESHOLDS = ("constant", "adaptive")
-
-
-# ------------------------------------------------------------------ adaptive transform
-
-_GAMMA = 1e-3
-
-
-def _init_mlp(key: jax.Array, sizes: tuple[int, ...]) -> list:
-    params = []
-    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
-        key, k1, k2 = jax.random.split(key, 3)
-        lim = 1.0 / math.sqrt(a)
-        params.append((jax.random.uniform(k1, (a, b), minval=-lim, maxval=lim),
-                       jax.random.uniform(k2, (b,), minval=-lim, maxval=lim)))
-    return params
-
-
-def _mlp(params: list, x: jax.Array) -> jax.Array:
-    for W, b in params[:-1]:
-        x = jax.nn.relu(x @ W + b)
-    W, b = params[-1]
-    return jnp.abs((x @ W + b)[:, 0])
-
-
-@partial(jax.jit, static_argnames=("n_steps", "batch"))
-def _train(params: list, key: jax.Array, X: jax.Array, s: jax.Array, lr: float, *,
-           n_steps: int, batch: int) -> tuple[list, jax.Array]:
-    """Adam on the mean squared error of w(x) to the score, minibatches of ``batch``."""
-    def loss(p: list, idx: jax.Array) -> jax.Array:
-        return jnp.mean((s[idx] - _mlp(p, X[idx])) ** 2)
-
-    zeros = jax.tree_util.tree_map(jnp.zeros_like, params)
-
-    def step(carry: tuple, t: jax.Array) -> tuple:
-        p, m, v, k = carry
-        k, sub = jax.random.split(k)
-        idx = jax.random.randint(sub, (batch,), 0, X.shape[0])
-        g = jax.grad(loss)(p, idx)
-        m = jax.tree_util.tree_map(lambda a, b: 0.9 * a + 0.1 * b, m, g)
-        v = jax.tree_util.tree_map(lambda a, b: 0.999 * a + 0.001 * b * b, v, g)
-        c1, c2 = 1 - 0.9 ** (t + 1.0), 1 - 0.999 ** (t + 1.0)
-        p = jax.tree_util.tree_map(
-            lambda w, a, b: w - lr * (a / c1) / (jnp.sqrt(b / c2) + 1e-8), p, m, v)
-        return (p, m, v, k), None
-
-    (params, _, _, _), _ = jax.lax.scan(step, (params, zeros, zeros, key),
-                                        jnp.arange(n_steps, dtype=jnp.float64))
-    return params, jnp.mean((s - _mlp(params, X)) ** 2)
-
-
-def fit_adaptive(X: np.ndarray, s: np.ndarray, *, hidden: tuple[int, ...], n_steps: int,
-                 lr: float, seed: Seed, max_restarts: int = 10) -> tuple[list, float, int]:
-    """Fit w(x) = |MLP(x)| to the scores; restart with lr / 10 on a NaN or a loss above 10.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-        Features (the base logits).
-    s : ndarray of shape (n,)
-        Scores.
-    hidden : tuple of int
-    n_steps : int
-    lr : float
-    seed : int or jax key
-    max_restarts : int, default=10
-
-    Returns
-    -------
-    params, mse, restarts
-        The layer weights, the final mean squared error and the number of restarts.
-    """
-    sizes = (X.shape[1], *hidden, 1)
-    key = as_key(seed)
-    with x64():
-        Xj, sj = jnp.asarray(X), jnp.asarray(s)
-        for r in range(max_restarts + 1):
-            key, k_init, k_run = jax.random.split(key, 3)
-            params = _init_mlp(k_init, sizes)
-            params, mse = _train(params, k_run, Xj, sj, lr / 10**r, n_steps=n_steps,
-                                 batch=max(1, X.shape[0] // 5))
-            mse = float(mse)
-            if math.isfinite(mse) and mse <= 10.0:
-                return [(np.asarray(W), np.asarray(b)) for W, b in params], mse, r
-    return [(np.asarray(W), np.asarray(b)) for W, b in params], mse, max_restarts
-
-
-def adaptive_scale(params: list, X: np.ndarray) -> np.ndarray:
-    """:math:`\\gamma + w(x)` of each row (the factor of the adaptive threshold).
-
-    Parameters
-    ----------
-    params : list
-        From :func:`fit_adaptive`.
-    X : ndarray of shape (n, d)
-
-    Returns
-    -------
-    ndarray of shape (n,)
-    """
-    with x64():
-        w = np.asarray(_mlp([(jnp.asarray(W), jnp.asarray(b)) for W, b in params],
-                            jnp.asarray(X)))
-    return _GAMMA + w
 
 
 class MatrixInput(Calibrator):
@@ -171,6 +65,10 @@ class MatrixInput(Calibrator):
         return tags
 
 
+def _is_auto(value: object) -> bool:
+    return isinstance(value, str) and value == "auto"
+
+
 def _flag(value: object, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise ValueError(f"{name} must be True or False, got {value!r}")
@@ -180,8 +78,8 @@ def _flag(value: object, name: str) -> bool:
 def set_settings(params: dict) -> dict:
     """The parameters of a set builder that change its sets, other than ``alpha``.
 
-    ``randomized``, ``lam`` and ``k_reg`` are dropped for 'msp' scores and ``lam`` and
-    ``k_reg`` for 'aps' (they have no effect there), so builders differing only in them
+    ``randomized``, ``lam``, ``k_reg`` and ``tune_fraction`` are dropped for 'msp' scores
+    and the last three for 'aps' (they have no effect there), so builders differing only in them
     are interchangeable.
 
     Parameters
@@ -193,8 +91,9 @@ def set_settings(params: dict) -> dict:
     -------
     dict
     """
-    drop = {"alpha"} | ({"randomized", "lam", "k_reg"} if params.get("score") == "msp" else
-                        {"lam", "k_reg"} if params.get("score") == "aps" else set())
+    raps = {"lam", "k_reg", "tune_fraction"}
+    drop = {"alpha"} | ({"randomized", *raps} if params.get("score") == "msp" else
+                        raps if params.get("score") == "aps" else set())
     return {k: v for k, v in params.items() if k not in drop}
 
 
@@ -218,11 +117,19 @@ class SplitConformal(MatrixInput):
         of the set-mass paper, whose sets on a confident classifier are far too large
         or empty (benchmarks/README.md, section on ``conformal_sets.py``). No effect for
         'msp'.
-    lam : float, default=0.01
-        RAPS: the penalty per rank beyond ``k_reg`` (>= 0). The RAPS paper tunes
-        ``lam`` and ``k_reg`` on held-out data; here they are set by the user.
-    k_reg : int, default=5
-        RAPS: the ranks 1..k_reg carry no penalty (>= 0).
+    lam : float or 'auto', default=0.01
+        RAPS: the penalty per rank beyond ``k_reg`` (>= 0). 'auto': the RAPS paper's
+        choice on a tuning split (:mod:`noisycal.calibrators.conformal_tuning`): the
+        value of the grid (0.001, 0.01, 0.1, 0.2, 0.5) whose sets, calibrated on the
+        tuning rows, are smallest on average there.
+    k_reg : int or 'auto', default=5
+        RAPS: the ranks 1..k_reg carry no penalty (>= 0). 'auto': the paper's
+        ``1 - alpha`` quantile of the true label's rank on the tuning rows.
+    tune_fraction : float, default=0.3
+        RAPS with ``lam`` or ``k_reg`` 'auto': the share of the calibration rows (the
+        first ones, in the order given) that tunes them and is then set aside (the
+        conformal quantile comes from the rest, so coverage holds); 0.3 as in the
+        authors' code.
     mondrian : bool, default=False
         Class-conditional thresholds: :math:`\hat q_y` from the calibration items of
         class y only, and the set :math:`\{y : s(x, y, U) \le \hat q_y\}`, so the
@@ -269,6 +176,12 @@ class SplitConformal(MatrixInput):
         Their labels.
     u_ : ndarray of shape (n,) or None
         The calibration rows' uniforms (randomised APS/RAPS).
+    penalty_ : dict
+        RAPS: the ``lam`` and ``k_reg`` used (tuned or as given); empty otherwise.
+    n_tune_ : int
+        Calibration rows that tuned ``lam``/``k_reg`` (0 when nothing was tuned).
+    tune_sizes_ : ndarray of shape (5,) or None
+        With ``lam='auto'``: the mean set size on the tuning rows of each grid value.
     ada_params_ : list or None
         The MLP's weights (adaptive threshold).
     ada_mse_ : float or None
@@ -294,7 +207,8 @@ class SplitConformal(MatrixInput):
     _fitted_attr = "quantile_"
 
     def __init__(self, *, alpha: float = 0.1, score: str = "msp", randomized: bool = True,
-                 lam: float = 0.01, k_reg: int = 5, mondrian: bool = False,
+                 lam: float | str = 0.01, k_reg: int | str = 5,
+                 tune_fraction: float = TUNE_FRACTION, mondrian: bool = False,
                  threshold: str = "constant", aps_include_boundary: bool = False,
                  ada_fraction: float = 0.5, ada_hidden: tuple[int, ...] = (100,) * 6,
                  ada_steps: int = 3000, ada_lr: float = 0.01, eps: float = EPS,
@@ -304,6 +218,7 @@ class SplitConformal(MatrixInput):
         self.randomized = randomized
         self.lam = lam
         self.k_reg = k_reg
+        self.tune_fraction = tune_fraction
         self.mondrian = mondrian
         self.threshold = threshold
         self.aps_include_boundary = aps_include_boundary
@@ -331,8 +246,9 @@ class SplitConformal(MatrixInput):
         if mond and self.threshold == "adaptive":
             raise ValueError("mondrian=True (class-conditional thresholds) does not combine "
                              "with threshold='adaptive'")
-        lam = check_real(self.lam, "lam", minimum=0.0)
-        k_reg = check_int(self.k_reg, "k_reg", minimum=0)
+        lam = self.lam if _is_auto(self.lam) else check_real(self.lam, "lam", minimum=0.0)
+        k_reg = self.k_reg if _is_auto(self.k_reg) else check_int(self.k_reg, "k_reg",
+                                                                  minimum=0)
         self.penalty_ = {"lam": lam, "k_reg": k_reg} if self.score == "raps" else {}
         self.randomized_ = rand and self.score != "msp"
         check_seed(self.seed)
@@ -376,7 +292,12 @@ class SplitConformal(MatrixInput):
         y = hard_labels(target, n, K)
         P = base_probs(x)
         self.u_ = self._uniforms(u, n, 0)
-        s = nonconformity(P, y, self.score, u=self.u_, **self.penalty_)
+        n_tune = self._tune(P, y)
+        if n_tune:  # the tuning rows are set aside
+            P, y, n = P[n_tune:], y[n_tune:], n - n_tune
+            x = ScoreInput(x.S[n_tune:], x.binary, x.given, x.raw)
+        u_rest = None if self.u_ is None else self.u_[n_tune:]
+        s = nonconformity(P, y, self.score, u=u_rest, **self.penalty_)
         self.n_classes_, self.input_ = K, x.given
         self.ada_params_ = self.ada_mse_ = None
         status, message = "ok", ""
@@ -400,6 +321,28 @@ class SplitConformal(MatrixInput):
         self.scores_, self.labels_ = s, y
         self._set_quantile(status, message)
         return self
+
+    def _tune(self, P: np.ndarray, y: np.ndarray) -> int:
+        """RAPS ``'auto'`` settings from the first calibration rows; how many it used."""
+        self.n_tune_, self.tune_sizes_ = 0, None
+        auto = [k for k, v in self.penalty_.items() if _is_auto(v)]
+        if not auto:
+            return 0
+        frac = check_real(self.tune_fraction, "tune_fraction", minimum=0.0, maximum=1.0,
+                          strict=True)
+        n_tune = int(math.floor(frac * P.shape[0]))
+        if n_tune < 1 or P.shape[0] - n_tune < 1:
+            raise ValueError(f"tune_fraction={frac} leaves no rows for tuning {auto} or for "
+                             f"the quantile with {P.shape[0]} calibration rows")
+        Pt, yt = P[:n_tune], y[:n_tune]
+        ut = None if self.u_ is None else self.u_[:n_tune]
+        if _is_auto(self.penalty_["k_reg"]):
+            self.penalty_["k_reg"] = pick_k_reg(Pt, yt, self.alpha_)
+        if _is_auto(self.penalty_["lam"]):
+            self.penalty_["lam"], self.tune_sizes_ = pick_lam(Pt, yt, self.alpha_,
+                                                              self.penalty_["k_reg"], ut)
+        self.n_tune_ = n_tune
+        return n_tune
 
     def _set_quantile(self, status: str, message: str) -> None:
         from .._warnings import NumericalWarning
@@ -428,7 +371,8 @@ class SplitConformal(MatrixInput):
         """A copy with the quantile recomputed at another alpha (same scores and transform).
 
         The adaptive transform and the calibration uniforms do not depend on alpha, so one
-        fit serves every level.
+        fit serves every level. RAPS settings tuned with ``'auto'`` keep the values
+        tuned at the fit's alpha (and the tuning rows stay set aside).
 
         Parameters
         ----------

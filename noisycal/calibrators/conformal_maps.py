@@ -72,6 +72,7 @@ _SET_PARAMS = """alpha : float, default=0.1
     score : {'msp', 'aps'}, default='msp'
     threshold : {'constant', 'adaptive'}, default='constant'
     aps_include_boundary, ada_fraction, ada_hidden, ada_steps, ada_lr, eps, seed
+    randomized, lam, k_reg, tune_fraction, mondrian
         As for :class:`~noisycal.calibrators.conformal.SplitConformal`, which builds the
         sets (its fitted threshold is ``conformal_``)."""
 
@@ -167,7 +168,8 @@ class MassRescaling(_ConformalMap):
     """
 
     def __init__(self, *, alpha: float = 0.1, score: str = "msp", randomized: bool = False,
-                 lam: float = 0.01, k_reg: int = 5, mondrian: bool = False,
+                 lam: float | str = 0.01, k_reg: int | str = 5, tune_fraction: float = 0.3,
+                 mondrian: bool = False,
                  threshold: str = "constant", aps_include_boundary: bool = False,
                  ada_fraction: float = 0.5,
                  ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
@@ -178,6 +180,7 @@ class MassRescaling(_ConformalMap):
         self.randomized = randomized
         self.lam = lam
         self.k_reg = k_reg
+        self.tune_fraction = tune_fraction
         self.mondrian = mondrian
         self.threshold = threshold
         self.aps_include_boundary = aps_include_boundary
@@ -298,7 +301,8 @@ class ConformalTemperature(_ConformalMap):
     """
 
     def __init__(self, *, alpha: float = 0.1, score: str = "msp", randomized: bool = False,
-                 lam: float = 0.01, k_reg: int = 5, mondrian: bool = False,
+                 lam: float | str = 0.01, k_reg: int | str = 5, tune_fraction: float = 0.3,
+                 mondrian: bool = False,
                  threshold: str = "constant", aps_include_boundary: bool = False,
                  ada_fraction: float = 0.5,
                  ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
@@ -310,6 +314,7 @@ class ConformalTemperature(_ConformalMap):
         self.randomized = randomized
         self.lam = lam
         self.k_reg = k_reg
+        self.tune_fraction = tune_fraction
         self.mondrian = mondrian
         self.threshold = threshold
         self.aps_include_boundary = aps_include_boundary

@@ -39,12 +39,14 @@ check repeated.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 
 import jax
 import jax.numpy as jnp
@@ -173,8 +175,9 @@ def relative_information(info: np.ndarray, complete: np.ndarray, names: list[str
     """
     if not names:
         return Identification("ok", "", 1.0, 1.0, 0.0, threshold, (), np.zeros(0), ())
-    r, cond, u, max_se = _spectrum((info + info.T) / 2, (complete + complete.T) / 2,
-                                   covariance)
+    with _one_blas_thread():
+        r, cond, u, max_se = _spectrum((info + info.T) / 2, (complete + complete.T) / 2,
+                                       covariance)
     order = np.argsort(-np.abs(u), kind="stable")
     carried = np.cumsum(u[order] ** 2)
     loading = tuple(names[i] for i in order[:int(np.searchsorted(carried, _LOADING)) + 1])
@@ -194,6 +197,21 @@ def relative_information(info: np.ndarray, complete: np.ndarray, names: list[str
                "estimates, and intervals built around them, are not to be trusted")
     return Identification("weakly_identified", message, r, cond, max_se, threshold,
                           tuple(names), u, loading)
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager:
+    """Limit BLAS to one thread (threadpoolctl when installed, else a no-op).
+
+    The matrices here are small (hundreds of rows): a multi-threaded OpenBLAS turns each
+    factorisation into thread hand-offs that cost seconds on a loaded machine (measured on
+    CIFAR-10N, 5,000 items, 280 free parameters, load 8 on 2 cores: eigh 2.4 s,
+    eigvalsh 1.3 s and Cholesky 0.8 s; benchmarks/README.md, "First call").
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _spectrum(info: np.ndarray, complete: np.ndarray, covariance: bool
@@ -229,7 +247,12 @@ def _spectrum(info: np.ndarray, complete: np.ndarray, covariance: bool
 def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
               gold: jax.Array | None, arrays: tuple, *, sizes: tuple, one_coin: bool
               ) -> tuple[jax.Array, jax.Array]:
-    """Negative Hessians of the log-likelihood and of the complete-data objective."""
+    """Negative Hessians of the log-likelihood and of the complete-data objective.
+
+    The autodiff reference of :func:`_information` (tests/test_first_call.py compares
+    the two); a parametrisation whose entries are not affine in one free parameter each
+    can fall back to it.
+    """
     from noisycal.models.dawid_skene import (
         item_log_likelihood,
         joint_log_likelihood,
@@ -273,8 +296,10 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
                             ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """Observed and complete-data information of the free Dawid–Skene parameters.
 
-    Both are negative Hessians (Hessian-vector products by ``jax.jvp`` of ``jax.grad``, one
-    jitted program) at the estimate, in the free parametrisation of the module docstring:
+    Both are negative Hessians at the estimate, computed in closed form with NumPy
+    (:func:`_information`, Louis's identity; the same numbers as the autodiff Hessians
+    of :func:`_hessians`, ``jax.jvp`` of ``jax.grad``, to round-off, without tracing or
+    compiling), in the free parametrisation of the module docstring:
     of the log-likelihood
     :func:`noisycal.models.dawid_skene.log_likelihood` (weighted by pattern counts) and of
     the expected complete-data log-likelihood ``sum_i w_i sum_k post_ik joint_ik`` with
@@ -303,12 +328,7 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
         How far each free parameter can move before an entry reaches 0 or 1.
         (None instead of the tuple when p exceeds :data:`MAX_FREE`.)
     """
-    from .em import split_data
-
-    L, K = prevalence.shape
-    with x64():
-        jgold = None if gold is None else jnp.asarray(gold)
-    post, B, names, _ = free_parameters(prevalence, confusion, data, weights, jgold,
+    post, B, names, _ = free_parameters(prevalence, confusion, data, weights, gold,
                                         one_coin=one_coin, labels=labels)
     if len(names) > MAX_FREE:
         return None
@@ -317,12 +337,62 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
                          confusion[:, 0, 0] if one_coin else confusion.ravel()])
     room = np.where(B != 0, x0[:, None], np.inf).min(0)  # to the nearer of 0 and 1
     room = np.where((B != 0).sum(0) == 1, np.minimum(room, 1 - room), room)
-    arrays, sizes = split_data(data)
-    with x64():
-        info, complete = _hessians(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(post),
-                                   jnp.asarray(w), jgold, arrays, sizes=sizes,
-                                   one_coin=one_coin)
-    return np.asarray(info), np.asarray(complete), names, room
+    with _one_blas_thread():
+        info, complete = _information(x0, B, post, w, data, one_coin=one_coin)
+    return info, complete, names, room
+
+
+def _information(x0: np.ndarray, B: np.ndarray, post: np.ndarray, w: np.ndarray, data: Any,
+                 *, one_coin: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The two negative Hessians of :func:`_hessians`, in closed form with NumPy.
+
+    Each entry of the flat parameters ``x`` (prevalences, then confusion entries or
+    one-coin accuracies) enters ``joint[i, k]`` through ``log f(x_m)`` with ``f`` affine
+    (``x``, or ``(1 - x) / (K - 1)`` for a one-coin error), so with ``g_ik`` the gradient
+    of ``joint[i, k]`` in the free parameters and ``A = sum_i w_i sum_k post_ik (-d2
+    joint_ik)`` (a diagonal in ``x`` mapped through ``B``):
+
+    * complete-data information ``I_c = A``;
+    * observed information ``I_obs = A - sum_i w_i Cov_{post_i}(g_i)`` (Louis's
+      identity: the complete information less the missing one; an item with a known
+      class has a one-hot posterior and no missing part).
+
+    No tracing or compilation: the same numbers as the traced Hessians to round-off
+    (tests/test_first_call.py), at a fraction of a first call's time.
+    """
+    L, K = data.n_groups, data.n_classes
+    item, ann, lab = (np.asarray(a) for a in (data.item, data.annotator, data.label))
+    group = np.asarray(data.group)
+    n, p = post.shape[0], B.shape[1]
+    wp = w[:, None] * post                                    # (n, K)
+    moved = np.any(B != 0, axis=1)  # the other entries are constants (no derivative)
+    safe = np.where(moved, x0, 0.5)
+    # prevalence entries: log x[g K + k]
+    prev_idx = group[:, None] * K + np.arange(K)              # (n, K)
+    d1 = np.where(moved[prev_idx], 1.0 / safe[prev_idx], 0.0)  # d log f / dx
+    G = B[prev_idx] * d1[..., None]                           # (n, K, p)
+    curv = np.zeros(x0.size)                                  # diagonal of A in x
+    np.add.at(curv, prev_idx.ravel(), (wp * d1 ** 2).ravel())
+    # rating r of item i, for class k: log conf[j_r, k, l_r]
+    wr = wp[item]                                             # (n_ratings, K)
+    if one_coin:
+        idx = np.broadcast_to((L * K + ann)[:, None], wr.shape)
+        acc = safe[idx]
+        right = np.arange(K)[None, :] == lab[:, None]
+        d1 = np.where(right, 1.0 / acc, -1.0 / (1.0 - acc))
+    else:
+        idx = L * K + ann[:, None] * K * K + np.arange(K)[None, :] * K + lab[:, None]
+        d1 = 1.0 / safe[idx]
+    d1 = np.where(moved[idx], d1, 0.0)
+    np.add.at(curv, idx.ravel(), (wr * d1 ** 2).ravel())
+    rating_grad = (B[idx] * d1[..., None]).reshape(item.size, K * p)
+    to_item = scipy.sparse.csr_matrix((np.ones(item.size), (item, np.arange(item.size))),
+                                      shape=(n, item.size))
+    G += (to_item @ rating_grad).reshape(n, K, p)
+    complete = B.T @ (curv[:, None] * B)
+    centred = G - np.einsum("ik,ikp->ip", post, G)[:, None, :]
+    root = (np.sqrt(wp)[..., None] * centred).reshape(n * K, p)
+    return complete - root.T @ root, complete
 
 
 def dawid_skene_identification(ann: Any, prevalence: np.ndarray, confusion: np.ndarray, *,

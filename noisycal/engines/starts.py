@@ -25,8 +25,9 @@ from .._jax import as_numpy_rng, x64
 from .._progress import ProgressBar
 from ..correction import GAP_THRESHOLD
 from ..data import Annotations
-from .em import fit_em, pattern_data, posteriors_at
+from .em import fit_em, pattern_data
 from .em_prob import PROB_MIN_ITEMS
+from .free_params import posteriors_np
 from .moments import triple_channels, triple_core
 from .relabel import anchor_perm, hungarian_perm
 from .resample import bootstrap_em
@@ -228,15 +229,15 @@ def _initial_posteriors(ann: Annotations, pd_: Any, counts: np.ndarray,
     if init == "moments":
         m_prev, m_conf, note = moment_start(ann, group, L, anchor)
         if m_prev is not None:
-            starts.insert(0, np.asarray(posteriors_at(
-                jnp.asarray(m_prev)[None], jnp.asarray(m_conf)[None], pd_.data)[0]))
+            starts.insert(0, posteriors_np(m_prev, m_conf, pd_.data, None))
             note = "used as start 0"
     starts = starts[:n_starts]
     n_rand = n_starts - len(starts) if init != "soft_vote" else 0
     if n_rand:
         prevs, confs = random_starts(rng, n_rand, K, J, L, one_coin=one_coin)
-        starts.extend(np.asarray(posteriors_at(jnp.asarray(prevs), jnp.asarray(confs),
-                                               pd_.data)))
+        # NumPy, not a compiled program for one evaluation per start (first-call time)
+        starts.extend(posteriors_np(p, c, pd_.data, None)
+                      for p, c in zip(prevs, confs, strict=True))
     # one start: a view, not a copy of the (n_patterns, K) array
     return jnp.asarray(starts[0][None] if len(starts) == 1 else np.stack(starts)), note
 

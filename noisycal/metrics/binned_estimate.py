@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from .._jax import as_key, as_numpy_rng, x64
 from .._typing import ArrayLike, Seed
+from .._validation import check_work_bytes
 from ..intervals.bootstrap import (
     cluster_codes,
     default_batch_size,
@@ -184,6 +185,27 @@ def resolve_scheme(scheme: str, binned: Binned, codes: np.ndarray | None,
     return scheme
 
 
+def check_replicate_memory(n_boot: int, n_groups: int, n_bins: int, n_stats: int = 1
+                           ) -> None:
+    """Refuse a bootstrap whose stacked replicate arrays would pass ``MAX_WORK_BYTES``.
+
+    Every replicate keeps its per-bin means (``n_groups x n_bins`` float64; G = n_classes
+    for the classwise ECE, else 1), and the Poisson scheme its per-bin sums
+    (``n_stats`` of them per bin): with 10^4 classes, 15 bins and 10^4 replicates that is
+    11 GiB, refused here before anything is drawn.
+
+    Parameters
+    ----------
+    n_boot, n_groups, n_bins : int
+    n_stats : int, default=1
+        Numbers per bin and replicate.
+    """
+    check_work_bytes(8.0 * n_boot * n_groups * n_bins * n_stats, "n_boot",
+                     f"{n_boot} bootstrap replicates of {n_groups} score group(s) x "
+                     f"{n_bins} bins" + (f" x {n_stats} sums" if n_stats > 1 else "")
+                     + " (float64; fewer replicates, classes or bins need less)")
+
+
 def _run_bootstrap(binned: Binned, stats: np.ndarray,
                    codes: np.ndarray | None, n_clusters: int, cfg: dict, *, n_boot: int,
                    method: str, seed: Seed, rebin: bool, batch_size: int | None,
@@ -192,6 +214,7 @@ def _run_bootstrap(binned: Binned, stats: np.ndarray,
     """Replicate values, per-bin replicate means, BCa's jackknife values, scheme run."""
     G, n, C = binned.data.shape
     B = binned.n_bins
+    check_replicate_memory(n_boot, G, B, C if scheme == "poisson" else 1)
     if scheme == "exact" or method == "bca":
         data, bins = jnp.asarray(binned.data), jnp.asarray(binned.bins)
     if scheme == "binned":
