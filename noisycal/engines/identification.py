@@ -39,7 +39,6 @@ check repeated.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
@@ -52,6 +51,7 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import x64
+from .._threads import single_thread_blas
 from .._validation import check_real
 from .free_params import MIN_COUNT, free_parameters
 
@@ -175,7 +175,7 @@ def relative_information(info: np.ndarray, complete: np.ndarray, names: list[str
     """
     if not names:
         return Identification("ok", "", 1.0, 1.0, 0.0, threshold, (), np.zeros(0), ())
-    with _one_blas_thread():
+    with single_thread_blas():
         r, cond, u, max_se = _spectrum((info + info.T) / 2, (complete + complete.T) / 2,
                                        covariance)
     order = np.argsort(-np.abs(u), kind="stable")
@@ -197,21 +197,6 @@ def relative_information(info: np.ndarray, complete: np.ndarray, names: list[str
                "estimates, and intervals built around them, are not to be trusted")
     return Identification("weakly_identified", message, r, cond, max_se, threshold,
                           tuple(names), u, loading)
-
-
-def _one_blas_thread() -> contextlib.AbstractContextManager:
-    """Limit BLAS to one thread (threadpoolctl when installed, else a no-op).
-
-    The matrices here are small (hundreds of rows): a multi-threaded OpenBLAS turns each
-    factorisation into thread hand-offs that cost seconds on a loaded machine (measured on
-    CIFAR-10N, 5,000 items, 280 free parameters, load 8 on 2 cores: eigh 2.4 s,
-    eigvalsh 1.3 s and Cholesky 0.8 s; benchmarks/README.md, "First call").
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _spectrum(info: np.ndarray, complete: np.ndarray, covariance: bool
@@ -337,7 +322,7 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
                          confusion[:, 0, 0] if one_coin else confusion.ravel()])
     room = np.where(B != 0, x0[:, None], np.inf).min(0)  # to the nearer of 0 and 1
     room = np.where((B != 0).sum(0) == 1, np.minimum(room, 1 - room), room)
-    with _one_blas_thread():
+    with single_thread_blas():
         info, complete = _information(x0, B, post, w, data, one_coin=one_coin)
     return info, complete, names, room
 

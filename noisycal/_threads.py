@@ -1,4 +1,4 @@
-"""BLAS thread limits for the L-BFGS-B fits of the calibrators."""
+"""BLAS thread limits for small dense linear algebra (calibrator fits, identification checks)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ def single_thread_blas() -> contextlib.AbstractContextManager:
     computed by JAX (XLA's own thread pool), which this does not touch. Without
     ``threadpoolctl`` (a dependency of scikit-learn, not of noisycal) this is a no-op;
     ``OPENBLAS_NUM_THREADS=1`` has the same effect.
+
+    The identification check of the annotator fits (:mod:`noisycal.engines.identification`)
+    factorises matrices of a few hundred rows; there a multi-threaded OpenBLAS cost seconds
+    on a loaded machine (CIFAR-10N, 5,000 items, 280 free parameters, load 8 on 2 cores:
+    eigh 2.4 s, eigvalsh 1.3 s and Cholesky 0.8 s; benchmarks/README.md, "First call").
     """
     try:
         from threadpoolctl import threadpool_limits
