@@ -79,7 +79,17 @@ def sum_to_zero_basis(n_classes: int) -> np.ndarray:
 
 
 def population_log_odds(n_classes: int, mu_diag: float, mu_off: float) -> np.ndarray:
-    """Prior means ``m`` (K, K): ``mu_diag`` on the diagonal, ``mu_off`` elsewhere."""
+    """Prior means ``m`` (K, K) of the population log-odds, before centring.
+
+    Parameters
+    ----------
+    n_classes : int
+        K.
+    mu_diag : float
+        Mean of the diagonal entries (log-odds of a correct label).
+    mu_off : float
+        Mean of the off-diagonal entries.
+    """
     K = int(n_classes)
     return np.full((K, K), float(mu_off)) + (float(mu_diag) - float(mu_off)) * np.eye(K)
 
