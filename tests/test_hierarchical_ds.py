@@ -59,8 +59,9 @@ def test_log_density_is_priors_plus_enumerated_likelihood():
     # brute force: every assignment of true classes to the 3 items
     terms = []
     for y in itertools.product(range(K), repeat=3):
+        ratings = zip(item, ann, label, strict=True)
         terms.append(sum(np.log(prev[y[i]]) for i in range(3))
-                     + sum(np.log(conf[a, y[i], lab]) for i, a, lab in zip(item, ann, label)))
+                     + sum(np.log(conf[a, y[i], lab]) for i, a, lab in ratings))
     m = population_log_odds(K, 1.5, -0.5)
     want = logsumexp(terms) + _log_prior(prev, params["mu_free"], params["sigma"],
                                          params["z"], np.full(K, 3.0), m)
@@ -142,6 +143,34 @@ def test_recovers_simulated_channels_and_prevalence(sim_fit):
     assert fit.details["num_divergences"] == 0 and fit.details["max_rhat"] < 1.05
 
 
+def test_a_flipped_chain_is_relabelled_population_included(sim_fit, monkeypatch):
+    """Chain 1 handed back with its latent classes reversed: the guard relabels it, and
+    the population log-odds and spreads move with the channels (same draws as before)."""
+    from noisycal.engines import nuts as nuts_engine
+
+    sim, fit = sim_fit
+    real = nuts_engine.sample_nuts
+
+    def flipped(*args, **kwargs):
+        samples, stats = real(*args, **kwargs)
+        s = {k: np.array(v) for k, v in samples.items()}
+        s["prevalence"][1] = s["prevalence"][1][..., ::-1]
+        s["confusion"][1] = s["confusion"][1][..., ::-1, :]
+        s["mu"][1] = s["mu"][1][..., ::-1, :]
+        s["sigma"][1] = s["sigma"][1][..., ::-1]
+        return s, stats
+
+    monkeypatch.setattr(nuts_engine, "sample_nuts", flipped)
+    with pytest.warns(nc.IdentifiabilityWarning, match="relabelled"):
+        again = HDS().fit(sim.annotations, num_chains=2, num_warmup=300, num_samples=300,
+                          seed=0, rhat_threshold=1.05)
+    assert again.details["relabelled_chains"] == [1]
+    np.testing.assert_allclose(again.draws["confusion"], fit.draws["confusion"], rtol=1e-12)
+    for k in ("mu", "sigma", "confusion"):
+        np.testing.assert_allclose(again.details["population"][k],
+                                   fit.details["population"][k], rtol=1e-12)
+
+
 def test_targets_arviz_and_ppc_work_on_the_fit(sim_fit):
     from noisycal.engines.diagnostics import import_arviz
 
@@ -161,6 +190,7 @@ def test_targets_arviz_and_ppc_work_on_the_fit(sim_fit):
     ci = fit.conf_int(0.9)
     assert ci.attrs["kind"] == "credible-eti" and len(ci) == 3 + 5 * 9
     assert np.all(ci["low"] < ci["high"])
+    assert len(fit.to_frame()) == 3 + 5 * 9 and fit.summary().attrs["status"] == "ok"
 
 
 def test_agrees_with_importance_sampling_from_the_prior():
@@ -176,7 +206,7 @@ def test_agrees_with_importance_sampling_from_the_prior():
     ann = nc.Annotations.from_arrays(items, annot, lab, classes=[0, 1])
     # importance sampling from the prior
     rng = np.random.default_rng(11)
-    M, K, J = 400_000, 2, 3
+    M, K, J = 200_000, 2, 3
     B = sum_to_zero_basis(K)
     prev = rng.dirichlet(np.full(K, 3.0), size=M)
     mu_free = population_log_odds(K, 2.0, 0.0) @ B + rng.normal(size=(M, K, K - 1))
@@ -184,7 +214,7 @@ def test_agrees_with_importance_sampling_from_the_prior():
     z = rng.normal(size=(M, J, K, K - 1))
     logc = np.log(_confusion(mu_free, sigma, z))  # (M, J, K, K)
     joint = np.log(prev)[:, None, :] + np.zeros((M, 8, K))
-    for i, a, y in zip(items, annot, lab):
+    for i, a, y in zip(items, annot, lab, strict=True):
         joint[:, i, :] += logc[:, a, :, y]
     loglik = logsumexp(joint, axis=2).sum(1)
     w = np.exp(loglik - loglik.max())
@@ -204,10 +234,10 @@ def test_agrees_with_importance_sampling_from_the_prior():
     est = {"prev0": prev[:, 0], "conf000": conf[:, 0, 0, 0], "conf211": conf[:, 2, 1, 1]}
     ref = {k: float(np.sum(w * v)) for k, v in est.items()}
     ref_se = {k: float(np.sqrt(np.sum(w ** 2 * (v - ref[k]) ** 2))) for k, v in est.items()}
-    assert 1.0 / np.sum(w ** 2) > 5000  # importance-sampling effective size
+    assert 1.0 / np.sum(w ** 2) > 2500  # importance-sampling effective size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.IdentifiabilityWarning)  # relabelled draws
-        fit = HDS().fit(ann, num_chains=4, num_warmup=500, num_samples=1000, seed=2)
+        fit = HDS().fit(ann, num_chains=4, num_warmup=400, num_samples=600, seed=2)
     assert fit.status == "ok", fit.message
     d = fit.draws
     nuts = {"prev0": d["prevalence"][:, 0, 0], "conf000": d["confusion"][:, 0, 0, 0],
@@ -223,7 +253,7 @@ def test_sparse_annotator_is_pooled_toward_the_population():
     """An annotator with 4 ratings: plain DS pulls its channel to its fixed prior (mean
     accuracy 5/6), the hierarchical model to the other annotators' accuracy (0.65)."""
     rng = np.random.default_rng(7)
-    n, J, acc = 300, 6, 0.65
+    n, J, acc = 200, 6, 0.65
     truth = rng.integers(0, 2, n)
     items, annot, lab = [], [], []
     for j in range(J):
@@ -238,7 +268,7 @@ def test_sparse_annotator_is_pooled_toward_the_population():
         lab.append(truth[i])
     ann = nc.Annotations.from_arrays(np.array(items), np.array(annot), np.array(lab),
                                      classes=[0, 1])
-    kw = dict(num_chains=2, num_warmup=300, num_samples=300, seed=0, rhat_threshold=1.05)
+    kw = dict(num_chains=2, num_warmup=200, num_samples=200, seed=0, rhat_threshold=1.05)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.IdentifiabilityWarning)
         hier = HDS().fit(ann, **kw)

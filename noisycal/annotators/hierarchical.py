@@ -16,6 +16,7 @@ Paun, S. et al. (2018). "Comparing Bayesian Models of Annotation". TACL 6, 571-5
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import softmax
 
 import jax
 
@@ -184,13 +185,13 @@ class HierarchicalDawidSkene(DawidSkene):
                   gold=None if pd_.gold is None else np.asarray(pd_.gold),
                   weights=np.asarray(pd_.counts, np.float64))
         nd = sample_dawid_skene(
-            data, vote, mk, init_params(em.prevalence, em.confusion), gold=pd_.gold,
+            data, vote, mk, _init_params(em.prevalence, em.confusion), gold=pd_.gold,
             num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
             seed=k_nuts, progress_bar=progress_bar, chain_method=chain_method,
             orientation="vote", anchor=0, weights=pd_.counts, pattern=pd_.pattern,
             model=hierarchical_dawid_skene)
         diag = chain_diagnostics(nd, "vote", stacklevel=4)
-        population = relabelled_population(nd)
+        population = _relabelled_population(nd)
         diag = _with_population_diagnostics(diag, population)
         prev_d, conf_d = nd.prevalence.reshape(-1, 1, K), nd.confusion.reshape(-1, J, K, K)
         st = self._design_status(ann, 1)
@@ -198,7 +199,7 @@ class HierarchicalDawidSkene(DawidSkene):
         status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
         self._warn("NUTS", status, message)
         flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in population.items()}
-        flat["confusion"] = np.asarray(jax.nn.softmax(flat["mu"], axis=-1))
+        flat["confusion"] = softmax(flat["mu"], axis=-1)  # float64, on the host
         return self._result(
             ann, "nuts", prev_d.mean(0), conf_d.mean(0), nd.post, nd.loglik, status,
             message, status == "ok", num_warmup + num_samples,
@@ -213,7 +214,7 @@ class HierarchicalDawidSkene(DawidSkene):
              "identification": {"checked": False, "reason": NUTS_NOTE}})
 
 
-def init_params(prevalence: np.ndarray, confusion: np.ndarray) -> dict:
+def _init_params(prevalence: np.ndarray, confusion: np.ndarray) -> dict:
     """Starting values of the hierarchical model's sites from Dawid–Skene channels.
 
     The channels are floored at 1e-4 and renormalised; their log-odds, written in the
@@ -246,7 +247,7 @@ def init_params(prevalence: np.ndarray, confusion: np.ndarray) -> dict:
     return {"prevalence": prev, "mu_free": mu_free, "sigma": sigma, "z": z}
 
 
-def relabelled_population(nd: NUTSDraws) -> dict:
+def _relabelled_population(nd: NUTSDraws) -> dict:
     """The population draws (C, S, ...) under the relabelling of the channel draws.
 
     A relabelling renames the latent (true) class: rows of ``mu`` and entries of

@@ -250,7 +250,8 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     jgold = None if gold is None else jnp.asarray(gold)
     with x64():
         samples, stats = sample_nuts(
-            dawid_skene if model is None else model, model_args=(data.item, data.annotator, data.label),
+            dawid_skene if model is None else model,
+            model_args=(data.item, data.annotator, data.label),
             model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
             num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),
             progress_bar=progress_bar, chain_method=chain_method, target_accept_prob=0.8,
