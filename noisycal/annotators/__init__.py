@@ -1,6 +1,8 @@
 """User-facing annotator models, statsmodels style: ``Model(...).fit(annotations) -> result``.
 
 - :mod:`noisycal.annotators.dawid_skene`: Dawid–Skene, one-coin and grouped Dawid–Skene.
+- :mod:`noisycal.annotators.hierarchical`: hierarchical Dawid–Skene (channels partially
+  pooled around a population, NUTS).
 - :mod:`noisycal.annotators.hui_walter`: the Hui–Walter two-annotator, score-group model.
 - :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
 - :mod:`noisycal.annotators.noise_check`: :func:`noise_check`, a test of the
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from ..engines.moments import moment_triple
     from .compare import ComparisonResult, compare
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
+    from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
     from .noise_check import NoiseCheck, noise_check, score_groups
     from .noise_target import with_noise_check
@@ -36,6 +39,7 @@ __all__ = [
     "DawidSkene",
     "OneCoinDawidSkene",
     "GroupedDawidSkene",
+    "HierarchicalDawidSkene",
     "HuiWalter",
     "DirichletSoftLabels",
     "SoftLabelFit",

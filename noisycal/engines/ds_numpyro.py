@@ -177,6 +177,11 @@ class NUTSDraws(NamedTuple):
     sample_stats : dict of str to ndarray, optional
         Every transition's statistics, (C, S) each
         (:func:`noisycal.engines.nuts.sample_nuts`), for the fit's ``to_arviz``.
+    perms : (C, S, K) int, optional
+        The relabelling of every draw (``confusion[..., perm, :]``), for models whose
+        other sites carry the latent class too.
+    sites : dict of str to ndarray, optional
+        The draws (C, S, ...) of the model's other sites, as sampled (not relabelled).
     """
 
     prevalence: np.ndarray
@@ -186,13 +191,15 @@ class NUTSDraws(NamedTuple):
     post: np.ndarray
     loglik: float
     sample_stats: dict | None = None
+    perms: np.ndarray | None = None
+    sites: dict | None = None
 
 
 def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_params: dict, *,
                        gold: np.ndarray | None, num_chains: int, num_warmup: int,
                        num_samples: int, seed: Seed, progress_bar: bool, chain_method: str,
                        orientation: str, anchor: int, weights: np.ndarray | None = None,
-                       pattern: np.ndarray | None = None) -> NUTSDraws:
+                       pattern: np.ndarray | None = None, model: Any = None) -> NUTSDraws:
     """Sample a Dawid–Skene model with NUTS and relabel every draw.
 
     Parameters
@@ -219,6 +226,10 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     pattern : int array of shape (n_original_items,), optional
         Item of ``data`` (pattern) of every original item: the posteriors are returned
         for the original items.
+    model : callable, optional
+        Another NumPyro model of the Dawid–Skene family (default
+        :func:`~noisycal.models.dawid_skene.dawid_skene`) with the same data arguments
+        and ``prevalence`` and ``confusion`` sites (sampled or deterministic).
 
     Returns
     -------
@@ -239,7 +250,8 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     jgold = None if gold is None else jnp.asarray(gold)
     with x64():
         samples, stats = sample_nuts(
-            dawid_skene, model_args=(data.item, data.annotator, data.label),
+            dawid_skene if model is None else model,
+            model_args=(data.item, data.annotator, data.label),
             model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
             num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),
             progress_bar=progress_bar, chain_method=chain_method, target_accept_prob=0.8,
@@ -259,7 +271,9 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
                                  else jnp.asarray(weights, jnp.float64))[0])
     if pattern is not None:
         post = post[np.asarray(pattern)]
-    return NUTSDraws(prev_s, conf_s, np.asarray(diverging), moved, post, loglik, stats)
+    sites = {k: v for k, v in samples.items() if k not in ("prevalence", "confusion")}
+    return NUTSDraws(prev_s, conf_s, np.asarray(diverging), moved, post, loglik, stats,
+                     np.asarray(perms).reshape(C, S, K), sites)
 
 
 def chain_diagnostics(draws: NUTSDraws, orientation: str, *, stacklevel: int = 2) -> dict:

@@ -1,0 +1,274 @@
+"""Hierarchical Dawid–Skene: annotator channels partially pooled, fitted by NUTS.
+
+Model object -> ``fit(annotations, method='nuts')`` ->
+:class:`~noisycal.engines.results.AnnotatorFit`, like :class:`~noisycal.DawidSkene`. The
+NumPyro model is :func:`noisycal.models.hierarchical.hierarchical_dawid_skene`; the
+sampler, the rating-pattern collapsing, the label-switching guard and the chain
+diagnostics are those of Dawid–Skene NUTS (:mod:`noisycal.engines.ds_numpyro`).
+
+References
+----------
+Pullin, J., Gurrin, L. and Vukcevic, D. (2023). "Statistical Models of Repeated
+Categorical Ratings: The R Package rater". The R Journal 15(3).
+Paun, S. et al. (2018). "Comparing Bayesian Models of Annotation". TACL 6, 571-585.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import softmax
+
+import jax
+
+from .._jax import as_key, x64
+from .._typing import ArrayLike, Seed
+from .._validation import check_array, check_choice, check_real, check_seed
+from ..data import Annotations
+from ..engines.channel_checks import channel_status
+from ..engines.diagnostics import import_arviz
+from ..engines.ds_numpyro import NUTSDraws, chain_diagnostics, chain_status, sample_dawid_skene
+from ..engines.identification import NUTS_NOTE
+from ..engines.options import method_options
+from ..engines.patterns import pattern_data
+from ..engines.results import AnnotatorFit
+from ..engines.starts import multistart_em
+from .dawid_skene import DawidSkene
+
+__all__ = ["HierarchicalDawidSkene"]
+
+
+class HierarchicalDawidSkene(DawidSkene):
+    """Hierarchical Dawid–Skene: confusion rows partially pooled around a population.
+
+    Each annotator's confusion row ``k`` is ``softmax(mu[k] + sigma[k] * dev[j, k])``:
+    population log-odds ``mu[k]``, a spread ``sigma[k]`` of that row across annotators
+    and a standardised deviation of each annotator (non-centred, softmax identified by a
+    sum-to-zero constraint; see :mod:`noisycal.models.hierarchical`). An annotator with
+    few ratings is shrunk toward the population channel instead of toward a fixed prior,
+    as in the hierarchical model of "Statistical Models of Repeated Categorical Ratings:
+    The R Package rater" and "Comparing Bayesian Models of Annotation". Fitted by NUTS
+    only.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        Number of classes K; checked against the annotations' class set when given.
+    alpha : array-like of shape (K,), optional
+        Dirichlet prior on the prevalence (default 3 for every class).
+    mu_diag, mu_off : float, default=2.0, 0.0
+        Prior means of the population log-odds of a correct and of a wrong label
+        (before centring each row); rater's values.
+    mu_scale : float, default=1.0
+        Prior sd of the population log-odds.
+    sigma_scale : float, default=1.0
+        Scale of the half-normal prior on each row's spread across annotators.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> ann = nc.datasets.load_dawid_skene_1979()
+    >>> fit = nc.annotators.HierarchicalDawidSkene(n_classes=4).fit(
+    ...     ann, num_chains=2, num_warmup=100, num_samples=100, seed=0)  # doctest: +SKIP
+    """
+
+    _model = "hierarchical_dawid_skene"
+
+    def __init__(self, n_classes: int | None = None, *, alpha: ArrayLike | None = None,
+                 mu_diag: float = 2.0, mu_off: float = 0.0, mu_scale: float = 1.0,
+                 sigma_scale: float = 1.0) -> None:
+        self.n_classes = n_classes
+        self.alpha = alpha
+        self.beta = None
+        self.mu_diag = mu_diag
+        self.mu_off = mu_off
+        self.mu_scale = mu_scale
+        self.sigma_scale = sigma_scale
+
+    def _n_params(self, K: int, J: int, L: int) -> int:
+        # population parameters: prevalence, population log-odds, row spreads (the
+        # annotator deviations are random effects, not counted)
+        return L * (K - 1) + K * (K - 1) + K
+
+    def _prior_kwargs(self, K: int) -> dict:
+        """The validated prior constants as model keyword arguments."""
+        alpha = np.full(K, 3.0) if self.alpha is None else check_array(self.alpha, "alpha",
+                                                                      ndim=1)
+        if alpha.shape != (K,) or np.any(alpha <= 0):
+            raise ValueError(f"alpha must be positive with shape ({K},), got {alpha.shape} "
+                             f"with min {alpha.min():g}")
+        return {"alpha": alpha, "mu_diag": check_real(self.mu_diag, "mu_diag"),
+                "mu_off": check_real(self.mu_off, "mu_off"),
+                "mu_scale": check_real(self.mu_scale, "mu_scale", minimum=0.0, strict=True),
+                "sigma_scale": check_real(self.sigma_scale, "sigma_scale", minimum=0.0,
+                                          strict=True)}
+
+    def fit(self, annotations: Annotations, *, method: str = "nuts",  # type: ignore[override]
+            gold: dict | None = None, num_chains: int | None = None,
+            num_warmup: int | None = None, num_samples: int | None = None, seed: Seed = 0,
+            progress: bool = False, progress_bar: bool | None = None,
+            rhat_threshold: float | None = None,
+            chain_method: str | None = None) -> AnnotatorFit:
+        """Sample the posterior with NUTS.
+
+        Parameters
+        ----------
+        annotations : Annotations
+        method : {'nuts'}, default='nuts'
+            The only engine (a point estimate of a hierarchical model's joint mode is
+            not a useful summary).
+        gold : dict, optional
+            Known true classes ``{item id: class label}``: those items enter the
+            likelihood with their class, and their posteriors are clamped.
+        num_chains, num_warmup, num_samples : int, default=4, 1000, 1000
+            NUTS settings.
+        seed : int or jax key, default=0
+            The starting fit (MAP-EM of plain Dawid–Skene) and the chains.
+        progress, progress_bar : bool, default=False, None
+            A bar on stderr (``progress_bar``: as ``progress``).
+        rhat_threshold : float, default=1.01
+            The status is 'not_converged' when the largest R-hat (prevalence, channels,
+            population log-odds and spreads, after relabelling) is above it, or when any
+            transition diverged; 'diagnostics_unavailable' without R-hat.
+        chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
+            How chains run.
+
+        Returns
+        -------
+        AnnotatorFit
+            ``model='hierarchical_dawid_skene'``, ``method='nuts'``; ``draws`` hold
+            ``prevalence`` and ``confusion`` (every annotator's channel); the population
+            is in ``details['population']``: ``mu`` (n_draws, K, K), the centred
+            population log-odds, ``sigma`` (n_draws, K), the row spreads, and
+            ``confusion`` (n_draws, K, K), ``softmax(mu[k])``, the channel of an
+            annotator with zero deviation (a typical annotator, not the mean of the
+            annotators' channels). ``n_params`` counts the population parameters only.
+        """
+        check_choice(method, "method", ("nuts",))
+        opts = method_options("nuts", dict(
+            num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
+            progress_bar=progress_bar, rhat_threshold=rhat_threshold,
+            chain_method=chain_method, progress=progress))
+        ann, _, _ = self._check(annotations, None)
+        K, J = ann.n_classes, ann.n_annotators
+        seed = check_seed(seed)
+        priors = self._prior_kwargs(K)
+        gold_idx = self._gold(ann, gold)
+        if J == 1:
+            return self._not_identified(ann, "nuts", "one annotator: the channel and the "
+                                        "prevalence are not identified")
+        return self._fit_hierarchical(ann, priors, gold_idx, seed=seed, **opts)
+
+    def _fit_hierarchical(self, ann: Annotations, priors: dict, gold: np.ndarray | None, *,
+                          seed: Seed, num_chains: int, num_warmup: int, num_samples: int,
+                          progress_bar: bool, rhat_threshold: float,
+                          chain_method: str) -> AnnotatorFit:
+        from noisycal.models.dawid_skene import default_priors
+        from noisycal.models.hierarchical import hierarchical_dawid_skene
+
+        K, J = ann.n_classes, ann.n_annotators
+        k_em, k_nuts = jax.random.split(as_key(seed))
+        # chains start at plain Dawid–Skene MAP-EM (Stan User's Guide priors), mapped
+        # to the hierarchical parameters
+        em = multistart_em(ann, None, 1, priors["alpha"], default_priors(K)[1], gold,
+                           one_coin=False, init="mixed", n_starts=4, max_iter=1000,
+                           tol=1e-8, rng_key=k_em, orientation="vote", anchor=0)
+        arr = ann.engine_arrays()
+        with x64():
+            pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                               n_annotators=J, n_classes=K, group=None, n_groups=1,
+                               gold=gold)
+        vote = np.asarray(ann.majority_vote(tie="lowest"))[pd_.representative]
+        data = pd_.data
+        mk = dict(n_items=data.n_items, n_annotators=J, n_classes=K,
+                  alpha=np.asarray(priors["alpha"]),
+                  **{k: v for k, v in priors.items() if k != "alpha"},
+                  gold=None if pd_.gold is None else np.asarray(pd_.gold),
+                  weights=np.asarray(pd_.counts, np.float64))
+        nd = sample_dawid_skene(
+            data, vote, mk, _init_params(em.prevalence, em.confusion), gold=pd_.gold,
+            num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
+            seed=k_nuts, progress_bar=progress_bar, chain_method=chain_method,
+            orientation="vote", anchor=0, weights=pd_.counts, pattern=pd_.pattern,
+            model=hierarchical_dawid_skene)
+        diag = chain_diagnostics(nd, "vote", stacklevel=4)
+        population = _relabelled_population(nd)
+        diag = _with_population_diagnostics(diag, population)
+        prev_d, conf_d = nd.prevalence.reshape(-1, 1, K), nd.confusion.reshape(-1, J, K, K)
+        st = self._design_status(ann, 1)
+        st = st if st[0] != "ok" else chain_status(diag, rhat_threshold)
+        status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
+        self._warn("NUTS", status, message)
+        flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in population.items()}
+        flat["confusion"] = softmax(flat["mu"], axis=-1)  # float64, on the host
+        return self._result(
+            ann, "nuts", prev_d.mean(0), conf_d.mean(0), nd.post, nd.loglik, status,
+            message, status == "ok", num_warmup + num_samples,
+            {"prevalence": prev_d, "confusion": conf_d},
+            {"chains": num_chains, "max_rhat": diag["max_rhat"],
+             "min_ess_bulk": diag["min_ess_bulk"],
+             "num_divergences": diag["num_divergences"],
+             "relabelled_chains": diag["switched"], "groups": 1,
+             "group_index": np.zeros(ann.n_items, np.int64), "gold": gold is not None,
+             "channels": chan, "sample_stats": nd.sample_stats, "population": flat,
+             "priors": priors, "n_patterns": int(data.n_items),
+             "identification": {"checked": False, "reason": NUTS_NOTE}})
+
+
+def _init_params(prevalence: np.ndarray, confusion: np.ndarray) -> dict:
+    """Starting values of the hierarchical model's sites from Dawid–Skene channels.
+
+    The channels are floored at 1e-4 and renormalised; their log-odds, written in the
+    sum-to-zero basis, give ``mu_free`` (their mean over annotators), ``sigma`` (the
+    root mean square deviation of each row, at least 0.1) and ``z`` (the standardised
+    deviations, clipped to [-4, 4]).
+
+    Parameters
+    ----------
+    prevalence : (1, K)
+    confusion : (J, K, K)
+
+    Returns
+    -------
+    dict
+        ``prevalence``, ``mu_free``, ``sigma``, ``z`` (constrained values).
+    """
+    from noisycal.models.hierarchical import sum_to_zero_basis
+
+    K = confusion.shape[-1]
+    conf = np.clip(confusion, 1e-4, None)
+    conf /= conf.sum(-1, keepdims=True)
+    prev = np.clip(prevalence, 1e-4, None)
+    prev /= prev.sum(-1, keepdims=True)
+    e = np.log(conf) @ sum_to_zero_basis(K)  # (J, K, K-1); B^T 1 = 0 drops the constant
+    mu_free = e.mean(0)
+    dev = e - mu_free
+    sigma = np.maximum(np.sqrt((dev ** 2).mean(axis=(0, 2))), 0.1)
+    z = np.clip(dev / sigma[None, :, None], -4.0, 4.0)
+    return {"prevalence": prev, "mu_free": mu_free, "sigma": sigma, "z": z}
+
+
+def _relabelled_population(nd: NUTSDraws) -> dict:
+    """The population draws (C, S, ...) under the relabelling of the channel draws.
+
+    A relabelling renames the latent (true) class: rows of ``mu`` and entries of
+    ``sigma`` move with it, the observed-label columns do not.
+    """
+    perms = nd.perms  # (C, S, K)
+    mu = np.take_along_axis(nd.sites["mu"], perms[..., None], axis=2)
+    sigma = np.take_along_axis(nd.sites["sigma"], perms, axis=2)
+    return {"mu": mu, "sigma": sigma}
+
+
+def _with_population_diagnostics(diag: dict, population: dict) -> dict:
+    """R-hat and bulk ESS over the population draws too (the spreads mix slowest)."""
+    az = import_arviz()
+    idata = az.from_dict(posterior=population)
+    rhat = np.concatenate([np.ravel(v.values) for v in az.rhat(idata).data_vars.values()])
+    ess = np.concatenate([np.ravel(v.values) for v in az.ess(idata).data_vars.values()])
+    out = dict(diag)
+    r = np.append(rhat[np.isfinite(rhat)], diag["max_rhat"])
+    e = np.append(ess[np.isfinite(ess)], diag["min_ess_bulk"])
+    out["max_rhat"] = float(np.nanmax(r)) if np.any(np.isfinite(r)) else float("nan")
+    out["min_ess_bulk"] = float(np.nanmin(e)) if np.any(np.isfinite(e)) else float("nan")
+    return out
+
