@@ -9,6 +9,10 @@
   rejection on a Target.
 - :mod:`noisycal.annotators.ppc`: :func:`ppc`, posterior predictive checks (parametric
   bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
+- :mod:`noisycal.annotators.item_difficulty`: :class:`ItemDifficultyModel`, annotators'
+  logistic ability against each item's difficulty (NUTS).
+- :mod:`noisycal.annotators.sbc`: :func:`sbc`, simulation-based calibration of the
+  models' NUTS fits (models plug in through ``SBC_MODELS``).
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -24,9 +28,11 @@ if TYPE_CHECKING:
     from ..engines.moments import moment_triple
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hui_walter import HuiWalter, equal_count_groups
+    from .item_difficulty import ItemDifficultyModel
     from .noise_check import NoiseCheck, noise_check, score_groups
     from .noise_target import with_noise_check
     from .ppc import PPCResult, ppc
+    from .sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [
@@ -45,6 +51,11 @@ __all__ = [
     "with_noise_check",
     "ppc",
     "PPCResult",
+    "ItemDifficultyModel",
+    "sbc",
+    "SBCResult",
+    "SBCSpec",
+    "SBC_MODELS",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -6,7 +6,9 @@
   :func:`noisycal.cmce`;
 - :func:`set_size_plot`: the distribution of the sizes of conformal prediction sets;
 - :func:`confusion_heatmap`: the confusion matrices of a fitted annotator model;
-- :func:`forest_plot`: the intervals of a calibration report (:func:`noisycal.report`).
+- :func:`forest_plot`: the intervals of a calibration report (:func:`noisycal.report`);
+- :func:`sbc_rank_histogram`: the rank histograms of a simulation-based calibration
+  (:func:`noisycal.annotators.sbc`).
 
 Every function returns the matplotlib Axes it drew in (an array of them for several
 panels). matplotlib is imported inside the plotting functions, so ``import noisycal``
@@ -16,6 +18,7 @@ does not import it.
 from ._channels import confusion_heatmap, set_size_plot
 from ._forest import forest_plot
 from ._reliability import cumulative_mass_curve, reliability_diagram
+from ._sbc import sbc_rank_histogram
 
 __all__ = ["reliability_diagram", "cumulative_mass_curve", "set_size_plot",
-           "confusion_heatmap", "forest_plot"]
+           "confusion_heatmap", "forest_plot", "sbc_rank_histogram"]
