@@ -24,7 +24,7 @@ import jax.numpy as jnp
 
 from .._jax import as_key, x64
 from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_real, check_seed
+from .._validation import check_array, check_real, check_seed
 from .._warnings import ConvergenceWarning, IdentifiabilityWarning
 from ..data import Annotations
 from ..engines.channel_checks import channel_status
@@ -130,11 +130,11 @@ def replicate_item_ratings(fit: AnnotatorFit, rng_key: Any) -> np.ndarray:
 
 
 class ItemDifficultyModel:
-    """Item-difficulty annotator model: ``P(correct) = logistic(ability_j - difficulty_i)``.
+    """Item-difficulty annotator model: correct with ``1/K + (1 - 1/K) logistic(a_j - d_i)``.
 
     For item i with true class k, annotator j gives label k with probability
-    ``p_ij = logistic(ability_j - difficulty_i)`` and each other class with probability
-    ``(1 - p_ij) / (K - 1)``; ``ability_j ~ N(mu_ability, sigma_ability)``,
+    ``p_ij = 1/K + (1 - 1/K) logistic(ability_j - difficulty_i)`` and each other class
+    with probability ``(1 - p_ij) / (K - 1)`` (the hardest items are guesses); ``ability_j ~ N(mu_ability, sigma_ability)``,
     ``difficulty_i ~ N(0, sigma_difficulty)`` (non-centred),
     ``mu_ability ~ N(ability_loc, ability_scale)``, both scales half-normal
     (``sigma_scale``), ``prevalence ~ Dirichlet(alpha)``. The model of "Comparing Bayesian
@@ -155,7 +155,8 @@ class ItemDifficultyModel:
     Notes
     -----
     The fit's ``confusion`` is each annotator's *population-averaged* channel: one-coin
-    with accuracy ``E_d[logistic(ability_j - d)]``, ``d ~ N(0, sigma_difficulty)``,
+    with accuracy ``1/K + (1 - 1/K) E_d[logistic(ability_j - d)]``,
+    ``d ~ N(0, sigma_difficulty)``,
     averaged over the posterior draws (``draws['confusion']`` holds it per draw). It is
     the class-conditional channel of a rating of a random item, so
     ``nc.targets.corrected(ann, fit)`` accepts it: the corrected labels are unbiased for
@@ -243,14 +244,17 @@ class ItemDifficultyModel:
             ``ability_draws`` (D, J), ``difficulty_draws`` (D, n_items),
             ``mu_ability_draws``, ``sigma_ability_draws``, ``sigma_difficulty_draws``,
             posterior means ``ability`` and ``difficulty``, ``max_rhat``,
-            ``min_ess_bulk``, ``num_divergences``, ``flipped_draws`` (draws whose item
-            posteriors match the majority vote better under a permutation of the
-            classes: the label-switching guard; this model's channel is not symmetric
-            under relabelling, so such draws are counted and make the status
-            'not_converged', never relabelled).
+            ``min_ess_bulk``, ``num_divergences``, ``flipped_draws``: the label-switching
+            guard counts draws whose item posteriors match the majority vote better under
+            a permutation of the classes. The model has no relabelling symmetry (every
+            accuracy is above chance), so such draws sit in a poor mode rather than a
+            mirror image: they are not relabelled, and they make the status
+            'not_converged'.
         """
         if method != "nuts":
-            check_choice(method, "method", ("nuts",))
+            raise ValueError(f"method must be 'nuts', got {method!r}: the joint mode of a "
+                             "model with one random effect per item is degenerate "
+                             "(sigma_difficulty -> 0), so there is no EM or MAP fit")
         C, W, S = check_sampler_options(num_chains, num_warmup, num_samples, chain_method,
                                         progress_bar, rhat_threshold)
         check_seed(seed)
@@ -287,8 +291,9 @@ class ItemDifficultyModel:
         details = {"chains": C, **diag, "flipped_draws": int(flipped.sum()),
                    "relabelled_chains": [], "groups": 1,
                    "group_index": np.zeros(n, np.int64), "gold": False, "channels": chan,
-                   "channel": "population-averaged: one-coin with accuracy "
-                              "E_d[logistic(ability_j - d)], d ~ N(0, sigma_difficulty)",
+                   "channel": "population-averaged: one-coin with accuracy 1/K + "
+                              "(1 - 1/K) E_d[logistic(ability_j - d)], "
+                              "d ~ N(0, sigma_difficulty)",
                    "sample_stats": stats, "ability": mean["ability"],
                    "difficulty": mean["difficulty"],
                    "ability_draws": flat["ability"], "difficulty_draws": flat["difficulty"],
@@ -307,17 +312,19 @@ class ItemDifficultyModel:
     @staticmethod
     def _init(ann: Annotations, vote: np.ndarray) -> dict:
         """Chain starts in the majority-vote labelling: prevalence from the vote, each
-        ability from the annotator's agreement with it (difficulties start at random)."""
+        ability from the annotator's agreement with it, every difficulty 0 (spread 0.5)."""
         K = ann.n_classes
         arr = ann.engine_arrays()
         agree = np.bincount(arr.annotator, weights=(arr.label == vote[arr.item]),
                             minlength=ann.n_annotators)
         agree = (agree + 1.0) / (np.bincount(arr.annotator, minlength=ann.n_annotators) + 2.0)
-        logit = np.log(agree) - np.log1p(-agree)
+        above = np.clip((agree - 1.0 / K) / (1.0 - 1.0 / K), 0.02, 0.98)  # the floor off
+        logit = np.log(above) - np.log1p(-above)
         prev = np.bincount(vote, minlength=K) + 1.0
         mu = float(logit.mean())
         return {"prevalence": prev / prev.sum(), "mu_ability": mu, "sigma_ability": 0.5,
-                "ability_raw": np.clip((logit - mu) / 0.5, -3.0, 3.0)}
+                "ability_raw": np.clip((logit - mu) / 0.5, -3.0, 3.0),
+                "sigma_difficulty": 0.5, "difficulty_raw": np.zeros(ann.n_items)}
 
     @staticmethod
     def _flipped(post_d: np.ndarray, vote: np.ndarray, K: int) -> np.ndarray:
