@@ -41,6 +41,9 @@ import pandas as pd
 import jax
 import jax.numpy as jnp
 
+from noisycal.models.dawid_skene import dawid_skene
+from noisycal.models.item_difficulty import item_difficulty
+
 from .._jax import as_key, as_numpy_rng, x64
 from .._progress import ProgressBar, check_progress
 from .._typing import Seed
@@ -122,24 +125,17 @@ def _id_kwargs(m: ItemDifficultyModel, n: int, J: int, K: int) -> dict:
 
 
 #: The models :func:`sbc` supports, by exact class (a subclass needs its own entry).
-SBC_MODELS: dict[type, SBCSpec] = {}
-
-
-def _register_defaults() -> None:
-    from noisycal.models.dawid_skene import dawid_skene
-    from noisycal.models.item_difficulty import item_difficulty
-
-    SBC_MODELS.setdefault(DawidSkene, SBCSpec(dawid_skene, _ds_kwargs,
-                                              ("prevalence", "confusion"), _ds_relabel))
-    SBC_MODELS.setdefault(OneCoinDawidSkene, SBCSpec(dawid_skene, _ds_kwargs,
-                                                     ("prevalence", "accuracy"), _ds_relabel))
-    SBC_MODELS.setdefault(ItemDifficultyModel, SBCSpec(
-        item_difficulty, _id_kwargs,
-        ("prevalence", "mu_ability", "sigma_ability", "sigma_difficulty", "ability")))
+SBC_MODELS: dict[type, SBCSpec] = {
+    DawidSkene: SBCSpec(dawid_skene, _ds_kwargs, ("prevalence", "confusion"), _ds_relabel),
+    OneCoinDawidSkene: SBCSpec(dawid_skene, _ds_kwargs, ("prevalence", "accuracy"),
+                               _ds_relabel),
+    ItemDifficultyModel: SBCSpec(item_difficulty, _id_kwargs,
+                                 ("prevalence", "mu_ability", "sigma_ability",
+                                  "sigma_difficulty", "ability")),
+}
 
 
 def _spec(model: object, name: str) -> SBCSpec:
-    _register_defaults()
     spec = SBC_MODELS.get(type(model))
     if spec is None:
         known = sorted(c.__name__ for c in SBC_MODELS)
@@ -159,14 +155,17 @@ def _gamma(counts_below: np.ndarray, n_sims: int, z: np.ndarray) -> np.ndarray:
     return 2.0 * np.minimum(lo, hi).min(axis=-1)
 
 
-def _below(ranks: np.ndarray, n_draws: int) -> np.ndarray:
-    """``N F(i / (L + 1))`` for i = 1..L: ranks below i, by column (..., L)."""
-    edges = np.arange(1, n_draws + 1)
-    return (ranks[..., :, None] < edges).sum(axis=-2)
+def _below(ranks: np.ndarray, L: int) -> np.ndarray:
+    """``N F(i / (L + 1))`` for i = 1..L: the ranks below i in each row of ``ranks``
+    (R, N), shape (R, L)."""
+    R = ranks.shape[0]
+    flat = (ranks + (L + 1) * np.arange(R)[:, None]).ravel()
+    hist = np.bincount(flat, minlength=R * (L + 1)).reshape(R, L + 1)
+    return np.cumsum(hist, axis=1)[:, :L]
 
 
 def rank_uniformity(ranks: np.ndarray, n_draws: int, *, n_bins: int | None = None,
-                    seed: Seed = 0) -> pd.DataFrame:
+                    n_null: int | None = None, seed: Seed = 0) -> pd.DataFrame:
     """Uniformity tests of SBC ranks on ``0..n_draws``, one row per column of ``ranks``.
 
     Parameters
@@ -178,6 +177,9 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, *, n_bins: int | None = Non
         Bins of the chi-square test (default ``min(20, max(2, n_sims // 5), L + 1)``,
         at least five expected ranks per bin); bin b holds the ranks r with
         ``floor(r B / (L + 1)) = b``, and its expected count is exact for uneven bins.
+    n_null : int, default=2000
+        Simulated uniform rank samples of the ECDF statistic's null distribution (the
+        smallest p-value is ``1 / (n_null + 1)``).
     seed : int or jax key, default=0
         The Monte Carlo null distribution of the ECDF statistic.
 
@@ -187,7 +189,8 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, *, n_bins: int | None = Non
         ``chi2``, ``chi2_df``, ``chi2_p`` (Pearson's test on the binned ranks) and
         ``gamma``, ``ecdf_p``: the ECDF statistic of Säilynoja, Bürkner and Vehtari (2022)
         (twice the smallest binomial tail probability of the rank ECDF over the points
-        i / (L + 1)), its p-value from 2000 simulated uniform rank samples of the same size.
+        i / (L + 1)), its p-value from ``n_null`` simulated uniform rank samples of the
+        same size.
     """
     from scipy.stats import chi2
 
@@ -201,13 +204,16 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, *, n_bins: int | None = Non
     rows = []
     z = np.arange(1, L + 1) / (L + 1)
     rng = as_numpy_rng(seed)
-    null = _gamma(_below(rng.integers(0, L + 1, (N_NULL, N)), L), N, z)
+    n_null = N_NULL if n_null is None else check_int(n_null, "n_null", minimum=100)
+    null = np.concatenate([_gamma(_below(rng.integers(0, L + 1, (m, N)), L), N, z)
+                           for m in np.diff(np.r_[0:n_null:10000, n_null])])
+    gam = _gamma(_below(ranks.T, L), N, z)
     for col in range(ranks.shape[1]):
         obs = np.bincount(ranks[:, col] * B // (L + 1), minlength=B)
         stat = float(np.sum((obs - expected) ** 2 / expected))
-        g = float(_gamma(_below(ranks[:, col], L), N, z))
+        g = float(gam[col])
         rows.append({"chi2": stat, "chi2_df": B - 1, "chi2_p": float(chi2.sf(stat, B - 1)),
-                     "gamma": g, "ecdf_p": float((1 + np.sum(null <= g)) / (1 + N_NULL))})
+                     "gamma": g, "ecdf_p": float((1 + np.sum(null <= g)) / (1 + n_null))})
     return pd.DataFrame(rows)
 
 
@@ -443,10 +449,12 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     L = C * len(range(0, S, thin))
     ranks = pd.DataFrame(np.asarray(ranks), columns=names)
     ranks.index.name = "simulation"
-    tests = rank_uniformity(ranks.to_numpy(), L, n_bins=n_bins, seed=k_null)
+    cut = p_threshold / (2 * len(names))
+    # enough null replicates that the ECDF p-value can fall below the cut
+    n_null = int(min(200_000, max(N_NULL, np.ceil(10.0 / cut))))
+    tests = rank_uniformity(ranks.to_numpy(), L, n_bins=n_bins, n_null=n_null, seed=k_null)
     tests.index = pd.Index(names, name="parameter")
     diag = pd.DataFrame(rows)
-    cut = p_threshold / (2 * len(names))
     bad = [p for p in names if min(tests.loc[p, "chi2_p"], tests.loc[p, "ecdf_p"]) < cut]
     failed = int((diag["status"] != "ok").sum())
     message = (f"ranks not uniform (p < {cut:.2g}) for {bad}" if bad else "")
