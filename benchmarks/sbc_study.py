@@ -9,6 +9,9 @@ thinned draws):
 - ``ds_k3``: ``DawidSkene()`` with three classes, 40 items x 4 annotators, 3 ratings per
   item (the design drawn once), same sampler settings.
 - ``one_coin_k3``: ``OneCoinDawidSkene()``, the ``ds_k3`` design.
+- ``item_difficulty_k2``: ``ItemDifficultyModel()`` with two classes, 30 items x 4
+  annotators (every annotator rates every item); ranks of the prevalence, the ability
+  hyperparameters, the difficulty spread and each ability.
 - ``wrong_prior_k2``: the ``ds_k2`` cell simulated from ``DawidSkene(alpha=[12, 1])``
   while the fit keeps the default prior: it must come out ``non_uniform``.
 
@@ -17,7 +20,7 @@ failed fits (R-hat > 1.05 or divergences), simulations with relabelled draws, th
 compile (first simulation) and median per-simulation seconds.
 
 Run: ``nice -n 10 python benchmarks/sbc_study.py [--cells ds_k2,ds_k3,one_coin_k3,
-wrong_prior_k2] [--n-sims 200] [--out sbc_study]``. Results:
+item_difficulty_k2,wrong_prior_k2] [--n-sims 200] [--out sbc_study]``. Results:
 ``benchmarks/output/<out>.json``, rewritten after every cell.
 """
 
@@ -43,6 +46,8 @@ CELLS = {
               dict(n_items=40, n_annotators=4, n_classes=3, ratings_per_item=3)),
     "one_coin_k3": (lambda: nc.OneCoinDawidSkene(), None,
                     dict(n_items=40, n_annotators=4, n_classes=3, ratings_per_item=3)),
+    "item_difficulty_k2": (lambda: nc.annotators.ItemDifficultyModel(), None,
+                           dict(n_items=30, n_annotators=4, n_classes=2)),
     "wrong_prior_k2": (lambda: nc.DawidSkene(), lambda: nc.DawidSkene(alpha=[12.0, 1.0]),
                        dict(n_items=30, n_annotators=3, n_classes=2)),
 }

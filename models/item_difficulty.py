@@ -20,10 +20,10 @@ difficulty and guessability of Carpenter and colleagues. Priors (non-centred):
     prevalence ~ Dirichlet(alpha)                (alpha = 3 by default, as for Dawid–Skene)
 
 With ``sigma_difficulty = 0`` this is the one-coin Dawid–Skene model with
-``accuracy_j = 1/K + (1 - 1/K) logistic(ability_j)`` (accuracies above chance). Errors are spread evenly over the other classes
-(rather than by a per-class error distribution, as in the multinomial variants the paper
-compares) so that difficulty is the only thing that moves an annotator's channel from
-item to item, and the model stays identified with a few ratings per item; the price is
+``accuracy_j = 1/K + (1 - 1/K) logistic(ability_j)`` (accuracies above chance). Errors
+are spread evenly over the other classes (not by a per-class error distribution) so that
+difficulty is the only thing that moves an annotator's channel from item to item, and
+the model stays identified with a few ratings per item; the price is
 that systematic confusions between particular classes are not modelled (the full
 Dawid–Skene model is the one for those). The default prior on ``mu_ability`` is centred at
 1 (accuracy 0.87 for an average item and two classes).
@@ -51,7 +51,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .dawid_skene import DSData, LOG_FLOOR, item_log_likelihood, one_coin_confusion
+from .dawid_skene import LOG_FLOOR, DSData, item_log_likelihood, one_coin_confusion
 
 __all__ = ["DEFAULT_PRIORS", "class_log_likelihood", "joint_log_likelihood",
            "log_likelihood", "log_correct", "population_accuracy", "population_confusion",

@@ -187,8 +187,8 @@ def test_loo_runs_on_the_items_own_likelihood(simulated):
     assert ll.shape == (2, 300, ann.n_items)
     # draw 0's pointwise values are the model's own likelihood at that draw
     with x64():
-        from noisycal.models.item_difficulty import joint_log_likelihood
         from noisycal.models.dawid_skene import item_log_likelihood
+        from noisycal.models.item_difficulty import joint_log_likelihood
 
         arr = ann.engine_arrays()
         data = make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,

@@ -134,7 +134,8 @@ class ItemDifficultyModel:
 
     For item i with true class k, annotator j gives label k with probability
     ``p_ij = 1/K + (1 - 1/K) logistic(ability_j - difficulty_i)`` and each other class
-    with probability ``(1 - p_ij) / (K - 1)`` (the hardest items are guesses); ``ability_j ~ N(mu_ability, sigma_ability)``,
+    with probability ``(1 - p_ij) / (K - 1)`` (the hardest items are guesses);
+    ``ability_j ~ N(mu_ability, sigma_ability)``,
     ``difficulty_i ~ N(0, sigma_difficulty)`` (non-centred),
     ``mu_ability ~ N(ability_loc, ability_scale)``, both scales half-normal
     (``sigma_scale``), ``prevalence ~ Dirichlet(alpha)``. The model of "Comparing Bayesian
@@ -171,14 +172,12 @@ class ItemDifficultyModel:
 
     Examples
     --------
-    >>> import numpy as np, noisycal as nc
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.integers(0, 2, 40)
-    >>> A = np.where(rng.random((40, 3)) < 0.8, y[:, None], 1 - y[:, None])
-    >>> fit = ItemDifficultyModel().fit(nc.Annotations.from_wide(A), num_chains=2,
-    ...                                 num_warmup=200, num_samples=200, seed=0)
-    >>> fit.model, fit.confusion.shape
-    ('item_difficulty', (3, 2, 2))
+    The NumPyro model's arguments under the default priors (``fit(annotations)`` samples
+    them with NUTS):
+
+    >>> kw = ItemDifficultyModel().model_kwargs(n_items=40, n_annotators=3, n_classes=2)
+    >>> kw["alpha"].tolist(), kw["ability_loc"], kw["sigma_scale"]
+    ([3.0, 3.0], 1.0, 1.0)
     """
 
     _model = "item_difficulty"

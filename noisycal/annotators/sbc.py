@@ -407,10 +407,10 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     Examples
     --------
     >>> import noisycal as nc
-    >>> res = nc.annotators.sbc(nc.DawidSkene(), n_items=20, n_annotators=3, n_classes=2,
-    ...                         n_sims=4, num_warmup=100, num_samples=100, thin=2)
-    >>> res.ranks.shape, res.n_draws
-    ((4, 14), 100)
+    >>> res = nc.annotators.sbc(nc.DawidSkene(), n_items=30, n_annotators=3, n_classes=2,
+    ...                         n_sims=3, num_warmup=150, num_samples=150, thin=3)
+    >>> res.ranks.shape, res.n_draws   # 2 chains x 50 kept draws: ranks in 0..100
+    ((3, 14), 100)
     """
     spec = _spec(model, "model")
     sim_spec = spec if prior_model is None else _spec(prior_model, "prior_model")

@@ -189,7 +189,8 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
         The groups of the module docstring. A model whose ratings are not independent
         given the class and the channels (item difficulty) puts its own functions in
         ``fit.details['arviz']``: ``'log_likelihood'`` (fit -> (n_draws, n_items)) and
-        ``'replicate'`` ((fit, key) -> (n_draws, n_ratings)) replace the Dawid–Skene ones. ``log_likelihood`` is left out (and
+        ``'replicate'`` ((fit, key) -> (n_draws, n_ratings)) replace the Dawid–Skene ones.
+        ``log_likelihood`` is left out (and
         ``attrs['log_likelihood']`` says why) for fits with gold labels, whose
         per-item likelihood needs the gold classes the fit does not keep.
     """

@@ -75,7 +75,8 @@ def sbc_rank_histogram(result: Any, params: list[str] | None = None, *,
         a.step(x, N * share, where="mid", color="0.4", lw=1)
         a.bar(x, counts, width=0.9, color="C0")
         p = result.tests.loc[name] if name in result.tests.index else None
-        title = name if p is None else f"{name}\nchi2 p={p['chi2_p']:.2g}, ecdf p={p['ecdf_p']:.2g}"
+        title = name if p is None else (f"{name}\nchi2 p={p['chi2_p']:.2g}, "
+                                        f"ecdf p={p['ecdf_p']:.2g}")
         a.set_title(title, fontsize=8)
         a.set_xticks([])
     return axes[:len(names)]
