@@ -107,3 +107,20 @@ def test_bad_models_are_refused():
                           prior_model=nc.OneCoinDawidSkene())
     assert {c.__name__ for c in SBC_MODELS} >= {"DawidSkene", "OneCoinDawidSkene",
                                                 "ItemDifficultyModel"}
+
+
+def test_the_dawid_skene_guard_relabels_a_mirrored_draw():
+    from noisycal.annotators.sbc import _ds_relabel
+
+    # 4 items x 2 annotators, votes 0, 0, 1, 1; draw 0 vote-aligned, draw 1 its mirror
+    item, ann = np.repeat(np.arange(4), 2), np.tile(np.arange(2), 4)
+    label = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    good = np.array([[0.9, 0.1], [0.2, 0.8]])
+    mirror = good[::-1]  # latent classes swapped: the rows
+    conf = np.stack([np.stack([good, good]), np.stack([mirror, mirror])])
+    prev = np.array([[[0.7, 0.3]], [[0.3, 0.7]]])
+    out, moved = _ds_relabel({"prevalence": prev, "confusion": conf}, item, ann, label,
+                             {"n_items": 4, "n_annotators": 2, "n_classes": 2})
+    assert moved == 1
+    np.testing.assert_allclose(out["prevalence"], [[[0.7, 0.3]], [[0.7, 0.3]]])
+    np.testing.assert_allclose(out["confusion"][1], np.stack([good, good]))

@@ -112,9 +112,8 @@ def _ds_relabel(samples: dict, item: np.ndarray, annotator: np.ndarray, label: n
         data = make_data(item, annotator, label, n_items=n, n_annotators=J, n_classes=K)
         perms = draw_perms(vote, prev, conf, data, "vote", 0)
     out = dict(samples)
-    D = perms.shape[0]
     prev_r, conf_r, _ = relabel_draws(prev[None], conf[None], perms)
-    out["prevalence"] = prev_r.reshape(D, K)
+    out["prevalence"] = prev_r.reshape(samples["prevalence"].shape)
     out["confusion"] = conf_r[0]  # one-coin: accuracy is the diagonal, unchanged
     return out, int(np.any(perms != np.arange(K), axis=1).sum())
 
