@@ -5,8 +5,9 @@ Each module writes its likelihood once; :data:`MODELS` lists the models by name.
 
 from .dawid_skene import MODELS as _DS_MODELS
 from .hierarchical import MODELS as _HIER_MODELS
+from .item_difficulty import MODELS as _ID_MODELS
 from .soft_labels import MODELS as _SOFT_MODELS
 
-MODELS: dict = {**_DS_MODELS, **_HIER_MODELS, **_SOFT_MODELS}
+MODELS: dict = {**_DS_MODELS, **_HIER_MODELS, **_ID_MODELS, **_SOFT_MODELS}
 
 __all__ = ["MODELS"]

@@ -13,6 +13,10 @@
   bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
 - :mod:`noisycal.annotators.compare`: :func:`compare`, model comparison by leave-one-item-out
   cross-validation (NUTS fits; stacking weights) or AIC/BIC (EM and MLE fits).
+- :mod:`noisycal.annotators.item_difficulty`: :class:`ItemDifficultyModel`, annotators'
+  logistic ability against each item's difficulty (NUTS).
+- :mod:`noisycal.annotators.sbc`: :func:`sbc`, simulation-based calibration of the
+  models' NUTS fits (models plug in through ``SBC_MODELS``).
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -30,9 +34,11 @@ if TYPE_CHECKING:
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
+    from .item_difficulty import ItemDifficultyModel
     from .noise_check import NoiseCheck, noise_check, score_groups
     from .noise_target import with_noise_check
     from .ppc import PPCResult, ppc
+    from .sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [
@@ -54,6 +60,11 @@ __all__ = [
     "PPCResult",
     "compare",
     "ComparisonResult",
+    "ItemDifficultyModel",
+    "sbc",
+    "SBCResult",
+    "SBCSpec",
+    "SBC_MODELS",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

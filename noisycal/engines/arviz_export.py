@@ -186,7 +186,11 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
     Returns
     -------
     arviz.InferenceData
-        The groups of the module docstring. ``log_likelihood`` is left out (and
+        The groups of the module docstring. A model whose ratings are not independent
+        given the class and the channels (item difficulty) puts its own functions in
+        ``fit.details['arviz']``: ``'log_likelihood'`` (fit -> (n_draws, n_items)) and
+        ``'replicate'`` ((fit, key) -> (n_draws, n_ratings)) replace the Dawid–Skene ones.
+        ``log_likelihood`` is left out (and
         ``attrs['log_likelihood']`` says why) for fits with gold labels, whose
         per-item likelihood needs the gold classes the fit does not keep.
     """
@@ -214,12 +218,15 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
     if ann is None:
         attrs["log_likelihood"] = "the fit keeps no annotations"
         return az.from_dict(**groups, dims=dims, coords=coords, attrs=attrs)
+    hooks = fit.details.get("arviz") or {}
     arr = ann.engine_arrays()
     g = np.asarray(fit.details.get("group_index", np.zeros(arr.n_items)), np.int32)
     L = prev.shape[1]
     if fit.details.get("gold"):
         attrs["log_likelihood"] = ("left out: the fit used gold labels, which it does not "
                                    "keep, and their items' likelihood needs them")
+    elif "log_likelihood" in hooks:  # a model with its own pointwise likelihood
+        groups["log_likelihood"] = {"label": hooks["log_likelihood"](fit).reshape(c, S, -1)}
     else:
         with x64():
             data = make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
@@ -231,7 +238,10 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
     groups["observed_data"] = {"label": arr.label.astype(np.int64)}
     groups["constant_data"] = {"rating_item": np.asarray(fit.items)[arr.item],
                                "rating_annotator": np.asarray(fit.annotators)[arr.annotator]}
-    if predictive:
+    if predictive and "replicate" in hooks:
+        groups["posterior_predictive"] = {"label": hooks["replicate"](fit, as_key(seed)).reshape(
+            c, S, -1).astype(np.int64)}
+    elif predictive:
         rep = replicate_ratings(as_key(seed), prev, conf, arr.item, arr.annotator,
                                 n_items=arr.n_items, group=g)
         groups["posterior_predictive"] = {"label": rep.reshape(c, S, -1).astype(np.int64)}
