@@ -3,9 +3,10 @@
 Each module writes its likelihood once; :data:`MODELS` lists the models by name.
 """
 
+from .channels import MODELS as _CHANNEL_MODELS
 from .dawid_skene import MODELS as _DS_MODELS
 from .soft_labels import MODELS as _SOFT_MODELS
 
-MODELS: dict = {**_DS_MODELS, **_SOFT_MODELS}
+MODELS: dict = {**_DS_MODELS, **_CHANNEL_MODELS, **_SOFT_MODELS}
 
 __all__ = ["MODELS"]

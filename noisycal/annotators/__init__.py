@@ -1,6 +1,7 @@
 """User-facing annotator models, statsmodels style: ``Model(...).fit(annotations) -> result``.
 
 - :mod:`noisycal.annotators.dawid_skene`: Dawid–Skene, one-coin and grouped Dawid–Skene.
+- :mod:`noisycal.annotators.channel_models`: class-conditional Dawid–Skene and MACE.
 - :mod:`noisycal.annotators.hui_walter`: the Hui–Walter two-annotator, score-group model.
 - :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
 - :mod:`noisycal.annotators.noise_check`: :func:`noise_check`, a test of the
@@ -22,6 +23,7 @@ from .._lazy import attach
 # the public names, imported on first use (noisycal._lazy reads this block)
 if TYPE_CHECKING:
     from ..engines.moments import moment_triple
+    from .channel_models import MACE, ClassConditionalDawidSkene
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hui_walter import HuiWalter, equal_count_groups
     from .noise_check import NoiseCheck, noise_check, score_groups
@@ -33,6 +35,8 @@ __all__ = [
     "DawidSkene",
     "OneCoinDawidSkene",
     "GroupedDawidSkene",
+    "ClassConditionalDawidSkene",
+    "MACE",
     "HuiWalter",
     "DirichletSoftLabels",
     "SoftLabelFit",
