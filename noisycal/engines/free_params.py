@@ -16,11 +16,15 @@ from typing import Any
 
 import numpy as np
 
+import jax
 import jax.numpy as jnp
 
 from .._jax import x64
 
 __all__ = ["MIN_COUNT", "free_parameters", "channel_flat", "channel_from_flat"]
+
+#: MACE confusion entries below this are constants in :func:`channel_from_flat`.
+TINY = 1e-100
 
 #: Held fixed below this many items (ratings) expected on a side, ``min(p, 1 - p) * N``.
 MIN_COUNT = 1.0
@@ -110,7 +114,12 @@ def channel_from_flat(x: Any, one_coin: bool | str, J: int, K: int) -> Any:
     if one_coin == "class_conditional":
         return class_conditional_confusion(x.reshape(J, K), K)
     if one_coin == "mace":
-        return mace_confusion(x[:J], x[J:].reshape(J, K))
+        # an entry spam * strategy that EM drove towards 0 (geometrically, to ~1e-300) is
+        # held constant: its log's second derivative would overflow and meet a zero
+        # first derivative (0 * inf); its derivatives are below 1e-100 anyway
+        conf = mace_confusion(x[:J], x[J:].reshape(J, K))
+        fixed = jax.lax.stop_gradient(conf)
+        return jnp.where(fixed < TINY, fixed, conf)
     return one_coin_confusion(x, K) if one_coin else x.reshape(J, K, K)
 
 
