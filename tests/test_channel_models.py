@@ -71,7 +71,7 @@ def _enumerate(prev, conf, item, who, lab):
     total = 0.0
     for ys in itertools.product(range(K), repeat=n):
         p = np.prod([prev[y] for y in ys])
-        p *= np.prod([conf[j, ys[i], l] for i, j, l in zip(item, who, lab, strict=True)])
+        p *= np.prod([conf[j, ys[i], o] for i, j, o in zip(item, who, lab, strict=True)])
         total += p
     return np.log(total)
 
@@ -266,7 +266,7 @@ def test_bad_arguments_name_themselves():
 def test_nuts_agrees_with_map_em(model):
     import arviz as az
 
-    K, J, n = 3, 4, 200
+    K, n = 3, 200
     prev = np.array([0.45, 0.35, 0.2])
     if model == "class_conditional":
         acc = np.array([[0.85, 0.7, 0.8], [0.7, 0.8, 0.75], [0.9, 0.75, 0.7],
