@@ -3,6 +3,7 @@
 - :mod:`noisycal.annotators.dawid_skene`: Dawid–Skene, one-coin and grouped Dawid–Skene.
 - :mod:`noisycal.annotators.hierarchical`: hierarchical Dawid–Skene (channels partially
   pooled around a population, NUTS).
+- :mod:`noisycal.annotators.channel_models`: class-conditional Dawid–Skene and MACE.
 - :mod:`noisycal.annotators.hui_walter`: the Hui–Walter two-annotator, score-group model.
 - :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
 - :mod:`noisycal.annotators.noise_check`: :func:`noise_check`, a test of the
@@ -31,6 +32,7 @@ from .._lazy import attach
 if TYPE_CHECKING:
     from ..engines.moments import moment_triple
     from .compare import ComparisonResult, compare
+    from .channel_models import MACE, ClassConditionalDawidSkene
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
@@ -46,6 +48,8 @@ __all__ = [
     "OneCoinDawidSkene",
     "GroupedDawidSkene",
     "HierarchicalDawidSkene",
+    "ClassConditionalDawidSkene",
+    "MACE",
     "HuiWalter",
     "DirichletSoftLabels",
     "SoftLabelFit",

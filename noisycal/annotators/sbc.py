@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 
 from noisycal.models.dawid_skene import dawid_skene
+from noisycal.models.hierarchical import hierarchical_dawid_skene
 from noisycal.models.item_difficulty import item_difficulty
 
 from .._jax import as_key, as_numpy_rng, x64
@@ -51,6 +52,7 @@ from .._validation import check_array, check_int, check_real, check_seed
 from ..engines.diagnostics import convergence_status
 from ..engines.nuts import check_sampler_options, sample_nuts
 from .dawid_skene import DawidSkene, OneCoinDawidSkene
+from .hierarchical import HierarchicalDawidSkene
 from .item_difficulty import ItemDifficultyModel
 
 __all__ = ["SBCSpec", "SBC_MODELS", "SBCResult", "sbc", "rank_uniformity"]
@@ -93,29 +95,46 @@ def _ds_kwargs(m: DawidSkene, n: int, J: int, K: int) -> dict:
             "beta": jnp.asarray(beta), "one_coin": m._one_coin}
 
 
-def _ds_relabel(samples: dict, item: np.ndarray, annotator: np.ndarray, label: np.ndarray,
-                kwargs: dict) -> tuple[dict, int]:
-    """The Dawid–Skene fit's guard: each draw relabelled to the majority vote (Hungarian
-    on the agreement of its item posteriors with the vote)."""
+def _vote_perms(samples: dict, item: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+                kwargs: dict) -> np.ndarray:
+    """One permutation per draw relabelling it to the majority vote (Hungarian on the
+    agreement of its item posteriors with the vote): the Dawid–Skene fit's guard."""
     from noisycal.models.dawid_skene import make_data
 
     from ..engines.ds_numpyro import draw_perms
-    from ..engines.relabel import relabel_draws
 
     n, J, K = kwargs["n_items"], kwargs["n_annotators"], kwargs["n_classes"]
     counts = np.zeros((n, K))
     np.add.at(counts, (item, label), 1.0)
     vote = counts.argmax(1)
     prev = samples["prevalence"].reshape(-1, 1, K)
-    conf = samples["confusion"]
     with x64():
         data = make_data(item, annotator, label, n_items=n, n_annotators=J, n_classes=K)
-        perms = draw_perms(vote, prev, conf, data, "vote", 0)
+        return draw_perms(vote, prev, samples["confusion"], data, "vote", 0)
+
+
+def _ds_relabel(samples: dict, item: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+                kwargs: dict) -> tuple[dict, int]:
+    """Prevalence and confusion draws relabelled by :func:`_vote_perms`; other sites
+    indexed by the true class (``extra``, (D, K, ...)) move with them."""
+    from ..engines.relabel import relabel_draws
+
+    K = kwargs["n_classes"]
+    perms = _vote_perms(samples, item, annotator, label, kwargs)
+    prev = samples["prevalence"].reshape(-1, 1, K)
     out = dict(samples)
-    prev_r, conf_r, _ = relabel_draws(prev[None], conf[None], perms)
+    prev_r, conf_r, _ = relabel_draws(prev[None], samples["confusion"][None], perms)
     out["prevalence"] = prev_r.reshape(samples["prevalence"].shape)
     out["confusion"] = conf_r[0]  # one-coin: accuracy is the diagonal, unchanged
+    if "sigma" in samples:  # hierarchical: one spread per true class (row)
+        out["sigma"] = np.take_along_axis(samples["sigma"], perms, axis=1)
     return out, int(np.any(perms != np.arange(K), axis=1).sum())
+
+
+def _hier_kwargs(m: HierarchicalDawidSkene, n: int, J: int, K: int) -> dict:
+    kw = m._prior_kwargs(K)
+    return {"n_items": n, "n_annotators": J, "n_classes": K,
+            **{k: jnp.asarray(v) for k, v in kw.items()}}
 
 
 def _id_kwargs(m: ItemDifficultyModel, n: int, J: int, K: int) -> dict:
@@ -128,6 +147,8 @@ SBC_MODELS: dict[type, SBCSpec] = {
     DawidSkene: SBCSpec(dawid_skene, _ds_kwargs, ("prevalence", "confusion"), _ds_relabel),
     OneCoinDawidSkene: SBCSpec(dawid_skene, _ds_kwargs, ("prevalence", "accuracy"),
                                _ds_relabel),
+    HierarchicalDawidSkene: SBCSpec(hierarchical_dawid_skene, _hier_kwargs,
+                                    ("prevalence", "confusion", "sigma"), _ds_relabel),
     ItemDifficultyModel: SBCSpec(item_difficulty, _id_kwargs,
                                  ("prevalence", "mu_ability", "sigma_ability",
                                   "sigma_difficulty", "ability")),

@@ -29,7 +29,7 @@ __all__ = ["ds_model_kwargs", "fit_mle", "nuts_init_params", "draw_perms", "NUTS
 
 
 def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarray | None,
-                    gold: np.ndarray | None, *, one_coin: bool,
+                    gold: np.ndarray | None, *, one_coin: bool | str,
                     weights: np.ndarray | None = None) -> dict:
     """Keyword arguments of the NumPyro model for packed ratings ``data``.
 
@@ -39,20 +39,38 @@ def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarra
     L : int
         Number of groups (the group vector is passed only when L > 1).
     alpha, beta : ndarray, optional
-        Dirichlet priors (the model's defaults when None).
+        Dirichlet priors (the model's defaults when None); for 'class_conditional' and
+        'mace', ``beta`` is the packed prior of :mod:`noisycal.engines.em_channels`.
     gold : int array of shape (n_items,), optional
         Known classes, ``-1`` where unknown.
-    one_coin : bool
+    one_coin : bool or {'class_conditional', 'mace'}
+        True: one-coin Dawid–Skene; a string: that model of :mod:`models.channels`.
     weights : array of shape (n_items,), optional
         Item multiplicities (rating-pattern counts when ``data`` holds one item per
         pattern).
     """
-    return dict(n_items=data.n_items, n_annotators=data.n_annotators,
-                n_classes=data.n_classes, group=data.group if L > 1 else None,
-                n_groups=L, alpha=None if alpha is None else jnp.asarray(alpha),
-                beta=None if beta is None else jnp.asarray(beta), one_coin=one_coin,
-                gold=None if gold is None else jnp.asarray(gold),
-                weights=None if weights is None else np.asarray(weights, np.float64))
+    kw = dict(n_items=data.n_items, n_annotators=data.n_annotators,
+              n_classes=data.n_classes, group=data.group if L > 1 else None,
+              n_groups=L, alpha=None if alpha is None else jnp.asarray(alpha),
+              gold=None if gold is None else jnp.asarray(gold),
+              weights=None if weights is None else np.asarray(weights, np.float64))
+    beta = None if beta is None else jnp.asarray(beta)
+    if one_coin == "class_conditional":  # the models of models.channels
+        return {**kw, "accuracy_prior": beta}
+    if one_coin == "mace":
+        return {**kw, "spam_prior": None if beta is None else beta[:2],
+                "strategy_prior": None if beta is None else beta[2:]}
+    return {**kw, "beta": beta, "one_coin": one_coin}
+
+
+def _numpyro_model(model_kwargs: dict) -> Any:
+    """The NumPyro model that :func:`ds_model_kwargs` made ``model_kwargs`` for."""
+    from noisycal.models.channels import class_conditional_dawid_skene, mace
+    from noisycal.models.dawid_skene import dawid_skene
+
+    if "accuracy_prior" in model_kwargs:
+        return class_conditional_dawid_skene
+    return mace if "spam_prior" in model_kwargs else dawid_skene
 
 
 def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: Seed,
@@ -98,8 +116,8 @@ def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: See
     return prev, conf, post, res
 
 
-def nuts_init_params(prevalence: np.ndarray, confusion: np.ndarray, *, one_coin: bool
-                     ) -> dict:
+def nuts_init_params(prevalence: np.ndarray, confusion: np.ndarray, *,
+                     one_coin: bool | str) -> dict:
     """Chain starting values from a point estimate (the MAP-EM fit under the same priors).
 
     Starting all chains in the vote-aligned mode; a chain that still wanders into a
@@ -110,16 +128,26 @@ def nuts_init_params(prevalence: np.ndarray, confusion: np.ndarray, *, one_coin:
     ----------
     prevalence : (L, K)
     confusion : (J, K, K)
-    one_coin : bool
-        Start the ``accuracy`` site (the diagonal) instead of ``confusion``.
+    one_coin : bool or {'class_conditional', 'mace'}
+        Start the ``accuracy`` site (the diagonal: its first entry, or all of it for
+        'class_conditional'), or MACE's ``spam`` and ``strategy``, not ``confusion``.
     """
+    from noisycal.models.channels import mace_parameters
+
     conf = np.clip(confusion, 1e-4, None)
     conf /= conf.sum(-1, keepdims=True)
     prev = np.clip(prevalence, 1e-4, None)
     prev /= prev.sum(-1, keepdims=True)
     init = {"prevalence": prev}
-    if one_coin:
-        init["accuracy"] = np.clip(conf[:, 0, 0], 1e-4, 1 - 1e-4)
+    if one_coin == "mace":
+        spam, strategy = (np.asarray(a) for a in mace_parameters(np.asarray(confusion)))
+        strategy = np.clip(strategy, 1e-4, None)
+        init["spam"] = np.clip(spam, 1e-4, 1 - 1e-4)
+        init["strategy"] = strategy / strategy.sum(-1, keepdims=True)
+    elif one_coin:
+        diag = np.diagonal(conf, axis1=1, axis2=2)
+        init["accuracy"] = np.clip(diag if one_coin == "class_conditional" else diag[:, 0],
+                                   1e-4, 1 - 1e-4)
     else:
         init["confusion"] = conf
     return init
@@ -235,8 +263,6 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     -------
     NUTSDraws
     """
-    from noisycal.models.dawid_skene import dawid_skene
-
     from .nuts import sample_nuts
 
     mk_w = model_kwargs.get("weights")
@@ -250,7 +276,7 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     jgold = None if gold is None else jnp.asarray(gold)
     with x64():
         samples, stats = sample_nuts(
-            dawid_skene if model is None else model,
+            _numpyro_model(model_kwargs) if model is None else model,
             model_args=(data.item, data.annotator, data.label),
             model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
             num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),

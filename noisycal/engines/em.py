@@ -22,10 +22,10 @@ from noisycal.models.dawid_skene import (
     DSData,
     item_log_likelihood,
     joint_log_likelihood,
-    one_coin_confusion,
 )
 
 from .._progress import reach, tick
+from .em_channels import constrained_log_prior, constrained_m_step
 from .em_prob import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
 from .patterns import PatternData, collapse_patterns, pattern_data
 
@@ -67,7 +67,7 @@ class EMState(NamedTuple):
 
 
 def log_prior(prevalence: jax.Array, confusion: jax.Array, alpha: jax.Array | None,
-              beta: jax.Array | None, one_coin: bool) -> jax.Array:
+              beta: jax.Array | None, one_coin: bool | str) -> jax.Array:
     """Log Dirichlet prior density up to constants (0 when no prior is given).
 
     Parameters
@@ -78,21 +78,15 @@ def log_prior(prevalence: jax.Array, confusion: jax.Array, alpha: jax.Array | No
         Dirichlet prior of each group's prevalence.
     beta : (K, K) or (J, K, K), optional
         Dirichlet prior of each confusion row; for the one-coin model the accuracy gets
-        Beta(beta[0, 0], (K - 1) beta[0, 1]).
-    one_coin : bool
+        Beta(beta[0, 0], (K - 1) beta[0, 1]) (other channels: :mod:`.em_channels`).
+    one_coin : bool or {'class_conditional', 'mace'}
     """
     lp = jnp.zeros(())
     if alpha is not None:
         lp += jnp.sum((alpha - 1.0) * jnp.log(jnp.maximum(prevalence, LOG_FLOOR)))
     if beta is not None:
-        if one_coin:
-            K = confusion.shape[-1]
-            acc = jnp.diagonal(confusion, axis1=1, axis2=2)[:, 0]
-            a, b = beta[0, 0], (K - 1) * beta[0, 1]
-            lp += jnp.sum((a - 1.0) * jnp.log(jnp.maximum(acc, LOG_FLOOR))
-                          + (b - 1.0) * jnp.log(jnp.maximum(1.0 - acc, LOG_FLOOR)))
-        else:
-            lp += jnp.sum((beta - 1.0) * jnp.log(jnp.maximum(confusion, LOG_FLOOR)))
+        lp += (constrained_log_prior(one_coin, confusion, beta) if one_coin else
+               jnp.sum((beta - 1.0) * jnp.log(jnp.maximum(confusion, LOG_FLOOR))))
     return lp
 
 
@@ -124,7 +118,8 @@ def e_step(prevalence: jax.Array, confusion: jax.Array, data: DSData,
 
 
 def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Array | None,
-           one_coin: bool, weights: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
+           one_coin: bool | str, weights: jax.Array | None = None,
+           confusion: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """Closed-form (MAP-)M-step: prevalence per group and confusion matrices.
 
     With Dirichlet priors the pseudo-counts ``alpha - 1`` and ``beta - 1`` are added to the
@@ -137,10 +132,12 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     data : DSData
     alpha, beta : optional
         Dirichlet priors (see :func:`log_prior`).
-    one_coin : bool
-        One accuracy per annotator instead of full confusion rows.
+    one_coin : bool or {'class_conditional', 'mace'}
+        A constrained channel (:mod:`~noisycal.engines.em_channels`; True: one-coin).
     weights : (n_items,), optional
         Item weights (rating-pattern counts, bootstrap multiplicities).
+    confusion : (J, K, K), optional
+        The previous channel (MACE's generalised M-step starts there).
 
     Returns
     -------
@@ -158,15 +155,8 @@ def m_step(post: jax.Array, data: DSData, alpha: jax.Array | None, beta: jax.Arr
     # when a bootstrap resample draws no item of a small group
     prevalence = jnp.where(tot > 0, n_g / jnp.where(tot > 0, tot, 1.0), 1.0 / K)
     counts = expected_counts(post, data)  # (J, true, observed)
-    if one_coin:
-        correct = jnp.trace(counts, axis1=1, axis2=2)
-        total = jnp.sum(counts, axis=(1, 2))
-        if beta is not None:
-            a, b = beta[0, 0], (K - 1) * beta[0, 1]
-            accuracy = (correct + a - 1.0) / (total + a + b - 2.0)
-        else:
-            accuracy = correct / jnp.maximum(total, LOG_FLOOR)
-        return prevalence, one_coin_confusion(accuracy, K)
+    if one_coin:  # a constrained channel (noisycal.engines.em_channels)
+        return prevalence, constrained_m_step(one_coin, counts, beta, confusion)
     if beta is not None:
         counts = counts + (beta - 1.0)
     rows = jnp.sum(counts, axis=2, keepdims=True)
@@ -263,7 +253,7 @@ def run_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     code_w = code_weights(data, weights) if prob else None
 
     def step(state: EMState) -> EMState:
-        prev, conf = m_step(state.post, data, alpha, beta, one_coin, weights)
+        prev, conf = m_step(state.post, data, alpha, beta, one_coin, weights, state.confusion)
         if prob:
             post, loglik, ok = prob_e_step(prev, conf, data, gold, weights, code_w)
             post, loglik = jax.lax.cond(ok, lambda pc: (post, loglik), log_e_step,

@@ -5,7 +5,9 @@ per-item influence of the channels (:mod:`noisycal.engines.influence`). A preval
 confusion row's free directions move mass between an interior entry and the row's largest
 entry; an entry with fewer than :data:`MIN_COUNT` items (ratings) expected on a side,
 ``min(p, 1 - p) * N < MIN_COUNT``, is held fixed (a boundary estimate has no free
-direction into the boundary). A one-coin fit has one free accuracy per annotator.
+direction into the boundary). A one-coin fit has one free accuracy per annotator, a
+class-conditional fit one per annotator and class, a MACE fit a spam probability per
+annotator and strategy rows held fixed below MIN_COUNT expected spam ratings.
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_COUNT", "free_parameters", "posteriors_np"]
+import jax
+import jax.numpy as jnp
+
+from .._jax import x64
+
+__all__ = ["MIN_COUNT", "free_parameters", "posteriors_np", "channel_flat", "channel_from_flat"]
+
+#: MACE confusion entries below this are constants in :func:`channel_from_flat`.
+TINY = 1e-100
 
 #: Held fixed below this many items (ratings) expected on a side, ``min(p, 1 - p) * N``.
 MIN_COUNT = 1.0
@@ -37,23 +47,30 @@ def _row_basis(rows: np.ndarray, offset: int, labels: list[str], totals: np.ndar
 
 
 def _free_basis(prevalence: np.ndarray, confusion: np.ndarray, n_group: np.ndarray,
-                n_conf: np.ndarray, one_coin: bool, labels: dict[str, list[str]]
+                n_conf: np.ndarray, one_coin: bool | str, labels: dict[str, list[str]]
                 ) -> tuple[np.ndarray, list[str]]:
     """The matrix B (flat parameters x free directions) and the free parameters' names."""
     L, K = prevalence.shape
     J = confusion.shape[0]
     pairs, names = _row_basis(prevalence, 0, labels["prevalence"], n_group.sum(1))
-    if one_coin:
-        acc, total = confusion[:, 0, 0], n_conf.sum(1)
-        for j in range(J):
-            if min(acc[j], 1 - acc[j]) * total[j] >= MIN_COUNT:
+    x = channel_flat(confusion, one_coin)
+    if one_coin in (True, "class_conditional", "mace"):
+        # one free direction per accuracy (spam probability) away from 0 and 1
+        total = (n_conf.ravel() if one_coin == "class_conditional" else n_conf.sum(1))
+        key = {True: "accuracy", "class_conditional": "class_accuracy", "mace": "spam"}
+        for j in range(total.size):
+            if min(x[j], 1 - x[j]) * total[j] >= MIN_COUNT:
                 pairs.append((L * K + j, None))
-                names.append(labels["accuracy"][j])
-    else:
+                names.append(labels[key[one_coin]][j])
+    if one_coin == "mace":  # strategy rows, each from the annotator's expected spam
+        p2, n2 = _row_basis(x[J:].reshape(J, K), L * K + J, labels["strategy"],
+                            x[:J] * n_conf.sum(1))
+        pairs, names = pairs + p2, names + n2
+    elif not one_coin:
         p2, n2 = _row_basis(confusion.reshape(J * K, K), L * K, labels["confusion"],
                             n_conf.ravel())
         pairs, names = pairs + p2, names + n2
-    B = np.zeros((L * K + (J if one_coin else J * K * K), len(pairs)))
+    B = np.zeros((L * K + x.size, len(pairs)))
     for c, (i, ref) in enumerate(pairs):
         B[i, c] = 1.0
         if ref is not None:
@@ -99,8 +116,53 @@ def posteriors_np(prevalence: np.ndarray, confusion: np.ndarray, data: Any, gold
     return post
 
 
+def channel_flat(confusion: np.ndarray, one_coin: bool | str) -> np.ndarray:
+    """The channel's free-parametrisation coordinates, flat: the confusion entries
+    (J K K), the one-coin accuracies (J), the class-conditional accuracies (J K), or
+    MACE's spam probabilities then strategies (J + J K).
+
+    Parameters
+    ----------
+    confusion : ndarray of shape (J, K, K)
+    one_coin : bool or {'class_conditional', 'mace'}
+    """
+    from noisycal.models.channels import mace_parameters
+
+    confusion = np.asarray(confusion, dtype=np.float64)
+    if one_coin == "class_conditional":
+        return np.diagonal(confusion, axis1=1, axis2=2).ravel()
+    if one_coin == "mace":
+        spam, strategy = mace_parameters(confusion)
+        return np.concatenate([np.asarray(spam), np.asarray(strategy).ravel()])
+    return confusion[:, 0, 0] if one_coin else confusion.ravel()
+
+
+def channel_from_flat(x: Any, one_coin: bool | str, J: int, K: int) -> Any:
+    """The confusion (J, K, K) from :func:`channel_flat`'s coordinates (traceable by JAX).
+
+    Parameters
+    ----------
+    x : array
+    one_coin : bool or {'class_conditional', 'mace'}
+    J, K : int
+    """
+    from noisycal.models.channels import class_conditional_confusion, mace_confusion
+    from noisycal.models.dawid_skene import one_coin_confusion
+
+    if one_coin == "class_conditional":
+        return class_conditional_confusion(x.reshape(J, K), K)
+    if one_coin == "mace":
+        # an entry spam * strategy that EM drove towards 0 (geometrically, to ~1e-300) is
+        # held constant: its log's second derivative would overflow and meet a zero
+        # first derivative (0 * inf); its derivatives are below 1e-100 anyway
+        conf = mace_confusion(x[:J], x[J:].reshape(J, K))
+        fixed = jax.lax.stop_gradient(conf)
+        return jnp.where(fixed < TINY, fixed, conf)
+    return one_coin_confusion(x, K) if one_coin else x.reshape(J, K, K)
+
+
 def free_parameters(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
-                    weights: np.ndarray, gold: Any, *, one_coin: bool,
+                    weights: np.ndarray, gold: Any, *, one_coin: bool | str,
                     labels: dict[str, list[str]]
                     ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """The free parametrisation of a Dawid–Skene-family fit at its estimate.
@@ -113,9 +175,10 @@ def free_parameters(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
     weights : ndarray of shape (n_patterns,)
     gold : int array of shape (n_patterns,) or None
         Known class of each pattern, ``-1`` where unknown.
-    one_coin : bool
+    one_coin : bool or {'class_conditional', 'mace'}
     labels : dict
-        Names of the ``'prevalence'``, ``'confusion'`` and ``'accuracy'`` entries.
+        Names of the ``'prevalence'``, ``'confusion'`` and ``'accuracy'`` entries (and
+        ``'class_accuracy'``, ``'spam'``, ``'strategy'`` for the other channels).
 
     Returns
     -------

@@ -53,7 +53,7 @@ import jax.numpy as jnp
 from .._jax import x64
 from .._threads import single_thread_blas
 from .._validation import check_real
-from .free_params import MIN_COUNT, free_parameters
+from .free_params import MIN_COUNT, channel_flat, channel_from_flat, free_parameters
 
 __all__ = [
     "BOUNDARY_SE",
@@ -238,11 +238,7 @@ def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
     the two); a parametrisation whose entries are not affine in one free parameter each
     can fall back to it.
     """
-    from noisycal.models.dawid_skene import (
-        item_log_likelihood,
-        joint_log_likelihood,
-        one_coin_confusion,
-    )
+    from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
 
     from .em import join_data
 
@@ -255,7 +251,7 @@ def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
     def params(theta: jax.Array) -> dict:
         x = jnp.where(moved, x0 + B @ theta, x0)
         prev = x[:L * K].reshape(L, K)
-        conf = one_coin_confusion(x[L * K:], K) if one_coin else x[L * K:].reshape(J, K, K)
+        conf = channel_from_flat(x[L * K:], one_coin, J, K)
         return {"prevalence": prev, "confusion": conf}
 
     def loglik(theta: jax.Array) -> jax.Array:
@@ -300,8 +296,9 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
         Items per pattern.
     gold : int ndarray of shape (n_patterns,) or None
         Known class of each pattern, ``-1`` where unknown.
-    one_coin : bool
-        Parameters are the prevalence rows and one accuracy per annotator.
+    one_coin : bool or {'class_conditional', 'mace'}
+        Parameters are the prevalence rows and the constrained channel's coordinates
+        (:func:`~noisycal.engines.free_params.channel_flat`; True: one-coin).
     labels : dict
         Names of the ``'prevalence'``, ``'confusion'`` and ``'accuracy'`` entries.
 
@@ -318,10 +315,21 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
     if len(names) > MAX_FREE:
         return None
     w = np.asarray(weights, dtype=np.float64)
-    x0 = np.concatenate([prevalence.ravel(),
-                         confusion[:, 0, 0] if one_coin else confusion.ravel()])
+    x0 = np.concatenate([prevalence.ravel(), channel_flat(confusion, one_coin)])
     room = np.where(B != 0, x0[:, None], np.inf).min(0)  # to the nearer of 0 and 1
     room = np.where((B != 0).sum(0) == 1, np.minimum(room, 1 - room), room)
+    if one_coin in ("class_conditional", "mace"):
+        # entries not affine in one free parameter each (MACE's products, the
+        # class-conditional errors): the autodiff Hessians
+        from .em import split_data
+
+        arrays, sizes = split_data(data)
+        with x64():
+            jgold = None if gold is None else jnp.asarray(gold)
+            info, complete = _hessians(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(post),
+                                       jnp.asarray(w), jgold, arrays, sizes=sizes,
+                                       one_coin=one_coin)
+        return np.asarray(info), np.asarray(complete), names, room
     with single_thread_blas():
         info, complete = _information(x0, B, post, w, data, one_coin=one_coin)
     return info, complete, names, room
@@ -396,8 +404,8 @@ def dawid_skene_identification(ann: Any, prevalence: np.ndarray, confusion: np.n
         Group codes 0..L-1 (grouped model).
     gold : int ndarray of shape (n_items,), optional
         Known classes, ``-1`` where unknown.
-    one_coin : bool, default=False
-        The one-coin model (one accuracy per annotator).
+    one_coin : bool or {'class_conditional', 'mace'}, default=False
+        A constrained channel: one-coin (True), class-conditional or MACE.
     threshold : float, default=WEAK_THRESHOLD
         Flag when the relative information is below it.
 
@@ -417,7 +425,10 @@ def dawid_skene_identification(ann: Any, prevalence: np.ndarray, confusion: np.n
                              for g in range(L) for c in cls],
               "confusion": [f"confusion[{a}, {t}, {o}]" for a in who for t in cls
                             for o in cls],
-              "accuracy": [f"accuracy[{a}]" for a in who]}
+              "accuracy": [f"accuracy[{a}]" for a in who],
+              "class_accuracy": [f"accuracy[{a}, {c}]" for a in who for c in cls],
+              "spam": [f"spam[{a}]" for a in who],
+              "strategy": [f"strategy[{a}, {c}]" for a in who for c in cls]}
     arr = ann.engine_arrays()
     with x64():
         pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
