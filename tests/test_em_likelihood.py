@@ -159,6 +159,7 @@ def test_models_registry_and_simulation_branch_recover_parameters():
 
     assert MODELS["dawid_skene"] is dsm.dawid_skene
     assert set(MODELS) == {"dawid_skene", "class_conditional_dawid_skene", "mace",
+                           "hierarchical_dawid_skene", "item_difficulty",
                            "dirichlet_soft_labels"}
     n = 6000
     prev = np.array([0.5, 0.3, 0.2])

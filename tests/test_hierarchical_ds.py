@@ -190,7 +190,7 @@ def test_targets_arviz_and_ppc_work_on_the_fit(sim_fit):
     ci = fit.conf_int(0.9)
     assert ci.attrs["kind"] == "credible-eti" and len(ci) == 3 + 5 * 9
     assert np.all(ci["low"] < ci["high"])
-    assert len(fit.to_frame()) == 3 + 5 * 9 and fit.summary().attrs["status"] == "ok"
+    assert len(fit.to_frame()) == 3 + 5 * 9 and fit.summary().header["status"] == "ok"
 
 
 def test_agrees_with_importance_sampling_from_the_prior():
