@@ -300,6 +300,11 @@ def test_nuts_agrees_with_map_em(model):
         warnings.simplefilter("ignore", UserWarning)
         loo = az.loo(idata)
     assert np.isfinite(loo.elpd_loo) and loo.n_data_points == n
+    az.plot_energy(idata)  # sample_stats carry the energy
+    assert np.size(az.plot_ppc(idata, num_pp_samples=10, random_seed=0)) >= 1
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 @pytest.mark.parametrize("cls", [ClassConditionalDawidSkene, MACE])

@@ -185,6 +185,11 @@ def test_targets_arviz_and_ppc_work_on_the_fit(sim_fit):
     assert idata.posterior["confusion"].shape == (2, 300, 5, 3, 3)
     loo = import_arviz().loo(idata)
     assert np.isfinite(loo.elpd_loo) and loo.n_data_points == ann.n_items
+    import_arviz().plot_energy(idata)  # sample_stats carry the energy
+    assert np.size(import_arviz().plot_ppc(idata, num_pp_samples=10, random_seed=0)) >= 1
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
     res = nc.annotators.ppc(fit, ann, n_rep=100, seed=0)
     assert res.method == "posterior" and np.isfinite(res.table["observed"]).all()
     ci = fit.conf_int(0.9)

@@ -204,6 +204,11 @@ def test_loo_runs_on_the_items_own_likelihood(simulated):
         warnings.simplefilter("ignore", UserWarning)  # Pareto-k notes of PSIS itself
         loo = az.loo(idata)
     assert np.isfinite(loo.elpd_loo) and loo.elpd_loo < 0
+    az.plot_energy(idata)  # sample_stats carry the energy
+    assert np.size(az.plot_ppc(idata, num_pp_samples=10, random_seed=0)) >= 1
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
 
 
 def test_other_methods_are_refused_with_the_reason():
