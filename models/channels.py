@@ -33,7 +33,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .dawid_skene import DSData, default_priors, log_likelihood
+from .dawid_skene import default_priors, rate_given_channel
 
 __all__ = [
     "class_conditional_confusion",
@@ -145,32 +145,6 @@ def mace_priors(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array([0.5, 0.5]), np.ones(n_classes)
 
 
-def _rate(item: jax.Array, annotator: jax.Array, label: jax.Array | None,
-          prevalence: jax.Array, confusion: jax.Array, g: jax.Array, *, n_items: int,
-          n_groups: int, gold: jax.Array | None, weights: jax.Array | None) -> None:
-    """The ratings given the channel: simulated (``label=None``) or observed (a factor with
-    the Dawid–Skene log-likelihood, the true class marginalised)."""
-    import numpyro
-    import numpyro.distributions as dist
-
-    J, K = confusion.shape[0], confusion.shape[-1]
-    if label is None:
-        if gold is not None or weights is not None:
-            raise ValueError("gold and weights apply to observed labels; simulation "
-                             "(label=None) draws the true classes")
-        with numpyro.plate("item", n_items, dim=-1):
-            y = numpyro.sample("y", dist.Categorical(prevalence[g]))
-        with numpyro.plate("rating", item.shape[0], dim=-1):
-            numpyro.sample("label", dist.Categorical(confusion[annotator, y[item]]))
-        return
-    if weights is not None and tuple(jnp.shape(weights)) != (n_items,):
-        raise ValueError(f"weights must have shape (n_items,) = ({n_items},), got "
-                         f"{tuple(jnp.shape(weights))}")
-    data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
-    numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
-                                             "confusion": confusion}, data, gold, weights))
-
-
 def _prevalence(alpha: jax.Array | None, K: int, n_groups: int) -> jax.Array:
     import numpyro
     import numpyro.distributions as dist
@@ -232,7 +206,7 @@ def class_conditional_dawid_skene(
         accuracy = numpyro.sample("accuracy", dist.Beta(prior[0], prior[1],
                                                         validate_args=False))
     confusion = numpyro.deterministic("confusion", class_conditional_confusion(accuracy, K))
-    _rate(item, annotator, label, prevalence, confusion, g, n_items=n_items,
+    rate_given_channel(item, annotator, label, prevalence, confusion, g, n_items=n_items,
           n_groups=n_groups, gold=gold, weights=weights)
 
 
@@ -291,7 +265,7 @@ def mace(item: jax.Array, annotator: jax.Array, label: jax.Array | None = None, 
         spam = numpyro.sample("spam", dist.Beta(sp[0], sp[1], validate_args=False))
         strategy = numpyro.sample("strategy", dist.Dirichlet(xp, validate_args=False))
     confusion = numpyro.deterministic("confusion", mace_confusion(spam, strategy))
-    _rate(item, annotator, label, prevalence, confusion, g, n_items=n_items,
+    rate_given_channel(item, annotator, label, prevalence, confusion, g, n_items=n_items,
           n_groups=n_groups, gold=gold, weights=weights)
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "log_likelihood",
     "one_coin_confusion",
     "default_priors",
+    "rate_given_channel",
     "dawid_skene",
     "MODELS",
 ]
@@ -291,6 +292,51 @@ def default_priors(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     return alpha, beta
 
 
+def rate_given_channel(item: jax.Array, annotator: jax.Array, label: jax.Array | None,
+                       prevalence: jax.Array, confusion: jax.Array, g: jax.Array, *,
+                       n_items: int, n_groups: int, gold: jax.Array | None,
+                       weights: jax.Array | None) -> None:
+    """The ratings given the channel: simulated (``label=None``) or observed (a factor with
+    the Dawid–Skene log-likelihood, the true class marginalised).
+
+    The tail every channel model shares (:func:`dawid_skene`, the class-conditional, MACE
+    and hierarchical models): with ``label=None`` it samples the true classes (site
+    ``"y"``, from ``prevalence[g]``) and the ratings (site ``"label"``); otherwise it adds
+    :func:`log_likelihood` as a factor.
+
+    Parameters
+    ----------
+    item, annotator : int arrays of shape (n_ratings,)
+    label : int array of shape (n_ratings,) or None
+    prevalence : array of shape (n_groups, K)
+    confusion : array of shape (J, K, K)
+    g : int array of shape (n_items,)
+        Each item's group.
+    n_items, n_groups : int
+    gold, weights : arrays of shape (n_items,) or None
+        Observed data only (see :func:`dawid_skene`).
+    """
+    import numpyro
+    import numpyro.distributions as dist
+
+    J, K = confusion.shape[0], confusion.shape[-1]
+    if label is None:
+        if gold is not None or weights is not None:
+            raise ValueError("gold and weights apply to observed labels; simulation "
+                             "(label=None) draws the true classes")
+        with numpyro.plate("item", n_items, dim=-1):
+            y = numpyro.sample("y", dist.Categorical(prevalence[g]))
+        with numpyro.plate("rating", item.shape[0], dim=-1):
+            numpyro.sample("label", dist.Categorical(confusion[annotator, y[item]]))
+        return
+    if weights is not None and tuple(jnp.shape(weights)) != (n_items,):
+        raise ValueError(f"weights must have shape (n_items,) = ({n_items},), got "
+                         f"{tuple(jnp.shape(weights))}")
+    data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
+    numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
+                                             "confusion": confusion}, data, gold, weights))
+
+
 def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None = None, *,
                 n_items: int, n_annotators: int, n_classes: int, group: jax.Array | None = None,
                 n_groups: int = 1, alpha: jax.Array | None = None,
@@ -357,22 +403,7 @@ def dawid_skene(item: jax.Array, annotator: jax.Array, label: jax.Array | None =
     else:
         with numpyro.plate("annotator", J, dim=-2), numpyro.plate("class", K, dim=-1):
             confusion = numpyro.sample("confusion", dist.Dirichlet(beta, validate_args=False))
-    if label is None:
-        if gold is not None or weights is not None:
-            raise ValueError("gold and weights apply to observed labels; simulation "
-                             "(label=None) draws the true classes")
-        with numpyro.plate("item", n_items, dim=-1):
-            y = numpyro.sample("y", dist.Categorical(prevalence[g]))
-        with numpyro.plate("rating", item.shape[0], dim=-1):
-            numpyro.sample("label", dist.Categorical(confusion[annotator, y[item]]))
-        return
-    if weights is not None and tuple(jnp.shape(weights)) != (n_items,):
-        raise ValueError(f"weights must have shape (n_items,) = ({n_items},), got "
-                         f"{tuple(jnp.shape(weights))}")
-    data = DSData(item, annotator, label, g, n_items, J, K, n_groups)
-    numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
-                                             "confusion": confusion}, data, gold,
-                                            weights))
-
+    rate_given_channel(item, annotator, label, prevalence, confusion, g, n_items=n_items,
+                       n_groups=n_groups, gold=gold, weights=weights)
 
 MODELS = {"dawid_skene": dawid_skene}

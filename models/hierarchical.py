@@ -43,7 +43,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .dawid_skene import DSData, default_priors, log_likelihood
+from .dawid_skene import default_priors, rate_given_channel
 
 __all__ = ["HIERARCHICAL_PRIORS", "sum_to_zero_basis", "population_log_odds",
            "hierarchical_confusion", "hierarchical_dawid_skene", "MODELS"]
@@ -179,21 +179,9 @@ def hierarchical_dawid_skene(item: jax.Array, annotator: jax.Array,
         z = numpyro.sample("z", dist.Normal(jnp.zeros((K, K - 1)), 1.0).to_event(2))
     numpyro.deterministic("mu", mu_free @ jnp.asarray(B.T))
     confusion = numpyro.deterministic("confusion", hierarchical_confusion(mu_free, sigma, z))
-    if label is None:
-        if gold is not None or weights is not None:
-            raise ValueError("gold and weights apply to observed labels; simulation "
-                             "(label=None) draws the true classes")
-        with numpyro.plate("item", n_items, dim=-1):
-            y = numpyro.sample("y", dist.Categorical(prevalence[0]))
-        with numpyro.plate("rating", item.shape[0], dim=-1):
-            numpyro.sample("label", dist.Categorical(confusion[annotator, y[item]]))
-        return
-    if weights is not None and tuple(jnp.shape(weights)) != (n_items,):
-        raise ValueError(f"weights must have shape (n_items,) = ({n_items},), got "
-                         f"{tuple(jnp.shape(weights))}")
-    data = DSData(item, annotator, label, jnp.zeros(n_items, jnp.int32), n_items, J, K, 1)
-    numpyro.factor("loglik", log_likelihood({"prevalence": prevalence,
-                                             "confusion": confusion}, data, gold, weights))
+    rate_given_channel(item, annotator, label, prevalence, confusion,
+                       jnp.zeros(n_items, jnp.int32), n_items=n_items, n_groups=1, gold=gold,
+                       weights=weights)
 
 
 MODELS = {"hierarchical_dawid_skene": hierarchical_dawid_skene}

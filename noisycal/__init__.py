@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         OneCoinDawidSkene,
         SoftLabelFit,
     )
+    from .comparison import compare_calibration
     from .data import Annotations
     from .engines.results import AnnotatorFit
     from .intervals import Estimate, bootstrap
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
         smooth_ece,
         true_label_ece,
     )
-    from .comparison import compare_calibration
     from .report import report
     from .targets import Target
 

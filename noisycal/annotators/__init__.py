@@ -31,8 +31,8 @@ from .._lazy import attach
 # the public names, imported on first use (noisycal._lazy reads this block)
 if TYPE_CHECKING:
     from ..engines.moments import moment_triple
-    from .compare import ComparisonResult, compare
     from .channel_models import MACE, ClassConditionalDawidSkene
+    from .compare import ComparisonResult, compare
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups

@@ -50,11 +50,11 @@ import jax
 import jax.numpy as jnp
 
 from .._jax import x64
+from .._threads import single_thread_blas
 from .._typing import ArrayLike
 from .._validation import check_int, check_real, check_work_bytes
 from ._base import check_box, minimise_from_starts
 from ._inputs import EPS, SoftmaxMap, finish_status, separates
-from .._threads import single_thread_blas
 
 __all__ = ["VectorScaling", "PlattScaling", "MatrixScaling", "DirichletCalibration",
            "fit_softmax_map"]

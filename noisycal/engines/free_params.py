@@ -19,8 +19,6 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import x64
-
 __all__ = ["MIN_COUNT", "free_parameters", "posteriors_np", "channel_flat", "channel_from_flat"]
 
 #: MACE confusion entries below this are constants in :func:`channel_from_flat`.
