@@ -205,7 +205,7 @@ def figures(p1: dict, p2: dict, sb, out: Path) -> list[Path]:
     plt.close(fig)
     ax = p2["ppc"].plot(discrepancy="unanimity")
     paths.append(out / "ppc_unanimity.png")
-    ax.figure.savefig(paths[-1], dpi=120)
+    ax.figure.savefig(paths[-1], dpi=120, bbox_inches="tight")
     plt.close(ax.figure)
     axes = sb.plot(["prevalence[0, 0]", "confusion[0, 0, 0]", "confusion[1, 1, 1]"])
     fig = np.ravel(axes)[0].figure
