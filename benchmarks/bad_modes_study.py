@@ -1,4 +1,4 @@
-"""False alarms and detections of the channel checks (noisycal.engines.channel_checks).
+"""False alarms and detections of the channel checks (noisycal.engines.checks).
 
 Good designs (annotators of accuracy 0.7-0.9, the Gaussian toy, the 1979 Dawid & Skene
 data) must stay 'ok'; bad ones (an adversarial annotator, a near-random one, fits in a

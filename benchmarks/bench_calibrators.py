@@ -36,7 +36,7 @@ labels drawn from ``softmax(z / 1.8)``, so the true temperature is 1.8):
    (``_value_and_grad``'s cache size) during the timed fits, so that a recompilation per
    fit would show. ``--max-iter`` caps both fits at the same iteration limit.
    noisycal runs L-BFGS-B with BLAS limited to one thread
-   (:func:`noisycal.calibrators.multiclass.single_thread_blas`); the baseline is timed
+   (:func:`noisycal.calibrators.scaling.multiclass.single_thread_blas`); the baseline is timed
    under the same limit, and once more without it for ``--plain-iter`` iterations (the
    per-iteration cost of a plain scipy run).
 
@@ -65,7 +65,7 @@ from scipy import optimize
 from scipy.special import log_softmax, logsumexp, softmax
 
 import noisycal as nc
-from noisycal.calibrators.multiclass import LBFGS_FTOL, LBFGS_GTOL
+from noisycal.calibrators.scaling.multiclass import LBFGS_FTOL, LBFGS_GTOL
 
 
 def _best(fn, repeat):
@@ -225,7 +225,7 @@ def main() -> dict:
 
     # ------------------------------------------------------------------ Dirichlet
     if not args.skip_dirichlet:
-        from noisycal.calibrators.multiclass import _value_and_grad, single_thread_blas
+        from noisycal.calibrators.scaling.multiclass import _value_and_grad, single_thread_blas
 
         rep_dir = args.repeat if args.repeat_dirichlet is None else args.repeat_dirichlet
 
@@ -239,7 +239,7 @@ def main() -> dict:
         T1 = np.eye(K)[y]
         # one objective-and-gradient evaluation of each at the start (W = I, b = 0); the
         # first JAX call compiles the objective that every fit of these shapes reuses
-        from noisycal._jax import x64
+        from noisycal._util.jax import x64
 
         x0 = np.concatenate([np.eye(K).ravel(), np.zeros(K)])
         f_np = dirichlet_objective(S, T1, 1e-3, 1e-3)

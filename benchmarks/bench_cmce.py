@@ -35,7 +35,7 @@ from scipy.special import softmax
 
 import noisycal as nc
 from noisycal.calibrators.conformal import conformal_quantile, nonconformity, prediction_sets
-from noisycal.calibrators.conformal_maps import conformal_temperatures
+from noisycal.calibrators.conformal.maps import conformal_temperatures
 
 
 def best(fn, repeat: int) -> float:

@@ -177,10 +177,10 @@ def engine_breakdown(ann: nc.Annotations, fit: object, iters: int, reps: int = 3
     try:
         import jax.numpy as jnp
 
-        from noisycal.engines.em import e_step, fit_em, m_step, run_em
-        from noisycal.engines.em_prob import code_weights, prob_e_step
+        from noisycal.engines.em.dawid_skene import e_step, fit_em, m_step, run_em
+        from noisycal.engines.em.estep import code_weights, prob_e_step
+        from noisycal.engines.em.starts import orient
         from noisycal.engines.patterns import collapse_pays, pattern_data
-        from noisycal.engines.starts import orient
 
         out: dict = {}
 
@@ -314,7 +314,7 @@ def engine_memory(ann: nc.Annotations) -> dict:
     distinct rating patterns (rating arrays and slot layout) and the per-pattern float64
     arrays of one EM run (start posteriors, posteriors, weights when collapsed), per
     original rating."""
-    from noisycal.engines.em import pattern_data
+    from noisycal.engines.em.dawid_skene import pattern_data
 
     arr = ann.engine_arrays()
     with jax.enable_x64(True):

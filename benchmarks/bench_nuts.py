@@ -78,7 +78,7 @@ import jax.numpy as jnp
 
 import noisycal as nc
 from noisycal.datasets._dawid_skene_1979 import POSITIONS_OBSERVER, RATINGS
-from noisycal.engines.nuts import import_arviz
+from noisycal.engines.density.nuts import import_arviz
 from noisycal.models.dawid_skene import default_priors
 
 TARGET_SPEEDUP = 2.0

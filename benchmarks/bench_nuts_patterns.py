@@ -6,7 +6,7 @@ What is compared
 ``nc.DawidSkene(10).fit(ann, method="nuts")`` hands NUTS one item per distinct rating
 pattern, weighted by its count (same log density as the full data). The baseline is the
 sampler as it ran before that change: the same engine call
-(``noisycal.engines.ds_numpyro.sample_dawid_skene``) on the full, uncollapsed ratings,
+(``noisycal.engines.density.dawid_skene.sample_dawid_skene``) on the full, uncollapsed ratings,
 started from the same MAP-EM point with the same seed and settings. Both timed parts
 are the sampler call alone (compilation included on the first call of each, reported
 separately as "cold"; the "warm" call is an identical second call). The public fit is
@@ -43,10 +43,14 @@ import numpy as np
 import jax
 
 import noisycal as nc
-from noisycal._jax import x64
-from noisycal.engines.ds_numpyro import ds_model_kwargs, nuts_init_params, sample_dawid_skene
+from noisycal._util.jax import x64
+from noisycal.engines.density.dawid_skene import (
+    ds_model_kwargs,
+    nuts_init_params,
+    sample_dawid_skene,
+)
+from noisycal.engines.em.starts import multistart_em
 from noisycal.engines.patterns import pattern_data
-from noisycal.engines.starts import multistart_em
 from noisycal.models.dawid_skene import default_priors, make_data
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,7 +1,7 @@
 """Finite-sample NC-ECE bounds: how often they hold and how wide they are (not a timing).
 
 Each cell draws ``--reps`` seeded replications and records, for the three sampling
-inequalities of :func:`noisycal.intervals.bounds.nc_ece_bound` ('hoeffding',
+inequalities of :func:`noisycal.metrics.nc.bound.nc_ece_bound` ('hoeffding',
 'bernstein' and the default 'auto', the smaller of the two at eta / 2), whether
 ``[max(0, NC-ECE - rad), NC-ECE + rad]`` contains the population binned ECE, and the
 mean unclipped width 2 rad against the oracle width: the central ``level`` range of the
@@ -40,9 +40,9 @@ import numpy as np
 from _output import write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
-from noisycal.intervals.bounds import nc_ece_bound
-from noisycal.metrics.binning import equal_width_bins
-from noisycal.metrics.nc_ece import nc_ece_items
+from noisycal.metrics.binned.bins import equal_width_bins
+from noisycal.metrics.nc.bound import nc_ece_bound
+from noisycal.metrics.nc.intervals import nc_ece_items
 
 A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
 KINDS = ("hoeffding", "bernstein", "auto")

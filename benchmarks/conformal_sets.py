@@ -14,7 +14,7 @@ timing), and agreement with MAPIE's randomised APS sets at the same uniforms.
 2. CIFAR-10 DenseNet-40 logits (``nc.datasets.load_cifar10_logits``): calibration on the
    5,000 validation rows and test on the 10,000 test rows, then ``--splits`` random 50/50
    splits of the test rows (mean over splits, and split 0 with its intervals from
-   :func:`noisycal.calibrators.conformal_eval.evaluate_sets`).
+   :func:`noisycal.calibrators.conformal.evaluate.evaluate_sets`).
 3. With ``--mapie-python`` (a Python with MAPIE installed, e.g. a scratch venv): MAPIE's
    ``SplitConformalClassifier(conformity_score='aps', random_state=seed)`` with
    ``include_last_label='randomized'`` on split 0, against ``SplitConformal(score='aps')``
@@ -40,7 +40,7 @@ from _output import write_result  # benchmarks/_output.py (run as a script)
 from scipy.special import softmax
 
 import noisycal as nc
-from noisycal.calibrators.conformal_eval import evaluate_sets
+from noisycal.calibrators.conformal.evaluate import evaluate_sets
 
 ALPHA = 0.1
 METHODS = {

@@ -19,7 +19,7 @@ Designs (``--cells`` picks some; every design at n = 500, 2,000 and 10,000):
 Intervals per replication (``--kinds``):
 
 * ``default``: ``nc.ece(p, nc.targets.corrected(ann, fit))``: the inverted test with the
-  channel error carried by the delta method (:mod:`noisycal.metrics.nc_ece_channels`);
+  channel error carried by the delta method (:mod:`noisycal.metrics.nc.delta`);
 * ``fixed``: the same inversion with the fitted channels given as known
   (``nc.targets.corrected(ann, confusion=fit.confusion)``: the default before 2026-12-03);
 * ``true``: the inversion with the true channels given (a reference);
@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 
 import noisycal as nc
-from noisycal.metrics.binning import equal_width_bins
+from noisycal.metrics.binned.bins import equal_width_bins
 
 N_BINS = 10
 DESIGNS = [f"K{K}/{c}/{s}" for K in (2, 4) for c in ("calibrated", "overconfident")

@@ -3,7 +3,7 @@
 One likelihood, written once: :func:`class_log_likelihood` gives, for every item i and
 true class k, ``sum over item i's ratings r of log confusion[annotator_r, k, label_r]``.
 The NumPyro model marginalises the latent class with ``logsumexp`` (no enumeration,
-no funsor) and the EM engine (:mod:`noisycal.engines.em`) uses the same function in
+no funsor) and the EM engine (:mod:`noisycal.engines.em.dawid_skene`) uses the same function in
 its E-step, so both optimise the same objective.
 
 Parameters (probability scale)

@@ -6,9 +6,9 @@ Every calibration metric compares predictions with a *target* matrix (see
 
 from typing import TYPE_CHECKING
 
-from ._lazy import attach
+from ._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
     from . import (
         ambiguity,
@@ -21,13 +21,8 @@ if TYPE_CHECKING:
         simulate,
         targets,
     )
-    from ._jax import set_compilation_cache
-    from ._warnings import (
-        ConvergenceWarning,
-        IdentifiabilityWarning,
-        NoisycalWarning,
-        NumericalWarning,
-    )
+    from ._util.jax import set_compilation_cache
+    from .annotations.core import Annotations
     from .annotators import (
         DawidSkene,
         DirichletSoftLabels,
@@ -36,9 +31,13 @@ if TYPE_CHECKING:
         OneCoinDawidSkene,
         SoftLabelFit,
     )
-    from .comparison import compare_calibration
-    from .data import Annotations
     from .engines.results import AnnotatorFit
+    from .exceptions import (
+        ConvergenceWarning,
+        IdentifiabilityWarning,
+        NoisycalWarning,
+        NumericalWarning,
+    )
     from .intervals import Estimate, bootstrap
     from .metrics import (
         brier,
@@ -53,8 +52,9 @@ if TYPE_CHECKING:
         smooth_ece,
         true_label_ece,
     )
-    from .report import report
-    from .targets import Target
+    from .targets.target import Target
+    from .workflows.comparison import compare_calibration
+    from .workflows.report import report
 
 __version__ = "0.1.0.dev0"
 

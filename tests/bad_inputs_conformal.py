@@ -9,7 +9,7 @@ import pandas as pd
 
 import noisycal as nc
 from noisycal.calibrators.conformal import conformal_quantile
-from noisycal.calibrators.conformal_eval import evaluate_sets
+from noisycal.calibrators.conformal.evaluate import evaluate_sets
 
 C = nc.calibrators
 _RNG = np.random.default_rng(0)

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from noisycal import ambiguity, simulate, targets
-from noisycal._warnings import NumericalWarning
-from noisycal.data import Annotations
+from noisycal.annotations.core import Annotations
 from noisycal.datasets import load_chaosnli, load_cifar10_logits, load_cifar10h, load_cifar10n
+from noisycal.exceptions import NumericalWarning
 
 V = ValueError
 EYE2 = np.tile(np.eye(2) * 0.8 + 0.1, (3, 1, 1))

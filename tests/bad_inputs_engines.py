@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from noisycal._warnings import ConvergenceWarning, IdentifiabilityWarning
+from noisycal.exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 R = "raises"
 
@@ -33,7 +33,7 @@ def _k3_corrected(**kw):
 def _k3_interval(probs=_P3, credible=False, n_draws=20):
     """A K = 3 NC-ECE interval from a stub EM (or NUTS) fit behind the corrected target."""
     import noisycal as nc
-    from noisycal.metrics.nc_ece import nc_ece_interval
+    from noisycal.metrics.nc.intervals import nc_ece_interval
 
     draws = np.stack([_C3] * n_draws)
     draws[1, 0] = 1 / 3  # a singular channel in the second draw
@@ -132,14 +132,14 @@ _Y = np.array([0.3, -0.2, 1.1, 0.4, 0.9])
 
 
 def _fit_map(**kwargs):
-    from noisycal.engines.mle import fit_map
+    from noisycal.engines.density.mle import fit_map
 
     kwargs.setdefault("model_args", (_Y,))
     return fit_map(kwargs.pop("model", _normal_mean), **kwargs)
 
 
 def _run_nuts(**kwargs):
-    from noisycal.engines.nuts import run_nuts
+    from noisycal.engines.density.nuts import run_nuts
 
     kwargs.setdefault("model_args", (_Y,))
     kwargs.setdefault("progress_bar", False)

@@ -7,7 +7,7 @@ import pandas as pd
 import noisycal as nc
 from noisycal.correction import correction_range, iv_weights
 from noisycal.intervals import bootstrap, equal_tailed
-from noisycal.intervals.bounds import hoeffding_radius
+from noisycal.metrics.nc.bound import hoeffding_radius
 from noisycal.metrics.scores import weighted_mean
 
 _P = np.array([[0.8, 0.2], [0.3, 0.7], [0.6, 0.4], [0.1, 0.9]])
@@ -421,35 +421,35 @@ CASES = [
     ("metrics-equal-tailed-level", lambda: equal_tailed([1.0, 2.0], 90), "raises", V,
      r"level"),
     # ---- cross-fitted NC-ECE
-    ("metrics-crossfit-nan-folds", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-nan-folds", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(),
         folds=np.where(np.arange(60) < 5, np.nan, np.arange(60) % 3)), "raises", V, r"folds"),
-    ("metrics-crossfit-one-fold", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-one-fold", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), folds=np.zeros(60)), "raises", V,
      r"folds"),
-    ("metrics-crossfit-folds-length", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-folds-length", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), folds=[0, 1]), "raises", V, r"folds"),
-    ("metrics-crossfit-n-folds", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-n-folds", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), n_folds=1), "raises", V, r"n_folds"),
-    ("metrics-crossfit-probs-length", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-probs-length", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(10), _ann()), "raises", V, r"probs"),
-    ("metrics-crossfit-probs-range", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-probs-range", lambda: nc.workflows.nc_ece_crossfit(
         np.linspace(-1, 1, 60), _ann()), "raises", V, r"probs"),
-    ("metrics-crossfit-array-annotations", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-array-annotations", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(4), _A), "raises", V, r"annotations"),
-    ("metrics-crossfit-level", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-level", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), level=90), "raises", V, r"level"),
-    ("metrics-crossfit-seed", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-seed", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), seed=2**64), "raises", V, r"seed"),
-    ("metrics-crossfit-n-bins", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-n-bins", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), n_bins=10**6), "raises", V, r"n_bins"),
-    ("metrics-crossfit-n-folds-and-folds", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-n-folds-and-folds", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), n_folds=3, folds=np.arange(60) % 2),
      "raises", V, r"give n_folds or folds, not both"),
-    ("metrics-crossfit-series-misaligned", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-series-misaligned", lambda: nc.workflows.nc_ece_crossfit(
         pd.Series(np.random.default_rng(0).random(60), index=np.arange(60)[::-1]), _ann()),
      "raises", V, r"probs: the predictions' item ids do not match"),
-    ("metrics-crossfit-items-misaligned", lambda: nc.metrics.nc_ece_crossfit(
+    ("metrics-crossfit-items-misaligned", lambda: nc.workflows.nc_ece_crossfit(
         np.random.default_rng(0).random(60), _ann(), items=np.arange(1, 61)),
      "raises", V, r"items: the predictions' item ids do not match"),
     # ---- generic bootstrap and Estimate

@@ -126,8 +126,8 @@ def _results():
     import numpyro
     import numpyro.distributions as dist
 
-    from noisycal.engines.mle import fit_map
-    from noisycal.engines.nuts import run_nuts
+    from noisycal.engines.density.mle import fit_map
+    from noisycal.engines.density.nuts import run_nuts
 
     ds = nc.datasets.load_dawid_skene_1979()
     em = nc.DawidSkene(4).fit(ds, n_starts=2, n_boot=20, seed=0)

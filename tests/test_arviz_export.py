@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.engines import nuts as nuts_engine
-from noisycal.engines.arviz_export import arviz_sample_stats
-from noisycal.engines.diagnostics import import_arviz
+from noisycal.engines.density import nuts as nuts_engine
+from noisycal.engines.density.arviz_export import arviz_sample_stats
+from noisycal.engines.density.diagnostics import import_arviz
 
 matplotlib.use("Agg")
 az = import_arviz()
@@ -116,8 +116,8 @@ def test_sample_stats_are_the_samplers(idata):
 def test_pointwise_loglik_equals_em_per_item_loglik(ds_fit, idata, ann):
     import jax.numpy as jnp
 
-    from noisycal._jax import x64
-    from noisycal.engines.em import e_step
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.dawid_skene import e_step
     from noisycal.models.dawid_skene import make_data
 
     arr = ann.engine_arrays()
@@ -255,7 +255,7 @@ def test_soft_label_nuts_fit_exports_loglik_and_replicated_counts():
     # the pointwise terms are the model's one likelihood at each draw, and sum to the
     # fit's log-likelihood at the posterior mean when evaluated there
     W, b, kappa = (fit.engine_result.samples[k] for k in ("W", "b", "kappa"))
-    from noisycal._jax import x64
+    from noisycal._util.jax import x64
 
     with x64():
         direct = np.asarray(log_likelihood(W[1, 7], b[1, 7], kappa[1, 7],

@@ -1,4 +1,4 @@
-"""Fits stuck in bad modes are not 'ok' (noisycal.engines.channel_checks), and the status
+"""Fits stuck in bad modes are not 'ok' (noisycal.engines.checks), and the status
 travels to every target and Estimate built from them; legitimate fits stay 'ok'."""
 
 import warnings
@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import chi2
 
 import noisycal as nc
-from noisycal.engines.channel_checks import channel_check, channel_counts
+from noisycal.engines.checks import channel_check, channel_counts
 from noisycal.engines.results import estimate_status
 
 

@@ -14,12 +14,12 @@ import pytest
 from replicate_checks import LEVEL, N_BOOT, agree, probs_labels
 
 import noisycal as nc
-from noisycal.metrics.binned_bootstrap import (
+from noisycal.metrics.binned.bins import group_scores, make_binned
+from noisycal.metrics.binned.bootstrap import (
     NORMAL_FROM,
     binned_replicate_stats,
     cell_plan,
 )
-from noisycal.metrics.binning import group_scores, make_binned
 
 # These tests compare replicate distributions; a percentile interval of a near-calibrated
 # ECE that misses its own estimate (status 'estimate_outside_interval') is not their point.

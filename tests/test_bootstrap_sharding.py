@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 
 import noisycal as nc
-from noisycal._jax import x64
-from noisycal.metrics.binning import group_scores, make_binned
-from noisycal.metrics.poisson_bootstrap import (
+from noisycal._util.jax import x64
+from noisycal.metrics.binned.bins import group_scores, make_binned
+from noisycal.metrics.binned.poisson import (
     POISSON_THRESHOLDS,
     poisson_replicate_stats,
     poisson_weights,

@@ -9,8 +9,8 @@ import pytest
 
 import noisycal as nc
 from noisycal.correction import correction_range
-from noisycal.intervals.bounds import infer_same_sample, nc_ece_bound, target_range
-from noisycal.metrics.nc_ece import nc_ece_items
+from noisycal.metrics.nc.bound import infer_same_sample, nc_ece_bound, target_range
+from noisycal.metrics.nc.intervals import nc_ece_items
 
 A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
 WEAK_A, WEAK_B = [0.05, 0.1, 0.3], [0.95, 0.9, 0.6]  # annotator 2: gap 0.3
@@ -230,7 +230,7 @@ def test_crossfit_uses_the_item_maximum_and_flags_boundary_fits():
     t, A = _masked_toy(900, 5, WEAK_A, WEAK_B, [0.7, 0.7, 0.9], fallback=2)
     ann = nc.Annotations.from_wide(A, classes=[0, 1])
     folds = np.arange(900) % 3
-    est = nc.metrics.nc_ece_crossfit(t.z, ann, model=_StubModel(WEAK_A, WEAK_B),
+    est = nc.workflows.nc_ece_crossfit(t.z, ann, model=_StubModel(WEAK_A, WEAK_B),
                                      folds=folds, n_bins=10, level=0.9)
     assert est.status == "ok"
     rad = 0.0
@@ -240,7 +240,7 @@ def test_crossfit_uses_the_item_maximum_and_flags_boundary_fits():
             2 * (10 * math.log(2) + math.log(6 / 0.1)) / f["n"])
     assert est.details["sampling_radius"] == pytest.approx(rad)
     with pytest.warns(nc.IdentifiabilityWarning, match="status 'boundary'"):
-        weak = nc.metrics.nc_ece_crossfit(t.z, ann, model=_StubModel(WEAK_A, WEAK_B,
+        weak = nc.workflows.nc_ece_crossfit(t.z, ann, model=_StubModel(WEAK_A, WEAK_B,
                                                                      "boundary"),
                                           folds=folds, n_bins=10)
     assert weak.status == "channels_boundary" and "identified channels" in weak.message

@@ -10,15 +10,15 @@ import pytest
 
 import noisycal as nc
 from noisycal.correction import correction_range
-from noisycal.intervals.bounds import (
+from noisycal.metrics.binned.bins import equal_width_bins
+from noisycal.metrics.nc.bound import (
     _squares,
     channel_errors,
     check_bound_options,
     class_ranges,
     nc_ece_bound,
 )
-from noisycal.metrics.binning import equal_width_bins
-from noisycal.metrics.nc_ece import nc_ece_items
+from noisycal.metrics.nc.intervals import nc_ece_items
 
 A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
 M, LEVEL = 10, 0.9

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 import noisycal as nc
-from noisycal._jax import x64
+from noisycal._util.jax import x64
 from noisycal.annotators import MACE, ClassConditionalDawidSkene
 from noisycal.models.channels import (
     class_conditional_confusion,
@@ -123,7 +123,7 @@ def test_em_loglik_equals_numpyro_density_and_enumeration(model):
 
 # ---------------------------------------------------------------- EM
 def test_mace_generalised_em_never_decreases_the_loglik():
-    from noisycal.engines.em import e_step, m_step
+    from noisycal.engines.em.dawid_skene import e_step, m_step
     from noisycal.models.dawid_skene import make_data
 
     K, J = 3, 5

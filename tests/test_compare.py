@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.annotators.compare import ComparisonResult
-from noisycal.comparison import compare_calibration, mixture_interval
+from noisycal.annotators.checks.compare import ComparisonResult
+from noisycal.workflows.comparison import compare_calibration, mixture_interval
 
 NUTS = dict(method="nuts", num_chains=2, num_warmup=150, num_samples=150,
             progress_bar=False, rhat_threshold=1.2, seed=0)

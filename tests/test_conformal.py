@@ -18,7 +18,7 @@ from noisycal.calibrators.conformal import (
     nonconformity,
     prediction_sets,
 )
-from noisycal.calibrators.conformal_maps import conformal_temperatures, mass_rescale
+from noisycal.calibrators.conformal.maps import conformal_temperatures, mass_rescale
 
 CAL = nc.calibrators
 
@@ -398,7 +398,7 @@ def test_probs_and_log_probs_give_the_same_sets(score):
 
 
 def test_conformal_temperature_names_cap_and_unreachable_rows():
-    from noisycal.calibrators.conformal_maps import _unsolved_rows
+    from noisycal.calibrators.conformal.maps import _unsolved_rows
 
     # row 0: the full set holds 1 - alpha at every temperature (cap); row 1: class 0 is
     # in the set but tied with class 1 outside it, so its mass never exceeds 1/2 < 0.9

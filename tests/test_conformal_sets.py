@@ -12,8 +12,8 @@ from scipy import stats as sps
 from scipy.special import softmax
 
 import noisycal as nc
-from noisycal.calibrators.conformal_eval import evaluate_sets
-from noisycal.calibrators.conformal_scores import class_quantiles, label_scores, nonconformity
+from noisycal.calibrators.conformal.evaluate import evaluate_sets
+from noisycal.calibrators.conformal.scores import class_quantiles, label_scores, nonconformity
 
 CAL = nc.calibrators
 P4 = np.array([0.5, 0.25, 0.15, 0.10])
@@ -87,7 +87,7 @@ def test_uniforms_come_from_the_seed_and_predict_is_reproducible():
     Pt = g.true_probs[200:]
     np.testing.assert_array_equal(a.predict_sets(probs=Pt), a.predict_sets(probs=Pt))
     # calibration and prediction draws are different streams
-    from noisycal.calibrators.conformal_scores import uniforms
+    from noisycal.calibrators.conformal.scores import uniforms
 
     assert not np.array_equal(uniforms(5, 10, 0), uniforms(5, 10, 1))
     np.testing.assert_array_equal(a.u_, uniforms(5, 200, 0))

@@ -220,7 +220,7 @@ def test_cross_fitted_nc_ece():
     t = nc.simulate.gaussian_toy(20_000, truth="shifted", seed=11)
     ann = nc.Annotations.from_wide(t.annotations)
     folds = np.arange(20_000) % 3
-    est = nc.metrics.nc_ece_crossfit(t.z, ann, folds=folds, level=0.9)
+    est = nc.workflows.nc_ece_crossfit(t.z, ann, folds=folds, level=0.9)
     # by hand: fit on two folds, correct the third, pool residuals, then absolute values
     r = np.zeros(10)
     bins = np.minimum((t.z * 10).astype(int), 9)
@@ -235,6 +235,6 @@ def test_cross_fitted_nc_ece():
     assert est.low <= 0.089625 <= est.high
     assert est.details["n_folds"] == 3 and len(est.details["per_fold"]) == 3
     with pytest.raises(ValueError, match="probs has"):
-        nc.metrics.nc_ece_crossfit(t.z[:10], ann)
+        nc.workflows.nc_ece_crossfit(t.z[:10], ann)
     with pytest.raises(ValueError, match="n_folds"):
-        nc.metrics.nc_ece_crossfit(t.z, ann, n_folds=1)
+        nc.workflows.nc_ece_crossfit(t.z, ann, n_folds=1)

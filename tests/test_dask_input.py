@@ -1,4 +1,4 @@
-"""Dask arrays as metric input (noisycal.metrics.dask_input): the same numbers as the
+"""Dask arrays as metric input (noisycal.metrics.binned.dask): the same numbers as the
 in-memory call, block by block on Dask's threaded scheduler and on a two-worker
 ``distributed.LocalCluster``."""
 
@@ -113,7 +113,7 @@ def test_binned_bootstrap_equals_in_memory(kind, target, metric):
 
 def test_binned_bootstrap_plan_has_small_and_large_cells():
     # the equality above covers both kinds of cells: check that the data has both
-    from noisycal.metrics.binned_bootstrap import NORMAL_FROM
+    from noisycal.metrics.binned.bootstrap import NORMAL_FROM
     P, T, _, _ = _inputs("top_label", "hard", seed=2)
     counts = nc.ece(P, T, interval=None).bins["count"].to_numpy()
     assert np.any((counts > 0) & (counts < NORMAL_FROM)) and np.any(counts >= 2 * NORMAL_FROM)

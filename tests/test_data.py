@@ -1,4 +1,5 @@
-"""Tests for noisycal.data.Annotations: construction, counts, votes, agreement, errors."""
+"""Tests for noisycal.annotations.core.Annotations: construction, counts, votes, agreement,
+errors."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from noisycal._warnings import NumericalWarning
-from noisycal.data import Annotations, EngineArrays
+from noisycal.annotations.core import Annotations, EngineArrays
+from noisycal.exceptions import NumericalWarning
 
 # ----------------------------------------------------------------------------------------
 # the small hand-computed case

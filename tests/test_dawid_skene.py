@@ -99,7 +99,7 @@ def test_map_em_is_a_fixed_point_and_flat_prior_is_mle(ds1979):
     assert np.mean(np.diagonal(m.confusion, axis1=1, axis2=2)) > np.mean(
         np.diagonal(mle.confusion, axis1=1, axis2=2))
     # MAP fixed point: the M-step of its own E-step returns it
-    from noisycal.engines.em import e_step, m_step
+    from noisycal.engines.em.dawid_skene import e_step, m_step
 
     arr = ds1979.engine_arrays()
     with jax.enable_x64(True):
@@ -265,7 +265,7 @@ def test_bootstrap_interval_coverage_of_channel_entries():
 
 
 def test_pattern_collapsing_gives_the_same_fit_as_full_em():
-    from noisycal.engines.em import collapse_patterns, fit_em
+    from noisycal.engines.em.dawid_skene import collapse_patterns, fit_em
 
     sim = nc.simulate.dawid_skene(3000, PREV3, CONF3, p_rate=0.7, seed=12)
     ann = sim.annotations
@@ -333,7 +333,7 @@ def _binary_annotations(n, a, b, mu, seed, groups=None):
 def test_moment_start_is_proposition_d2():
     """The start's channels equal moment_triple's on three complete annotators; a fourth
     annotator's gap comes from its covariance with the anchor (checked against truth)."""
-    from noisycal.engines.starts import moment_start as _moment_start
+    from noisycal.engines.em.starts import moment_start as _moment_start
 
     a, b = np.array([0.08, 0.13, 0.18, 0.25]), np.array([0.84, 0.89, 0.94, 0.7])
     A, ann = _binary_annotations(200_000, a, b, 0.35, seed=0)
@@ -365,7 +365,7 @@ def test_moments_init_reaches_the_same_mle_and_reports_the_start():
     np.testing.assert_allclose(fit.prevalence, ref.prevalence, atol=1e-5)
     assert fit.loglik == pytest.approx(ref.loglik, abs=1e-6)
     # group prevalences of the moment start itself are close to the truth
-    from noisycal.engines.starts import moment_start as _moment_start
+    from noisycal.engines.em.starts import moment_start as _moment_start
 
     prev0, _, _ = _moment_start(ann, groups, 3, 0)
     # a clipped closed-form start from 2000 items per group, not an estimate: absolute
@@ -377,7 +377,7 @@ def test_moments_init_falls_back_and_rejects_bad_designs():
     rng = np.random.default_rng(2)
     A = rng.integers(0, 2, size=(500, 3))  # independent coins: no informative triple
     ann = nc.Annotations.from_wide(A, classes=[0, 1])
-    from noisycal.engines.starts import moment_start as _moment_start
+    from noisycal.engines.em.starts import moment_start as _moment_start
 
     C = np.cov(A.T)
     if C[0, 1] * C[0, 2] * C[1, 2] <= 0:

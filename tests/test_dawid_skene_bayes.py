@@ -53,7 +53,7 @@ def test_nuts_small_recovers_simulated_channels():
 
 def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
     """A chain started in the mirrored mode is relabelled and a warning is issued."""
-    from noisycal.engines import nuts as nuts_engine
+    from noisycal.engines.density import nuts as nuts_engine
 
     sim = nc.simulate.dawid_skene(300, [0.3, 0.7], CONF, seed=4)
     real = nuts_engine.sample_nuts

@@ -68,7 +68,7 @@ def _log_prior(prev, conf, alpha, beta):
 @pytest.mark.parametrize("with_gold", [False, True])
 def test_em_step_loglik_equals_brute_force(grouped, with_gold):
     """EMState.loglik after one EM step equals enumeration at that step's parameters."""
-    from noisycal.engines.em import run_em
+    from noisycal.engines.em.dawid_skene import run_em
 
     group = GROUP if grouped else None
     gold = np.array([-1, 2, -1, -1]) if with_gold else None

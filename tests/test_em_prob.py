@@ -13,8 +13,8 @@ from ragged_ratings import ragged
 import jax
 import jax.numpy as jnp
 
-from noisycal.engines.em import e_step, fit_em, run_em
-from noisycal.engines.em_prob import PROB_MIN_ITEMS, PROB_TINY, code_weights, prob_e_step
+from noisycal.engines.em.dawid_skene import e_step, fit_em, run_em
+from noisycal.engines.em.estep import PROB_MIN_ITEMS, PROB_TINY, code_weights, prob_e_step
 from noisycal.engines.patterns import collapse_pays, pattern_data
 from noisycal.models import dawid_skene as dsm
 

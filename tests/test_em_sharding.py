@@ -54,7 +54,7 @@ for name, model, kw in (("full", nc.DawidSkene(K), {}),
         "status": [f.status for f in fits],
     }
 # probability-scale E-step (n_items >= PROB_MIN_ITEMS, patterns not collapsed)
-from noisycal.engines.em_prob import PROB_MIN_ITEMS
+from noisycal.engines.em.estep import PROB_MIN_ITEMS
 n2, J2 = PROB_MIN_ITEMS + 501, 300
 y2 = rng.integers(0, K, n2)
 item2 = np.repeat(np.arange(n2), 4)

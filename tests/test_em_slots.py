@@ -16,7 +16,7 @@ from ragged_ratings import ragged
 import jax
 import jax.numpy as jnp
 
-from noisycal.engines.em import expected_counts, fit_em, join_data, split_data
+from noisycal.engines.em.dawid_skene import expected_counts, fit_em, join_data, split_data
 from noisycal.models import dawid_skene as dsm
 
 # items 0 (3 ratings), 1 (1 rating), 2 (2 ratings); codes are annotator * K + label

@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
 
-from noisycal._warnings import ConvergenceWarning, IdentifiabilityWarning
-from noisycal.engines.mle import MLEResult, fit_map
-from noisycal.engines.nuts import NUTSResult, diagnostics_table, run_nuts
+from noisycal.engines.density.mle import MLEResult, fit_map
+from noisycal.engines.density.nuts import NUTSResult, diagnostics_table, run_nuts
+from noisycal.exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 SIGMA, MU0, TAU = 2.0, 1.0, 3.0
 
@@ -246,7 +246,7 @@ def test_nuts_reproducible_and_flags_poor_mixing(y):
 
 def test_nuts_reuses_its_compiled_sampler_with_data_as_arguments(y):
     """A second fit on new data of the same shape compiles nothing and samples the new data."""
-    from noisycal.engines import nuts_program
+    from noisycal.engines.density import nuts_program
 
     kw = dict(num_chains=2, num_warmup=150, num_samples=200, seed=3, progress_bar=False,
               rhat_threshold=1.2, cache=True)

@@ -127,7 +127,7 @@ def _small_annotations(n=120, K=3, J=3, seed=0):
 def test_the_bar_draws_label_count_and_a_final_line():
     import io
 
-    from noisycal._progress import ProgressBar
+    from noisycal._util.progress import ProgressBar
 
     out = io.StringIO()
     with ProgressBar(4, "refits", stream=out, min_interval=0.0) as bar:
@@ -162,7 +162,7 @@ def test_em_starts_and_bootstrap_show_a_bar_on_stderr_and_the_same_fit(capsys):
 
 
 def test_nuts_progress_is_numpyros_bar():
-    from noisycal.engines.options import method_options
+    from noisycal.engines.methods import method_options
 
     base = {"num_chains": None, "num_warmup": None, "num_samples": None,
             "rhat_threshold": None, "chain_method": None}
@@ -230,10 +230,10 @@ def test_em_starts_run_one_by_one_tick_once_each_with_the_same_states():
 
     import jax.numpy as jnp
 
-    from noisycal._jax import x64
-    from noisycal._progress import ProgressBar
-    from noisycal.engines.em import fit_em
-    from noisycal.engines.em_prob import PROB_MIN_ITEMS
+    from noisycal._util.jax import x64
+    from noisycal._util.progress import ProgressBar
+    from noisycal.engines.em.dawid_skene import fit_em
+    from noisycal.engines.em.estep import PROB_MIN_ITEMS
     from noisycal.models.dawid_skene import make_data
 
     n, J, K = PROB_MIN_ITEMS, 3, 2
@@ -282,8 +282,8 @@ def _design(kind):
 def _information_inputs(ann, fit, group, gold, L, one_coin):
     import numpy as np
 
-    from noisycal._jax import x64
-    from noisycal.engines.em import pattern_data
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.dawid_skene import pattern_data
     from noisycal.engines.free_params import free_parameters
 
     prev = np.asarray(fit.prevalence, float).reshape(L, -1)
@@ -308,8 +308,8 @@ def _traced(x0, B, post, w, pd_, one_coin):
 
     import jax.numpy as jnp
 
-    from noisycal._jax import x64
-    from noisycal.engines.em import split_data
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.dawid_skene import split_data
     from noisycal.engines.identification import _hessians
 
     arrays, sizes = split_data(pd_.data)
@@ -327,8 +327,8 @@ def test_numpy_information_equals_the_traced_hessians(kind):
 
     import jax.numpy as jnp
 
-    from noisycal._jax import x64
-    from noisycal.engines.em import posteriors_at
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.dawid_skene import posteriors_at
     from noisycal.engines.free_params import posteriors_np
     from noisycal.engines.identification import _information
 
@@ -357,11 +357,11 @@ def test_identification_and_fit_are_those_of_the_traced_path(kind, monkeypatch):
 
     import jax.numpy as jnp
 
+    import noisycal.engines.em.starts as starts
     import noisycal.engines.free_params as fp
     import noisycal.engines.identification as idm
-    import noisycal.engines.starts as starts
-    from noisycal._jax import x64
-    from noisycal.engines.em import posteriors_at
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.dawid_skene import posteriors_at
 
     def jax_posteriors(prev, conf, data, gold):
         with x64():
@@ -385,7 +385,7 @@ def test_identification_and_fit_are_those_of_the_traced_path(kind, monkeypatch):
         m.setattr(idm, "_information", traced)
         m.setattr(fp, "posteriors_np", jax_posteriors)
         m.setattr(starts, "posteriors_np", jax_posteriors)
-        from noisycal.engines.em import pattern_data
+        from noisycal.engines.em.dawid_skene import pattern_data
         arr = ann.engine_arrays()
         with x64():
             traced.gold = pattern_data(arr.item, arr.annotator, arr.label,
@@ -405,3 +405,12 @@ def test_identification_and_fit_are_those_of_the_traced_path(kind, monkeypatch):
     assert abs(old_fit.loglik - fit.loglik) <= 1e-10 * abs(fit.loglik)
     np.testing.assert_allclose(fit.confusion, old_fit.confusion, rtol=0, atol=1e-10)
     np.testing.assert_allclose(fit.item_posterior, old_fit.item_posterior, rtol=0, atol=1e-10)
+
+
+def test_dir_lists_public_names_not_the_lazy_helpers():
+    import noisycal as nc
+
+    shown = dir(nc)
+    assert "TYPE_CHECKING" not in shown and "attach" not in shown
+    assert {"ece", "DawidSkene", "targets", "__version__"} <= set(shown)
+    assert "TYPE_CHECKING" not in dir(nc.metrics) and "hpr_sets" in dir(nc.metrics)

@@ -9,7 +9,7 @@ from scipy import stats
 from scipy.special import logsumexp, softmax
 
 import noisycal as nc
-from noisycal._jax import x64
+from noisycal._util.jax import x64
 from noisycal.models.hierarchical import (
     hierarchical_dawid_skene,
     population_log_odds,
@@ -146,7 +146,7 @@ def test_recovers_simulated_channels_and_prevalence(sim_fit):
 def test_a_flipped_chain_is_relabelled_population_included(sim_fit, monkeypatch):
     """Chain 1 handed back with its latent classes reversed: the guard relabels it, and
     the population log-odds and spreads move with the channels (same draws as before)."""
-    from noisycal.engines import nuts as nuts_engine
+    from noisycal.engines.density import nuts as nuts_engine
 
     sim, fit = sim_fit
     real = nuts_engine.sample_nuts
@@ -172,7 +172,7 @@ def test_a_flipped_chain_is_relabelled_population_included(sim_fit, monkeypatch)
 
 
 def test_targets_arviz_and_ppc_work_on_the_fit(sim_fit):
-    from noisycal.engines.diagnostics import import_arviz
+    from noisycal.engines.density.diagnostics import import_arviz
 
     sim, fit = sim_fit
     ann = sim.annotations

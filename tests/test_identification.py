@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal._jax import x64
-from noisycal.engines.em import pattern_data
+from noisycal._util.jax import x64
+from noisycal.engines.em.dawid_skene import pattern_data
 from noisycal.engines.identification import (
     WEAK_THRESHOLD,
     Identification,

@@ -9,8 +9,8 @@ from scipy import stats as sps
 
 import noisycal as nc
 from noisycal.intervals.inversion import invert_norm, norm_of_means
-from noisycal.metrics.binned_form import binned_linear_form
-from noisycal.metrics.binning import group_scores, make_binned
+from noisycal.metrics.binned.bins import group_scores, make_binned
+from noisycal.metrics.binned.form import binned_linear_form
 
 # ----------------------------------------------------------------------------- hand cases
 
@@ -191,7 +191,7 @@ def test_variance_floor_by_hand():
     # var_1 = 0.81 / 12, cov_01 = -0.045 / 12. Under calibration the bin means have
     # variances (0.1 * 0.9 + 0.2 * 0.8) / 16 = 0.015625 (above var_0 = 0.00229: the floor
     # binds) and (0.7 * 0.3 + 0.9 * 0.1) / 16 = 0.01875 (below var_1 = 0.0675: it does not).
-    from noisycal.metrics.binned_form import calibrated_bin_variance
+    from noisycal.metrics.binned.form import calibrated_bin_variance
     binned = _two_bins([0.1, 0.2, 0.7, 0.9], [0, 0, 1, 0])
     np.testing.assert_allclose(calibrated_bin_variance(binned), [0.015625, 0.01875],
                                rtol=1e-12)
@@ -208,7 +208,7 @@ def test_variance_floor_by_hand():
 
 def test_variance_floor_classwise_and_where_it_does_not_apply():
     # Classwise: item i adds p_ik (1 - p_ik) / n^2 to the floor of class k's bin.
-    from noisycal.metrics.binned_form import calibrated_bin_variance
+    from noisycal.metrics.binned.form import calibrated_bin_variance
     P = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]])
     conf, tgt, _ = group_scores(P, np.eye(3)[[0, 1, 2]], "classwise")
     binned = make_binned(conf, tgt, 2, "uniform", with_sq=False)
@@ -331,8 +331,8 @@ def test_consistency_null_is_the_inverted_interval_zero_test_for_hard_labels(kin
 def test_consistency_null_matches_its_exact_distribution():
     # 1000 items of confidence 0.2 in one bin: under redrawn labels the statistic is
     # |K/1000 - 0.2| with K ~ Binomial(1000, 0.2), whose law is known exactly.
-    from noisycal.metrics.binned_form import consistency_null
-    from noisycal.metrics.binning import make_binned
+    from noisycal.metrics.binned.bins import make_binned
+    from noisycal.metrics.binned.form import consistency_null
     binned = make_binned(np.full((1000, 1), 0.2), np.zeros((1000, 1, 1)), 1, "uniform",
                          with_sq=False)
     null = consistency_null(binned, np.ones(1), "l1", 4000, 0)

@@ -12,7 +12,7 @@ from scipy import integrate, stats
 import jax.numpy as jnp
 
 import noisycal as nc
-from noisycal._jax import x64
+from noisycal._util.jax import x64
 from noisycal.annotators.item_difficulty import ItemDifficultyModel
 from noisycal.models.dawid_skene import make_data
 from noisycal.models.item_difficulty import (
@@ -232,7 +232,7 @@ def test_flipped_draws_are_counted():
 def test_corrected_with_scores_flags_difficulty_that_tracks_the_score(simulated):
     from scipy.special import expit
 
-    from noisycal._warnings import NoisycalWarning
+    from noisycal.exceptions import NoisycalWarning
 
     ann, fit, y, d = simulated
     # hard items get scores near 0.5 or on the wrong side: noise depends on the score

@@ -1,6 +1,6 @@
 """K > 2 channel uncertainty of NC-ECE: K-class IV weights, the channel-refit bootstrap and
-the credible interval for Dawid-Skene confusion matrices (noisycal.correction_weights,
-noisycal.intervals.refit, noisycal.intervals.credible, noisycal.metrics.nc_ece)."""
+the credible interval for Dawid-Skene confusion matrices (noisycal.correction.weights,
+noisycal.metrics.nc.refit, noisycal.metrics.nc.credible, noisycal.metrics.nc.intervals)."""
 
 import warnings
 from types import SimpleNamespace
@@ -11,15 +11,15 @@ import pytest
 import jax
 
 import noisycal as nc
-from noisycal._jax import as_key, as_numpy_rng, x64
+from noisycal._util.jax import as_key, as_numpy_rng, x64
 from noisycal.correction import (
     fit_class_prevalence,
     iv_weights,
     kclass_iv_weights,
     noise_covariance,
 )
-from noisycal.metrics.binning import equal_width_bins
-from noisycal.metrics.nc_ece import nc_ece_interval, nc_ece_items, nc_ece_statistic
+from noisycal.metrics.binned.bins import equal_width_bins
+from noisycal.metrics.nc.intervals import nc_ece_interval, nc_ece_items, nc_ece_statistic
 
 CLASSES = [0, 1, 2]
 # three annotators, confusion[j, true, observed]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import noisycal as nc
-from noisycal.metrics import streamed_form
+from noisycal.metrics.binned import streamed as streamed_form
 
 ece_module = importlib.import_module("noisycal.metrics.ece")
 
@@ -94,8 +94,8 @@ def test_streamed_equals_item_table_soft_and_float64(monkeypatch: pytest.MonkeyP
 def test_streamed_null_equals_consistency_null(monkeypatch: pytest.MonkeyPatch) -> None:
     """The chunked label redraws reproduce binned_form.consistency_null replicate by
     replicate (same uniforms, same cells), for K classes and for one score group."""
-    from noisycal.metrics.binned_form import consistency_null
-    from noisycal.metrics.binning import binned_from_predictions
+    from noisycal.metrics.binned.bins import binned_from_predictions
+    from noisycal.metrics.binned.form import consistency_null
 
     P, y = _data(1500, 5, 4)
     for chunk, kind in ((64, "classwise"), (64, "top_label"),  # chunk by chunk

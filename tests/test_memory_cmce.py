@@ -10,7 +10,7 @@ import pytest
 
 import noisycal as nc
 from noisycal.intervals.bootstrap import cluster_codes
-from noisycal.metrics.binned_form import contribution_mean_cov
+from noisycal.metrics.binned.form import contribution_mean_cov
 from noisycal.metrics.cmce_stream import cmce_form
 from noisycal.metrics.set_mass import prefix_bin_stats
 

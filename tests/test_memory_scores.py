@@ -14,7 +14,7 @@ from scipy import stats as sps
 import jax.numpy as jnp
 
 import noisycal as nc
-from noisycal._jax import as_numpy_rng, x64
+from noisycal._util.jax import as_numpy_rng, x64
 from noisycal.intervals import mean_bootstrap
 from noisycal.intervals.bootstrap import _grouped_jackknife, cluster_codes
 from noisycal.intervals.mean_bootstrap import bootstrap_mean

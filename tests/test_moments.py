@@ -15,11 +15,12 @@ import numpyro
 import numpyro.distributions as dist
 
 import noisycal as nc
-from noisycal._jax import x64
-from noisycal._validation import check_seed
-from noisycal.engines import gmm, mle, nuts, nuts_program
+from noisycal._util.jax import x64
+from noisycal._util.validation import check_seed
+from noisycal.engines import gmm
 from noisycal.engines import moments as mom
-from noisycal.engines.potential import build_potential, split_inputs
+from noisycal.engines.density import mle, nuts, nuts_program
+from noisycal.engines.density.potential import build_potential, split_inputs
 
 Y = np.array([0.3, -0.2, 1.1, 0.4, 0.9, 1.6, -0.4])
 

@@ -1,5 +1,5 @@
 """NC-ECE with fitted channels: the channel error in the inverted interval
-(noisycal.engines.influence, noisycal.metrics.nc_ece_channels)."""
+(noisycal.engines.influence, noisycal.metrics.nc.delta)."""
 
 import dataclasses
 import warnings
@@ -15,8 +15,8 @@ from noisycal.engines.influence import (
     hui_walter_influence,
 )
 from noisycal.engines.moments import moment_jacobian, sample_moments
-from noisycal.metrics.nc_ece import nc_ece_items
-from noisycal.metrics.nc_ece_channels import channel_term
+from noisycal.metrics.nc.delta import channel_term
+from noisycal.metrics.nc.intervals import nc_ece_items
 
 
 def _toy(n, seed, truth="shifted", a=None, b=None):

@@ -1,4 +1,4 @@
-"""NC-ECE bootstrap that refits the channels in every replicate (noisycal.intervals.refit)."""
+"""NC-ECE bootstrap that refits the channels in every replicate (noisycal.metrics.nc.refit)."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ import pytest
 import jax
 
 import noisycal as nc
-from noisycal._jax import as_key, x64
-from noisycal.metrics.binning import equal_width_bins
+from noisycal._util.jax import as_key, x64
+from noisycal.metrics.binned.bins import equal_width_bins
 
 
 def _toy(n, seed, truth="shifted"):

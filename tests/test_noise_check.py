@@ -18,7 +18,7 @@ from scipy.stats import chi2
 
 import noisycal as nc
 from noisycal.annotators import noise_check, score_groups, with_noise_check
-from noisycal.annotators.noise_check import REJECTED, NoiseCheck
+from noisycal.annotators.checks.noise_check import REJECTED, NoiseCheck
 
 
 def _study():

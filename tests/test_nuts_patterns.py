@@ -17,9 +17,9 @@ import jax.numpy as jnp
 from numpyro.infer.util import log_density
 
 import noisycal as nc
-from noisycal._jax import x64
-from noisycal.engines.ds_numpyro import draw_perms
-from noisycal.engines.em import loglik_at, posteriors_at
+from noisycal._util.jax import x64
+from noisycal.engines.density.dawid_skene import draw_perms
+from noisycal.engines.em.dawid_skene import loglik_at, posteriors_at
 from noisycal.engines.patterns import pattern_data
 from noisycal.models import dawid_skene as dsm
 

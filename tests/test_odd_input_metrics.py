@@ -237,7 +237,7 @@ def test_classwise_bootstrap_replicates_beyond_memory_are_refused_with_their_siz
 @pytest.mark.filterwarnings("ignore:.*does not contain the estimate:noisycal.NumericalWarning")
 def test_the_replicate_cap_is_the_shared_cap(monkeypatch):
     # 10 classes x 15 bins x 8 bytes = 1200 bytes per replicate: a 1 MiB cap admits 873
-    import noisycal._validation as v
+    import noisycal._util.validation as v
 
     monkeypatch.setattr(v, "MAX_WORK_BYTES", 2**20)
     P, y = _data(60, K=10)
@@ -268,7 +268,7 @@ def test_streamed_top_label_inversion_equals_the_item_table(monkeypatch, binary,
     import importlib
 
     ece_module = importlib.import_module("noisycal.metrics.ece")
-    streamed_form = importlib.import_module("noisycal.metrics.streamed_form")
+    streamed_form = importlib.import_module("noisycal.metrics.binned.streamed")
     P, y = _data(3000, K=2 if binary else 4, seed=4)
     x = P[:, 1] if binary else P.astype(np.float32)
     monkeypatch.setattr(streamed_form, "CHUNK_ROWS", 700)

@@ -79,7 +79,7 @@ def _normal_mean(y):
     (1, 20, "one chain gives no between-chain R-hat"),
     (2, 3, "at least 4 draws per chain, got 3")])
 def test_nuts_without_r_hat_is_not_ok(chains, draws, why):
-    from noisycal.engines.nuts import run_nuts
+    from noisycal.engines.density.nuts import run_nuts
 
     y = np.random.default_rng(0).normal(1.0, 1.0, 30)
     with pytest.warns(nc.ConvergenceWarning, match=why):
@@ -292,8 +292,8 @@ def test_dawid_skene_bootstrap_is_the_same_with_jax_x64_on_and_off():
 def test_credible_intervals_need_a_minimum_number_of_draws():
     from types import SimpleNamespace
 
-    from noisycal.engines.diagnostics import draws_conf_int, min_credible_draws
-    from noisycal.intervals.credible import nc_ece_credible
+    from noisycal.engines.density.diagnostics import draws_conf_int, min_credible_draws
+    from noisycal.metrics.nc.credible import nc_ece_credible
 
     assert [min_credible_draws(q) for q in (0.5, 0.9, 0.95, 0.99)] == [20, 20, 40, 200]
     d = np.random.default_rng(0).normal(size=(19, 2))

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.annotators.ppc_discrepancies import (
+from noisycal.annotators.checks.discrepancies import (
     DISCREPANCIES,
     discrepancy_rows,
     discrepancy_values,

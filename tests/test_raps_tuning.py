@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.calibrators.conformal_scores import conformal_quantile, nonconformity
-from noisycal.calibrators.conformal_tuning import LAMBDA_GRID, pick_k_reg, pick_lam
+from noisycal.calibrators.conformal.scores import conformal_quantile, nonconformity
+from noisycal.calibrators.conformal.tuning import LAMBDA_GRID, pick_k_reg, pick_lam
 
 SC = nc.calibrators.SplitConformal
 

@@ -11,7 +11,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import noisycal as nc
-from noisycal.report import COLUMNS, Report, to_html, to_latex, to_markdown
+from noisycal.workflows.report import COLUMNS, Report, to_html, to_latex, to_markdown
 
 
 @pytest.fixture(scope="module")

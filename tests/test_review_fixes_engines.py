@@ -12,7 +12,8 @@ import noisycal as nc
 def test_moment_start_uses_the_one_proposition_d2_helper(monkeypatch):
     """moment_start takes its channels from moments.triple_channels (the helper
     moment_triple uses), and the result is the formula written out."""
-    from noisycal.engines import moments, starts
+    from noisycal.engines import moments
+    from noisycal.engines.em import starts
 
     rng = np.random.default_rng(3)
     y = rng.random(4000) < 0.4
@@ -60,8 +61,8 @@ def test_multinomial_counts_is_the_one_bootstrap_draw():
     import jax
     import jax.numpy as jnp
 
-    from noisycal._jax import x64
-    from noisycal.engines.resample import multinomial_counts, resample_weights
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.resample import multinomial_counts, resample_weights
 
     with x64():
         key = jax.random.PRNGKey(7)

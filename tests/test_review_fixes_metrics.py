@@ -9,12 +9,13 @@ import pytest
 import jax.numpy as jnp
 
 import noisycal as nc
-from noisycal._jax import x64
+from noisycal._util.jax import x64
 from noisycal.correction import corrected_from_channels, fit_prevalence, marginal_prevalence
 from noisycal.intervals.bootstrap import replicate_weights
-from noisycal.intervals.bounds import check_bound_options
-from noisycal.metrics import binned_estimate, binning
-from noisycal.metrics.crossfit import _fold_ids
+from noisycal.metrics.binned import bins as binning
+from noisycal.metrics.binned import estimate as binned_estimate
+from noisycal.metrics.nc.bound import check_bound_options
+from noisycal.workflows.crossfit import _fold_ids
 
 
 def _grouped_data(n=150, seed=0):
@@ -57,7 +58,7 @@ def test_fit_prevalence_weights_groups_by_size():
 def test_crossfit_uses_the_size_weighted_prevalence_of_a_grouped_fit():
     ann, z, g = _grouped_data()
     folds = np.arange(150) % 3
-    est = nc.metrics.nc_ece_crossfit(z, ann, model=_GroupedOnItems(g), folds=folds,
+    est = nc.workflows.nc_ece_crossfit(z, ann, model=_GroupedOnItems(g), folds=folds,
                                      n_bins=10, seed=0)
     u = np.empty(150)
     u_unweighted = np.empty(150)
@@ -79,12 +80,12 @@ def test_crossfit_uses_the_size_weighted_prevalence_of_a_grouped_fit():
 
 def test_crossfit_checks_the_alignment_of_probs_with_the_annotations():
     ann, z, _ = _grouped_data(60)
-    ref = float(nc.metrics.nc_ece_crossfit(z, ann, n_folds=3, seed=0))
-    aligned = nc.metrics.nc_ece_crossfit(pd.Series(z, index=ann.items), ann, n_folds=3, seed=0)
+    ref = float(nc.workflows.nc_ece_crossfit(z, ann, n_folds=3, seed=0))
+    aligned = nc.workflows.nc_ece_crossfit(pd.Series(z, index=ann.items), ann, n_folds=3, seed=0)
     assert float(aligned) == ref
-    assert float(nc.metrics.nc_ece_crossfit(z, ann, n_folds=3, seed=0, items=ann.items)) == ref
+    assert float(nc.workflows.nc_ece_crossfit(z, ann, n_folds=3, seed=0, items=ann.items)) == ref
     with pytest.raises(ValueError, match="probs: the predictions' item ids"):
-        nc.metrics.nc_ece_crossfit(pd.Series(z, index=ann.items[::-1]), ann, seed=0)
+        nc.workflows.nc_ece_crossfit(pd.Series(z, index=ann.items[::-1]), ann, seed=0)
     with pytest.raises(ValueError, match="give n_folds or folds, not both"):
         _fold_ids(np.arange(60) % 2, 5, 60, 0)
     assert _fold_ids(None, None, 60, 0)[1] == 5  # the default F

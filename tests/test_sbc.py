@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 import noisycal as nc
-from noisycal.annotators.sbc import SBC_MODELS, _design, rank_uniformity
-from noisycal.engines import nuts_program
+from noisycal.annotators.checks.sbc import SBC_MODELS, _design, rank_uniformity
+from noisycal.engines.density import nuts_program
 
 SIZES = dict(n_items=30, n_annotators=3, n_classes=2, n_sims=50, num_chains=2,
              num_warmup=150, num_samples=150, thin=3)
@@ -110,7 +110,7 @@ def test_bad_models_are_refused():
 
 
 def test_the_dawid_skene_guard_relabels_a_mirrored_draw():
-    from noisycal.annotators.sbc import _ds_relabel
+    from noisycal.annotators.checks.sbc import _ds_relabel
 
     # 4 items x 2 annotators, votes 0, 0, 1, 1; draw 0 vote-aligned, draw 1 its mirror
     item, ann = np.repeat(np.arange(4), 2), np.tile(np.arange(2), 4)

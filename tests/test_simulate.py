@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from scipy.special import expit, logit, softmax
 
 from noisycal import simulate
-from noisycal.data import Annotations
+from noisycal.annotations.core import Annotations
 
 CONF3 = np.array([[[0.8, 0.1, 0.1], [0.1, 0.7, 0.2], [0.05, 0.15, 0.8]],
                   [[0.6, 0.3, 0.1], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8]]])

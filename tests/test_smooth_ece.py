@@ -9,8 +9,8 @@ from scipy import integrate
 
 import noisycal as nc
 from noisycal.metrics.smooth import smooth_ece, smooth_ece_linear_form
-from noisycal.metrics.smooth_intervals import _value_jax
-from noisycal.metrics.smooth_kernel import (
+from noisycal.metrics.smooth.intervals import _value_jax
+from noisycal.metrics.smooth.kernel import (
     _damping,
     _item_cosines,
     grid_size,

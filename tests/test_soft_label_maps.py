@@ -12,7 +12,7 @@ from numpyro.handlers import seed as np_seed
 from numpyro.handlers import substitute, trace
 
 import noisycal as nc
-from noisycal._jax import as_numpy_rng, x64
+from noisycal._util.jax import as_numpy_rng, x64
 from noisycal.ambiguity import posterior_true_label_ece
 from noisycal.annotators.soft_labels import DirichletSoftLabels
 from noisycal.models.soft_labels import dirichlet_soft_labels, identified_map, identity_map

@@ -9,7 +9,7 @@ import jax
 from numpyro.handlers import seed, substitute, trace
 from numpyro.infer.util import log_density
 
-from noisycal._jax import x64
+from noisycal._util.jax import x64
 from noisycal.annotators.soft_labels import DirichletSoftLabels, SoftLabelFit
 from noisycal.models.soft_labels import (
     MODELS,

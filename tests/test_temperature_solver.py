@@ -7,7 +7,7 @@ from scipy import optimize
 from scipy.special import logsumexp, softmax
 
 import noisycal as nc
-from noisycal.calibrators import temperature_solver as tm
+from noisycal.calibrators.scaling import temperature_solver as tm
 
 
 def _data(n, K, seed, scale=3.0, temp=1.8):

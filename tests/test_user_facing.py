@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import noisycal as nc
-from noisycal.engines.diagnostics import convergence_status
+from noisycal.engines.density.diagnostics import convergence_status
 
 CONF = np.array([[[0.85, 0.15], [0.20, 0.80]],
                  [[0.75, 0.25], [0.10, 0.90]],

@@ -1,5 +1,7 @@
-"""Calibration under ambiguous ground truth: the targets and protocol of Tao, Luo, Dong &
-Xu (2026), "Confidence Calibration under Ambiguous Ground Truth" (arXiv:2603.22879).
+"""Calibration under ambiguous ground truth.
+
+This package holds the targets and protocol of Tao, Luo, Dong & Xu (2026), "Confidence
+Calibration under Ambiguous Ground Truth" (arXiv:2603.22879).
 
 When annotators disagree, the calibration target is the annotator distribution, not
 the majority vote. The paper's single-temperature methods are one map, temperature
@@ -34,14 +36,14 @@ are here too: the ISIC 2019 annotator model (:func:`sample_annotations`,
 Temperature scaling depends on the target only through
 ``m = mean_i <t_i, z_i>``, and T decreases in m; so SLTS's T exceeds voted TS's exactly
 when ``mean_i (z_{i,y*} - <pi_i, z_i>) > 0`` (our observation; see
-:mod:`noisycal.calibrators.temperature`).
+:mod:`noisycal.calibrators.scaling.temperature`).
 """
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from .._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
     from ._compare import METHODS, compare_calibrators, evaluate_predictions
     from ._maps import posterior_true_label_ece

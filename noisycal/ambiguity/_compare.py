@@ -1,5 +1,7 @@
-"""The comparison protocol of "Confidence Calibration under Ambiguous Ground Truth": fit
-every post-hoc map to its target on calibration items, score it on test items."""
+"""The comparison protocol of the ambiguous-ground-truth calibration paper.
+
+The protocol of "Confidence Calibration under Ambiguous Ground Truth": fit every
+post-hoc map to its target on calibration items, score it on test items."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
-from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_logits, check_real, check_seed
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_choice, check_int, check_logits, check_real, check_seed
 from ..calibrators import (
     AdaptiveTemperatureScaling,
     HistogramBinning,
@@ -21,7 +23,7 @@ from ..calibrators import (
     VectorScaling,
 )
 from ..metrics import brier, nll, true_label_ece
-from ..targets import Target, soft
+from ..targets.target import Target, soft
 from ._targets import LS_RULES, label_smoothed, mcts, oracle, voted_from
 
 __all__ = ["METHODS", "compare_calibrators", "evaluate_predictions"]

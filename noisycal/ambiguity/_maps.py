@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
-from .._typing import ArrayLike, Seed
-from .._validation import check_int, check_level, prediction_items, predictions
-from ..intervals.credible import bayesian_bootstrap_draws, equal_tailed
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_int, check_level, prediction_items, predictions
 from ..intervals.estimate import Estimate
 from ..metrics.ece import resolve_inputs, with_target_status
-from ..metrics.nc_ece import credible_stat, nc_ece_items
+from ..metrics.nc.credible import bayesian_bootstrap_draws, equal_tailed
+from ..metrics.nc.intervals import credible_stat, nc_ece_items
 from ..metrics.true_label import true_label_ece
 
 __all__ = ["posterior_true_label_ece"]
@@ -46,7 +46,7 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
     computed under Bayesian-bootstrap item weights :math:`w \sim \mathrm{Dirichlet}(1,
     \dots, 1)` (Rubin 1981), one weight vector per draw; the interval is the
     equal-tailed quantile range of these values. This is the construction of the
-    credible interval of the NC-ECE (:func:`noisycal.intervals.credible.nc_ece_credible`,
+    credible interval of the NC-ECE (:func:`noisycal.metrics.nc.credible.nc_ece_credible`,
     the same loop), with posterior draws of the calibration map in place of draws of the
     annotator channels. A choice, documented because the paper has no Bayesian map: the
     interval describes the posterior predictive spread of the ECE a drawn map would have

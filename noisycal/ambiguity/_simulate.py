@@ -1,4 +1,6 @@
-"""Simulators of "Confidence Calibration under Ambiguous Ground Truth": the synthetic
+"""Simulators of the ambiguous-ground-truth calibration paper.
+
+The simulators of "Confidence Calibration under Ambiguous Ground Truth": the synthetic
 dermatologist annotators of its ISIC 2019 experiment and its three-Gaussian toy."""
 
 from __future__ import annotations
@@ -7,9 +9,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._jax import as_numpy_rng
-from .._typing import ArrayLike, Seed
-from .._validation import PROB_ATOL, check_array, check_choice, check_int, check_seed
+from .._util.jax import as_numpy_rng
+from .._util.types import ArrayLike, Seed
+from .._util.validation import PROB_ATOL, check_array, check_choice, check_int, check_seed
 
 __all__ = ["ISIC2019_CLASSES", "ISIC2019_CONFUSION", "ISIC2019_CLASS_COUNTS",
            "sample_annotations", "THREE_GAUSSIANS", "ThreeGaussians", "three_gaussians"]

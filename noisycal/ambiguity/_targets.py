@@ -13,18 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from .._jax import as_numpy_rng
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.jax import as_numpy_rng
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     check_choice,
     check_int,
     check_real,
     check_seed,
     predictions,
 )
+from ..annotations.core import Annotations
 from ..calibrators import TemperatureScaling
-from ..data import Annotations
-from ..targets import Target, as_target_matrix, soft, voted
+from ..targets.target import Target, as_target_matrix, soft, voted
 
 __all__ = ["LS_RULES", "slts", "mcts", "label_smoothed", "oracle", "voted_from",
            "paper_targets", "fit_temperatures", "stratified_split"]

@@ -8,7 +8,7 @@
 - :mod:`noisycal.annotators.soft_labels`: the Dirichlet-multinomial soft-label model.
 - :mod:`noisycal.annotators.noise_check`: :func:`noise_check`, a test of the
   class-conditional noise assumption against channels that vary with a classifier's score;
-  :mod:`noisycal.annotators.noise_target`: :func:`with_noise_check`, which puts a
+  :mod:`noisycal.annotators.checks.noise_target`: :func:`with_noise_check`, which puts a
   rejection on a Target.
 - :mod:`noisycal.annotators.ppc`: :func:`ppc`, posterior predictive checks (parametric
   bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
@@ -26,21 +26,21 @@ All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisy
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from .._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
     from ..engines.moments import moment_triple
     from .channel_models import MACE, ClassConditionalDawidSkene
-    from .compare import ComparisonResult, compare
+    from .checks.compare import ComparisonResult, compare
+    from .checks.noise_check import NoiseCheck, noise_check, score_groups
+    from .checks.noise_target import with_noise_check
+    from .checks.ppc import PPCResult, ppc
+    from .checks.sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
     from .item_difficulty import ItemDifficultyModel
-    from .noise_check import NoiseCheck, noise_check, score_groups
-    from .noise_target import with_noise_check
-    from .ppc import PPCResult, ppc
-    from .sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
 
 __all__ = [

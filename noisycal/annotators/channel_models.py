@@ -10,7 +10,7 @@ statuses and result type) and only constrain each annotator's confusion matrix:
   its own strategy, and otherwise reports the true class ("Learning Whom to Trust with
   MACE", Hovy, Berg-Kirkpatrick, Vaswani and Hovy 2013).
 
-EM updates are in :mod:`noisycal.engines.em_channels`; the NumPyro models for NUTS in
+EM updates are in :mod:`noisycal.engines.em.channels`; the NumPyro models for NUTS in
 :mod:`models.channels`.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_array, check_choice
-from ..data import Annotations
+from .._util.types import ArrayLike
+from .._util.validation import check_array, check_choice
+from ..annotations.core import Annotations
 from ..engines.results import AnnotatorFit
 from .dawid_skene import DawidSkene
 
@@ -162,7 +162,7 @@ class MACE(_ChannelModel):
     -----
     EM treats each rating's spam indicator as a second latent variable: given the
     expected counts of the class E-step, exact EM updates of ``spam`` and ``strategy``
-    are iterated (:func:`noisycal.engines.em_channels.mace_m_step`), a generalised EM
+    are iterated (:func:`noisycal.engines.em.channels.mace_m_step`), a generalised EM
     whose log-likelihood never decreases. ``fit(...).details`` holds ``'spam'`` (J,) and
     ``'strategy'`` (J, K) (posterior means for NUTS); an annotator that never spams has
     an undetermined strategy, reported uniform.

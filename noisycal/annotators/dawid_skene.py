@@ -24,14 +24,13 @@ import pandas as pd
 
 import jax
 
-from .._jax import as_key, x64
-from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int, check_seed
-from .._warnings import ConvergenceWarning, IdentifiabilityWarning
-from ..correction import GAP_THRESHOLD
-from ..data import Annotations
-from ..engines.channel_checks import channel_status
-from ..engines.ds_numpyro import (
+from .._util.jax import as_key, x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_choice, check_int, check_seed
+from ..annotations.core import Annotations
+from ..correction.labels import GAP_THRESHOLD
+from ..engines.checks import channel_status
+from ..engines.density.dawid_skene import (
     chain_diagnostics,
     chain_status,
     ds_model_kwargs,
@@ -39,12 +38,13 @@ from ..engines.ds_numpyro import (
     nuts_init_params,
     sample_dawid_skene,
 )
+from ..engines.em.starts import multistart_em, orient
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
-from ..engines.options import check_anchor, method_options
+from ..engines.methods import check_anchor, method_options
 from ..engines.patterns import pattern_data
 from ..engines.results import AnnotatorFit, checked_status, design_status, estimate_status, predict
-from ..engines.starts import multistart_em, orient
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict"]
 
@@ -271,7 +271,7 @@ class DawidSkene:
         -------
         AnnotatorFit
             Its status also checks every fitted channel: 'adversarial_channel',
-            'degenerate_channel' (:mod:`noisycal.engines.channel_checks`).
+            'degenerate_channel' (:mod:`noisycal.engines.checks`).
         """
         # long only by its docstring (the arguments of three engines); the work is
         # validation here and inference in the engines

@@ -4,7 +4,7 @@ Model object -> ``fit(annotations, method='nuts')`` ->
 :class:`~noisycal.engines.results.AnnotatorFit`, like :class:`~noisycal.DawidSkene`. The
 NumPyro model is :func:`noisycal.models.hierarchical.hierarchical_dawid_skene`; the
 sampler, the rating-pattern collapsing, the label-switching guard and the chain
-diagnostics are those of Dawid–Skene NUTS (:mod:`noisycal.engines.ds_numpyro`).
+diagnostics are those of Dawid–Skene NUTS (:mod:`noisycal.engines.density.dawid_skene`).
 
 References
 ----------
@@ -20,18 +20,23 @@ from scipy.special import softmax
 
 import jax
 
-from .._jax import as_key, x64
-from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_real, check_seed
-from ..data import Annotations
-from ..engines.channel_checks import channel_status
-from ..engines.diagnostics import import_arviz
-from ..engines.ds_numpyro import NUTSDraws, chain_diagnostics, chain_status, sample_dawid_skene
+from .._util.jax import as_key, x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_choice, check_real, check_seed
+from ..annotations.core import Annotations
+from ..engines.checks import channel_status
+from ..engines.density.dawid_skene import (
+    NUTSDraws,
+    chain_diagnostics,
+    chain_status,
+    sample_dawid_skene,
+)
+from ..engines.density.diagnostics import import_arviz
+from ..engines.em.starts import multistart_em
 from ..engines.identification import NUTS_NOTE
-from ..engines.options import method_options
+from ..engines.methods import method_options
 from ..engines.patterns import pattern_data
 from ..engines.results import AnnotatorFit
-from ..engines.starts import multistart_em
 from .dawid_skene import DawidSkene
 
 __all__ = ["HierarchicalDawidSkene"]

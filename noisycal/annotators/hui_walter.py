@@ -16,15 +16,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int, check_seed
-from .._warnings import ConvergenceWarning, IdentifiabilityWarning
-from ..data import Annotations
-from ..engines.channel_checks import channel_status
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_choice, check_int, check_seed
+from ..annotations.core import Annotations
+from ..engines.checks import channel_status
 from ..engines.gmm import GMM_NOTE, active_constraints, check_open_unit, two_step_gmm
 from ..engines.identification import check_weak_threshold, hui_walter_identification
 from ..engines.moments import hui_walter_inverse, moment_jacobian, sample_moments
 from ..engines.results import AnnotatorFit, checked_status
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 __all__ = ["HuiWalter", "equal_count_groups"]
 
@@ -114,7 +114,7 @@ class HuiWalter:
             when both annotators have exactly the same mean in the two extreme groups;
             ``'adversarial_channel'`` or ``'degenerate_channel'`` (both methods, replacing
             'ok' or 'boundary') when an annotator's fitted channel is worse than chance or
-            carries no evidence about the class (:mod:`noisycal.engines.channel_checks`);
+            carries no evidence about the class (:mod:`noisycal.engines.checks`);
             ``'weakly_identified'`` (both methods, replacing 'ok' or 'boundary') when the
             moment Jacobian is nearly singular (see ``weak_threshold``). ``annotations``
             holds the fitted ratings (built from an array: items 0..n-1, annotators and

@@ -3,7 +3,7 @@
 Model object -> ``fit(annotations, method='nuts')`` ->
 :class:`~noisycal.engines.results.AnnotatorFit` with ``model='item_difficulty'``. The
 NumPyro model and its likelihood are :mod:`noisycal.models.item_difficulty`; the sampler
-is :func:`noisycal.engines.nuts.sample_nuts` (its compiled programs are cached, so refits
+is :func:`noisycal.engines.density.nuts.sample_nuts` (its compiled programs are cached, so refits
 on data of the same shapes compile nothing).
 
 References
@@ -22,17 +22,17 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import as_key, x64
-from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_real, check_seed
-from .._warnings import ConvergenceWarning, IdentifiabilityWarning
-from ..data import Annotations
-from ..engines.channel_checks import channel_status
-from ..engines.diagnostics import convergence_status, diagnostics_table
+from .._util.jax import as_key, x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_real, check_seed
+from ..annotations.core import Annotations
+from ..engines.checks import channel_status
+from ..engines.density.diagnostics import convergence_status, diagnostics_table
+from ..engines.density.nuts import check_sampler_options, sample_nuts
 from ..engines.identification import NUTS_NOTE
-from ..engines.nuts import check_sampler_options, sample_nuts
 from ..engines.relabel import hungarian_perm
 from ..engines.results import AnnotatorFit
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 from .dawid_skene import DawidSkene
 
 __all__ = ["ItemDifficultyModel", "item_loglik", "replicate_item_ratings"]

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
-from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int, check_seed, predictions
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_choice, check_int, check_seed, predictions
 
 __all__ = ["DirichletSoftLabels", "SoftLabelFit"]
 
@@ -266,7 +266,7 @@ class SoftLabelFit:
         if self.draws is None:
             raise ValueError(f"conf_int needs posterior draws (method='nuts'); this fit is "
                              f"method={self.method!r}, see std_errors")
-        from ..engines.nuts import draws_conf_int
+        from ..engines.density.nuts import draws_conf_int
 
         return draws_conf_int(self.draws, level)
 
@@ -283,7 +283,7 @@ class SoftLabelFit:
         (``counts`` and one of ``logits``/``probs``), also per-item ``log_likelihood``,
         ``observed_data`` and ``posterior_predictive`` (replicated counts), so that
         ``az.loo``, ``az.waic`` and ``az.plot_ppc`` apply
-        (:func:`noisycal.engines.arviz_export.soft_label_inference_data`).
+        (:func:`noisycal.engines.density.arviz_export.soft_label_inference_data`).
 
         Parameters
         ----------
@@ -302,7 +302,7 @@ class SoftLabelFit:
         if not isinstance(predictive, bool | np.bool_):
             raise ValueError(f"predictive must be True or False, got {predictive!r}")
         seed = check_seed(seed)
-        from ..engines.arviz_export import soft_label_inference_data
+        from ..engines.density.arviz_export import soft_label_inference_data
 
         if counts is None and logits is None and probs is None:
             return soft_label_inference_data(self.engine_result, None, None)
@@ -408,10 +408,10 @@ class DirichletSoftLabels:
         **options
             Engine options. ``'mle'``/``'map'``: ``max_iter``, ``tol``, ``init_params``,
             ``hessian`` (and ``jacobian`` for ``'map'``), see
-            :func:`noisycal.engines.mle.fit_map`. ``'nuts'``: ``num_chains``,
+            :func:`noisycal.engines.density.mle.fit_map`. ``'nuts'``: ``num_chains``,
             ``num_warmup``, ``num_samples``, ``progress_bar``, ``init_params``,
             ``chain_method``, ``target_accept_prob``, ``max_tree_depth``, ``dense_mass``,
-            ``rhat_threshold``, see :func:`noisycal.engines.nuts.run_nuts`.
+            ``rhat_threshold``, see :func:`noisycal.engines.density.nuts.run_nuts`.
 
         Returns
         -------
@@ -440,7 +440,7 @@ class DirichletSoftLabels:
 
         model_kwargs = {"prior_scale": self.prior_scale}
         if method in ("mle", "map"):
-            from ..engines.mle import fit_map
+            from ..engines.density.mle import fit_map
 
             res = fit_map(dirichlet_soft_labels, model_args=(log_p, c),
                           model_kwargs=model_kwargs, seed=seed, prior=method == "map",
@@ -455,7 +455,7 @@ class DirichletSoftLabels:
                 n_classes=n_classes, prior_scale=self.prior_scale, engine_result=res,
             )
 
-        from ..engines.nuts import run_nuts
+        from ..engines.density.nuts import run_nuts
 
         res = run_nuts(dirichlet_soft_labels, model_args=(log_p, c), model_kwargs=model_kwargs,
                        seed=seed, **options)
@@ -477,7 +477,7 @@ def _loglik(W: np.ndarray, b: np.ndarray, kappa: float, log_p: np.ndarray,
     """The model's log-likelihood at given parameters, in float64."""
     from noisycal.models.soft_labels import log_likelihood
 
-    from .._jax import x64
+    from .._util.jax import x64
 
     with x64():
         return float(log_likelihood(W, b, kappa, log_p, counts).sum())

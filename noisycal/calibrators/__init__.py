@@ -9,23 +9,28 @@ Dirichlet) take binary (n,) or multi-class (n, K) scores.
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from .._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
     from ._base import Calibrator, NotFittedError
     from .binning import HistogramBinning
-    from .conformal import SplitConformal
-    from .conformal_eval import SetEvaluation, evaluate_sets
-    from .conformal_maps import ConformalTemperature, MassRescaling
+    from .conformal.evaluate import SetEvaluation, evaluate_sets
+    from .conformal.maps import ConformalTemperature, MassRescaling
+    from .conformal.split import SplitConformal
     from .isotonic import IsotonicCalibration
     from .joint import JointMap
     from .lwcal import GatedLWCal, LWCal
-    from .multiclass import DirichletCalibration, MatrixScaling, PlattScaling, VectorScaling
-    from .naive_cmce import NaiveCMCETemperature
     from .ovr import OneVsRestIsotonic, OneVsRestPlatt
-    from .scaling import AdaptiveTemperatureScaling, BetaCalibration
-    from .temperature import TemperatureScaling
+    from .scaling.beta_ats import AdaptiveTemperatureScaling, BetaCalibration
+    from .scaling.multiclass import (
+        DirichletCalibration,
+        MatrixScaling,
+        PlattScaling,
+        VectorScaling,
+    )
+    from .scaling.naive_cmce import NaiveCMCETemperature
+    from .scaling.temperature import TemperatureScaling
     from .trimcal import TrimCal
     from .venn_abers import VennAbers
 

@@ -32,10 +32,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_array, check_labels, user_stacklevel
-from .._warnings import IdentifiabilityWarning
-from ..targets import Target, as_target_matrix
+from .._util.types import ArrayLike
+from .._util.validation import check_array, check_labels, user_stacklevel
+from ..exceptions import IdentifiabilityWarning
+from ..targets.target import Target, as_target_matrix
 
 __all__ = ["Calibrator", "NotFittedError"]
 

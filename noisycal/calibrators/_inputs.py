@@ -1,7 +1,7 @@
 """Inputs, targets and losses shared by the multi-class scaling maps.
 
-Every map of :mod:`noisycal.calibrators.temperature` and
-:mod:`noisycal.calibrators.multiclass` acts on an (n, K) score matrix ``S``:
+Every map of :mod:`noisycal.calibrators.scaling.temperature` and
+:mod:`noisycal.calibrators.scaling.multiclass` acts on an (n, K) score matrix ``S``:
 
 - ``logits=`` of shape (n, K) are used as given (never clipped);
 - ``probs=`` of shape (n, K) become log-probabilities ``log(max(p, eps))``: ``eps`` is a
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from scipy.special import log_expit, log_softmax, softmax
 
-from .._typing import ArrayLike
-from .._validation import (
+from .._util.types import ArrayLike
+from .._util.validation import (
     PROB_ATOL,
     check_array,
     check_choice,
@@ -37,9 +37,9 @@ from .._validation import (
     encode_labels,
     prob_atol,
 )
-from .._warnings import ConvergenceWarning, IdentifiabilityWarning
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
-from ..targets import as_target_matrix
+from ..targets.target import as_target_matrix
 from ._base import Calibrator, check_alignment, check_eps, positive_target, record_fit_target
 
 __all__ = ["ScoreInput", "SoftmaxMap", "score_matrix", "fit_target", "resolve_loss",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._typing import ArrayLike
+from .._util.types import ArrayLike
 from ._inputs import ScoreInput, base_probs, score_matrix
 
 __all__ = ["top_label_rebuild", "top_label_inputs"]

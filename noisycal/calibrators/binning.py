@@ -24,17 +24,17 @@ import numbers
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import (
+from .._util.types import ArrayLike
+from .._util.validation import (
     MAX_BINS_PER_ITEM,
     check_choice,
     check_int,
     check_level,
     check_n_bins,
 )
-from .._warnings import IdentifiabilityWarning
-from ..intervals.bounds import hoeffding_radius, target_range
-from ..metrics.binning import equal_width_bins
+from ..exceptions import IdentifiabilityWarning
+from ..metrics.binned.bins import equal_width_bins
+from ..metrics.nc.bound import hoeffding_radius, target_range
 from ._base import (
     Calibrator,
     check_alignment,
@@ -366,7 +366,7 @@ class HistogramBinning(_BinnedMap):
     def bound(self, target: object, *, level: float = 0.9, channel_term: float = 0.0) -> float:
         """Proposition 2: ECE(g o f) <= d_ch + (B + 1) sqrt(2 (J log 2 + log(4/eta)) / n_rec).
 
-        B is B-hat of the fitted target (:func:`noisycal.intervals.bounds.target_range`;
+        B is B-hat of the fitted target (:func:`noisycal.metrics.nc.bound.target_range`;
         with missing ratings the maximum over items of sum_j w_ij / delta_j, our
         generalisation).
 

@@ -49,9 +49,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_array, check_choice
-from .._warnings import IdentifiabilityWarning
+from .._util.types import ArrayLike
+from .._util.validation import check_array, check_choice
+from ..exceptions import IdentifiabilityWarning
 from ._base import (
     Calibrator,
     as_1d,

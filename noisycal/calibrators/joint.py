@@ -14,12 +14,12 @@ import warnings
 
 import numpy as np
 
-from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_n_bins, check_real, check_seed
-from .._warnings import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_choice, check_int, check_n_bins, check_real, check_seed
+from ..annotations.core import Annotations
 from ..annotators import DawidSkene, GroupedDawidSkene
-from ..data import Annotations
-from ..metrics.binning import equal_width_bins
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
+from ..metrics.binned.bins import equal_width_bins
 from ._base import check_alignment, check_unit_scores
 from .binning import _BinnedMap
 
@@ -129,7 +129,7 @@ class JointMap(_BinnedMap):
     Choices where the paper is silent, all documented here:
 
     - Bin edges are those of :class:`HistogramBinning`
-      (:func:`noisycal.metrics.binning.equal_width_bins`).
+      (:func:`noisycal.metrics.binned.bins.equal_width_bins`).
     - Items are aligned by position: ``probs[i]`` is the score of ``annotations.items[i]``
       (for a wide matrix, row ``i``); a pandas ``probs`` with an index other than the
       default ``RangeIndex`` must list ``annotations.items`` in that order.

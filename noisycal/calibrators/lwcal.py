@@ -30,9 +30,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .._typing import ArrayLike
-from .._validation import PROB_ATOL, check_array, check_choice, check_real
-from ..targets import Target, as_target_matrix
+from .._util.types import ArrayLike
+from .._util.validation import PROB_ATOL, check_array, check_choice, check_real
+from ..targets.target import Target, as_target_matrix
 from ._base import Calibrator, check_alignment, check_unit_scores, positive_target
 from ._inputs import check_float_scores
 from .isotonic import (

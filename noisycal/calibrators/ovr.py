@@ -1,6 +1,8 @@
-"""One-vs-rest binary maps with renormalisation ("Adaptive Set-Mass Calibration with
-Conformal Prediction", Appendix F, Eq. 8): a binary calibrator g_k per class on that
-class's score, ``q_k = g_k(s_k)``, then ``p_k = q_k / sum_j q_j``.
+"""One-vs-rest binary maps with renormalisation.
+
+From "Adaptive Set-Mass Calibration with Conformal Prediction", Appendix F, Eq. 8: a
+binary calibrator g_k per class on that class's score, ``q_k = g_k(s_k)``, then
+``p_k = q_k / sum_j q_j``.
 
 With many classes and a small calibration set some classes are rare or absent, and the
 per-class fits then reach their boundary (reported per class); the renormalised
@@ -14,13 +16,13 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
-from .._typing import ArrayLike
-from .._warnings import IdentifiabilityWarning
+from .._util.types import ArrayLike
+from ..exceptions import IdentifiabilityWarning
 from ._base import check_eps, record_fit_target
 from ._inputs import EPS, base_probs, fit_target, score_matrix
-from .conformal import MatrixInput
+from .conformal.split import MatrixInput
 from .isotonic import IsotonicCalibration
-from .multiclass import PlattScaling
+from .scaling.multiclass import PlattScaling
 
 __all__ = ["OneVsRestPlatt", "OneVsRestIsotonic"]
 

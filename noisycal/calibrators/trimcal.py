@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_choice, check_real
-from .._warnings import IdentifiabilityWarning
-from ..targets import Target
+from .._util.types import ArrayLike
+from .._util.validation import check_choice, check_real
+from ..exceptions import IdentifiabilityWarning
+from ..targets.target import Target
 from ._base import Calibrator, check_alignment, check_unit_scores
 from ._inputs import check_float_scores
 from .isotonic import IsotonicCalibration

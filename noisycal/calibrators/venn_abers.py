@@ -50,11 +50,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import check_choice
+from .._util.types import ArrayLike
+from .._util.validation import check_choice
 from ._base import check_eps, record_fit_target
 from ._inputs import EPS, ScoreInput, base_probs, fit_target, score_matrix
-from .conformal import MatrixInput
+from .conformal.split import MatrixInput
 from .ovr import _class_status, _renormalise
 
 __all__ = ["VennAbers", "ivap_tables", "AGGREGATIONS"]

@@ -11,9 +11,9 @@ at the folder explicitly.
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from .._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
     from ._chaosnli import CHAOSNLI_SUBSETS, ChaosNLI, load_chaosnli
     from ._loaders import (

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import check_choice
-from ..data import Annotations
+from .._util.validation import check_choice
+from ..annotations.core import Annotations
 from ._loaders import read_npz, resolve
 
 __all__ = ["CHAOSNLI_SUBSETS", "ChaosNLI", "load_chaosnli"]
@@ -50,11 +50,11 @@ class ChaosNLI(NamedTuple):
     split: np.ndarray | None
 
     def annotations(self) -> Annotations:
-        """The counts as :class:`~noisycal.data.Annotations`.
+        """The counts as :class:`~noisycal.annotations.core.Annotations`.
 
         Items are ``uid`` in file order and classes ``class_names`` in their order (not
         sorted), so targets built from them line up with the columns of ``logits``.
-        The annotators are anonymous (:attr:`~noisycal.data.Annotations.annotators_known`
+        The annotators are anonymous (:attr:`~noisycal.Annotations.annotators_known`
         is False).
 
         Returns

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data import Annotations
+from ..annotations.core import Annotations
 from ._dawid_skene_1979 import POSITIONS_OBSERVER, RATINGS
 
 __all__ = [

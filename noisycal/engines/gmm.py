@@ -19,9 +19,9 @@ from scipy.stats import chi2
 import jax
 import jax.numpy as jnp
 
-from .._jax import as_numpy_rng, x64
-from .._typing import ArrayLike, Seed
-from .._validation import check_array, check_choice, check_int, check_seed
+from .._util.jax import as_numpy_rng, x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_choice, check_int, check_seed
 from .moments import grouped_moments, hui_walter_inverse
 
 __all__ = [

@@ -1,4 +1,6 @@
-"""Local identification of a fitted annotator model: is the information near-singular?
+"""Local identification of a fitted annotator model.
+
+It asks: is the information near-singular?
 
 A design can pass every count-based check and still identify some parameters only
 weakly (three binary annotators of whom two barely separate the classes identify the
@@ -50,9 +52,9 @@ import scipy.sparse
 import jax
 import jax.numpy as jnp
 
-from .._jax import x64
-from .._threads import single_thread_blas
-from .._validation import check_real
+from .._util.jax import x64
+from .._util.threads import single_thread_blas
+from .._util.validation import check_real
 from .free_params import MIN_COUNT, channel_flat, channel_from_flat, free_parameters
 
 __all__ = [
@@ -240,7 +242,7 @@ def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
     """
     from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
 
-    from .em import join_data
+    from .em.dawid_skene import join_data
 
     data = join_data(arrays, sizes)
     L, K, J = data.n_groups, data.n_classes, data.n_annotators
@@ -321,7 +323,7 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
     if one_coin in ("class_conditional", "mace"):
         # entries not affine in one free parameter each (MACE's products, the
         # class-conditional errors): the autodiff Hessians
-        from .em import split_data
+        from .em.dawid_skene import split_data
 
         arrays, sizes = split_data(data)
         with x64():
@@ -413,7 +415,7 @@ def dawid_skene_identification(ann: Any, prevalence: np.ndarray, confusion: np.n
     -------
     Identification
     """
-    from .em import pattern_data
+    from .em.dawid_skene import pattern_data
 
     prevalence = np.asarray(prevalence, dtype=np.float64)
     confusion = np.asarray(confusion, dtype=np.float64)

@@ -14,7 +14,7 @@ is the sandwich covariance :math:`H^{-1}(\sum_i s_i s_i^T)H^{-1}` (White 1982, "
 likelihood estimation of misspecified models"), which equals the inverse observed
 information when the model holds. A statistic computed from the same items and the
 estimated channels then has the influence ``own term + D phi_i`` (D its derivative in
-theta), which is how :mod:`noisycal.metrics.nc_ece_channels` carries the channel
+theta), which is how :mod:`noisycal.metrics.nc.delta` carries the channel
 estimation error, and its correlation with the items' own terms, into NC-ECE.
 
 Items with identical rating patterns have identical scores, so everything is computed
@@ -34,7 +34,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import x64
+from .._util.jax import x64
 
 __all__ = ["ChannelInfluence", "channel_influence", "dawid_skene_influence",
            "hui_walter_influence", "params_from_free", "boundary_moves", "RULE_OF_THREE"]
@@ -123,7 +123,7 @@ def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arr
                         ) -> tuple[jax.Array, jax.Array]:
     from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
 
-    from .em import join_data
+    from .em.dawid_skene import join_data
 
     data = join_data(arrays, sizes)
 
@@ -159,7 +159,7 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
         too many free parameters, an information matrix that is not positive
         definite).
     """
-    from .em import split_data
+    from .em.dawid_skene import split_data
     from .free_params import free_parameters
     from .identification import MAX_FREE
     from .patterns import pattern_data

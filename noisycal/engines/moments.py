@@ -30,9 +30,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from .._jax import x64
-from .._typing import ArrayLike
-from .._validation import check_array
+from .._util.jax import x64
+from .._util.types import ArrayLike
+from .._util.validation import check_array
 
 __all__ = [
     "grouped_moments",

@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._html import fit_html
-from .._jax import x64
-from .._typing import ArrayLike, Seed
-from .._validation import check_level, check_seed
-from .diagnostics import check_credible_draws
+from .._util.html import fit_html
+from .._util.jax import x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_level, check_seed
+from .density.diagnostics import check_credible_draws
 from .status import BOUNDARY, checked_status, design_status, estimate_status
 from .summary import Summary, fit_summary, parameter_frame, parameter_intervals
 
@@ -50,7 +50,7 @@ class AnnotatorFit:
         ``'not_identified'``, ``'unobserved_class'``, ``'over_parametrised'``
         (see :func:`design_status` and :func:`estimate_status`),
         ``'adversarial_channel'``, ``'degenerate_channel'``
-        (:mod:`noisycal.engines.channel_checks`: an annotator's channel is better read
+        (:mod:`noisycal.engines.checks`: an annotator's channel is better read
         with its labels permuted, or carries no evidence about the class;
         ``details['channels']`` holds the numbers), ``'weakly_identified'``
         (:func:`checked_status`: the information is nearly singular at the estimate;
@@ -137,8 +137,8 @@ class AnnotatorFit:
         mapping
             ``{'prevalence', 'confusion', 'n_boot', 'boot_converged'}``.
         """
-        from .._jax import as_key
-        from .._validation import check_int
+        from .._util.jax import as_key
+        from .._util.validation import check_int
 
         n_boot = check_int(n_boot, "n_boot", minimum=1)
         check_seed(seed)
@@ -215,7 +215,7 @@ class AnnotatorFit:
         ------
         ValueError
             For a NUTS fit with fewer draws than
-            :func:`~noisycal.engines.diagnostics.min_credible_draws` at ``level``.
+            :func:`~noisycal.engines.density.diagnostics.min_credible_draws` at ``level``.
         """
         level = check_level(level)
         draws = self.draws
@@ -265,7 +265,7 @@ class AnnotatorFit:
 
         NUTS fits keep (chain, draw) and fill every group ArviZ's checks need
         (``sample_stats``, per-item ``log_likelihood``, ``posterior_predictive``,
-        ``observed_data``; see :mod:`noisycal.engines.arviz_export`), so ``az.loo``,
+        ``observed_data``; see :mod:`noisycal.engines.density.arviz_export`), so ``az.loo``,
         ``az.waic``, ``az.compare``, ``az.plot_energy`` and ``az.plot_ppc`` apply. EM
         fits give the posterior group only: one chain of the bootstrap refits (or a
         single draw of the point estimate when there are none).
@@ -280,7 +280,7 @@ class AnnotatorFit:
         if not isinstance(predictive, bool | np.bool_):
             raise ValueError(f"predictive must be True or False, got {predictive!r}")
         seed = check_seed(seed)
-        from .arviz_export import annotator_inference_data, em_inference_data
+        from .density.arviz_export import annotator_inference_data, em_inference_data
 
         if self.method == "nuts" and "chains" in self.details:
             return annotator_inference_data(self, seed=seed, predictive=bool(predictive))
@@ -332,7 +332,7 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
 
     from noisycal.models.dawid_skene import make_data
 
-    from .em import e_step
+    from .em.dawid_skene import e_step
 
     annotations, amap, cmap = fit_codes(fit, annotations, purpose="predict")
     arr = annotations.engine_arrays()
@@ -382,8 +382,8 @@ def fit_codes(fit: AnnotatorFit, annotations: Any, *, purpose: str, own: bool = 
     ValueError
         Naming ``fit`` or ``annotations``.
     """
-    from ..correction import fit_index
-    from ..data import Annotations
+    from ..annotations.core import Annotations
+    from ..correction.labels import fit_index
 
     if not isinstance(fit, AnnotatorFit):
         raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")

@@ -92,7 +92,7 @@ def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bo
         inverted, so a corrected target refuses it); 'boundary' when a marginal model's
         prevalence is below :data:`BOUNDARY`; else ('ok', '').
     """
-    from ..correction import GAP_THRESHOLD
+    from ..correction.labels import GAP_THRESHOLD
 
     if not converged:
         return "not_converged", "the iteration limit was reached before the tolerance"

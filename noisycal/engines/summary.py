@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._html import escape, fmt, frame_html
-from .._stats import equal_tailed
-from .._validation import check_level
-from .diagnostics import import_arviz, min_credible_draws
+from .._util.html import escape, fmt, frame_html
+from .._util.stats import equal_tailed
+from .._util.validation import check_level
+from .density.diagnostics import import_arviz, min_credible_draws
 
 __all__ = ["Summary", "fit_summary", "fit_loo", "parameter_frame", "parameter_intervals",
            "WIDTH"]
@@ -193,7 +193,7 @@ def fit_loo(fit: Any) -> Any:
 
     ``az.loo(fit.to_arviz(predictive=False), pointwise=True)``: each item's ratings are
     left out together (the per-item log-likelihood with the true class marginalised,
-    :func:`noisycal.engines.arviz_export.item_loglik_draws`). Computed once per fit and
+    :func:`noisycal.engines.density.arviz_export.item_loglik_draws`). Computed once per fit and
     kept with it, so :meth:`~noisycal.engines.results.AnnotatorFit.summary` shows the
     ``elpd_loo`` once :func:`noisycal.annotators.compare` (or this) has computed it.
 
@@ -238,7 +238,7 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
     level : float, default=0.9
         Interval level of the tables (intervals only when the fit has draws: bootstrap
         refits of an EM fit fitted with ``n_boot``, or at least
-        :func:`~noisycal.engines.diagnostics.min_credible_draws` posterior draws).
+        :func:`~noisycal.engines.density.diagnostics.min_credible_draws` posterior draws).
     loo : bool, optional
         NUTS fits: compute ``elpd_loo`` (:func:`fit_loo`) when True; None shows it only
         when it was computed already; False never.

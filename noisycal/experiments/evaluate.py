@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_labels, check_real
+from .._util.validation import check_choice, check_labels, check_real
 from ..intervals.bootstrap import bootstrap
 from ..intervals.estimate import Estimate
 from ..metrics import brier, ece, nll

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_int
+from .._util.validation import check_choice, check_int
 from ..calibrators.lwcal import disagreement
 from .evaluate import CELL_KEYS, evaluate
 from .methods import LEARNERS, fit_method, make_learner, method_specs

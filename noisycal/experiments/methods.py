@@ -37,8 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_real
-from .._warnings import NoisycalWarning
+from .._util.validation import check_choice, check_int, check_real
 from ..calibrators import (
     BetaCalibration,
     Calibrator,
@@ -48,6 +47,7 @@ from ..calibrators import (
     PlattScaling,
     TrimCal,
 )
+from ..exceptions import NoisycalWarning
 
 __all__ = ["LEARNERS", "GATE_CENTERS", "GATE_WIDTHS", "MethodSpec", "make_learner",
            "method_specs", "gate_method_name", "MAIN_METHODS",

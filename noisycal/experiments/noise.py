@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._validation import check_choice, check_int, check_labels, check_real
+from .._util.validation import check_choice, check_int, check_labels, check_real
 
 __all__ = ["MODES", "RATES", "PARTS", "split_indices", "check_splits", "flip_probabilities",
            "uniforms", "corrupt", "noisy_labels"]

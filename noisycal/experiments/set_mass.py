@@ -1,6 +1,8 @@
-"""The evaluation protocol of "Adaptive Set-Mass Calibration with Conformal Prediction"
-(Section 5.2, Appendix D): random calibration/test splits of a model's logits, every
-method fitted on the calibration part, the table's metrics on the test part.
+"""The evaluation protocol of "Adaptive Set-Mass Calibration with Conformal Prediction".
+
+The protocol (Section 5.2, Appendix D): random calibration/test splits of a model's
+logits, every method fitted on the calibration part, the table's metrics on the test
+part.
 
 Metrics (25 equal-width bins throughout, the authors' code): CMCE (Eq. 4), top-label ECE,
 MCE, classwise ECE (mean over classes), NLL, Brier (summed over classes), coverage of the
@@ -23,7 +25,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from .. import calibrators as cal
-from .._typing import ArrayLike
+from .._util.types import ArrayLike
 from ..metrics import brier, cmce, coverage_window, ece, hpr_coverage, mce, nll
 from .noise import check_splits
 

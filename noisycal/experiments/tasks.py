@@ -18,7 +18,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice
+from .._util.validation import check_choice
 
 __all__ = ["Task", "TASKS", "TASK_NAMES", "SYNTHETIC_KWARGS", "load_task", "task_table"]
 

@@ -1,19 +1,19 @@
-"""Intervals: the Estimate type, bootstrap resampling, equal-tailed and credible intervals,
-finite-sample bounds. Intervals receive statistics or bin indices; they never import
-:mod:`noisycal.metrics`."""
+"""Intervals: the Estimate type, bootstrap resampling, test inversion, equal-tailed intervals.
+
+Intervals receive statistics or bin indices; they import only the private toolbox and
+the warning classes."""
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from .._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
+    from .._util.stats import equal_tailed
     from .bootstrap import BOOTSTRAP_METHODS, bootstrap, interval_from_replicates
-    from .bounds import hoeffding_radius
-    from .credible import equal_tailed
     from .estimate import Estimate
 
 __all__ = ["Estimate", "bootstrap", "interval_from_replicates", "equal_tailed",
-           "hoeffding_radius", "BOOTSTRAP_METHODS"]
+           "BOOTSTRAP_METHODS"]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -17,9 +18,10 @@ from scipy import stats as sps
 import jax
 import jax.numpy as jnp
 
-from .._jax import as_key, x64
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.jax import as_key, x64
+from .._util.stats import equal_tailed
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     check_batch_size,
     check_choice,
     check_int,
@@ -27,11 +29,11 @@ from .._validation import (
     check_seed,
     user_stacklevel,
 )
-from .._warnings import NumericalWarning
-from .credible import equal_tailed
+from ..exceptions import NumericalWarning
 from .estimate import Estimate, outside_interval
 
 __all__ = [
+    "multinomial_counts",
     "BOOTSTRAP_METHODS",
     "bootstrap",
     "cluster_codes",
@@ -94,6 +96,26 @@ def cluster_codes(cluster: ArrayLike | None, n: int) -> tuple[np.ndarray | None,
     return codes.astype(np.int32), int(codes.max()) + 1
 
 
+def multinomial_counts(rng_key: jax.Array, n: int, *, dtype: Any = None) -> jax.Array:
+    """Multinomial bootstrap weights: how often each of ``n`` units is drawn in ``n``
+    draws with replacement (the one resample draw of every bootstrap).
+
+    Parameters
+    ----------
+    rng_key : jax key
+    n : int
+        Number of units (static): items, rows or clusters.
+    dtype : dtype, optional
+        Of the counts (default: JAX's default float type).
+
+    Returns
+    -------
+    (n,) array of counts summing to ``n``.
+    """
+    idx = jax.random.randint(rng_key, (n,), 0, n, dtype=jnp.int32)
+    return jnp.zeros(n, dtype=dtype).at[idx].add(1.0)
+
+
 def replicate_weights(rng_key: jax.Array, codes: jax.Array | None,
                       n_clusters: int) -> jax.Array:
     """Multinomial bootstrap weights of the n rows (clusters resampled whole when given).
@@ -111,8 +133,6 @@ def replicate_weights(rng_key: jax.Array, codes: jax.Array | None,
     jax.Array of shape (n,)
         How often each row is drawn.
     """
-    from ..engines.resample import multinomial_counts
-
     cw = multinomial_counts(rng_key, n_clusters, dtype=jnp.float64)
     return cw if codes is None else cw[codes]
 

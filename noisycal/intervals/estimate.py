@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._html import estimate_html, plugin_value
-from .._warnings import NumericalWarning
+from .._util.html import estimate_html, plugin_value
+from ..exceptions import NumericalWarning
 
 __all__ = ["Estimate", "outside_interval", "OUTSIDE_RTOL", "OUTSIDE_ATOL"]
 

@@ -46,7 +46,7 @@ estimate and :math:`\hat m` rescaled to norm :math:`\theta_0` accepts it.
 targets) for the test of :math:`\theta = 0`, since sparsely filled bins make the
 Gaussian null too light-tailed. The binned ECE also floors each bin mean's variance at its
 value under calibration for one-hot targets
-(:func:`noisycal.metrics.binned_form.floored_cov`): a sparse bin without a positive label
+(:func:`noisycal.metrics.binned.form.floored_cov`): a sparse bin without a positive label
 has a sample variance near 0, which makes the simulated statistic too light in its upper
 tail and puts the lower end above the truth.
 
@@ -61,10 +61,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._jax import as_numpy_rng
-from .._typing import Seed
-from .._validation import check_choice, check_int, check_level, user_stacklevel
-from .._warnings import NumericalWarning
+from .._util.jax import as_numpy_rng
+from .._util.types import Seed
+from .._util.validation import check_choice, check_int, check_level, user_stacklevel
+from ..exceptions import NumericalWarning
 
 __all__ = ["Inversion", "invert_norm", "norm_of_means", "simulate_noise", "gaussian_null",
            "covariance_factor", "upper_p_value", "inversion_report", "no_variation"]
@@ -352,7 +352,7 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         in ``benchmarks/README.md``.
     zero_null : ndarray of shape (n_null,), optional
         Draws of the statistic under perfect calibration from an exact null (consistency
-        resampling, :func:`noisycal.metrics.binned_form.consistency_null`). When given,
+        resampling, :func:`noisycal.metrics.binned.form.consistency_null`). When given,
         the test of :math:`\\theta = 0` and ``p_value`` use these draws instead of the
         Gaussian null, and the interval starts at 0 whenever that test does not reject
         at level ``1 - level``: with sparsely filled bins the Gaussian null with the
@@ -379,7 +379,7 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         scale of the search); entries may be inf (a draw whose statistic is unbounded).
         The NC-ECE with fitted channels passes draws whose channel part is the exact,
         nonlinear image of Gaussian channel draws
-        (:func:`noisycal.metrics.nc_ece_channels.channel_noise`).
+        (:func:`noisycal.metrics.nc.delta.channel_noise`).
 
     Returns
     -------

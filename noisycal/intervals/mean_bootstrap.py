@@ -1,13 +1,15 @@
-"""Bootstrap interval of a mean with O(1) memory per replicate: resampled indices drawn
-and summed in blocks, never a weight vector of n per replicate."""
+"""Bootstrap interval of a mean with O(1) memory per replicate.
+
+Resampled indices are drawn and summed in blocks, never a weight vector of n per
+replicate."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._jax import as_numpy_rng
-from .._typing import ArrayLike, Seed
-from .._validation import check_choice, check_int, check_level, check_seed
+from .._util.jax import as_numpy_rng
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_choice, check_int, check_level, check_seed
 from .bootstrap import BOOTSTRAP_METHODS, cluster_codes, interval_from_replicates
 from .estimate import Estimate
 

@@ -2,17 +2,16 @@
 
 from typing import TYPE_CHECKING
 
-from .._lazy import attach
+from .._util.lazy import attach
 
-# the public names, imported on first use (noisycal._lazy reads this block)
+# the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
-    from .calibration_test import CalibrationTest, calibration_test
     from .cmce import cmce, coverage_window, hpr_coverage, hpr_sets
-    from .crossfit import nc_ece_crossfit
     from .ece import ESTIMATORS, INTERVALS, PAPER_N_BINS, ece, mce
     from .scores import brier, nll
+    from .significance import CalibrationTest, calibration_test
     from .slope import calibration_intercept, calibration_slope
-    from .smooth import smooth_ece, smooth_ece_linear_form
+    from .smooth.ece import smooth_ece, smooth_ece_linear_form
     from .true_label import true_label_ece
 
 __all__ = [
@@ -27,7 +26,6 @@ __all__ = [
     "nll",
     "calibration_slope",
     "calibration_intercept",
-    "nc_ece_crossfit",
     "calibration_test",
     "CalibrationTest",
     "ESTIMATORS",

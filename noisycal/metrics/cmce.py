@@ -1,5 +1,6 @@
-r"""Cumulative mass calibration error (CMCE) and the coverage of nested highest-probability
-sets, from "Adaptive Set-Mass Calibration with Conformal Prediction".
+r"""Cumulative mass calibration error (CMCE) and coverage of nested highest-probability sets.
+
+Both are from "Adaptive Set-Mass Calibration with Conformal Prediction".
 
 Every row of the predictions gives K nested highest-probability sets (t = 1..K, the full
 set included); each is a pair (mass, coverage) (:mod:`noisycal.metrics.set_mass`). The
@@ -25,9 +26,9 @@ from scipy.special import softmax
 import jax
 import jax.numpy as jnp
 
-from .._jax import as_key, x64
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.jax import as_key, x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     check_batch_size,
     check_choice,
     check_int,
@@ -50,9 +51,9 @@ from ..intervals.bootstrap import (
 )
 from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
-from ..targets import Target, as_target_matrix
-from .binned_estimate import _bin_table
-from .binning import Binned, metric_from_stats, uniform_edges
+from ..targets.target import Target, as_target_matrix
+from .binned.bins import Binned, metric_from_stats, uniform_edges
+from .binned.estimate import _bin_table
 from .cmce_stream import CmceForm, cmce_form
 from .ece import _target_kind, resolve_estimator, with_target_status
 from .inputs import _checked_probs as checked_probs

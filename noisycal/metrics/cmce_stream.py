@@ -1,5 +1,7 @@
-r"""The cumulative mass calibration error's per-bin statistics and inverted-interval form,
-accumulated over row chunks (no per-item table of n x n_bins x 3 numbers).
+r"""The CMCE's per-bin statistics and inverted-interval form, accumulated over row chunks.
+
+The CMCE is the cumulative mass calibration error; no per-item table of n x n_bins x 3
+numbers is built.
 
 "Adaptive Set-Mass Calibration with Conformal Prediction" (Eq. 4): the CMCE is a
 reduction of per-bin sums over the n * K nested sets. With the bins held fixed it is a
@@ -9,7 +11,7 @@ minus mass summed over its sets in bin b), so the inverted interval needs the me
 :math:`d_{ib} - \mathrm{gap}_b N_{ib}`. :func:`cmce_form` computes them in two passes
 over chunks of rows (:func:`~noisycal.metrics.set_mass.prefix_bin_stats` on each
 chunk): the first sums the statistics and the gaps, the second the centred cross
-products (the two-pass form of :func:`~noisycal.metrics.binned_form.contribution_mean_cov`)
+products (the two-pass form of :func:`~noisycal.metrics.binned.form.contribution_mean_cov`)
 and the residuals. Probabilities are read in their dtype (float32 widened one chunk at
 a time).
 """
@@ -21,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .binned_form import _cluster_cov
+from .binned.form import _cluster_cov
 from .set_mass import prefix_bin_stats
 
 __all__ = ["CmceForm", "cmce_form", "STREAM_ROWS"]

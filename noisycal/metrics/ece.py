@@ -7,16 +7,16 @@ and positive-class ECE). With hard labels this is the textbook ECE, with soft
 labels the expected true-label ECE of Tao, Luo, Dong & Xu (2026), "Confidence
 Calibration under Ambiguous Ground Truth"; with a corrected target the NC-ECE of
 "Noisy-Label Calibration with Multiple Unreliable Labels" (its intervals are in
-:mod:`noisycal.metrics.nc_ece`).
+:mod:`noisycal.metrics.nc.intervals`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._progress import check_progress
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.progress import check_progress
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     check_batch_size,
     check_choice,
     check_int,
@@ -25,16 +25,17 @@ from .._validation import (
     check_seed,
 )
 from ..intervals.bootstrap import BOOTSTRAP_METHODS
-from ..intervals.bounds import check_bound_options
 from ..intervals.estimate import Estimate
-from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
-from .binning import (
+from .binned.bins import (
     BIN_STRATEGIES,
     Binned,
     binned_from_predictions,
     streamed_bin_sums,
 )
-from .dask_input import gather_binned, row_blocks
+from .binned.dask import gather_binned, row_blocks
+from .binned.estimate import BOOTSTRAP_SCHEMES, binned_estimate
+from .binned.poisson import check_poisson_request
+from .binned.streamed import StreamedForm, streams_inversion
 from .inputs import (
     check_covariance_memory,
     lean_inputs,
@@ -44,15 +45,14 @@ from .inputs import (
 from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
 from .mce import MIN_COUNT, mce_estimate
-from .nc_ece import check_nc_ece_request, nc_ece_interval
-from .nc_ece_intervals import (
+from .nc.assemble import (
     carries_channel_error,
     delta_cov_hook,
     nc_ece_named,
     with_channel_error,
 )
-from .poisson_bootstrap import check_poisson_request
-from .streamed_form import StreamedForm, streams_inversion
+from .nc.bound import check_bound_options
+from .nc.intervals import check_nc_ece_request, nc_ece_interval
 
 __all__ = ["ece", "mce", "resolve_inputs", "lean_inputs",
            "with_target_status", "PAPER_N_BINS",
@@ -229,7 +229,7 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         a DataFrame's column labels are matched to the classes (``classes=``, the
         Target's classes or a categorical target's categories) and reordered by label;
         plain arrays are read by position. Dask arrays are read in row blocks
-        (:mod:`noisycal.metrics.dask_input`).
+        (:mod:`noisycal.metrics.binned.dask`).
     target : Target, array-like of shape (n_items, n_classes), or labels (n_items,)
         What the predictions are compared with. Rows sum to 1 and lie in [0, 1]; only a
         noise-corrected Target (``kind='corrected'``: :func:`noisycal.targets.corrected`,
@@ -264,7 +264,7 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         Default: 'positive_class' for 1-D binary input, else 'top_label'.
     strategy : {'uniform', 'quantile'}, default='uniform'
         Equal-width bins, or equal-mass bins whose inner edges are midpoints
-        between order statistics (see :func:`~noisycal.metrics.binning.quantile_inner_edges`).
+        between order statistics (see :func:`~noisycal.metrics.binned.bins.quantile_inner_edges`).
     interval : {'bootstrap', None, ...}
         Interval kind (the kinds of :func:`ece` are listed there).
     level : float, default=0.9
@@ -289,7 +289,7 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         How ``interval='bootstrap'`` draws its item-bootstrap replicates. 'exact': n
         items drawn with replacement per replicate (cost n per replicate). 'poisson':
         an independent Poisson(1) weight per item (or cluster) and replicate, weighted
-        bin means and total (:mod:`noisycal.metrics.poisson_bootstrap`; cost n per
+        bin means and total (:mod:`noisycal.metrics.binned.poisson`; cost n per
         replicate, shardable over ``devices``; not with ``rebin``). 'binned': the
         same bootstrap drawn from per-cell statistics (cost independent of n); a cell
         is a bin, split by the target value when every target is 0 or 1. The cell
@@ -369,16 +369,16 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         confusion matrices), or ``B * channel_radius`` with ``channel_radius`` a bound on
         the total-variation distance between a true and a fitted confusion row).
     channel_radius, true_channels, same_sample
-        See ``bound_mode`` and :func:`noisycal.intervals.bounds.nc_ece_bound`.
+        See ``bound_mode`` and :func:`noisycal.metrics.nc.bound.nc_ece_bound`.
         ``same_sample=None`` (default) infers from the target's provenance whether its
         channels were fitted on the evaluated items (Proposition 1) or not (Theorem 1):
-        :func:`noisycal.intervals.bounds.infer_same_sample`; ``details['statement']``
+        :func:`noisycal.metrics.nc.bound.infer_same_sample`; ``details['statement']``
         says which was applied. These options and ``bound_mode`` are always validated;
         given (not at their defaults) without
         ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
     bound_kind : {'auto', 'bernstein', 'hoeffding'}, default='auto'
         With ``interval='bound'``: the inequality of the sampling radius
-        (:func:`noisycal.intervals.bounds.nc_ece_bound`): 'hoeffding' the radius of
+        (:func:`noisycal.metrics.nc.bound.nc_ece_bound`): 'hoeffding' the radius of
         Theorem 1 / Proposition 1 of "Noisy-Label Calibration with Multiple Unreliable
         Labels", 'bernstein' the empirical Bernstein radius (Maurer & Pontil 2009,
         Theorem 4), 'auto' the smaller of the two at eta/2 each (never wider than
@@ -387,10 +387,10 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         With a corrected target built from an EM fit of the Dawid-Skene family (two
         classes: the positive-class ECE; K > 2: the L1 top-label or classwise ECE with
         equal-width bins): refit the channels (and the aggregation weights) on the items
-        of every bootstrap replicate (:mod:`noisycal.intervals.refit`). With
+        of every bootstrap replicate (:mod:`noisycal.metrics.nc.refit`). With
         ``interval='inversion'`` (what 'auto' becomes) the replicates' covariance of the
         bin means replaces the delta method's in the inverted test
-        (:func:`noisycal.metrics.nc_ece_intervals.refit_inversion`); with
+        (:func:`noisycal.metrics.nc.assemble.refit_inversion`); with
         ``interval='bootstrap'`` the percentile interval of the replicates (biased upward
         near 0, like every bootstrap of the plug-in).
     progress : bool, default=False
@@ -426,7 +426,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     (EM, MLE or NUTS Dawid-Skene-family fits, Hui-Walter moment and GMM fits), the
     default inverted interval carries their estimation error: the covariance of the bin
     means gains the delta-method terms of
-    :mod:`noisycal.metrics.nc_ece_channels` (the channels' sandwich covariance and its
+    :mod:`noisycal.metrics.nc.delta` (the channels' sandwich covariance and its
     correlation with the items' own terms, items matched to the fit by id;
     ``details['channel_error']``). Status 'weak_channels' when a move of two standard
     errors of the channels makes a used channel singular (the normal approximation
@@ -436,7 +436,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     (``benchmarks/coverage_nc_ece.py``). Other interval kinds of the NC-ECE:
     ``interval='bound'`` (its Theorem 1 / Eq. C.11, or Proposition 1 for channels fitted
     on the evaluated items, generalised to K classes by
-    :func:`noisycal.intervals.bounds.nc_ece_bound`; components B-hat, sampling radius
+    :func:`noisycal.metrics.nc.bound.nc_ece_bound`; components B-hat, sampling radius
     and channel term in ``details``), ``refit_channels=True`` (above) and
     ``interval='credible'`` (a corrected target built from a NUTS fit: the equal-tailed
     interval of the binned NC-ECE over channel posterior draws x Bayesian bootstrap of

@@ -1,6 +1,7 @@
-"""Predictions and targets as the metrics read them: :func:`resolve_inputs` (validated
-float64 matrices) and :func:`lean_inputs` (float32 kept, label vectors as class codes,
-checked over row chunks)."""
+"""Predictions and targets as the metrics read them.
+
+:func:`resolve_inputs` gives validated float64 matrices; :func:`lean_inputs` keeps
+float32, reads label vectors as class codes and checks them over row chunks."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import sys
 
 import numpy as np
 
-from .._typing import ArrayLike
-from .._validation import (
+from .._util.types import ArrayLike
+from .._util.validation import (
     check_choice,
     check_not_swapped,
     check_probs,
@@ -21,8 +22,8 @@ from .._validation import (
     prob_atol,
 )
 from ..intervals.estimate import Estimate
-from ..targets import Target, as_target_matrix
-from .binning import CHUNK_ROWS, KINDS
+from ..targets.target import Target, as_target_matrix
+from .binned.bins import CHUNK_ROWS, KINDS
 
 __all__ = ["resolve_inputs", "lean_inputs", "with_target_status", "target_kind",
            "resolve_kind", "is_dask_array", "align_columns", "check_target_rows",
@@ -43,7 +44,7 @@ def _no_dask(probs: object, target: object, logits: object) -> None:
                          "dask_input); apply the softmax block by block, or call .compute()")
     if any(is_dask_array(a) for a in (probs, target)):
         raise TypeError("Dask arrays are read block by block by nc.ece, nc.mce, nc.brier and "
-                        "nc.nll only (noisycal.metrics.dask_input); for this function call "
+                        "nc.nll only (noisycal.metrics.binned.dask); for this function call "
                         ".compute() on them first")
 
 
@@ -143,7 +144,7 @@ def align_columns(probs: object, logits: object, classes: ArrayLike | None, targ
 def check_target_rows(T: np.ndarray, target: object, name: str = "target") -> None:
     """Refuse a target matrix off the probability simplex.
 
-    Every row must sum to 1 (within :func:`~noisycal._validation.prob_atol` of the
+    Every row must sum to 1 (within :func:`~noisycal._util.validation.prob_atol` of the
     target's dtype); entries must lie in [0, 1] unless the target is a Target of kind
     'corrected' (noise-corrected rows are unbiased estimates of one-hot rows: they sum to
     1 but may leave [0, 1]; ``nc.targets.from_matrix(values, kind='corrected')`` declares

@@ -54,9 +54,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats as sps
 
-from .._jax import as_numpy_rng
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.jax import as_numpy_rng
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     check_batch_size,
     check_choice,
     check_int,
@@ -65,13 +65,13 @@ from .._validation import (
     check_seed,
     user_stacklevel,
 )
-from .._warnings import NumericalWarning
+from ..exceptions import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, cluster_codes
 from ..intervals.estimate import Estimate
-from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
-from .binned_form import one_hot_target
-from .binning import BIN_STRATEGIES, Binned, binned_from_predictions, uniform_edges
-from .dask_input import block_inputs, gather_binned, refuse, row_blocks
+from .binned.bins import BIN_STRATEGIES, Binned, binned_from_predictions, uniform_edges
+from .binned.dask import block_inputs, gather_binned, refuse, row_blocks
+from .binned.estimate import BOOTSTRAP_SCHEMES, binned_estimate
+from .binned.form import one_hot_target
 from .inputs import lean_inputs, resolve_kind, target_kind, with_target_status
 
 __all__ = ["mce_estimate", "mce_estimand", "simultaneous_bounds", "cell_moments",

@@ -1,5 +1,6 @@
-"""Per-item losses of the proper scores (:func:`noisycal.brier`, :func:`noisycal.nll`): the
-formulas, shared by the in-memory metrics and by row blocks of Dask input."""
+"""Per-item losses of the proper scores (:func:`noisycal.brier`, :func:`noisycal.nll`).
+
+The formulas are shared by the in-memory metrics and by row blocks of Dask input."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import warnings
 
 import numpy as np
 
-from .._validation import PROB_ATOL, user_stacklevel
-from .._warnings import NumericalWarning
+from .._util.validation import PROB_ATOL, user_stacklevel
+from ..exceptions import NumericalWarning
 from ..intervals.estimate import Estimate
-from .binning import CHUNK_ROWS
+from .binned.bins import CHUNK_ROWS
 
 __all__ = ["AFFINE_IN_TARGET", "leaves_unit_interval", "brier_form", "brier_losses",
            "nll_losses", "nll_high_variance", "score_estimand", "SCORE_ESTIMATOR"]

@@ -12,8 +12,8 @@ from scipy.special import expit, log_expit
 import jax
 import jax.numpy as jnp
 
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     PROB_ATOL,
     check_choice,
     check_int,
@@ -22,12 +22,12 @@ from .._validation import (
     check_seed,
     user_stacklevel,
 )
-from .._warnings import NumericalWarning
+from ..exceptions import NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS
 from ..intervals.estimate import Estimate
 from ..intervals.mean_bootstrap import bootstrap_mean
-from .dask_input import is_dask_array
-from .dask_scores import dask_score
+from .binned.dask import is_dask_array
+from .binned.dask_scores import dask_score
 from .ece import lean_inputs, resolve_inputs, with_target_status
 from .score_losses import (
     AFFINE_IN_TARGET,
@@ -200,7 +200,7 @@ def brier(
         A 1-D binary input gives the binary Brier score :math:`(p_i - T_{i1})^2`;
         a matrix gives the multi-class score :math:`\sum_k (p_{ik} - T_{ik})^2`
         (twice the binary one when K = 2). Dask arrays are read in row blocks
-        (:mod:`noisycal.metrics.dask_input`).
+        (:mod:`noisycal.metrics.binned.dask`).
     target : Target, array-like of shape (n_items, n_classes) or labels
     classes, items : see :func:`noisycal.ece`
     variant : {'plain', 'expected'}, default='plain'
@@ -300,7 +300,7 @@ def nll(
     Parameters
     ----------
     probs, logits, target, classes, items : see :func:`noisycal.ece`
-        (Dask arrays too: :mod:`noisycal.metrics.dask_input`)
+        (Dask arrays too: :mod:`noisycal.metrics.binned.dask`)
     interval : {'bootstrap', 'wald', None}, default='bootstrap'
     method : {'percentile', 'basic', 'bca'}, default='percentile'
         How the bootstrap interval is read off the replicates (``method=`` means only

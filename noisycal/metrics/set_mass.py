@@ -22,8 +22,8 @@ import warnings
 
 import numpy as np
 
-from .._validation import check_real, user_stacklevel
-from .._warnings import NumericalWarning
+from .._util.validation import check_real, user_stacklevel
+from ..exceptions import NumericalWarning
 
 __all__ = ["HPR_TOL", "chunk_rows", "prefix_bin_stats", "hpr_mask", "window_sums",
            "warn_empty_window", "check_window"]
@@ -108,7 +108,7 @@ def prefix_bin_stats(P: np.ndarray, labels: np.ndarray | None, T: np.ndarray | N
     """Per-item, per-bin sums over the K nested sets of every row, shape (n, n_bins, 3).
 
     Column 0 counts the sets of item i whose mass falls in bin b (equal-width bins
-    ``[lo, hi)`` with the last one closed, :func:`~noisycal.metrics.binning.equal_width_bins`),
+    ``[lo, hi)`` with the last one closed, :func:`~noisycal.metrics.binned.bins.equal_width_bins`),
     column 1 sums their masses and column 2 their coverages. Summed over items these are
     the per-bin sufficient statistics of the cumulative mass calibration error.
 

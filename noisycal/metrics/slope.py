@@ -10,15 +10,15 @@ from scipy import stats as sps
 import jax
 import jax.numpy as jnp
 
-from .._typing import ArrayLike, Seed
-from .._validation import (
+from .._util.types import ArrayLike, Seed
+from .._util.validation import (
     check_choice,
     check_int,
     check_level,
     check_seed,
     user_stacklevel,
 )
-from .._warnings import ConvergenceWarning, NumericalWarning
+from ..exceptions import ConvergenceWarning, NumericalWarning
 from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
 from ..intervals.estimate import Estimate
 from .ece import resolve_inputs, with_target_status

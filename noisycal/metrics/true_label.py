@@ -1,5 +1,7 @@
-"""The true-label ECE of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous
-Ground Truth": the ECE against labels drawn from the annotator distribution."""
+"""The true-label ECE: the ECE against labels drawn from the annotator distribution.
+
+It is the metric of Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous
+Ground Truth"."""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ import numpy as np
 
 import jax
 
-from .._jax import as_key, as_numpy_rng
-from .._typing import ArrayLike, Seed
-from .._validation import PROB_ATOL, check_choice, check_int
+from .._util.jax import as_key, as_numpy_rng
+from .._util.types import ArrayLike, Seed
+from .._util.validation import PROB_ATOL, check_choice, check_int
 from ..intervals.estimate import Estimate
-from .binned_estimate import BOOTSTRAP_SCHEMES, binned_estimate
-from .binning import group_scores, make_binned
+from .binned.bins import group_scores, make_binned
+from .binned.estimate import BOOTSTRAP_SCHEMES, binned_estimate
 from .ece import _check_common, _doc, resolve_estimator
 from .inputs import resolve_inputs, with_target_status
 from .inputs import resolve_kind as _resolve_kind

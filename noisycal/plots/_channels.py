@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._typing import ArrayLike
+from .._util.types import ArrayLike
 from ._layout import check_ax, check_title, set_title
 
 if TYPE_CHECKING:  # pragma: no cover

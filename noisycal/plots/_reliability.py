@@ -1,5 +1,7 @@
-"""Reliability diagrams with per-bin interval bars, and the cumulative-mass calibration
-curve of :func:`noisycal.cmce` (re-exported by :mod:`noisycal.plots`).
+"""Reliability diagrams and the cumulative-mass calibration curve.
+
+The diagrams carry per-bin interval bars; the curve is that of :func:`noisycal.cmce`.
+Both are re-exported by :mod:`noisycal.plots`.
 
 matplotlib is imported inside the plotting functions, so ``import noisycal`` does not
 import it.
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_level
+from .._util.validation import check_choice, check_level
 from ..intervals.estimate import Estimate
 from ._layout import check_ax, check_title, new_axes, set_title
 

@@ -1,0 +1,120 @@
+"""JAX helpers: scoped float64 and seed handling, without global side effects."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import numpy as np
+
+import jax
+
+from .types import PRNGKey, Seed
+from .validation import check_seed
+
+__all__ = ["x64", "as_key", "as_numpy_rng", "set_compilation_cache"]
+
+
+@contextlib.contextmanager
+def x64(enabled: bool = True) -> Iterator[None]:
+    """Run the enclosed JAX code in float64 (scoped, never process-wide).
+
+    noisycal computes in float64 by default; the user's global JAX setting is
+    left untouched (``jax.enable_x64`` is used as a context manager).
+    """
+    with jax.enable_x64(enabled):
+        yield
+
+
+def as_key(seed: Seed) -> PRNGKey:
+    """Turn ``seed`` (an int or a JAX key) into a JAX PRNG key.
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is None, a bool, or neither an int nor a JAX key.
+    """
+    if seed is None or isinstance(seed, bool):
+        raise ValueError(
+            f"seed must be an int or a JAX PRNG key, got {seed!r}; "
+            "pass seed=0 (or any int) for a reproducible result"
+        )
+    if isinstance(seed, int | np.integer):
+        return jax.random.key(int(check_seed(seed)))
+    if isinstance(seed, jax.Array):
+        if jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key):
+            return seed
+        if seed.dtype == np.uint32 and seed.shape == (2,):
+            return jax.random.wrap_key_data(seed)
+    raise ValueError(f"seed must be an int or a JAX PRNG key, got {type(seed).__name__}")
+
+
+def as_numpy_rng(seed: Seed) -> np.random.Generator:
+    """A NumPy Generator derived deterministically from ``seed`` (int or JAX key)."""
+    key = as_key(seed)
+    data = np.asarray(jax.random.key_data(key)).ravel().astype(np.uint64)
+    return np.random.default_rng([int(x) for x in data])
+
+
+def set_compilation_cache(path: str | os.PathLike[str] | None, *,
+                          min_compile_time: float = 0.0) -> str | None:
+    """Opt in to JAX's persistent compilation cache (off unless called).
+
+    The programs noisycal compiles (the EM loop, the identification check's Hessians,
+    bootstrap refits) are written to ``path`` and read back by later processes, so a
+    fresh Python session skips most of the first call's compilation. Tracing and
+    lowering still run in every process (they compute the cache key).
+
+    Parameters
+    ----------
+    path : str or path-like or None
+        Cache folder (created if absent); ``None`` turns the cache off again.
+    min_compile_time : float, default=0.0
+        Programs that compiled in less than this many seconds are not stored (JAX's own
+        default, 1 s, would leave out most of noisycal's programs).
+
+    Returns
+    -------
+    str or None
+        The cache folder in use.
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is not a path or ``min_compile_time`` is negative or not finite.
+
+    Notes
+    -----
+    This changes JAX's process-wide configuration (``jax_compilation_cache_dir`` and
+    ``jax_persistent_cache_min_compile_time_secs``), which is why noisycal never does it
+    on its own: call it once at the top of a script. JAX reads the same settings from the
+    environment variables ``JAX_COMPILATION_CACHE_DIR`` and
+    ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS``. A cache folder is trusted code: do not
+    share one with users you do not trust.
+
+    Examples
+    --------
+    >>> import tempfile, noisycal as nc
+    >>> folder = nc.set_compilation_cache(tempfile.mkdtemp())
+    >>> nc.set_compilation_cache(None) is None
+    True
+    """
+    from jax.experimental.compilation_cache import compilation_cache
+
+    if path is not None and not isinstance(path, str | os.PathLike):
+        raise ValueError(f"path must be a folder (str or path-like) or None, got "
+                         f"{type(path).__name__}")
+    if isinstance(min_compile_time, bool) or not isinstance(min_compile_time, int | float) \
+            or not np.isfinite(min_compile_time) or min_compile_time < 0:
+        raise ValueError(f"min_compile_time must be a finite number of seconds >= 0, got "
+                         f"{min_compile_time!r}")
+    folder = None
+    if path is not None:
+        folder = os.fspath(path)
+        os.makedirs(folder, exist_ok=True)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                          float(min_compile_time))
+    jax.config.update("jax_compilation_cache_dir", folder)
+    compilation_cache.reset_cache()  # a cache opened earlier in the process is re-read
+    return folder

@@ -1,0 +1,308 @@
+"""Posterior predictive checks of Dawid–Skene family fits: :func:`ppc`.
+
+Ratings are replicated on the observed design (the same item and annotator for every
+rating, a fresh true class for every item) from the fitted model, and discrepancies
+that annotation modellers look at (unanimity, number of distinct labels, agreement of
+each annotator with the others, pairwise agreement and kappa, class shares, agreement by
+classifier score) are compared between the observed ratings and the replicates
+(:mod:`noisycal.annotators.checks.discrepancies`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..._util.jax import as_key
+from ..._util.types import ArrayLike, Seed
+from ..._util.validation import check_int, check_level, check_seed
+from ...annotations.core import Annotations
+from ...engines.density.arviz_export import replicate_ratings
+from ...engines.results import AnnotatorFit, fit_codes
+from .discrepancies import (
+    DISCREPANCIES,
+    discrepancy_rows,
+    discrepancy_values,
+    make_design,
+)
+
+__all__ = ["ppc", "PPCResult"]
+
+#: Replicated ratings generated per chunk (bounds memory on large data).
+CHUNK_RATINGS = 20_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class PPCResult:
+    """Result of :func:`ppc`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per discrepancy term: ``discrepancy`` (family), ``term`` (which
+        annotator, class, pair, score bin...), ``observed``, ``replicated_mean``,
+        ``low`` and ``high`` (the equal-tailed ``level`` range of the replicates) and
+        ``ppp`` (the posterior predictive p-value ``P(T(y_rep) >= T(y))``: near 0 the
+        model replicates too little of the statistic, near 1 too much; NaN where
+        the statistic is undefined). ``attrs`` hold ``level`` and ``method``.
+    replicated : ndarray of shape (n_rep, n_rows)
+        The discrepancies of every replicate, rows as in ``table``.
+    level : float
+    method : {'posterior', 'parametric_bootstrap'}
+        ``'posterior'``: one replicate per posterior draw (NUTS fits);
+        ``'parametric_bootstrap'``: every replicate drawn at the point estimate
+        (EM and MLE fits), so parameter uncertainty is ignored and the replicated
+        range is narrower than a posterior one.
+    n_rep : int
+    status : str
+        The fit's status: a check of a fit whose status is not ``'ok'`` is reported
+        with that status.
+    message : str
+    """
+
+    table: pd.DataFrame
+    replicated: np.ndarray = field(repr=False)
+    level: float
+    method: str
+    n_rep: int
+    status: str = "ok"
+    message: str = ""
+
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy ``table`` (a copy, with its ``attrs``)."""
+        return self.table.copy()
+
+    def summary(self) -> pd.DataFrame:
+        """The ``table``; ``attrs`` also hold ``method``, ``n_rep``, ``status`` and
+        ``message`` (never prints)."""
+        table = self.table.copy()
+        table.attrs.update(n_rep=self.n_rep, status=self.status, message=self.message)
+        return table
+
+    def plot(self, ax: Any = None, *, discrepancy: str | None = None) -> Any:
+        """Observed discrepancies against their replicated ranges.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Drawn on a new figure when None.
+        discrepancy : str, optional
+            One family only (a value of ``table['discrepancy']``).
+
+        Returns
+        -------
+        matplotlib Axes
+            One line per term: the replicated ``level`` range (bar), the replicated mean
+            (tick) and the observed value (dot, red when ``ppp`` is below
+            ``(1 - level) / 2`` or above ``(1 + level) / 2``).
+        """
+        import matplotlib.pyplot as plt
+
+        t = self.table
+        if discrepancy is not None:
+            if discrepancy not in set(t["discrepancy"]):
+                raise ValueError(f"discrepancy must be one of {sorted(set(t['discrepancy']))}"
+                                 f", got {discrepancy!r}")
+            t = t[t["discrepancy"] == discrepancy]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6.0, 0.35 * len(t) + 1.0))
+        y = np.arange(len(t))[::-1]
+        ax.hlines(y, t["low"], t["high"], color="0.6", lw=4, label=f"replicated {self.level:g}")
+        ax.plot(t["replicated_mean"], y, "|", color="0.2", ms=10, label="replicated mean")
+        tail = (1.0 - self.level) / 2.0
+        far = ((t["ppp"] < tail) | (t["ppp"] > 1.0 - tail)).to_numpy()
+        ax.plot(t["observed"].to_numpy()[~far], y[~far], "o", color="C0", label="observed")
+        ax.plot(t["observed"].to_numpy()[far], y[far], "o", color="C3",
+                label="observed (extreme ppp)")
+        ax.set_yticks(y, [f"{d}: {s}" for d, s in zip(t["discrepancy"], t["term"],
+                                                       strict=True)])
+        ax.set_xlabel("value")
+        ax.set_title(f"posterior predictive check ({self.method}, {self.n_rep} replicates)")
+        ax.legend(loc="best", fontsize="small")
+        return ax
+
+
+def _check_scores(scores: ArrayLike | None, n_items: int) -> np.ndarray | None:
+    if scores is None:
+        return None
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 2:  # probabilities: the top-label confidence
+        s = s.max(axis=1)
+    if s.shape != (n_items,) or not np.all(np.isfinite(s)):
+        raise ValueError(f"scores must be finite with shape (n_items,) = ({n_items},) or "
+                         f"(n_items, n_classes), one per item of annotations, got shape "
+                         f"{np.shape(scores)}")
+    return s
+
+
+def _check_which(discrepancies: Any, scores: np.ndarray | None) -> tuple[str, ...]:
+    if discrepancies is None:
+        return tuple(d for d in DISCREPANCIES if d != "score_agreement" or scores is not None)
+    names = [discrepancies] if isinstance(discrepancies, str) else list(discrepancies)
+    bad = [d for d in names if d not in DISCREPANCIES]
+    if bad or not names:
+        raise ValueError(f"discrepancies must be names from {list(DISCREPANCIES)}, got "
+                         f"{discrepancies!r}")
+    if "score_agreement" in names and scores is None:
+        raise ValueError("discrepancies 'score_agreement' needs scores=")
+    return tuple(d for d in DISCREPANCIES if d in names)
+
+
+def _fit_codes(fit: AnnotatorFit, ann: Annotations) -> tuple[Annotations, np.ndarray,
+                                                             np.ndarray, np.ndarray]:
+    """Ratings as the fit's annotator and class indices, and each item's group."""
+    ann, amap, cmap = fit_codes(fit, ann, purpose="replicate ratings", own=True)
+    arr = ann.engine_arrays()
+    L = fit.group_prevalence.shape[0]
+    group = np.zeros(ann.n_items, np.int64)
+    if L > 1:
+        pos = {v: i for i, v in enumerate(np.asarray(fit.items).tolist())}
+        missing = [v for v in np.asarray(ann.items).tolist() if v not in pos]
+        if missing:
+            raise ValueError(f"annotations has items the grouped fit has not seen, e.g. "
+                             f"{missing[:3]}; a grouped fit checks its own items")
+        idx = np.array([pos[v] for v in np.asarray(ann.items).tolist()])
+        group = np.asarray(fit.details["group_index"], np.int64)[idx]
+    return ann, amap[arr.annotator], cmap[arr.label], group
+
+
+def _params(fit: AnnotatorFit, n_rep: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """``n_rep`` parameter sets: evenly spaced posterior draws, or the estimate repeated."""
+    if fit.method == "nuts":
+        prev, conf = np.asarray(fit.draws["prevalence"]), np.asarray(fit.draws["confusion"])
+        idx = np.unique(np.round(np.linspace(0, prev.shape[0] - 1, min(n_rep, prev.shape[0])))
+                        .astype(np.int64))
+        return prev[idx], conf[idx], "posterior"
+    prev = np.broadcast_to(fit.group_prevalence, (n_rep, *fit.group_prevalence.shape))
+    conf = np.broadcast_to(fit.confusion, (n_rep, *fit.confusion.shape))
+    return prev, conf, "parametric_bootstrap"
+
+
+def ppc(fit: AnnotatorFit, annotations: Annotations, *,
+        discrepancies: str | list[str] | None = None, n_rep: int = 500, level: float = 0.9,
+        seed: Seed = 0, scores: ArrayLike | None = None, n_bins: int = 5) -> PPCResult:
+    """Posterior predictive check of a Dawid–Skene family fit.
+
+    Replicates the ratings on the observed design from the fitted model: for each
+    replicate, every item gets a true class drawn from its group's prevalence and every
+    observed (item, annotator) pair a label drawn from that annotator's confusion row.
+    NUTS fits replicate once per posterior draw (a posterior predictive check); EM and
+    MLE fits replicate ``n_rep`` times at the point estimate (a parametric bootstrap,
+    which ignores parameter uncertainty, so its replicated ranges are narrower and its
+    p-values more extreme than a posterior check's).
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A fit of :class:`~noisycal.DawidSkene`, :class:`~noisycal.OneCoinDawidSkene` or
+        :class:`~noisycal.GroupedDawidSkene` with finite estimates.
+    annotations : Annotations
+        The ratings the model was fitted on (annotators and classes matched to the fit's
+        by id and name).
+    discrepancies : str or list of str, optional
+        Families from ``'unanimity'``, ``'distinct_labels'``, ``'annotator_agreement'``,
+        ``'pairwise_agreement'``, ``'kappa'``, ``'class_shares'``,
+        ``'score_agreement'`` (defined in :mod:`noisycal.annotators.checks.discrepancies`);
+        default all of them (``'score_agreement'`` only when ``scores`` is given).
+    n_rep : int, default=500
+        Replicates; a NUTS fit uses at most its number of draws (evenly spaced).
+    level : float, default=0.9
+        Width of the replicated range in the table, a fraction in (0, 1).
+    seed : int or jax key, default=0
+        Randomness of the replicates.
+    scores : array-like of shape (n_items,) or (n_items, n_classes), optional
+        A classifier's score for each item of ``annotations`` (probabilities: their
+        maximum is used), for agreement by score bin.
+    n_bins : int, default=5
+        Equal-count score bins.
+
+    Returns
+    -------
+    PPCResult
+        The table (discrepancy, term, observed, replicated_mean, low, high, ppp) and a
+        ``plot`` method.
+
+    Raises
+    ------
+    ValueError
+        If an argument is invalid (the message names it) or the fit has no finite
+        estimates.
+
+    References
+    ----------
+    Gelman, Meng & Stern (1996), "Posterior predictive assessment of model fitness via
+    realized discrepancies", Statistica Sinica 6, 733-807.
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
+    >>> sim = nc.simulate.dawid_skene(200, [0.5, 0.5], conf, seed=0)
+    >>> fit = nc.DawidSkene().fit(sim.annotations, n_starts=2)
+    >>> check = nc.annotators.ppc(fit, sim.annotations, discrepancies="unanimity",
+    ...                           n_rep=100, seed=0)
+    >>> list(check.table.columns)
+    ['discrepancy', 'term', 'observed', 'replicated_mean', 'low', 'high', 'ppp']
+    """
+    ann, a_idx, labels, group = _fit_codes(fit, annotations)
+    n_rep = check_int(n_rep, "n_rep", minimum=2)
+    level = check_level(level)
+    key = as_key(check_seed(seed))
+    n_bins = check_int(n_bins, "n_bins", minimum=1)
+    s = _check_scores(scores, annotations.n_items)
+    which = _check_which(discrepancies, s)
+    item = ann.engine_arrays().item
+    J, K = fit.confusion.shape[0], fit.confusion.shape[-1]
+    design = make_design(item, a_idx, n_items=ann.n_items, n_annotators=J, n_classes=K,
+                         scores=s, n_bins=n_bins)
+    observed = discrepancy_values(labels[None], design, which)[0]
+    prev, conf, method = _params(fit, n_rep)
+    rep = _replicated(key, prev, conf, item, a_idx, ann.n_items, group, design, which)
+    rows = discrepancy_rows(design, which, np.asarray(fit.annotators), np.asarray(fit.classes))
+    lo, hi = _ranges(rep, level)
+    valid = np.isfinite(rep) & np.isfinite(observed)
+    ppp = np.where(valid.any(0), np.sum((rep >= observed) & valid, 0)
+                   / np.maximum(valid.sum(0), 1), np.nan)
+    table = pd.DataFrame({"discrepancy": [r[0] for r in rows], "term": [r[1] for r in rows],
+                          "observed": observed, "replicated_mean": _nanmean(rep),
+                          "low": lo, "high": hi, "ppp": ppp})
+    table.attrs.update(level=level, method=method)
+    status = "ok" if fit.status in ("ok", "boundary") else fit.status
+    message = "" if status == "ok" else f"the fit's status is {fit.status!r}: {fit.message}"
+    return PPCResult(table, rep, level, method, rep.shape[0], status, message)
+
+
+def _ranges(rep: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed ``level`` range of each column's finite values (NaN when none)."""
+    lo, hi = np.full(rep.shape[1], np.nan), np.full(rep.shape[1], np.nan)
+    for j in range(rep.shape[1]):
+        v = rep[:, j][np.isfinite(rep[:, j])]
+        if v.size:
+            lo[j], hi[j] = np.quantile(v, [(1 - level) / 2, (1 + level) / 2])
+    return lo, hi
+
+
+def _nanmean(x: np.ndarray) -> np.ndarray:
+    n = np.isfinite(x).sum(0)
+    return np.where(n > 0, np.nansum(x, 0) / np.maximum(n, 1), np.nan)
+
+
+def _replicated(key: Any, prev: np.ndarray, conf: np.ndarray, item: np.ndarray,
+                annotator: np.ndarray, n_items: int, group: np.ndarray, design: Any,
+                which: tuple[str, ...]) -> np.ndarray:
+    """Discrepancies of replicates drawn in chunks of at most ``CHUNK_RATINGS`` ratings
+    (the last chunk padded to the same size, so one compiled program serves all)."""
+    import jax
+
+    D = prev.shape[0]
+    size = int(min(D, max(1, CHUNK_RATINGS // max(1, item.size))))
+    out = []
+    for c, start in enumerate(range(0, D, size)):
+        idx = np.minimum(np.arange(start, start + size), D - 1)
+        labels = replicate_ratings(jax.random.fold_in(key, c), prev[idx], conf[idx], item,
+                                   annotator, n_items=n_items, group=group)
+        out.append(discrepancy_values(labels, design, which)[: min(size, D - start)])
+    return np.concatenate(out, axis=0)

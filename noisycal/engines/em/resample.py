@@ -1,0 +1,127 @@
+"""Bootstrap refits of EM: the one resample loop over items.
+
+EM runs on distinct rating patterns weighted by their counts
+(:func:`noisycal.engines.em.dawid_skene.collapse_patterns`), so a bootstrap resample of the
+items is a vector of pattern weights. :func:`resample_refit` draws one resample and refits
+EM from a given start (its draw is :func:`~noisycal.intervals.bootstrap.multinomial_counts`,
+the one bootstrap-weight draw); it is pure JAX, so callers vmap or ``lax.map`` it and add
+their own statistic of the refit (the fit's parameter draws here, the refit NC-ECE in
+:mod:`noisycal.metrics.nc.refit`).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from noisycal.models.dawid_skene import DSData
+
+from ..._util.progress import tick
+from ...intervals.bootstrap import multinomial_counts
+from .dawid_skene import EMState, join_data, run_em, split_data
+
+__all__ = ["resample_weights", "resample_refit", "bootstrap_em"]
+
+
+
+def resample_weights(rng_key: jax.Array, pattern: jax.Array, n_patterns: int
+                     ) -> tuple[jax.Array, jax.Array]:
+    """One bootstrap resample of the items, as item and pattern multiplicities.
+
+    Parameters
+    ----------
+    rng_key : jax key
+    pattern : int array of shape (n_items,)
+        Rating pattern of every original item.
+    n_patterns : int
+        Number of patterns (static).
+
+    Returns
+    -------
+    item_weights : (n_items,)
+        How often each item was drawn (n_items draws with replacement).
+    pattern_weights : (n_patterns,)
+        Their sums per pattern.
+    """
+    w_items = multinomial_counts(rng_key, pattern.shape[0])
+    return w_items, jax.ops.segment_sum(w_items, pattern, num_segments=n_patterns)
+
+
+def resample_refit(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.Array | None,
+                   alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
+                   one_coin: bool, max_iter: int, tol: float) -> tuple[jax.Array, EMState]:
+    """EM refitted on one bootstrap resample of the items, started from ``post0``.
+
+    Parameters
+    ----------
+    rng_key : jax key
+    post0 : (n_patterns, K)
+        Start (the fitted posteriors, so the refit keeps the fit's latent labelling).
+    data : DSData
+        One row per rating pattern.
+    gold, alpha, beta
+        Gold labels per pattern (or None) and Dirichlet priors, as in
+        :func:`noisycal.engines.em.dawid_skene.run_em`.
+    pattern : int array of shape (n_items,)
+        Rating pattern of every original item.
+    one_coin, max_iter, tol
+        As in :func:`noisycal.engines.em.dawid_skene.run_em`.
+
+    Returns
+    -------
+    item_weights : (n_items,)
+        The resample's multiplicity of every item.
+    state : EMState
+        The refit.
+    """
+    w_items, w_pat = resample_weights(rng_key, pattern, data.n_items)
+    st = run_em(post0, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
+                tol=tol, weights=w_pat)
+    return w_items, st
+
+
+@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "n_boot",
+                                   "progress"))
+def _bootstrap_em(rng_key: jax.Array, post0: jax.Array, arrays: tuple, gold: jax.Array | None,
+                  alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
+                  sizes: tuple, one_coin: bool, max_iter: int, tol: float,
+                  n_boot: int, progress: bool = False) -> EMState:
+    data = join_data(arrays, sizes)
+
+    def one(key: jax.Array) -> EMState:
+        _, st = resample_refit(key, post0, data, gold, alpha, beta, pattern,
+                               one_coin=one_coin, max_iter=max_iter, tol=tol)
+        if progress:
+            tick(st.n_iter)
+        return st._replace(post=jnp.zeros((0,)))  # do not keep n_boot posteriors
+
+    return jax.lax.map(one, jax.random.split(rng_key, n_boot))
+
+
+def bootstrap_em(rng_key: jax.Array, post0: jax.Array, data: DSData, gold: jax.Array | None,
+                 alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array, *,
+                 one_coin: bool, max_iter: int, tol: float, n_boot: int,
+                 progress: bool = False) -> EMState:
+    """EM refits on ``n_boot`` bootstrap resamples of the items (jitted, ``lax.map``).
+
+    Parameters
+    ----------
+    rng_key : jax key
+    post0, data, gold, alpha, beta, pattern, one_coin, max_iter, tol
+        As in :func:`resample_refit`.
+    n_boot : int
+        Number of resamples.
+    progress : bool, default=False
+        Move the open progress bar (:mod:`noisycal._util.progress`) once per refit.
+
+    Returns
+    -------
+    EMState
+        Stacked over the resamples (``post`` is dropped, an empty array).
+    """
+    arrays, sizes = split_data(data)
+    return _bootstrap_em(rng_key, post0, arrays, gold, alpha, beta, pattern, sizes=sizes,
+                         one_coin=one_coin, max_iter=max_iter, tol=tol, n_boot=n_boot,
+                         progress=progress)

@@ -1,0 +1,6 @@
+"""Binned metrics.
+
+This package holds bins and per-bin statistics, the estimate and its bootstraps, the
+inverted-interval form, and the table, streamed and Dask backends."""
+
+__all__: list[str] = []

@@ -1,0 +1,194 @@
+"""Annotator-model comparison with the calibration of a classifier under each model.
+
+:func:`compare_calibration` is :func:`noisycal.annotators.compare` plus the NC-ECE of a
+classifier under every compared model (each model's corrected target) and the
+model-averaged NC-ECE. It lives above :mod:`noisycal.metrics` and :mod:`noisycal.targets`
+in the package layout, which both sit above the annotator models, so it is a top-level
+module like :mod:`noisycal.report`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_level
+from ..annotations.core import Annotations
+from ..annotators.checks.compare import ComparisonResult, compare
+from ..engines.results import AnnotatorFit
+from ..intervals.estimate import Estimate
+from ..metrics import ece
+from ..targets.target import corrected, from_matrix
+
+__all__ = ["compare_calibration", "mixture_interval", "AVERAGES"]
+
+#: Estimands of the model-averaged NC-ECE (see :func:`compare_calibration`).
+AVERAGES = ("mixture", "target")
+
+
+def mixture_interval(values: list[np.ndarray], weights: np.ndarray, level: float
+                     ) -> tuple[float, float]:
+    """Equal-tailed interval of a weighted mixture of empirical distributions.
+
+    Parameters
+    ----------
+    values : list of 1-d arrays
+        Draws of each component (equally weighted within it).
+    weights : array-like of shape (n_components,)
+        Mixture weights (non-negative, summing to a positive number).
+    level : float
+
+    Returns
+    -------
+    (low, high)
+        The smallest draws whose mixture CDF reaches ``(1 - level) / 2`` and
+        ``(1 + level) / 2``; NaN when a component with positive weight has a NaN draw.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mixture_interval([np.arange(10.0), np.arange(10.0) + 100], np.array([1.0, 0.0]),
+    ...                  0.8)
+    (0.0, 8.0)
+    """
+    w = np.asarray(weights, np.float64)
+    vals = [np.asarray(v, np.float64).reshape(-1) for v in values]
+    if any(wm > 0 and np.any(np.isnan(v)) for wm, v in zip(w, vals, strict=True)):
+        return float("nan"), float("nan")
+    v = np.concatenate(vals)
+    p = np.concatenate([np.full(len(x), wm / len(x)) for wm, x in zip(w, vals, strict=True)])
+    order = np.argsort(v, kind="stable")
+    cdf = np.cumsum(p[order]) / p.sum()
+    tails = np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    idx = np.minimum(np.searchsorted(cdf, tails - 1e-12), len(v) - 1)
+    return float(v[order][idx[0]]), float(v[order][idx[1]])
+
+
+def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotations,
+                        probs: ArrayLike | None = None, *, logits: ArrayLike | None = None,
+                        ic: str = "loo", weights: str = "stacking",
+                        average: str | None = None, n_bins: int = 15, kind: str | None = None,
+                        level: float = 0.9, seed: Seed = 0) -> ComparisonResult:
+    r"""Compare annotator models and the NC-ECE of a classifier under each.
+
+    The comparison of :func:`noisycal.annotators.compare` (LOO with stacking weights for
+    NUTS fits, AIC/BIC with Akaike weights for EM and MLE fits), and with predictions the
+    binned NC-ECE under each model (:func:`noisycal.ece` on
+    ``nc.targets.corrected(annotations, fit)``, with the library's default interval,
+    which carries the channels' estimation error) and the model-averaged NC-ECE.
+
+    Parameters
+    ----------
+    fits : dict of str to AnnotatorFit
+    annotations : Annotations
+        The ratings every model was fitted on; also the corrected targets' ratings.
+    probs : array-like of shape (n_items, n_classes) or (n_items,), optional
+        The classifier's predictions for the items of ``annotations`` (or ``logits``).
+    logits : array-like, optional
+    ic : {'loo', 'aic', 'bic'}, default='loo'
+    weights : {'stacking', 'BB-pseudo-BMA', 'pseudo-BMA'}, default='stacking'
+    average : {'mixture', 'target'}, optional
+        The model-averaged estimand (Notes). Default 'mixture' for ``ic='loo'``,
+        'target' otherwise ('mixture' needs posterior draws).
+    n_bins : int, default=15
+    kind : {'top_label', 'classwise', 'binary'}, optional
+        Passed to :func:`noisycal.ece`.
+    level : float, default=0.9
+    seed : int or jax key, default=0
+
+    Returns
+    -------
+    ComparisonResult
+        With ``nc_ece`` (per model: ``value``, ``plugin``, ``low``, ``high``, ``kind``,
+        ``status``) and ``averaged`` (an Estimate) when predictions are given.
+
+    Raises
+    ------
+    ValueError
+        As :func:`noisycal.annotators.compare`; ``average='mixture'`` for fits without
+        posterior draws.
+
+    Notes
+    -----
+    With weights :math:`w_m` (stacking or Akaike), two estimands are offered.
+
+    ``average='mixture'`` (default for NUTS fits): the stacking-weighted mixture of the
+    models' posterior distributions of the NC-ECE, :math:`p(\theta \mid y) = \sum_m w_m
+    p_m(\theta \mid y)`, each :math:`p_m` the distribution of the binned NC-ECE over the
+    model's channel posterior draws x Bayesian bootstrap of items (``interval='credible'``
+    of :func:`noisycal.ece`). The value is :math:`\sum_m w_m \hat\theta_m` with
+    :math:`\hat\theta_m` each model's plug-in NC-ECE, so it always lies between the
+    smallest and the largest per-model plug-in; the interval is the mixture's
+    equal-tailed ``level`` interval (:func:`mixture_interval`). This keeps each model's
+    own uncertainty and adds the disagreement between models, which is what averaging
+    over models should propagate. Like every credible interval of the plug-in it inherits
+    the plug-in's upward bias near 0.
+
+    ``average='target'``: the NC-ECE against the weight-averaged corrected target
+    :math:`\bar T = \sum_m w_m T_m` (the models' averaged estimate of each item's one-hot
+    truth), with :func:`noisycal.ece`'s default interval for a corrected matrix (the
+    channels treated as known, so the interval is too narrow by their error). Because
+    the bin means are linear in the target and the ECE is a norm of them, its plug-in is
+    at most :math:`\sum_m w_m \hat\theta_m` (triangle inequality): disagreement between
+    models shrinks it rather than widening an interval, which is why it is not the
+    default.
+    """
+    level = check_level(level)
+    if average is not None and average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES} or None, got {average!r}")
+    result = compare(fits, annotations, ic=ic, weights=weights)
+    if probs is None and logits is None:
+        return result
+    average = average or ("mixture" if ic == "loo" else "target")
+    if average == "mixture" and ic != "loo":
+        raise ValueError("average='mixture' needs posterior draws of every model (NUTS fits, "
+                         "ic='loo'); use average='target' with ic='aic' or 'bic'")
+    w = result.model_weights
+    names = list(w)
+    targets = {n: corrected(annotations, fits[n]) for n in names}
+    opts = {"logits": logits, "n_bins": n_bins, "kind": kind, "level": level, "seed": seed}
+    rows, ests = [], {}
+    for n in names:
+        est = ece(probs, targets[n], **opts)
+        ests[n] = est
+        rows.append({"model": n, "value": est.value,
+                     "plugin": float(est.details.get("plugin", est.value)), "low": est.low,
+                     "high": est.high, "kind": est.kind, "status": est.status})
+    table = pd.DataFrame(rows)
+    wv = np.array([w[n] for n in names])
+    if average == "mixture":
+        averaged = _mixture(probs, targets, names, wv, opts, annotations.n_items)
+    else:
+        T = sum(wm * np.asarray(targets[n]) for wm, n in zip(wv, names, strict=True))
+        est = ece(probs, from_matrix(T, kind="corrected", classes=annotations.classes,
+                                     items=annotations.items), **opts)
+        averaged = dataclasses.replace(est, details={**est.details, "weights": w,
+                                                     "average": "target"},
+                                       estimand="binned calibration error against the "
+                                       "weight-averaged corrected target")
+    return dataclasses.replace(result, nc_ece=table, averaged=averaged)
+
+
+def _mixture(probs: Any, targets: dict[str, Any], names: list[str], w: np.ndarray,
+             opts: dict[str, Any], n_items: int) -> Estimate:
+    """The mixture estimand of :func:`compare_calibration`."""
+    creds = {n: ece(probs, targets[n], interval="credible", **opts) for n in names}
+    value = float(sum(wm * creds[n].value for wm, n in zip(w, names, strict=True)))
+    lo, hi = mixture_interval([creds[n].replicates for n in names], w, opts["level"])
+    status, message = "ok", ""
+    if not np.isfinite(lo):
+        status, message = "nonfinite", ("some channel draws of a weighted model cannot be "
+                                        "inverted; no interval")
+    return Estimate(name="NC-ECE", value=value, interval=(lo, hi), level=opts["level"],
+                    kind="credible", method="credible-eti", n=n_items, status=status,
+                    message=message,
+                    details={"weights": dict(zip(names, w.tolist(), strict=True)),
+                             "average": "mixture",
+                             "plugin_by_model": {n: creds[n].value for n in names}},
+                    estimand="weighted mixture of the models' posterior NC-ECE "
+                    "distributions", estimator="plug-in")
