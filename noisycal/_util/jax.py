@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ import jax
 from .types import PRNGKey, Seed
 from .validation import check_seed
 
-__all__ = ["x64", "as_key", "as_numpy_rng", "set_compilation_cache"]
+__all__ = ["x64", "as_key", "as_numpy_rng", "set_compilation_cache", "check_devices"]
 
 
 @contextlib.contextmanager
@@ -118,3 +119,33 @@ def set_compilation_cache(path: str | os.PathLike[str] | None, *,
     jax.config.update("jax_compilation_cache_dir", folder)
     compilation_cache.reset_cache()  # a cache opened earlier in the process is re-read
     return folder
+
+def check_devices(devices: object) -> tuple[Any, ...] | None:
+    """The devices of ``devices=``: None, a count (the first that many of
+    ``jax.devices()``), or a sequence of distinct jax devices.
+
+    Raises
+    ------
+    ValueError
+        Naming ``devices`` for anything else, a count beyond ``len(jax.devices())`` or a
+        repeated device.
+    """
+    if devices is None:
+        return None
+    avail = jax.devices()
+    if isinstance(devices, int | np.integer) and not isinstance(devices, bool):
+        if not 1 <= int(devices) <= len(avail):
+            raise ValueError(f"devices must be between 1 and {len(avail)} (the JAX devices "
+                             f"available), got {devices!r}")
+        return tuple(avail[:int(devices)])
+    try:
+        out = tuple(devices)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError("devices must be None, a number of devices or a sequence of JAX "
+                         f"devices, got {devices!r}") from None
+    if not out or not all(isinstance(d, jax.Device) for d in out):
+        raise ValueError("devices must be None, a number of devices or a sequence of JAX "
+                         f"devices, got {devices!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"devices must not repeat a device, got {devices!r}")
+    return out

@@ -28,9 +28,10 @@ from .._util.lazy import attach
 if TYPE_CHECKING:
     from .density.mle import MLEResult, fit_map
     from .density.nuts import NUTSResult, convergence_status, run_nuts
+    from .methods import EM, MLE, NUTS
     from .results import AnnotatorFit
 
-__all__ = ["AnnotatorFit", "MLEResult", "fit_map", "NUTSResult", "run_nuts",
+__all__ = ["EM", "MLE", "NUTS", "AnnotatorFit", "MLEResult", "fit_map", "NUTSResult", "run_nuts",
            "convergence_status"]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -12,8 +12,10 @@ if TYPE_CHECKING:
     from .._util.stats import equal_tailed
     from .bootstrap import BOOTSTRAP_METHODS, bootstrap, interval_from_replicates
     from .estimate import Estimate
+    from .options import Bootstrap, Bound, Credible, Inversion, Refit, Simultaneous
 
-__all__ = ["Estimate", "bootstrap", "interval_from_replicates", "equal_tailed",
+__all__ = ["Inversion", "Bootstrap", "Bound", "Refit", "Credible", "Simultaneous",
+           "Estimate", "bootstrap", "interval_from_replicates", "equal_tailed",
            "BOOTSTRAP_METHODS"]
 
 __getattr__, __dir__ = attach(__name__, __file__)

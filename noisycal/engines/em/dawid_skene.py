@@ -30,7 +30,7 @@ from .channels import constrained_log_prior, constrained_m_step
 from .estep import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
 
 __all__ = ["EMState", "posteriors_at", "loglik_at", "vote_agreement", "e_step", "m_step",
-           "run_em", "fit_em", "check_devices", "split_data", "join_data", "expected_counts",
+           "run_em", "fit_em", "split_data", "join_data", "expected_counts",
            "pattern_data", "PatternData", "collapse_patterns", "log_prior"]
 
 #: Sub-slots per (annotator, label) accumulator in the M-step scatter-add (power of two).
@@ -340,7 +340,7 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     weights : (n_items,), optional
         Items each row stands for (rating patterns: see :func:`collapse_patterns`).
     devices : sequence of jax devices, optional
-        Shard the items over these devices (:func:`check_devices`): every per-item array
+        Shard the items over these devices (``check_devices``): every per-item array
         (slots, groups, weights, gold classes, posteriors) is split along the items on a
         one-axis mesh, the rest replicated, and XLA partitions the same EM program
         (the M-step's sums become cross-device reductions). The items are padded to a
@@ -360,36 +360,6 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                    max_iter=max_iter, tol=tol, progress=progress)
 
-
-def check_devices(devices: object) -> tuple[Any, ...] | None:
-    """The devices of ``devices=``: None, a count (the first that many of
-    ``jax.devices()``), or a sequence of distinct jax devices.
-
-    Raises
-    ------
-    ValueError
-        Naming ``devices`` for anything else, a count beyond ``len(jax.devices())`` or a
-        repeated device.
-    """
-    if devices is None:
-        return None
-    avail = jax.devices()
-    if isinstance(devices, int | np.integer) and not isinstance(devices, bool):
-        if not 1 <= int(devices) <= len(avail):
-            raise ValueError(f"devices must be between 1 and {len(avail)} (the JAX devices "
-                             f"available), got {devices!r}")
-        return tuple(avail[:int(devices)])
-    try:
-        out = tuple(devices)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError("devices must be None, a number of devices or a sequence of JAX "
-                         f"devices, got {devices!r}") from None
-    if not out or not all(isinstance(d, jax.Device) for d in out):
-        raise ValueError("devices must be None, a number of devices or a sequence of JAX "
-                         f"devices, got {devices!r}")
-    if len(set(out)) != len(out):
-        raise ValueError(f"devices must not repeat a device, got {devices!r}")
-    return out
 
 
 def _fit_em_sharded(post0: jax.Array, data: DSData, gold: jax.Array | None,

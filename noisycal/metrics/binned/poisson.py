@@ -46,7 +46,7 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
-from ...engines.em.dawid_skene import check_devices
+from ..._util.jax import check_devices
 
 __all__ = ["POISSON_THRESHOLDS", "poisson_weights", "poisson_replicate_stats",
            "check_poisson_request"]
@@ -85,7 +85,7 @@ def check_poisson_request(devices: object, bootstrap: str, interval: str | None,
     Parameters
     ----------
     devices : None, int or sequence of jax devices
-        See :func:`noisycal.engines.em.dawid_skene.check_devices`.
+        See ``noisycal._util.jax.check_devices``.
     bootstrap : {'auto', 'exact', 'binned', 'poisson'}
     interval : str or None
         The resolved interval kind.
