@@ -105,7 +105,7 @@ def run(z: np.ndarray, test: nc.simulate.GaussianGrid, methods: dict, n_splits: 
                 warnings.simplefilter("ignore")
                 m = factory()
                 if key is not None:
-                    m.set_params(seed=s)
+                    m.set_params(conformal__seed=s)
                 m.fit(logits=z[ic], target=y[ic])
                 P = m.predict_proba(logits=z[it])
             rows.append({"split": s, "method": name, **metrics(P, y[it], p[it]),

@@ -129,7 +129,8 @@ CASES = [
      "empty_set"),
     ("conf-ts-tau-range", _fit("ConformalTemperature", tau_min=2.0, tau_max=1.0), R, V,
      "tau_min"),
-    ("conf-ts-cap-status", _st(_fit("ConformalTemperature", alpha=0.03)), S, None, "cap"),
+    ("conf-ts-cap-status", _st(_fit("ConformalTemperature",
+                                 conformal=C.SplitConformal(alpha=0.03))), S, None, "cap"),
     ("conf-naive-grid-negative", _fit("NaiveCMCETemperature", grid=[-1.0, 1.0]), R, V,
      "grid"),
     ("conf-naive-grid-name", _fit("NaiveCMCETemperature", grid="linear"), R, V, "grid"),
@@ -143,8 +144,10 @@ CASES = [
      "weighted"),
     ("conf-naive-eps-negative", _fit("NaiveCMCETemperature", eps=-1.0), R, V, "eps"),
     ("conf-split-eps-negative", _fit("SplitConformal", eps=-1.0), R, V, "eps"),
-    ("conf-mr-eps-negative", _fit("MassRescaling", eps=-1.0), R, V, "eps"),
-    ("conf-mr-degenerate-rows", _st(_fit("MassRescaling", alpha=0.05)), S, None,
+    ("conf-mr-eps-negative", _fit("MassRescaling", conformal=C.SplitConformal(eps=-1.0)), R,
+     V, "eps"),
+    ("conf-mr-degenerate-rows", _st(_fit("MassRescaling",
+                                      conformal=C.SplitConformal(alpha=0.05))), S, None,
      "degenerate_rows"),
     ("conf-ovr-absent-class", _st(_absent_class_ovr), S, None, "class_not_ok"),
     ("conf-ovr-isotonic-absent-class", _st(lambda: C.OneVsRestIsotonic().fit(
@@ -159,7 +162,8 @@ CASES = [
 
 def _shared_then(cls, **fit):
     shared = C.SplitConformal(alpha=0.3).fit(logits=Z, target=Y)
-    return lambda: getattr(C, cls)(alpha=0.3).fit(**fit, conformal=shared)
+    return lambda: getattr(C, cls)(conformal=C.SplitConformal(alpha=0.3)).fit(**fit,
+                                                                             prefit=shared)
 
 
 CASES += [
@@ -171,4 +175,15 @@ CASES += [
                                                       target=np.full(60, 7)), R, V, "target"),
     ("conf-shared-soft-target", _shared_then("ConformalTemperature", logits=Z, target=SOFT),
      R, V, "target must be hard labels"),
+    ("conf-map-builder-not-split", _fit("MassRescaling", conformal="aps"), R, V,
+     "conformal must be a SplitConformal"),
+    ("conf-map-prefit-unfitted", _fit("ConformalTemperature", {"logits": Z, "target": Y,
+                                                               "prefit": C.SplitConformal()}),
+     R, V, "prefit must be a fitted"),
+    ("conf-map-prefit-other-sets", _fit("MassRescaling", {
+        "logits": Z, "target": Y,
+        "prefit": C.SplitConformal(score="aps").fit(logits=Z, target=Y)}), R, V,
+     "prefit was fitted with other settings"),
+    ("conf-map-nested-on-default", lambda: C.MassRescaling().set_params(conformal__alpha=0.2),
+     R, V, "conformal__alpha"),
 ]

@@ -27,11 +27,11 @@ def k1000():
     ic, it = slice(0, 500), slice(500, None)
     sc = CAL.SplitConformal(alpha=ALPHA).fit(logits=z[ic], target=g.labels[ic])
     with pytest.warns(nc.NumericalWarning, match="degenerate"):
-        mr = CAL.MassRescaling(alpha=ALPHA).fit(logits=z[ic], target=g.labels[ic],
-                                                conformal=sc)
+        mr = CAL.MassRescaling(conformal=CAL.SplitConformal(alpha=ALPHA)).fit(
+            logits=z[ic], target=g.labels[ic], prefit=sc)
         P_mr = mr.predict_proba(logits=z[it])
-    ts = CAL.ConformalTemperature(alpha=ALPHA).fit(logits=z[ic], target=g.labels[ic],
-                                                   conformal=sc)
+    ts = CAL.ConformalTemperature(conformal=CAL.SplitConformal(alpha=ALPHA)).fit(
+        logits=z[ic], target=g.labels[ic], prefit=sc)
     return {"y": g.labels[it], "p": g.true_probs[it], "base": softmax(z[it], axis=1),
             "C": sc.predict_sets(logits=z[it]), "MR": P_mr,
             "TS": ts.predict_proba(logits=z[it]), "ts": ts}

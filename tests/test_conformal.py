@@ -156,7 +156,8 @@ def test_mass_rescaling_degenerate_rows_unchanged():
 
 def test_conformal_temperature_properties_and_hpr_identity():
     zc, yc, zt, yt = _setup(seed=5)
-    ts = CAL.ConformalTemperature(alpha=0.1).fit(logits=zc, target=yc)
+    ts = CAL.ConformalTemperature(conformal=CAL.SplitConformal(alpha=0.1)).fit(logits=zc,
+                                                                            target=yc)
     sets = ts.predict_sets(logits=zt)
     sol = ts.temperatures(logits=zt)
     Q = ts.predict_proba(logits=zt)
@@ -194,9 +195,10 @@ def test_mr_and_ts_identical_on_singleton_msp_sets():
     zc, yc, zt, yt = _setup(seed=2)
     # the empty sets are MR's degenerate rows (left unchanged, reported)
     with pytest.warns(nc.NumericalWarning, match="degenerate"):
-        mr = CAL.MassRescaling(alpha=0.3, degenerate_tol=(1e-8, 0.0)).fit(logits=zc,
-                                                                           target=yc)
-    ts = CAL.ConformalTemperature(alpha=0.3).fit(logits=zc, target=yc)
+        mr = CAL.MassRescaling(conformal=CAL.SplitConformal(alpha=0.3),
+                               degenerate_tol=(1e-8, 0.0)).fit(logits=zc, target=yc)
+    ts = CAL.ConformalTemperature(conformal=CAL.SplitConformal(alpha=0.3)).fit(logits=zc,
+                                                                            target=yc)
     n_empty = int(np.sum(mr.predict_sets(logits=zc).sum(axis=1) == 0))
     assert mr.row_status_counts_ == {"ok": 600 - n_empty, "degenerate": n_empty}
     assert ts.row_status_counts_["empty"] == n_empty
@@ -293,15 +295,18 @@ def test_shared_set_builder_at_another_alpha():
     zc, yc, zt, yt = _setup(seed=6)
     shared = CAL.SplitConformal(alpha=0.3).fit(logits=zc, target=yc)
     for alpha in (0.05, 0.1):
-        direct = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc)
-        reused = CAL.MassRescaling(alpha=alpha).fit(logits=zc, target=yc, conformal=shared)
+        sets = CAL.SplitConformal(alpha=alpha)
+        direct = CAL.MassRescaling(conformal=sets).fit(logits=zc, target=yc)
+        reused = CAL.MassRescaling(conformal=sets).fit(logits=zc, target=yc, prefit=shared)
         assert reused.conformal_.quantile_ == direct.conformal_.quantile_
         assert reused.row_status_counts_ == direct.row_status_counts_
         np.testing.assert_array_equal(reused.predict_proba(logits=zt),
                                       direct.predict_proba(logits=zt))
     assert shared.alpha_ == 0.3  # the shared builder is not modified
+    assert not hasattr(sets, "quantile_")  # nor the map's builder (a copy is fitted)
     with pytest.raises(ValueError, match="other settings"):
-        CAL.ConformalTemperature(score="aps").fit(logits=zc, target=yc, conformal=shared)
+        CAL.ConformalTemperature(conformal=CAL.SplitConformal(score="aps")).fit(
+            logits=zc, target=yc, prefit=shared)
 
 
 def test_one_vs_rest_isotonic():
@@ -326,7 +331,8 @@ def test_mass_rescaling_reports_degenerate_rows():
     # mass, so mass_rescale leaves those rows unchanged: fit says so, predict warns
     zc, yc, zt, _ = _setup(seed=5)
     with pytest.warns(nc.NumericalWarning, match=r"rows are degenerate"):
-        mr = CAL.MassRescaling(alpha=0.01).fit(logits=zc, target=yc)
+        mr = CAL.MassRescaling(conformal=CAL.SplitConformal(alpha=0.01)).fit(logits=zc,
+                                                                              target=yc)
     sets = mr.predict_sets(logits=zc)
     P = np.exp(zc - zc.max(axis=1, keepdims=True))
     P /= P.sum(axis=1, keepdims=True)
@@ -340,8 +346,8 @@ def test_mass_rescaling_reports_degenerate_rows():
     # a level at which no row is degenerate: status 'ok', no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ok = CAL.MassRescaling(alpha=0.1, degenerate_tol=(0.0, 0.0)).fit(logits=zc,
-                                                                          target=yc)
+        ok = CAL.MassRescaling(conformal=CAL.SplitConformal(alpha=0.1),
+                               degenerate_tol=(0.0, 0.0)).fit(logits=zc, target=yc)
     assert ok.status_ == "ok" and ok.row_status_counts_ == {"ok": 600}
 
 
@@ -359,8 +365,9 @@ def test_run_protocol_builds_each_methods_own_set_builder():
     ic, it = next(splits(yc.size, n_splits=1, cal_fraction=0.5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        direct = CAL.ConformalTemperature(alpha=0.3, threshold="adaptive", ada_steps=4,
-                                          seed=0).fit(logits=zc[ic], target=yc[ic])
+        direct = CAL.ConformalTemperature(conformal=CAL.SplitConformal(
+            alpha=0.3, threshold="adaptive", ada_steps=4, seed=0)).fit(logits=zc[ic],
+                                                                      target=yc[ic])
         P = direct.predict_proba(logits=zc[it])
     row = df[df["method"] == "TS (ours) a=0.3 MSP Ada"].iloc[0]
     from noisycal.experiments.set_mass import evaluate
@@ -388,7 +395,9 @@ def test_probs_and_log_probs_give_the_same_sets(score):
     assert (a.u_ is None) == (score == "msp")
     np.testing.assert_array_equal(a.predict_sets(probs=P), b.predict_sets(logits=np.log(P)))
     # MR rescales exactly the P its sets were built on: in-set mass is 1 - alpha
-    mr = CAL.MassRescaling(alpha=0.1, score=score, degenerate_tol=(0.0, 0.0))
+    mr = CAL.MassRescaling(conformal=CAL.SplitConformal(alpha=0.1, score=score,
+                                                        randomized=False),
+                           degenerate_tol=(0.0, 0.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NumericalWarning)
         Q = mr.fit(probs=P, target=y).predict_proba(probs=P)
@@ -419,7 +428,8 @@ def test_conformal_temperature_names_cap_and_unreachable_rows():
     zc = rng.normal(size=(60, 3)) * 2
     yc = rng.integers(0, 3, 60)
     with pytest.warns(nc.IdentifiabilityWarning, match="calibration rows"):
-        ts = CAL.ConformalTemperature(alpha=0.03).fit(logits=zc, target=yc)
+        ts = CAL.ConformalTemperature(conformal=CAL.SplitConformal(alpha=0.03)).fit(
+            logits=zc, target=yc)
     n_cap = ts.row_status_counts_.get("cap", 0)
     assert n_cap > 0 and ts.status_.startswith("cap")
     assert f"{n_cap} hold at least 1 - alpha" in ts.message_

@@ -194,23 +194,71 @@ def test_evaluate_sets_interval_covers_the_true_coverage():
     assert abs(hits / 400 - 0.9) < 4 * math.sqrt(0.09 / 400)
 
 
+@pytest.mark.filterwarnings("ignore:MassRescaling.*degenerate:noisycal.NumericalWarning")
+@pytest.mark.filterwarnings("ignore:ConformalTemperature:noisycal.IdentifiabilityWarning")
+@pytest.mark.filterwarnings("ignore:ConformalTemperature:noisycal.NumericalWarning")
 def test_randomised_default_and_maps_keep_deterministic_sets():
-    # SplitConformal's APS default is randomised; the conformal maps keep the
-    # set-mass paper's deterministic sets, and a randomised builder is refused by them
+    # SplitConformal's APS default is randomised; the conformal maps' default builder
+    # keeps the set-mass paper's deterministic sets, and says so
+    from noisycal.calibrators.conformal.maps import default_conformal
+
     assert CAL.SplitConformal().randomized is True
-    assert CAL.MassRescaling().randomized is False
-    assert CAL.ConformalTemperature().randomized is False
+    assert default_conformal().randomized is False
     g = nc.simulate.gaussian_grid(300, 5, seed=2)
+    for cls in (CAL.MassRescaling, CAL.ConformalTemperature):
+        fitted = cls().fit(probs=g.true_probs, target=g.labels)
+        assert fitted.conformal is None and fitted.conformal_.randomized is False
+        assert fitted.conformal_.get_params() == default_conformal().get_params()
+    # any builder works, a randomised APS one included, fitted here or given as prefit
     shared = CAL.SplitConformal(alpha=0.2, score="aps").fit(probs=g.true_probs,
                                                             target=g.labels)
+    aps = CAL.SplitConformal(alpha=0.2, score="aps")
+    own = CAL.ConformalTemperature(conformal=aps).fit(probs=g.true_probs, target=g.labels)
+    reused = CAL.ConformalTemperature(conformal=aps).fit(probs=g.true_probs,
+                                                         target=g.labels, prefit=shared)
+    assert own.conformal_.u_ is not None
+    assert own.conformal_.quantile_ == reused.conformal_.quantile_ == shared.quantile_
+    np.testing.assert_array_equal(own.predict_proba(probs=g.true_probs),
+                                  reused.predict_proba(probs=g.true_probs))
+    # a prefit builder with other sets than the map's is refused by name
     with pytest.raises(ValueError, match="randomized"):
-        CAL.ConformalTemperature(alpha=0.2, score="aps").fit(
-            probs=g.true_probs, target=g.labels, conformal=shared)
+        CAL.ConformalTemperature(conformal=CAL.SplitConformal(
+            alpha=0.2, score="aps", randomized=False)).fit(
+            probs=g.true_probs, target=g.labels, prefit=shared)
     # MSP ignores randomized, lam and k_reg: a default builder serves the default maps
     msp = CAL.SplitConformal(alpha=0.2).fit(probs=g.true_probs, target=g.labels)
-    ts = CAL.ConformalTemperature(alpha=0.2).fit(probs=g.true_probs, target=g.labels,
-                                                 conformal=msp)
+    ts = CAL.ConformalTemperature(conformal=CAL.SplitConformal(alpha=0.2)).fit(
+        probs=g.true_probs, target=g.labels, prefit=msp)
     assert ts.conformal_.quantile_ == msp.quantile_
+    # at the default level the default map takes a default SplitConformal as prefit
+    msp10 = CAL.SplitConformal().fit(probs=g.true_probs, target=g.labels)
+    ts10 = CAL.ConformalTemperature().fit(probs=g.true_probs, target=g.labels, prefit=msp10)
+    assert ts10.conformal_.quantile_ == msp10.quantile_
+
+
+@pytest.mark.filterwarnings("ignore:MassRescaling.*degenerate:noisycal.NumericalWarning")
+def test_conformal_maps_nest_their_set_builder_as_sklearn_does():
+    sets = CAL.SplitConformal(alpha=0.2, score="aps", randomized=False)
+    mr = CAL.MassRescaling(conformal=sets, degenerate_tol=(0.0, 0.0))
+    deep = mr.get_params(deep=True)
+    assert deep["conformal__alpha"] == 0.2 and deep["conformal__score"] == "aps"
+    assert deep["conformal"] is sets and "conformal__alpha" not in mr.get_params(deep=False)
+    assert mr.set_params(conformal__alpha=0.3) is mr and sets.alpha == 0.3
+    g = nc.simulate.gaussian_grid(300, 5, seed=2)
+    mr.fit(probs=g.true_probs, target=g.labels)
+    assert mr.alpha_ == 0.3 and not hasattr(sets, "quantile_")
+    assert repr(mr) == ("MassRescaling(conformal=SplitConformal(alpha=0.3, score='aps', "
+                        "randomized=False), degenerate_tol=(0.0, 0.0))")
+    # the default (None) has no parameters to set; a non-builder is refused at fit
+    with pytest.raises(ValueError, match="conformal__alpha sets a parameter of conformal"):
+        CAL.ConformalTemperature().set_params(conformal__alpha=0.2)
+    assert CAL.ConformalTemperature().set_params(
+        conformal=CAL.SplitConformal(), conformal__alpha=0.2).conformal.alpha == 0.2
+    with pytest.raises(ValueError, match="conformal must be a SplitConformal or None"):
+        CAL.ConformalTemperature(conformal="aps").fit(probs=g.true_probs, target=g.labels)
+    with pytest.raises(ValueError, match="prefit must be a fitted SplitConformal"):
+        CAL.MassRescaling().fit(probs=g.true_probs, target=g.labels,
+                                prefit=CAL.SplitConformal())
 
 
 # ----------------------------------------------------------------- MAPIE cross-check

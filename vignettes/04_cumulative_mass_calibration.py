@@ -79,8 +79,9 @@ def load_data(source: str, n_items: int, n_classes: int) -> Data:
 # %% [markdown]
 # ## Methods
 #
-# Every calibrator takes `logits=` and the calibration labels; the conformal maps also
-# expose their sets (`predict_sets`).
+# Every calibrator takes `logits=` and the calibration labels. The conformal maps compose
+# a `SplitConformal`, which holds the settings of their sets (here alpha = 0.1 and MSP
+# scores), and also expose those sets (`predict_sets`).
 
 
 # %%
@@ -90,8 +91,10 @@ def methods() -> dict[str, nc.calibrators.Calibrator | None]:
         "Base": None,
         "Temp. scaling": cal.TemperatureScaling(),
         "Naive CMCE": cal.NaiveCMCETemperature(),
-        f"MR (alpha={ALPHA}, MSP, C)": cal.MassRescaling(alpha=ALPHA),
-        f"TS (ours) (alpha={ALPHA}, MSP, C)": cal.ConformalTemperature(alpha=ALPHA),
+        f"MR (alpha={ALPHA}, MSP, C)": cal.MassRescaling(
+            conformal=cal.SplitConformal(alpha=ALPHA)),
+        f"TS (ours) (alpha={ALPHA}, MSP, C)": cal.ConformalTemperature(
+            conformal=cal.SplitConformal(alpha=ALPHA)),
     }
 
 

@@ -91,8 +91,8 @@ class Calibrator:
         ----------
         deep : bool, default=True
             Also return the parameters of parameters that are estimators themselves,
-            as ``'<name>__<parameter>'`` (none of noisycal's calibrators has such a
-            parameter today; kept for scikit-learn's protocol).
+            as ``'<name>__<parameter>'`` (scikit-learn's protocol; e.g. ``conformal__alpha``
+            of the conformal maps' ``SplitConformal``).
 
         Returns
         -------

@@ -26,6 +26,7 @@ from scipy.special import softmax
 
 from .. import calibrators as cal
 from .._util.types import ArrayLike
+from ..calibrators.conformal.maps import default_conformal
 from ..metrics import brier, cmce, coverage_window, ece, hpr_coverage, mce, nll
 from .noise import check_splits
 
@@ -103,9 +104,11 @@ def default_methods(alphas: tuple[float, ...] = (0.01, 0.1, 0.3),
                     ) -> dict[str, tuple[Callable[[], object], float | None, tuple | None]]:
     """Method name -> (factory of an unfitted calibrator, its alpha, its set settings).
 
-    The set settings ``(score, threshold)`` of the conformal maps let
-    :func:`run_protocol` fit one :class:`~noisycal.calibrators.SplitConformal` per split
-    and settings (the adaptive transform does not depend on alpha).
+    Each conformal map composes its own :class:`~noisycal.calibrators.SplitConformal`
+    (deterministic sets, ``randomized=False``, as the maps' default builder); its set
+    settings ``(score, threshold)`` are listed so that :func:`run_protocol` fits one
+    builder per split and settings and passes it as ``prefit`` (the adaptive transform
+    does not depend on alpha).
 
     Parameters
     ----------
@@ -135,12 +138,15 @@ def default_methods(alphas: tuple[float, ...] = (0.01, 0.1, 0.3),
     for a in alphas:
         for s in scores:
             for t in thresholds:
-                kw = dict(alpha=a, score=s, threshold=t, ada_steps=ada_steps)
+                # the set-mass paper's deterministic sets (as the maps' default builder)
+                kw = dict(alpha=a, score=s, threshold=t, ada_steps=ada_steps,
+                          randomized=False)
                 tag = f"a={a:g} {s.upper()} {short[t]}"
                 methods[f"MR {tag}"] = (lambda kw=kw: cal.MassRescaling(
-                    **kw, degenerate_tol=mr_degenerate_tol), a, (s, t))
-                methods[f"TS (ours) {tag}"] = (lambda kw=kw: cal.ConformalTemperature(**kw), a,
-                                               (s, t))
+                    conformal=cal.SplitConformal(**kw), degenerate_tol=mr_degenerate_tol),
+                    a, (s, t))
+                methods[f"TS (ours) {tag}"] = (lambda kw=kw: cal.ConformalTemperature(
+                    conformal=cal.SplitConformal(**kw)), a, (s, t))
     return methods
 
 
@@ -197,7 +203,9 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
     logits : ndarray of shape (n, K)
     y : int ndarray of shape (n,)
     methods : dict
-        From :func:`default_methods`.
+        From :func:`default_methods`: name -> (factory, alpha, set settings); a
+        conformal map (settings not None) gets seed ``s`` on split ``s`` and the
+        fitted builder of its settings as ``prefit``.
     n_splits, cal_fraction, seed
         See :func:`splits`; ignored when ``splits`` is given.
     splits : sequence of (array-like, array-like), optional
@@ -232,14 +240,15 @@ def run_protocol(logits: np.ndarray, y: np.ndarray, methods: dict, *, n_splits: 
                 else:
                     # the set builder of this method's own settings (all but alpha), one
                     # per split and settings
-                    m.set_params(seed=s)
-                    params = m.get_params()
-                    kw = {k: params[k] for k in cal.SplitConformal._get_param_names()}
+                    if m.conformal is None:
+                        m.set_params(conformal=default_conformal())
+                    m.set_params(conformal__seed=s)
+                    kw = m.conformal.get_params()
                     same = tuple((k, repr(v)) for k, v in kw.items() if k != "alpha")
                     if same not in shared:
                         shared[same] = cal.SplitConformal(**kw).fit(logits=logits[ic],
                                                                     target=y[ic])
-                    m.fit(logits=logits[ic], target=y[ic], conformal=shared[same])
+                    m.fit(logits=logits[ic], target=y[ic], prefit=shared[same])
                 P = m.predict_proba(logits=logits[it])
             rows.append({"split": s, "method": name, "alpha": alpha,
                          **evaluate(P, y[it], alpha=alpha),

@@ -1,7 +1,7 @@
 """Split conformal prediction sets.
 
-This package holds the sets, their scores, the maps that recalibrate with them, and
-their evaluation."""
+This package holds the sets, their scores, the maps that recalibrate with them (each
+composing one :class:`SplitConformal`), and their evaluation."""
 
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
         MassRescaling,
         TemperatureSolution,
         conformal_temperatures,
+        default_conformal,
         mass_rescale,
     )
     from .split import (
@@ -39,7 +40,8 @@ __all__ = [
     "conformal_rank", "fit_adaptive", "hard_labels", "label_scores", "MatrixInput",
     "nonconformity", "prediction_sets", "set_settings", "SplitConformal",
     "conformal_temperatures", "ConformalTemperature", "mass_rescale", "MassRescaling",
-    "TemperatureSolution", "PROPORTION_INTERVALS", "evaluate_sets", "SetEvaluation",
+    "TemperatureSolution", "default_conformal", "PROPORTION_INTERVALS", "evaluate_sets",
+    "SetEvaluation",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -4,9 +4,11 @@ The maps are mass rescaling ("MR") and conformal temperature scaling ("TS (ours)
 "Adaptive Set-Mass Calibration with Conformal Prediction" (Sections 3 and 3.2, Eq. 6,
 Appendix A).
 
-Both conformal maps build the split-conformal set C(x) of
-:class:`~noisycal.calibrators.conformal.SplitConformal` on the *uncalibrated*
-probabilities and then move the mass so that C(x) holds exactly 1 - alpha:
+Both conformal maps compose one
+:class:`~noisycal.calibrators.conformal.SplitConformal` (their ``conformal=`` parameter,
+which holds every setting of the sets, alpha included), build its set C(x) on the
+*uncalibrated* probabilities and then move the mass so that C(x) holds exactly
+1 - alpha:
 
 - :class:`MassRescaling` multiplies the in-set probabilities by
   :math:`(1-\alpha)/P_{in}` and the others by :math:`\alpha/P_{out}` (Eq. 6). This is the
@@ -16,6 +18,12 @@ probabilities and then move the mass so that C(x) holds exactly 1 - alpha:
   mass at least 1 - alpha (the in-set mass of a top-k set decreases in the
   temperature), by bisection in :math:`\beta = 1/\tau` over all rows at once; the order
   of the classes, hence argmax and accuracy, never changes.
+
+Without ``conformal=`` a map builds :func:`default_conformal`, whose sets are
+deterministic (``randomized=False``, unlike ``SplitConformal``'s own default): the
+set-mass paper defines the maps on deterministic sets, and a map's output for a row
+then depends on that row alone (randomised sets of new rows draw their uniforms by row
+position).
 """
 
 from __future__ import annotations
@@ -29,13 +37,13 @@ from scipy.special import softmax
 from ..._util.types import ArrayLike
 from ..._util.validation import check_choice, user_stacklevel
 from ...exceptions import IdentifiabilityWarning, NumericalWarning
-from .._base import check_eps
-from .._inputs import EPS, ScoreInput, base_probs, score_matrix
+from .._base import Calibrator
+from .._inputs import ScoreInput, base_probs, score_matrix
 from .solver import TemperatureSolution, _unsolved_rows, conformal_temperatures
 from .split import MatrixInput, SplitConformal, hard_labels, set_settings
 
 __all__ = ["MassRescaling", "ConformalTemperature", "mass_rescale", "conformal_temperatures",
-           "TemperatureSolution"]
+           "TemperatureSolution", "default_conformal"]
 
 
 def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
@@ -69,50 +77,87 @@ def mass_rescale(P: np.ndarray, sets: np.ndarray, alpha: float,
     return np.where(deg[:, None], P, Q), deg
 
 
-_SET_PARAMS = """alpha : float, default=0.1
-        Miscoverage level of the conformal sets, a fraction in (0, 1).
-    score : {'msp', 'aps'}, default='msp'
-    threshold : {'constant', 'adaptive'}, default='constant'
-    aps_include_boundary, ada_fraction, ada_hidden, ada_steps, ada_lr, eps, seed
-    randomized, lam, k_reg, tune_fraction, mondrian
-        As for :class:`~noisycal.calibrators.conformal.SplitConformal`, which builds the
-        sets (its fitted threshold is ``conformal_``)."""
+def default_conformal() -> SplitConformal:
+    """The set builder of a conformal map given ``conformal=None``.
 
+    ``SplitConformal(alpha=0.1, score='msp', randomized=False)``: the set-mass paper's
+    deterministic sets at alpha = 0.1 with MSP scores and one threshold. The sets are
+    deterministic, unlike :class:`SplitConformal`'s own default, because the paper
+    defines the maps on them and because a map's output for a row should depend on that
+    row alone (a randomised set of a new row depends on the uniform drawn for its
+    position). With MSP scores ``randomized`` has no effect; it is stated so that the
+    default says what it is.
 
-def _doc(cls: type) -> type:
-    cls.__doc__ = cls.__doc__.replace("{set_params}", _SET_PARAMS)
-    return cls
+    Returns
+    -------
+    SplitConformal
+        A new, unfitted builder.
+
+    Examples
+    --------
+    >>> from noisycal.calibrators.conformal.maps import default_conformal
+    >>> default_conformal()
+    SplitConformal(randomized=False)
+    """
+    return SplitConformal(alpha=0.1, score="msp", randomized=False)
 
 
 class _ConformalMap(MatrixInput):
     _fitted_attr = "conformal_"
 
-    def _set_args(self) -> dict:
-        return {k: getattr(self, k) for k in SplitConformal._get_param_names()}
+    def set_params(self, **params: object) -> Calibrator:
+        """Set parameters (no validation here: ``fit`` validates them).
+
+        Parameters
+        ----------
+        **params
+            New values by parameter name; ``conformal__<name>`` sets a parameter of the
+            map's :class:`SplitConformal` (``conformal`` must then be one, not None).
+
+        Returns
+        -------
+        self
+        """
+        nested = sorted(k for k in params if k.startswith("conformal__"))
+        if nested and params.get("conformal", getattr(self, "conformal", None)) is None:
+            raise ValueError(f"{nested[0]} sets a parameter of conformal, which is None (the "
+                             f"default {default_conformal()!r}); pass "
+                             "conformal=SplitConformal(...) with the settings instead")
+        return super().set_params(**params)
+
+    def _builder(self) -> SplitConformal:
+        """An unfitted copy of ``conformal`` (the parameter itself is never fitted), or
+        :func:`default_conformal`."""
+        given = self.conformal
+        if given is None:
+            return default_conformal()
+        if not isinstance(given, SplitConformal):
+            raise ValueError(f"conformal must be a SplitConformal or None, got "
+                             f"{type(given).__name__}")
+        return type(given)(**given.get_params(deep=False))
 
     def _fit_sets(self, probs: ArrayLike | None, logits: ArrayLike | None,
-                  target: object, conformal: SplitConformal | None = None) -> None:
-        if conformal is None:
-            self.conformal_ = SplitConformal(**self._set_args()).fit(
-                probs=probs, logits=logits, target=target)
+                  target: object, prefit: SplitConformal | None) -> None:
+        builder = self._builder()
+        if prefit is None:
+            self.conformal_ = builder.fit(probs=probs, logits=logits, target=target)
         else:
-            if not isinstance(conformal, SplitConformal) or not hasattr(conformal,
-                                                                         "quantile_"):
-                raise ValueError("conformal must be a fitted SplitConformal")
-            mine, theirs = set_settings(self._set_args()), set_settings(conformal.get_params())
+            if not isinstance(prefit, SplitConformal) or not prefit.__sklearn_is_fitted__():
+                raise ValueError("prefit must be a fitted SplitConformal")
+            mine, theirs = set_settings(builder.get_params()), set_settings(prefit.get_params())
             diff = sorted(k for k in mine.keys() | theirs.keys()
                           if k not in mine or k not in theirs or mine[k] != theirs[k])
             if diff:
-                raise ValueError(f"conformal was fitted with other settings ({diff}) than "
-                                 "this map's parameters")
-            self.conformal_ = conformal.at_alpha(self.alpha)
+                raise ValueError(f"prefit was fitted with other settings ({diff}) than this "
+                                 f"map's conformal={builder!r}")
+            self.conformal_ = prefit.at_alpha(builder.alpha)
             # the calibration rows (their per-row outcomes are counted by fit): the width
             # of the fitted builder, and hard labels of the same length
-            x = score_matrix(probs, logits, check_eps(self.eps))
+            x = score_matrix(probs, logits, self.conformal_.eps)
             n, K = x.S.shape
-            if K != conformal.n_classes_:
-                raise ValueError(f"{x.given} must have the {conformal.n_classes_} columns "
-                                 f"conformal was fitted on, got {K}")
+            if K != prefit.n_classes_:
+                raise ValueError(f"{x.given} must have the {prefit.n_classes_} columns "
+                                 f"prefit was fitted on, got {K}")
             hard_labels(target, n, K)
         self.alpha_ = self.conformal_.alpha_
         self.n_classes_ = self.conformal_.n_classes_
@@ -120,7 +165,7 @@ class _ConformalMap(MatrixInput):
     def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None
                  ) -> tuple[ScoreInput, np.ndarray]:
         self._check_fitted()
-        x = score_matrix(probs, logits, self.eps)
+        x = score_matrix(probs, logits, self.conformal_.eps)
         return x, self.conformal_.sets_of(x)
 
     def predict_sets(self, *, probs: ArrayLike | None = None,
@@ -138,7 +183,6 @@ class _ConformalMap(MatrixInput):
         return self._prepare(probs, logits)[1]
 
 
-@_doc
 class MassRescaling(_ConformalMap):
     r"""Mass rescaling ("MR"): the conformal set gets exactly 1 - alpha of the mass.
 
@@ -151,14 +195,25 @@ class MassRescaling(_ConformalMap):
 
     Parameters
     ----------
-    {set_params}
+    conformal : SplitConformal or None, default=None
+        The split-conformal set builder, which holds every setting of the sets
+        (``alpha``, ``score``, ``threshold``, ``mondrian``, ...); the map's level is
+        its ``alpha``. ``fit`` fits a copy of it on the calibration rows
+        (``conformal_``; the parameter itself stays unfitted). Any builder works; with
+        randomised APS or RAPS scores the sets of new rows, hence the map's output,
+        depend on the uniforms drawn for their positions. None:
+        :func:`default_conformal`, deterministic MSP sets at alpha = 0.1
+        (``randomized=False``, unlike ``SplitConformal()``; see there why).
     degenerate_tol : (float, float), default=(1e-8, 1e-5 + 1e-8)
         See :func:`mass_rescale`.
 
     Attributes
     ----------
     conformal_ : SplitConformal
+        The fitted set builder (a fitted copy of ``conformal``, or ``prefit`` at its
+        level).
     alpha_ : float
+        Its level.
     n_classes_ : int
     row_status_counts_ : dict
         Per-row outcomes on the calibration rows: 'ok' (rescaled) and 'degenerate'
@@ -167,35 +222,37 @@ class MassRescaling(_ConformalMap):
         The conformal fit's status if not 'ok'; else 'degenerate_rows' (with a
         :class:`~noisycal.NumericalWarning`) when some calibration rows are degenerate,
         else 'ok'. ``predict_proba`` warns likewise when some of its rows are degenerate.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import noisycal as nc
+    >>> g = nc.simulate.gaussian_grid(2000, 10, seed=0)
+    >>> z = g.true_logits
+    >>> sets = nc.calibrators.SplitConformal(alpha=0.1, score="aps", seed=0)
+    >>> mr = nc.calibrators.MassRescaling(conformal=sets)
+    >>> with warnings.catch_warnings():  # rows whose set holds no mass or all of it
+    ...     warnings.simplefilter("ignore", nc.NumericalWarning)
+    ...     mr = mr.fit(logits=z[:1000], target=g.labels[:1000])
+    ...     Q = mr.predict_proba(logits=z[1000:])
+    >>> mr.status_, mr.row_status_counts_
+    ('degenerate_rows', {'ok': 985, 'degenerate': 15})
+    >>> S = mr.predict_sets(logits=z[1000:])
+    >>> P = np.exp(z[1000:]) / np.exp(z[1000:]).sum(axis=1, keepdims=True)
+    >>> in_set = np.where(S, P, 0.0).sum(axis=1)
+    >>> ok = (in_set > 1e-8) & (1 - in_set > 1e-5 + 1e-8)
+    >>> float(np.abs(np.where(S, Q, 0.0).sum(axis=1)[ok] - 0.9).max()) < 1e-12
+    True
     """
 
-    def __init__(self, *, alpha: float = 0.1, score: str = "msp", randomized: bool = False,
-                 lam: float | str = 0.01, k_reg: int | str = 5, tune_fraction: float = 0.3,
-                 mondrian: bool = False,
-                 threshold: str = "constant", aps_include_boundary: bool = False,
-                 ada_fraction: float = 0.5,
-                 ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
-                 ada_lr: float = 0.01, eps: float = EPS, seed: int = 0,
+    def __init__(self, *, conformal: SplitConformal | None = None,
                  degenerate_tol: tuple[float, float] = (1e-8, 1e-5 + 1e-8)) -> None:
-        self.alpha = alpha
-        self.score = score
-        self.randomized = randomized
-        self.lam = lam
-        self.k_reg = k_reg
-        self.tune_fraction = tune_fraction
-        self.mondrian = mondrian
-        self.threshold = threshold
-        self.aps_include_boundary = aps_include_boundary
-        self.ada_fraction = ada_fraction
-        self.ada_hidden = ada_hidden
-        self.ada_steps = ada_steps
-        self.ada_lr = ada_lr
-        self.eps = eps
-        self.seed = seed
+        self.conformal = conformal
         self.degenerate_tol = degenerate_tol
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
-            target: object, conformal: SplitConformal | None = None) -> MassRescaling:
+            target: object, prefit: SplitConformal | None = None) -> MassRescaling:
         """Fit the conformal threshold on calibration predictions and hard labels.
 
         Parameters
@@ -203,12 +260,16 @@ class MassRescaling(_ConformalMap):
         probs, logits : array-like of shape (n, n_classes)
             Base predictions (exactly one).
         target : labels (n,), or one-hot rows / a hard Target
-        conformal : SplitConformal, optional
-            A fitted set builder with this map's settings (its quantile is recomputed at
-            this map's alpha): reuses an adaptive transform across levels. Its threshold
-            comes from the data it was fitted on; ``probs``/``logits`` and ``target``
-            should be those calibration rows: they must have its number of columns and
-            valid hard labels (checked), and the per-row outcomes
+        prefit : SplitConformal, optional
+            An already fitted set builder to use instead of fitting ``conformal``: one
+            fit then serves every level (an adaptive transform is trained once). It must
+            build the sets of ``conformal`` (or of :func:`default_conformal`) up to
+            alpha, as :func:`~noisycal.calibrators.conformal.split.set_settings` compares
+            them (ValueError naming the settings that differ); its quantile is
+            recomputed at ``conformal.alpha`` (``prefit`` is not modified). Its
+            threshold comes from the data it was fitted on; ``probs``/``logits`` and
+            ``target`` should be those calibration rows: they must have its number of
+            columns and valid hard labels (checked), and the per-row outcomes
             (``row_status_counts_``) are counted on them.
 
         Returns
@@ -225,7 +286,7 @@ class MassRescaling(_ConformalMap):
             raise ValueError(f"degenerate_tol must be a pair of numbers in [0, 0.5), got "
                              f"{tol!r}")
         self.degenerate_tol_ = (t0, t1)
-        self._fit_sets(probs, logits, target, conformal)
+        self._fit_sets(probs, logits, target, prefit)
         x, sets = self._prepare(probs, logits)
         _, deg = mass_rescale(base_probs(x), sets, self.alpha_, self.degenerate_tol_)
         n_deg = int(np.sum(deg))
@@ -268,7 +329,6 @@ def _degenerate_message(n_deg: int, n: int) -> str:
             "1 - alpha")
 
 
-@_doc
 class ConformalTemperature(_ConformalMap):
     r"""Conformal temperature scaling ("TS (ours)"): a temperature per row, the largest
     with in-set mass at least 1 - alpha.
@@ -286,7 +346,15 @@ class ConformalTemperature(_ConformalMap):
 
     Parameters
     ----------
-    {set_params}
+    conformal : SplitConformal or None, default=None
+        The split-conformal set builder, which holds every setting of the sets
+        (``alpha``, ``score``, ``threshold``, ``mondrian``, ...); the map's level is
+        its ``alpha``. ``fit`` fits a copy of it on the calibration rows
+        (``conformal_``; the parameter itself stays unfitted). Any builder works; with
+        randomised APS or RAPS scores the sets of new rows, hence the map's output,
+        depend on the uniforms drawn for their positions. None:
+        :func:`default_conformal`, deterministic MSP sets at alpha = 0.1
+        (``randomized=False``, unlike ``SplitConformal()``; see there why).
     empty_set : {'unchanged', 'sharpen'}, default='unchanged'
     tau_min, tau_max : float, default=1e-4, 1e6
     tol : float, default=1e-12
@@ -295,44 +363,40 @@ class ConformalTemperature(_ConformalMap):
     Attributes
     ----------
     conformal_ : SplitConformal
+        The fitted set builder (a fitted copy of ``conformal``, or ``prefit`` at its
+        level).
     alpha_ : float
+        Its level.
     n_classes_ : int
     row_status_counts_ : dict
         Per-row outcomes ('ok', 'cap', 'empty', 'unreachable') on the calibration rows.
     status_, message_ : str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import noisycal as nc
+    >>> g = nc.simulate.gaussian_grid(2000, 10, seed=0)
+    >>> z = 2.5 * g.true_logits
+    >>> sets = nc.calibrators.SplitConformal(alpha=0.2)  # MSP scores
+    >>> ts = nc.calibrators.ConformalTemperature(conformal=sets)
+    >>> ts = ts.fit(logits=z[:1000], target=g.labels[:1000])
+    >>> Q = ts.predict_proba(logits=z[1000:])
+    >>> bool(np.array_equal(Q.argmax(axis=1), z[1000:].argmax(axis=1)))
+    True
     """
 
-    def __init__(self, *, alpha: float = 0.1, score: str = "msp", randomized: bool = False,
-                 lam: float | str = 0.01, k_reg: int | str = 5, tune_fraction: float = 0.3,
-                 mondrian: bool = False,
-                 threshold: str = "constant", aps_include_boundary: bool = False,
-                 ada_fraction: float = 0.5,
-                 ada_hidden: tuple[int, ...] = (100,) * 6, ada_steps: int = 3000,
-                 ada_lr: float = 0.01, eps: float = EPS, seed: int = 0,
+    def __init__(self, *, conformal: SplitConformal | None = None,
                  empty_set: str = "unchanged", tau_min: float = 1e-4, tau_max: float = 1e6,
                  tol: float = 1e-12) -> None:
-        self.alpha = alpha
-        self.score = score
-        self.randomized = randomized
-        self.lam = lam
-        self.k_reg = k_reg
-        self.tune_fraction = tune_fraction
-        self.mondrian = mondrian
-        self.threshold = threshold
-        self.aps_include_boundary = aps_include_boundary
-        self.ada_fraction = ada_fraction
-        self.ada_hidden = ada_hidden
-        self.ada_steps = ada_steps
-        self.ada_lr = ada_lr
-        self.eps = eps
-        self.seed = seed
+        self.conformal = conformal
         self.empty_set = empty_set
         self.tau_min = tau_min
         self.tau_max = tau_max
         self.tol = tol
 
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,
-            target: object, conformal: SplitConformal | None = None) -> ConformalTemperature:
+            target: object, prefit: SplitConformal | None = None) -> ConformalTemperature:
         """Fit the conformal threshold; report the per-row outcomes on the calibration rows.
 
         Parameters
@@ -340,8 +404,9 @@ class ConformalTemperature(_ConformalMap):
         probs, logits : array-like of shape (n, n_classes)
             Base predictions (exactly one).
         target : labels (n,), or one-hot rows / a hard Target
-        conformal : SplitConformal, optional
-            As for :meth:`MassRescaling.fit`.
+        prefit : SplitConformal, optional
+            A fitted set builder to use instead of fitting ``conformal``, as for
+            :meth:`MassRescaling.fit`.
 
         Returns
         -------
@@ -355,7 +420,7 @@ class ConformalTemperature(_ConformalMap):
                              f"got {self.tau_min!r}, {self.tau_max!r}")
         if isinstance(self.tol, bool) or not 0.0 < float(self.tol) < 1e-3:
             raise ValueError(f"tol must lie in (0, 1e-3), got {self.tol!r}")
-        self._fit_sets(probs, logits, target, conformal)
+        self._fit_sets(probs, logits, target, prefit)
         sol = self.temperatures(probs=probs, logits=logits)
         kinds, counts = np.unique(sol.status, return_counts=True)
         self.row_status_counts_ = {str(k): int(c) for k, c in zip(kinds, counts, strict=True)}
