@@ -203,3 +203,21 @@ def test_targets_have_a_frame_with_item_ids_and_classes():
     frame = nc.targets.soft(ann).to_frame()
     assert list(frame.index) == ["b", "a"] and list(frame.columns) == ["dog", "cat"]
     np.testing.assert_allclose(frame.to_numpy(), [[0.5, 0.5], [1.0, 0.0]])
+
+
+def test_warnings_point_at_the_caller_from_any_depth_of_the_package():
+    # user_stacklevel counts the frames inside noisycal (and noisycal.models) from the
+    # package's root, wherever the warning is raised (a metric here, several folders deep)
+    import warnings
+
+    import numpy as np
+
+    import noisycal as nc
+
+    p = np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8]])
+    t = nc.targets.from_matrix(np.array([[1.2, -0.2], [0.0, 1.0], [-0.1, 1.1]]),
+                               kind="corrected")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        nc.nll(p, t, interval=None)
+    assert rec and all(r.filename == __file__ for r in rec), [r.filename for r in rec]

@@ -376,13 +376,28 @@ def check_labels(labels: ArrayLike, n_classes: int, name: str = "labels") -> np.
 
 
 def user_stacklevel() -> int:
-    """The ``stacklevel`` of ``warnings.warn`` that points at the first frame outside noisycal."""
+    """The ``stacklevel`` of ``warnings.warn`` that points at the first frame outside noisycal.
+
+    Counts the consecutive innermost frames that live in the ``noisycal`` package or in
+    ``noisycal.models`` (this function's frame included), like numpyro's
+    ``find_stack_level``.
+
+    Returns
+    -------
+    int
+    """
     import inspect
     import os
+    import sys
 
-    pkg = os.path.dirname(os.path.abspath(__file__))
+    # noisycal's own directory (this file is noisycal/_util/validation.py), and
+    # noisycal.models' from sys.modules (no import of the package from inside it)
+    dirs = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)
+    models = sys.modules.get("noisycal.models")
+    if models is not None:
+        dirs += (os.path.dirname(os.path.abspath(models.__file__)) + os.sep,)
     frame, level = inspect.currentframe(), 0
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(dirs):
         frame, level = frame.f_back, level + 1
     return max(level, 1)
 

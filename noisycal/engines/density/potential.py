@@ -13,9 +13,6 @@ from the rest.
 
 from __future__ import annotations
 
-import inspect
-import os
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -24,7 +21,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ..._util.validation import check_choice
+from ..._util.validation import check_choice, user_stacklevel
 
 __all__ = [
     "FlatPotential",
@@ -36,32 +33,6 @@ __all__ = [
     "user_stacklevel",
 ]
 
-
-def user_stacklevel() -> int:
-    """``stacklevel`` for ``warnings.warn`` pointing at the first frame outside noisycal.
-
-    Counts the consecutive innermost frames that live in the ``noisycal`` package or in
-    ``noisycal.models`` (this function's frame included), like numpyro's
-    ``find_stack_level``.
-
-    Returns
-    -------
-    int
-    """
-    # noisycal's own directory from this file's place, noisycal.models' from sys.modules
-    # (no import of the top-level package from inside it: no import circle)
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    models = sys.modules.get("noisycal.models")
-    dirs = (here + os.sep,) + (() if models is None else (
-        os.path.dirname(os.path.abspath(models.__file__)) + os.sep,))
-    frame = inspect.currentframe()
-    n = 0
-    while frame is not None:
-        if not os.path.abspath(frame.f_code.co_filename).startswith(dirs):
-            break
-        frame = frame.f_back
-        n += 1
-    return max(n, 1)
 
 
 def check_model_inputs(model: object, model_args: object, model_kwargs: object,
