@@ -489,7 +489,10 @@ class GroupedDawidSkene(DawidSkene):
         'shared': one confusion matrix per annotator, pooled over groups. 'group': one
         per annotator and group (marginal Dawid–Skene within each group, with one common
         orientation); the fit's annotators are then ``"<annotator>|<group>"`` labels
-        and ``confusion`` has one matrix per (annotator, group) pair that has ratings.
+        and ``confusion`` has one matrix per (annotator, group) pair that has ratings;
+        ``details['channel_annotators']`` and ``details['channel_groups']`` name the
+        annotator and group code behind each, so the fit reads ratings by their own
+        annotator ids (:meth:`~noisycal.engines.results.AnnotatorFit.match`).
     """
 
     _model = "grouped"
