@@ -229,7 +229,7 @@ def test_flipped_draws_are_counted():
 
 
 @pytest.mark.slow  # the noise check's refits: about 15-30 s on the shared machine
-def test_corrected_with_scores_flags_difficulty_that_tracks_the_score(simulated):
+def test_checked_target_flags_difficulty_that_tracks_the_score(simulated):
     from scipy.special import expit
 
     from noisycal.exceptions import NoisycalWarning
