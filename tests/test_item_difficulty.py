@@ -229,7 +229,7 @@ def test_flipped_draws_are_counted():
 
 
 @pytest.mark.slow  # the noise check's refits: about 15-30 s on the shared machine
-def test_corrected_with_scores_flags_difficulty_that_tracks_the_score(simulated):
+def test_checked_target_flags_difficulty_that_tracks_the_score(simulated):
     from scipy.special import expit
 
     from noisycal.exceptions import NoisycalWarning
@@ -238,8 +238,9 @@ def test_corrected_with_scores_flags_difficulty_that_tracks_the_score(simulated)
     # hard items get scores near 0.5 or on the wrong side: noise depends on the score
     tied = expit((2 * y - 1) * (1.5 - d))
     with pytest.warns(NoisycalWarning, match="noise check rejects"):
-        t = nc.targets.corrected(ann, fit, scores=tied, seed=0)
+        t = nc.annotators.checked_target(nc.targets.corrected(ann, fit), ann, tied, seed=0)
     assert t.status == "noise_depends_on_score"
     # scores unrelated to difficulty given the class: the averaged channel passes
     free = expit((2 * y - 1) * (1.5 - np.random.default_rng(5).normal(0, 1.2, y.size)))
-    assert nc.targets.corrected(ann, fit, scores=free, seed=0).status == "ok"
+    assert nc.annotators.checked_target(nc.targets.corrected(ann, fit), ann, free,
+                                        seed=0).status == "ok"

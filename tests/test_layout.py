@@ -157,7 +157,6 @@ KNOWN_VIOLATIONS = {
     ("noisycal.metrics.nc.refit", "noisycal.engines.em.dawid_skene"),
     ("noisycal.metrics.nc.refit", "noisycal.engines.em.resample"),
     ("noisycal.metrics.nc.refit", "noisycal.models.dawid_skene"),
-    ("noisycal.targets.target", "noisycal.annotators.checks.noise_target"),
 }
 
 #: Top-level files and folders of the package (the import graph's units), at most.

@@ -319,8 +319,8 @@ def test_cifar10n_check_flags_the_misfit_of_the_corrected_target(cifar10n):
     assert est.status == "target_" + REJECTED
 
 
-def test_corrected_target_with_scores_runs_the_check(binary_null):
-    """nc.targets.corrected(..., scores=) tests the assumption by default: under
+def test_checked_target_runs_the_check(binary_null):
+    """nc.annotators.checked_target(target, ann, scores) tests the assumption: under
     class-conditional noise the target stays ok (with the test in its details); with
     error rates that rise on hard items (slope 0.4: power 1 in the study) it carries
     the rejection, and so does the NC-ECE."""
@@ -328,7 +328,7 @@ def test_corrected_target_with_scores_runs_the_check(binary_null):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit = nc.DawidSkene(2).fit(ann, n_starts=3, seed=0)
-        ok = nc.targets.corrected(ann, fit, scores=z)
+        ok = nc.annotators.checked_target(nc.targets.corrected(ann, fit), ann, z)
     direct, _ = _check(ann, z)
     assert ok.status == "ok"
     assert ok.details["noise_check"]["p_value"] == pytest.approx(direct.p_value)
@@ -336,7 +336,8 @@ def test_corrected_target_with_scores_runs_the_check(binary_null):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bad_fit = nc.DawidSkene(2).fit(bad_ann, n_starts=3, seed=0)
-        flagged = nc.targets.corrected(bad_ann, bad_fit, scores=bad_z)
+        flagged = nc.annotators.checked_target(nc.targets.corrected(bad_ann, bad_fit),
+                                               bad_ann, bad_z)
         est = nc.ece(bad_z, flagged, n_bins=10)
     assert flagged.status == REJECTED
     assert flagged.details["noise_check"]["p_value"] <= 0.01

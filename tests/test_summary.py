@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import noisycal as nc
-from noisycal.engines.results import fit_codes
+from noisycal.engines.results import check_fit
 from noisycal.engines.summary import WIDTH, Summary
 
 
@@ -112,21 +112,23 @@ def test_html_holds_the_tables(em):
     assert f"{em.prevalence[0]:.4f}" in page
 
 
-def test_fit_codes_is_the_one_check(em, ds1979):
+def test_match_is_the_one_check(em, ds1979):
     with pytest.raises(ValueError, match="fit must be an AnnotatorFit"):
-        fit_codes(object(), ds1979, purpose="predict")
+        check_fit(object(), "predict")
     with pytest.raises(ValueError, match="annotations must be a noisycal.Annotations"):
-        fit_codes(em, np.zeros((3, 5)), purpose="predict")
-    ann, amap, cmap = fit_codes(em, ds1979, purpose="predict")
-    assert ann is ds1979 and amap.tolist() == [0, 1, 2, 3, 4] and cmap.tolist() == [0, 1, 2, 3]
-    # the same ratings under other annotator ids: only own=True falls back to the fit's
+        em.match(np.zeros((3, 5)))
+    m = em.match(ds1979)
+    assert m.annotator_index.tolist() == [0, 1, 2, 3, 4] and m.class_index.tolist() == [0, 1, 2, 3]
+    np.testing.assert_array_equal(m.channel, ds1979.annotator_index)
+    # the same ratings under other annotator ids: refused by name, never replaced by the
+    # fit's own ratings
     frame = ds1979.to_long()
     frame = frame.assign(annotator=frame["annotator"].astype(str) + "x")
     other = nc.Annotations.from_long(frame)
-    with pytest.raises(ValueError):
-        fit_codes(em, other, purpose="predict")
-    ann, amap, _ = fit_codes(em, other, purpose="predict", own=True)
-    assert ann is em.annotations and amap.tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match=r"has not seen: \['1x', '2x'"):
+        em.match(other)
+    with pytest.raises(ValueError, match=r"has not seen: \['1x'"):
+        em.predict(other)
     bad = type(em)(**{**em._values(), "confusion": np.full_like(em.confusion, np.nan)})
     for use, call in (("predict", lambda: bad.predict(ds1979)),
                       ("replicate ratings", lambda: nc.annotators.ppc(bad, ds1979))):

@@ -9,7 +9,7 @@
 - :mod:`noisycal.annotators.noise_check`: :func:`noise_check`, a test of the
   class-conditional noise assumption against channels that vary with a classifier's score;
   :mod:`noisycal.annotators.checks.noise_target`: :func:`with_noise_check`, which puts a
-  rejection on a Target.
+  rejection on a Target, and :func:`checked_target`, which runs the check for a Target.
 - :mod:`noisycal.annotators.ppc`: :func:`ppc`, posterior predictive checks (parametric
   bootstrap for EM fits) of Dawid–Skene family fits on agreement discrepancies.
 - :mod:`noisycal.annotators.compare`: :func:`compare`, model comparison by leave-one-item-out
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .channel_models import MACE, ClassConditionalDawidSkene
     from .checks.compare import ComparisonResult, compare
     from .checks.noise_check import NoiseCheck, noise_check, score_groups
-    from .checks.noise_target import with_noise_check
+    from .checks.noise_target import checked_target, with_noise_check
     from .checks.ppc import PPCResult, ppc
     from .checks.sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
@@ -60,6 +60,7 @@ __all__ = [
     "noise_check",
     "score_groups",
     "with_noise_check",
+    "checked_target",
     "ppc",
     "PPCResult",
     "compare",

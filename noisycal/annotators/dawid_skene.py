@@ -16,6 +16,7 @@ error-rates using the EM algorithm. Applied Statistics 28(1), 20-28.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -488,7 +489,10 @@ class GroupedDawidSkene(DawidSkene):
         'shared': one confusion matrix per annotator, pooled over groups. 'group': one
         per annotator and group (marginal Dawid–Skene within each group, with one common
         orientation); the fit's annotators are then ``"<annotator>|<group>"`` labels
-        and ``confusion`` has one matrix per (annotator, group) pair that has ratings.
+        and ``confusion`` has one matrix per (annotator, group) pair that has ratings;
+        ``details['channel_annotators']`` and ``details['channel_groups']`` name the
+        annotator and group code behind each, so the fit reads ratings by their own
+        annotator ids (:meth:`~noisycal.engines.results.AnnotatorFit.match`).
     """
 
     _model = "grouped"
@@ -500,9 +504,10 @@ class GroupedDawidSkene(DawidSkene):
 
     def fit(self, annotations: Annotations, **kwargs: Any) -> AnnotatorFit:  # noqa: D102
         check_choice(self.channels, "channels", ("shared", "group"))
+        behind = None
         if self.channels == "group" and isinstance(annotations, Annotations):
             groups = kwargs.get("groups")
-            ann, codes, _ = self._check(annotations, groups)
+            ann, codes, L = self._check(annotations, groups)
             if codes is not None:
                 levels = np.unique(np.asarray(groups))
                 arr = ann.engine_arrays()
@@ -515,6 +520,14 @@ class GroupedDawidSkene(DawidSkene):
                                                       ann.classes[arr.label],
                                                       classes=ann.classes, items=ann.items,
                                                       annotators=order)
-        return super().fit(annotations, **kwargs)
+                # the annotator and group behind each channel, in that same order, so
+                # the fit reads ratings by their own annotator ids (AnnotatorFit.match)
+                pair = np.unique(arr.annotator.astype(np.int64) * L + codes[arr.item])
+                behind = {"channel_annotators": ann.annotators[pair // L],
+                          "channel_groups": pair % L}
+        fit = super().fit(annotations, **kwargs)
+        if behind is None:
+            return fit
+        return dataclasses.replace(fit, details={**fit.details, **behind})
 
     fit.__doc__ = DawidSkene.fit.__doc__

@@ -163,9 +163,10 @@ class ItemDifficultyModel:
     ``nc.targets.corrected(ann, fit)`` accepts it: the corrected labels are unbiased for
     the truth on average over items. Calibration metrics, though, compare the target with
     a classifier's score item by item, which is valid only if difficulty is unrelated to
-    the score given the true class (hard items often get middling scores): pass
-    ``scores=`` to :func:`noisycal.targets.corrected` to test that
-    (:func:`noisycal.annotators.noise_check`), or use ``nc.targets.posterior(ann, fit)``,
+    the score given the true class (hard items often get middling scores): test that
+    with :func:`noisycal.annotators.checked_target` (which runs
+    :func:`noisycal.annotators.noise_check` and puts its verdict on the target), or use
+    ``nc.targets.posterior(ann, fit)``,
     whose item posteriors come from the full model (each item's own difficulty).
     ``fit.predict`` on new items uses the averaged channel, treating an item's ratings
     as independent given its class (an approximation for this model).

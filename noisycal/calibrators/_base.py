@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._util.items import checked_index, item_ids_of
 from .._util.types import ArrayLike
 from .._util.validation import check_array, check_labels, user_stacklevel
 from ..exceptions import IdentifiabilityWarning
@@ -304,7 +305,9 @@ def check_box(bounds: object, *, positive: bool) -> tuple[float, float]:
 
 
 def as_1d(x: ArrayLike, name: str) -> np.ndarray:
-    """A finite float64 vector of shape (n,) (binary calibrators take 1-D scores)."""
+    """A finite float64 vector of shape (n,) (binary calibrators take 1-D scores); a pandas
+    index must hold one id per row, none missing or repeated."""
+    checked_index(x, name)
     arr = check_array(x, name)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) (binary "
@@ -354,20 +357,17 @@ def positive_target(target: object, n: int) -> np.ndarray:
 def check_alignment(pred: object, pred_name: str, other: object, other_name: str) -> None:
     """Predictions given with a pandas index must list the items of ``other`` in order.
 
-    ``other`` is a pandas object (its index), or a Target or Annotations carrying item ids
-    (``items``). Plain arrays are aligned by position and not checked; a pandas index,
-    the default ``RangeIndex(n)`` included, is checked as the metrics check it.
+    The one pandas alignment (:func:`noisycal._util.items.aligned_values`, the metrics'
+    rule): a pandas index of ``pred``, the default ``RangeIndex(n)`` included, must hold
+    one id per row, none missing or repeated, and ``other``'s item ids in their order
+    when ``other`` carries them (a pandas index, checked the same way, or the ``items``
+    of a Target or Annotations). Plain arrays are aligned by position.
     """
-    idx = getattr(pred, "index", None)
-    if idx is None or not hasattr(idx, "equals"):
+    given = checked_index(pred, pred_name)
+    ids = item_ids_of(other, other_name)
+    if given is None or ids is None:
         return
-    ids = getattr(other, "index", None)
-    if ids is None or not hasattr(ids, "equals"):
-        ids = getattr(other, "items", None)
-        if ids is None or callable(ids):
-            return
-    ids = list(np.asarray(ids).tolist())
-    given = list(np.asarray(idx).tolist())
+    ids, given = np.asarray(ids).tolist(), given.tolist()
     if given != ids:
         if len(given) != len(ids):
             where = f"{pred_name} has {len(given)} items, {other_name} {len(ids)}"

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.special import log_expit, log_softmax, softmax
 
+from .._util.items import aligned_values, classes_of, frame_classes
 from .._util.types import ArrayLike
 from .._util.validation import (
     PROB_ATOL,
@@ -65,13 +66,17 @@ class ScoreInput:
     total : float or None
         ``S.sum()`` when the validation computed it on the way (logits used as given),
         else None.
+    values : ndarray or None
+        The checked float64 input (a DataFrame's columns in the classes' order), before
+        any logarithm.
     """
 
-    __slots__ = ("S", "binary", "given", "raw", "total")
+    __slots__ = ("S", "binary", "given", "raw", "total", "values")
 
     def __init__(self, S: np.ndarray, binary: bool, given: str, raw: object,
-                 total: float | None = None) -> None:
+                 total: float | None = None, values: np.ndarray | None = None) -> None:
         self.S, self.binary, self.given, self.raw, self.total = S, binary, given, raw, total
+        self.values = values
 
 
 def check_float_scores(x: ArrayLike, name: str) -> None:
@@ -99,11 +104,14 @@ def check_float_scores(x: ArrayLike, name: str) -> None:
                          "astype(float) if these really are scores)")
 
 
-def _scores(x: ArrayLike, name: str) -> tuple[np.ndarray, float | None]:
+def _scores(x: ArrayLike, name: str, classes: ArrayLike | None = None
+            ) -> tuple[np.ndarray, float | None]:
     """A finite float64 array of shape (n,) or (n, K) with n >= 1 and K >= 2, and the sum
-    of (n, K) logits (None otherwise)."""
+    of (n, K) logits (None otherwise). A pandas input is read by the one alignment
+    (:func:`~noisycal._util.items.aligned_values`: its index holds one id per row, none
+    repeated; a DataFrame's columns are matched to ``classes`` by label)."""
     check_float_scores(x, name)
-    arr = np.asarray(x) if not hasattr(x, "to_numpy") else x.to_numpy()
+    arr = np.asarray(aligned_values(x, name, classes=classes))
     if getattr(arr, "ndim", 0) not in (1, 2):
         raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) or an "
                          f"(n, n_classes) matrix, got shape {np.shape(arr)}")
@@ -120,18 +128,21 @@ def _scores(x: ArrayLike, name: str) -> tuple[np.ndarray, float | None]:
 
 
 def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, *,
-                 log_probs: bool = False) -> ScoreInput:
+                 log_probs: bool = False, classes: ArrayLike | None = None) -> ScoreInput:
     """The (n, K) scores of explicit ``probs=`` / ``logits=`` (module docstring).
 
     Parameters
     ----------
     probs, logits : array-like of shape (n,) or (n, K), optional
-        Exactly one of them.
+        Exactly one of them. A pandas index must hold one id per row, none repeated.
     eps : float
         Floor of the probabilities before the logarithm.
     log_probs : bool, default=False
         Turn (n, K) logits into log-probabilities ``log_softmax(logits)`` (Dirichlet
         calibration acts on log-probabilities).
+    classes : array-like, optional
+        The classes the columns stand for: a DataFrame's columns are matched to them by
+        label (without them a DataFrame is read by position).
 
     Returns
     -------
@@ -141,13 +152,13 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
         raise ValueError("give exactly one of probs= or logits= (shape (n,) for a binary "
                          "problem, (n, K) otherwise; they are never guessed)")
     if logits is not None:
-        z, total = _scores(logits, "logits")
+        z, total = _scores(logits, "logits", classes)
         if z.ndim == 1:
             S = np.column_stack([log_expit(-z), log_expit(z)])
         else:
             S = log_softmax(z, axis=1) if log_probs else z
-        return ScoreInput(S, z.ndim == 1, "logits", logits, None if log_probs else total)
-    p, _ = _scores(probs, "probs")
+        return ScoreInput(S, z.ndim == 1, "logits", logits, None if log_probs else total, z)
+    p, _ = _scores(probs, "probs", classes)
     if np.any((p < 0) | (p > 1)):
         raise ValueError(f"probs must lie in [0, 1], got values in [{p.min():g}, {p.max():g}] "
                          "(pass logits= if these are logits)")
@@ -162,7 +173,7 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
             raise ValueError(f"rows of probs must sum to 1 within {atol:g}; row {i} sums "
                              f"to {p[i].sum():.8g} (normalise them, or pass logits=)")
         P = p
-    return ScoreInput(np.log(np.maximum(P, eps)), p.ndim == 1, "probs", probs)
+    return ScoreInput(np.log(np.maximum(P, eps)), p.ndim == 1, "probs", probs, values=p)
 
 
 def base_probs(x: ScoreInput) -> np.ndarray:
@@ -180,7 +191,7 @@ def base_probs(x: ScoreInput) -> np.ndarray:
     ndarray of shape (n, K)
     """
     if x.given == "probs":
-        p = np.asarray(x.raw, dtype=np.float64)
+        p = np.asarray(x.raw if x.values is None else x.values, dtype=np.float64)
         return np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
     return softmax(x.S, axis=1)
 
@@ -338,8 +349,8 @@ class SoftmaxMap(Calibrator):
         if not (isinstance(target, np.ndarray) and target.ndim == 1
                 and target.dtype.kind in "iu" and self.loss in ("auto", "log")):
             return None
-        eps = check_eps(self.eps)
-        x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
+        eps, classes = check_eps(self.eps), classes_of(target)
+        x = score_matrix(probs, logits, eps, log_probs=self._log_probs, classes=classes)
         if x.binary:
             return None
         n, K = x.S.shape
@@ -349,27 +360,31 @@ class SoftmaxMap(Calibrator):
         codes, _ = encode_labels(target, n_classes=K, name="target")
         check_alignment(x.raw, x.given, target, "target")
         record_fit_target(self, target)
-        self._record_inputs(x, eps, "log", outside=False)
+        self._record_inputs(x, eps, "log", outside=False, classes=classes)
         return x, codes
 
     def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None,
                  target: object) -> tuple[ScoreInput, np.ndarray]:
         """Checked scores and target of ``fit``; sets ``eps_``, ``loss_``, ``n_classes_``,
         ``binary_`` and ``input_``."""
-        eps = check_eps(self.eps)
-        x = score_matrix(probs, logits, eps, log_probs=self._log_probs)
+        eps, classes = check_eps(self.eps), classes_of(target)
+        x = score_matrix(probs, logits, eps, log_probs=self._log_probs, classes=classes)
         T = fit_target(target, x)
         record_fit_target(self, target)
         outside = leaves_unit_interval(T, target)
         self._record_inputs(x, eps, resolve_loss(self.loss, T, target, outside=outside),
-                            outside=outside)
+                            outside=outside, classes=classes)
         return x, T
 
-    def _record_inputs(self, x: ScoreInput, eps: float, loss: str, *, outside: bool) -> None:
-        """Set ``eps_``, ``loss_``, ``n_classes_``, ``binary_``, ``input_`` and whether the
-        target leaves the simplex."""
+    def _record_inputs(self, x: ScoreInput, eps: float, loss: str, *, outside: bool,
+                       classes: list | None) -> None:
+        """Set ``eps_``, ``loss_``, ``n_classes_``, ``binary_``, ``input_``, whether the
+        target leaves the simplex, and the classes the columns stand for (the target's,
+        else a DataFrame's column labels; ``predict_proba`` matches a DataFrame's columns
+        to them by label)."""
         self._outside, self.loss_, self.eps_ = outside, loss, eps
         self.n_classes_, self.binary_, self.input_ = int(x.S.shape[1]), bool(x.binary), x.given
+        self._columns = classes if classes is not None else frame_classes(x.raw)
 
     def predict_proba(self, *, probs: ArrayLike | None = None,
                       logits: ArrayLike | None = None) -> np.ndarray:
@@ -382,7 +397,9 @@ class SoftmaxMap(Calibrator):
             floored at the ``eps_`` of the fit before the logarithm.
         logits : array-like of shape (n,) or (n, n_classes), optional
             Logits (never clipped). Give exactly one of ``probs`` and ``logits``, of the
-            shape the map was fitted on.
+            shape the map was fitted on. A pandas index must hold one id per row, none
+            repeated; a DataFrame's columns are matched by label to the classes of the
+            fit (its target's, or the column labels of the DataFrame it was fitted on).
 
         Returns
         -------
@@ -398,7 +415,8 @@ class SoftmaxMap(Calibrator):
             fitted on (n, K) ``logits=`` and is given ``probs=`` (or the reverse).
         """
         self._check_fitted()
-        x = score_matrix(probs, logits, self.eps_, log_probs=self._log_probs)
+        x = score_matrix(probs, logits, self.eps_, log_probs=self._log_probs,
+                         classes=self.__dict__.get("_columns"))
         if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_:
             fitted = "(n,) binary scores" if self.binary_ else f"(n, {self.n_classes_}) scores"
             raise ValueError(f"{x.given} must have the shape the map was fitted on, "

@@ -32,6 +32,7 @@ import numpy as np
 from .._util.types import ArrayLike
 from .._util.validation import check_array, check_choice
 from ..annotations.core import Annotations
+from ..annotations.matching import FitIds, match_ratings
 from .weights import (
     GAP_THRESHOLD,
     PREVALENCE_CLIP,
@@ -241,9 +242,10 @@ def fit_index(annotations: Annotations | ArrayLike, fit: Any, n_annotators: int,
 
     Annotations are matched to the fit's ``annotators`` by annotator id and to its
     ``classes`` by class label, whatever order either lists them in; a subset of the
-    fit's annotators is allowed. An array of ratings (no ids), or a fit that carries no
-    ids, is matched by position and must have the fit's numbers of annotators and
-    classes.
+    fit's annotators is allowed (the one boundary,
+    :func:`noisycal.annotations.matching.match_ratings`, through the fit's own ``match``
+    method when it has one). An array of ratings (no ids), or a fit that carries no ids,
+    is matched by position and must have the fit's numbers of annotators and classes.
 
     Parameters
     ----------
@@ -265,7 +267,8 @@ def fit_index(annotations: Annotations | ArrayLike, fit: Any, n_annotators: int,
     ------
     ValueError
         For an annotator the fit has not seen (named), a class set that differs from
-        the fit's, or (matched by position) numbers that differ from the fit's.
+        the fit's (the classes named), channels per (annotator, group), or (matched by
+        position) numbers that differ from the fit's.
 
     Examples
     --------
@@ -289,21 +292,14 @@ def fit_index(annotations: Annotations | ArrayLike, fit: Any, n_annotators: int,
                              f"{n_annotators} and {n_classes}; pass Annotations to match "
                              "annotators by id")
         return np.arange(J_fit), np.arange(K_fit)
-    fit_cls = np.asarray(fit.classes).tolist()
-    cls = np.asarray(annotations.classes).tolist()
-    if len(cls) != len(fit_cls) or set(cls) != set(fit_cls):
-        raise ValueError(f"annotations have classes {cls} but the fit has classes {fit_cls}: "
-                         "the ratings need the fit's class set (in any order)")
-    pos = {v: i for i, v in enumerate(np.asarray(fit.annotators).tolist())}
-    who = np.asarray(annotations.annotators).tolist()
-    unknown = [v for v in who if v not in pos]
-    if unknown:
-        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
-        raise ValueError(f"annotations name annotator(s) the fit has not seen: "
-                         f"{unknown[:5]}{more}; their channels are unknown (fit a model "
-                         "that includes them, or leave their ratings out)")
-    return (np.array([pos[v] for v in who], dtype=np.int64),
-            np.array([fit_cls.index(c) for c in cls], dtype=np.int64))
+    match = getattr(fit, "match", None)  # an AnnotatorFit matches for itself
+    m = match(annotations) if callable(match) else match_ratings(
+        annotations, FitIds(fit.annotators, fit.classes))
+    if m.annotator_index is None:
+        raise ValueError("fit has channels per (annotator, group), and corrected labels need "
+                         "one channel per annotator: pass the ratings by channel "
+                         "(fit.annotations), or fit shared channels")
+    return m.annotator_index, m.class_index
 
 
 def _aligned(C: np.ndarray, ai: np.ndarray, ci: np.ndarray) -> np.ndarray:

@@ -9,7 +9,14 @@ import numpy as np
 
 from .._util.validation import check_choice
 from ..annotations.core import Annotations
-from ._loaders import read_npz, resolve
+from ._loaders import (
+    check_counts,
+    check_finite_scores,
+    check_label_codes,
+    check_unique,
+    read_npz,
+    resolve,
+)
 
 __all__ = ["CHAOSNLI_SUBSETS", "ChaosNLI", "load_chaosnli"]
 
@@ -83,7 +90,10 @@ def load_chaosnli(subset: str = "snli",
     ------
     ValueError
         If ``subset`` is not an option, ``data`` is not a path, or the file is not the
-        expected archive.
+        expected archive (naming it): counts that are not non-negative whole numbers or
+        an item without a vote, labels outside the classes, logits that are not finite
+        (NaN only as whole rows: items without a prediction), repeated item ids or class
+        names, arrays whose shapes disagree.
     FileNotFoundError
         When the file is absent; the message says where it looked.
 
@@ -102,14 +112,26 @@ def load_chaosnli(subset: str = "snli",
     with np.load(path, allow_pickle=False) as f:  # a readable archive (read_npz checked)
         extra = tuple(k for k in f.files if k.startswith("logits_") or k == "dd_split")
         arrays.update({key: np.asarray(f[key]) for key in extra})
+    if arrays["counts"].ndim != 2:
+        raise ValueError(f"{what} file {path}: array 'counts' must be (n, n_classes), got "
+                         f"shape {arrays['counts'].shape}")
     n, k = arrays["counts"].shape
-    if arrays["uid"].shape != (n,) or arrays["class_names"].shape != (k,):
-        raise ValueError(f"{what} file {path}: uid/class_names do not match counts of shape "
-                         f"{(n, k)}")
-    logits = {key[len("logits_"):]: arrays[key].astype(np.float64)
+    shapes = {"uid": (n,), "class_names": (k,), "majority_label": (n,), "old_label": (n,),
+              "dd_split": (n,), **{key: (n, k) for key in extra if key.startswith("logits_")}}
+    for key, shape in shapes.items():
+        if key in arrays and arrays[key].shape != shape:
+            raise ValueError(f"{what} file {path}: array {key!r} has shape "
+                             f"{arrays[key].shape}, expected {shape} to match counts of shape "
+                             f"{(n, k)}")
+    counts = check_counts(arrays["counts"], "counts", path, what)
+    labels = {key: check_label_codes(arrays[key], key, k, path, what)
+              for key in ("majority_label", "old_label")}
+    logits = {key[len("logits_"):]: check_finite_scores(arrays[key], key, path, what,
+                                                        missing_rows=True)
               for key in extra if key.startswith("logits_")}
-    split = arrays["dd_split"].astype(np.int64) if "dd_split" in arrays else None
-    return ChaosNLI(arrays["uid"].astype(str), [str(x) for x in arrays["class_names"]],
-                    arrays["counts"].astype(np.int64),
-                    arrays["majority_label"].astype(np.int64),
-                    arrays["old_label"].astype(np.int64), logits, split)
+    split = None if "dd_split" not in arrays else check_label_codes(
+        arrays["dd_split"], "dd_split", 2, path, what, allowed=(-1,))
+    uid = check_unique(arrays["uid"].astype(str), "uid", path, what)
+    names = check_unique(arrays["class_names"].astype(str), "class_names", path, what)
+    return ChaosNLI(uid, [str(x) for x in names], counts, labels["majority_label"],
+                    labels["old_label"], logits, split)

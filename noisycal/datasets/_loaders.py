@@ -24,6 +24,11 @@ __all__ = [
     "ENV_VAR",
     "resolve",
     "read_npz",
+    "whole_numbers",
+    "check_counts",
+    "check_label_codes",
+    "check_finite_scores",
+    "check_unique",
 ]
 
 #: Environment variable naming the data folder.
@@ -159,6 +164,154 @@ def _check_rows(arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int | Non
                              f"expected {shape} (None: any size)")
 
 
+def _bad(path: Path, what: str, key: str, why: str, where: np.ndarray) -> ValueError:
+    """A ValueError naming the file, the array and the first offending entries."""
+    idx = np.argwhere(where)[:3].tolist()
+    at = ", ".join(str(tuple(i) if len(i) > 1 else i[0]) for i in idx)
+    return ValueError(f"{what} file {path}: array {key!r} {why} ({int(where.sum())} "
+                      f"entr{'y' if where.sum() == 1 else 'ies'}, first at {at})")
+
+
+def whole_numbers(arr: np.ndarray, key: str, path: Path, what: str) -> np.ndarray:
+    """``arr`` as int64 when every entry is a finite whole number, else a ValueError."""
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "fb":
+        raise ValueError(f"{what} file {path}: array {key!r} must hold whole numbers, got "
+                         f"dtype {arr.dtype}")
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+    if bad.any():
+        raise _bad(path, what, key, "must hold whole numbers", bad)
+    return arr.astype(np.int64)
+
+
+def check_counts(arr: np.ndarray, key: str, path: Path, what: str, *,
+                 rated: bool = True) -> np.ndarray:
+    """Vote counts: non-negative whole numbers (int64), every row with a vote (``rated``).
+
+    Parameters
+    ----------
+    arr : ndarray of shape (n, n_classes)
+    key : str
+        The array's name in the file.
+    path : pathlib.Path
+    what : str
+        The data set's name.
+    rated : bool, default=True
+        Refuse rows without a vote.
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the array.
+    """
+    c = whole_numbers(arr, key, path, what)
+    if np.any(c < 0):
+        raise _bad(path, what, key, "must hold non-negative counts", c < 0)
+    if rated and c.ndim == 2 and np.any(c.sum(axis=1) == 0):
+        raise _bad(path, what, key, "has rows without a vote", c.sum(axis=1) == 0)
+    return c
+
+
+def check_label_codes(arr: np.ndarray, key: str, n_classes: int, path: Path, what: str, *,
+                      allowed: tuple[int, ...] = ()) -> np.ndarray:
+    """Class codes inside ``0..n_classes - 1`` (or one of ``allowed``), as int64.
+
+    Parameters
+    ----------
+    arr : ndarray
+    key : str
+    n_classes : int
+    path : pathlib.Path
+    what : str
+    allowed : tuple of int, default=()
+        Other codes with a documented meaning (a missing-value code).
+
+    Returns
+    -------
+    ndarray of int64
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the array.
+    """
+    y = whole_numbers(arr, key, path, what)
+    bad = ((y < 0) | (y >= n_classes)) & ~np.isin(y, allowed)
+    if bad.any():
+        extra = f" or {list(allowed)}" if allowed else ""
+        raise _bad(path, what, key, f"must hold class codes in 0..{n_classes - 1}{extra}",
+                   bad)
+    return y
+
+
+def check_finite_scores(arr: np.ndarray, key: str, path: Path, what: str, *,
+                        missing_rows: bool = False) -> np.ndarray:
+    """Finite float64 scores (logits); with ``missing_rows``, whole NaN rows mark items
+    without a prediction and are kept.
+
+    Parameters
+    ----------
+    arr : ndarray of shape (n, n_classes)
+    key : str
+    path : pathlib.Path
+    what : str
+    missing_rows : bool, default=False
+
+    Returns
+    -------
+    ndarray of float64
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the array.
+    """
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"{what} file {path}: array {key!r} must hold numbers, got dtype "
+                         f"{arr.dtype}")
+    z = arr.astype(np.float64)
+    bad = ~np.isfinite(z)
+    if missing_rows and z.ndim == 2:
+        bad &= ~np.isnan(z).all(axis=1, keepdims=True)
+    if bad.any():
+        why = "must be finite" + (" (NaN only as whole rows)" if missing_rows else "")
+        raise _bad(path, what, key, why, bad)
+    return z
+
+
+def check_unique(arr: np.ndarray, key: str, path: Path, what: str) -> np.ndarray:
+    """Ids that are not repeated.
+
+    Parameters
+    ----------
+    arr : ndarray of shape (n,)
+    key : str
+    path : pathlib.Path
+    what : str
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the array and a repeated id.
+    """
+    values, counts = np.unique(arr, return_counts=True)
+    if np.any(counts > 1):
+        raise ValueError(f"{what} file {path}: array {key!r} must not repeat an id; "
+                         f"{values[counts > 1][0]!r} appears {int(counts.max())} times "
+                         f"({int(np.sum(counts > 1))} repeated id(s))")
+    return arr
+
+
 class CIFAR10H(NamedTuple):
     """CIFAR-10H: about 51 human labels for each of the 10,000 CIFAR-10 test images.
 
@@ -228,7 +381,9 @@ def load_cifar10h(data: str | os.PathLike[str] | None = None) -> CIFAR10H:
     FileNotFoundError
         When the file is absent; the message says where it looked.
     ValueError
-        If ``data`` is not a path, or the file is not the expected archive.
+        If ``data`` is not a path, or the file is not the expected archive (naming it):
+        counts that are not non-negative whole numbers or a row without a vote, labels
+        outside the 10 classes, repeated class names.
 
     Notes
     -----
@@ -239,9 +394,10 @@ def load_cifar10h(data: str | os.PathLike[str] | None = None) -> CIFAR10H:
     f = read_npz(path, ("counts", "cifar10_test_labels", "class_names"), "CIFAR-10H")
     _check_rows(f, {"counts": (None, 10), "cifar10_test_labels": (f["counts"].shape[0],),
                     "class_names": (10,)}, path, "CIFAR-10H")
-    counts = f["counts"].astype(np.int64)
-    labels = f["cifar10_test_labels"].astype(np.int64)
-    names = [str(x) for x in f["class_names"]]
+    counts = check_counts(f["counts"], "counts", path, "CIFAR-10H")
+    labels = check_label_codes(f["cifar10_test_labels"], "cifar10_test_labels", 10, path,
+                               "CIFAR-10H")
+    names = [str(x) for x in check_unique(f["class_names"], "class_names", path, "CIFAR-10H")]
     probs = counts / counts.sum(axis=1, keepdims=True)
     return CIFAR10H(counts, probs, labels, names)
 
@@ -276,7 +432,9 @@ def load_cifar10_logits(model: str = "densenet40",
     ------
     ValueError
         If ``model`` is not one of ``LOGIT_MODELS`` (the message lists them), ``data`` is
-        not a path, or the file is not the expected archive.
+        not a path, or the file is not the expected archive (naming it): logits that are
+        not finite, probabilities that are not positive, labels outside the 10 classes,
+        repeated or negative validation indices, arrays whose lengths disagree.
     FileNotFoundError
         When the file is absent; the message says where it looked.
     """
@@ -293,16 +451,25 @@ def load_cifar10_logits(model: str = "densenet40",
         if np.any(probs <= 0) or not np.all(np.isfinite(probs)):
             raise ValueError(f"{what} file {path}: array {key!r} must hold positive "
                              "probabilities (their log is the logit)")
-        return CIFAR10Logits(logits_test=np.log(probs),
-                             y_test=f["y_test"].astype(np.int64).ravel(),
+        y = check_label_codes(f["y_test"].ravel(), "y_test", 10, path, what)
+        if y.size != probs.shape[0]:
+            raise ValueError(f"{what} file {path}: array 'y_test' has {y.size} labels for "
+                             f"{probs.shape[0]} rows of {key!r}")
+        return CIFAR10Logits(logits_test=np.log(probs), y_test=y,
                              logits_val=None, y_val=None, val_train_idx=None)
     f = read_npz(path, CIFAR10Logits._fields, what)
+    flat = {k: f[k].ravel() for k in ("y_test", "y_val", "val_train_idx")}
+    _check_rows({**f, **flat}, {"logits_test": (None, 10), "logits_val": (None, 10),
+                                "y_test": (f["logits_test"].shape[0],),
+                                "y_val": (f["logits_val"].shape[0],),
+                                "val_train_idx": (f["logits_val"].shape[0],)}, path, what)
+    idx = check_counts(flat["val_train_idx"], "val_train_idx", path, what, rated=False)
     return CIFAR10Logits(
-        logits_test=f["logits_test"].astype(np.float64),
-        y_test=f["y_test"].astype(np.int64).ravel(),
-        logits_val=f["logits_val"].astype(np.float64),
-        y_val=f["y_val"].astype(np.int64).ravel(),
-        val_train_idx=f["val_train_idx"].astype(np.int64).ravel(),
+        logits_test=check_finite_scores(f["logits_test"], "logits_test", path, what),
+        y_test=check_label_codes(flat["y_test"], "y_test", 10, path, what),
+        logits_val=check_finite_scores(f["logits_val"], "logits_val", path, what),
+        y_val=check_label_codes(flat["y_val"], "y_val", 10, path, what),
+        val_train_idx=check_unique(idx, "val_train_idx", path, what),
     )
 
 
@@ -366,11 +533,13 @@ def load_cifar10n(data: str | os.PathLike[str] | None = None) -> CIFAR10N:
     FileNotFoundError
         When the file is absent; the message says where it looked.
     ValueError
-        If ``data`` is not a path, or the file is not the expected archive.
+        If ``data`` is not a path, or the file is not the expected archive (naming it):
+        labels outside the 10 classes, arrays whose lengths disagree.
     """
     path = resolve(data, "cifar10n", "cifar10n.npz", "CIFAR-10N")
     keys = ("random_label1", "random_label2", "random_label3", "clean_label", "aggre_label")
     f = read_npz(path, keys, "CIFAR-10N")
     _check_rows(f, {k: (f["clean_label"].shape[0],) for k in keys}, path, "CIFAR-10N")
-    labels = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1).astype(np.int64)
-    return CIFAR10N(labels, f["clean_label"].astype(np.int64), f["aggre_label"].astype(np.int64))
+    y = {k: check_label_codes(f[k], k, 10, path, "CIFAR-10N") for k in keys}
+    labels = np.stack([y[f"random_label{j}"] for j in (1, 2, 3)], axis=1)
+    return CIFAR10N(labels, y["clean_label"], y["aggre_label"])

@@ -14,13 +14,15 @@ from .._util.html import fit_html
 from .._util.jax import x64
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_level, check_seed
+from ..annotations.core import Annotations
+from ..annotations.matching import FitIds, RatingMatch, match_ratings, positions
 from .density.diagnostics import check_credible_draws
 from .status import BOUNDARY, checked_status, design_status, estimate_status
 from .summary import Summary, fit_summary, parameter_frame, parameter_intervals
 
 # the statuses live in .status and are re-exported here, where the fitters import them
-__all__ = ["AnnotatorFit", "predict", "fit_codes", "design_status", "estimate_status",
-           "checked_status", "BOUNDARY"]
+__all__ = ["AnnotatorFit", "predict", "check_fit", "fit_ids", "design_status",
+           "estimate_status", "checked_status", "BOUNDARY"]
 
 @dataclass(frozen=True, eq=False)
 class AnnotatorFit:
@@ -299,6 +301,31 @@ class AnnotatorFit:
         """
         return predict(self, annotations, groups)
 
+    def match(self, annotations: Any, *, items: str = "any",
+              groups: ArrayLike | None = None) -> RatingMatch:
+        """Where the ratings of ``annotations`` sit in this fit (the one boundary).
+
+        Annotators are matched to the fit's channels by id (a subset allowed; with
+        channels per group, each rating takes its annotator's channel in its item's
+        group), classes by name (the fit's class set, any order), items by id; anything
+        unknown is refused by name (:func:`noisycal.annotations.matching.match_ratings`).
+
+        Parameters
+        ----------
+        annotations : Annotations
+        items : {'any', 'fitted'}, default='any'
+            'fitted': every item must be one the fit was fitted on.
+        groups : array-like of int, optional
+            Each item's group code, for items the fit was not fitted on.
+
+        Returns
+        -------
+        RatingMatch
+            Each rating's channel and class code in the fit, and where the annotations'
+            annotators, classes and items sit in it.
+        """
+        return match_ratings(annotations, fit_ids(self), items=items, groups=groups)
+
     def __repr__(self) -> str:
         return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
                 f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
@@ -317,8 +344,10 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
     fit : AnnotatorFit
         A Dawid–Skene family fit with finite estimates.
     annotations : Annotations
-        Ratings of the new items: the fit's classes (in any order: labels are matched by
-        name) and a subset of its annotators (matched by id).
+        Ratings of the new items, read by :meth:`AnnotatorFit.match`: the fit's classes
+        (in any order: labels are matched by name) and a subset of its annotators
+        (matched by id; for channels per group, each rating takes its annotator's
+        channel in its item's group).
     groups : array-like of int, optional
         Grouped fits: each new item's group as an index into the fitted groups;
         required when the fit has more than one group.
@@ -327,6 +356,12 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
     -------
     ndarray of shape (n_new_items, K)
         Columns in the fit's class order (``fit.classes``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``fit`` (no finite estimates), ``annotations`` (an annotator or class the
+        fit does not know) or ``groups``.
     """
     import jax.numpy as jnp
 
@@ -334,12 +369,15 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
 
     from .em.dawid_skene import e_step
 
-    annotations, amap, cmap = fit_codes(fit, annotations, purpose="predict")
-    arr = annotations.engine_arrays()
+    check_fit(fit, "predict")
+    if not isinstance(annotations, Annotations):
+        raise ValueError("annotations must be a noisycal.Annotations, got "
+                         f"{type(annotations).__name__}")
     L = fit.group_prevalence.shape[0]
     g = _group_codes(groups, annotations.n_items, L)
+    m = fit.match(annotations, groups=g if L > 1 else None)
     with x64():
-        data = make_data(arr.item, amap[arr.annotator], cmap[arr.label], n_items=arr.n_items,
+        data = make_data(m.item, m.channel, m.label, n_items=annotations.n_items,
                          n_annotators=len(fit.annotators), n_classes=len(fit.classes),
                          group=g, n_groups=L)
         post, _ = e_step(jnp.asarray(fit.group_prevalence), jnp.asarray(fit.confusion),
@@ -347,62 +385,67 @@ def predict(fit: AnnotatorFit, annotations: Any, groups: ArrayLike | None = None
         return np.asarray(post)
 
 
-def fit_codes(fit: AnnotatorFit, annotations: Any, *, purpose: str, own: bool = False
-              ) -> tuple[Any, np.ndarray, np.ndarray]:
-    """Check that ``annotations`` can be read by ``fit``; where its annotators and classes sit.
-
-    The one check behind :func:`predict`, :func:`noisycal.annotators.ppc` and
-    :func:`noisycal.annotators.compare`: ``fit`` is an :class:`AnnotatorFit` with finite
-    estimates, ``annotations`` an :class:`~noisycal.Annotations` whose annotators and
-    classes are matched to the fit's by id and name
-    (:func:`noisycal.correction.fit_index`).
+def check_fit(fit: Any, purpose: str) -> AnnotatorFit:
+    """``fit`` when it is an :class:`AnnotatorFit` with finite estimates.
 
     Parameters
     ----------
     fit : AnnotatorFit
-    annotations : Annotations
     purpose : str
         What the fit is checked for, named in the error (``'predict'``).
-    own : bool, default=False
-        Also accept the ratings the fit was fitted on when they cannot be matched by id
-        (a grouped fit with channels per group keeps ``"<annotator>|<group>"`` ratings):
-        same items and number of ratings as ``fit.annotations``, which are then used.
 
     Returns
     -------
-    annotations : Annotations
-        ``annotations``, or ``fit.annotations`` (``own=True``, see above).
-    annotator_index : int ndarray of shape (n_annotators,)
-        For each annotator of the returned annotations, its index in ``fit.annotators``.
-    class_index : int ndarray of shape (n_classes,)
-        For each class, its index in ``fit.classes``.
+    AnnotatorFit
 
     Raises
     ------
     ValueError
-        Naming ``fit`` or ``annotations``.
+        Naming ``fit``.
     """
-    from ..annotations.core import Annotations
-    from ..correction.labels import fit_index
-
     if not isinstance(fit, AnnotatorFit):
         raise ValueError(f"fit must be an AnnotatorFit, got {type(fit).__name__}")
-    if not isinstance(annotations, Annotations):
-        raise ValueError("annotations must be a noisycal.Annotations, got "
-                         f"{type(annotations).__name__}")
     if not (np.all(np.isfinite(fit.group_prevalence)) and np.all(np.isfinite(fit.confusion))):
         raise ValueError(f"fit has no finite estimates (status {fit.status!r}); it cannot "
                          f"{purpose}")
-    try:
-        amap, cmap = fit_index(annotations, fit, annotations.n_annotators,
-                               annotations.n_classes)
-    except ValueError:
-        mine = fit.annotations
-        if (not own or mine is None or mine.n_ratings != annotations.n_ratings
-                or not np.array_equal(np.asarray(mine.items), np.asarray(annotations.items))):
-            raise
-        return mine, np.arange(mine.n_annotators), np.arange(mine.n_classes)
-    return annotations, amap, cmap
+    return fit
+
+
+def fit_ids(fit: AnnotatorFit) -> FitIds:
+    """What a fit knows of its data, as the plain arrays :func:`match_ratings` reads.
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+
+    Returns
+    -------
+    FitIds
+        The fit's annotators (channels), classes and items; each item's group
+        (``details['group_index']``) for a fit with several groups; for channels per
+        (annotator, group) the annotator and group behind each channel
+        (``details['channel_annotators']``, ``details['channel_groups']``); and the
+        fitted ratings in these codes when the fit carries its annotations.
+    """
+    det = fit.details
+    n = len(fit.items)
+    gi = det.get("group_index")
+    several = fit.group_prevalence.shape[0] > 1 or "channel_groups" in det
+    groups = np.asarray(gi) if several and gi is not None and len(gi) == n else None
+    ratings = None
+    own = fit.annotations
+    if own is not None:  # in the fit's codes (the same id arrays, unless rebuilt)
+        mapped = [index if np.array_equal(ids, ref) else positions(ids, ref)[index]
+                  for ids, ref, index in ((own.items, fit.items, own.item_index),
+                                          (own.annotators, fit.annotators,
+                                           own.annotator_index),
+                                          (own.classes, fit.classes, own.label_index))]
+        if all(np.all(m >= 0) for m in mapped):
+            ratings = tuple(mapped)
+    chan = "channel_annotators" in det and "channel_groups" in det
+    return FitIds(fit.annotators, fit.classes, fit.items, item_groups=groups,
+                  channel_annotators=det["channel_annotators"] if chan else None,
+                  channel_groups=det["channel_groups"] if chan else None, ratings=ratings)
 
 
 def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:

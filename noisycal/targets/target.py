@@ -38,7 +38,7 @@ from .._util.validation import (
     check_items,
     encode_labels,
 )
-from ..correction.labels import corrected_labels, fit_index
+from ..correction.labels import corrected_labels
 from .frame import frame_matrix, one_hot, vector_target
 from .view import select_rows, target_html, target_repr
 
@@ -284,8 +284,8 @@ def _fit_status(fit: Any, *, informative_checked: bool = False) -> tuple[str, st
 def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
               confusion: ArrayLike | None = None, a: ArrayLike | None = None,
               b: ArrayLike | None = None, weights: str | ArrayLike = "iv",
-              prevalence: float | None = None, informative: ArrayLike | None = None,
-              scores: ArrayLike | None = None, seed: Seed = 0) -> Target:
+              prevalence: float | None = None, informative: ArrayLike | None = None
+              ) -> Target:
     """Noise-corrected target matrix from annotations and annotator channels.
 
     Row i is an unbiased estimate of the one-hot truth e_{Y_i} under class-conditional
@@ -320,14 +320,6 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     informative : array-like of bool, shape (n_annotators,), optional
         Boolean mask of the annotators to use; the others get weight 0. Integer
         indices are refused (``[1, 0, 1]`` would be ambiguous).
-    scores : array-like of shape (n_items,) or (n_items, n_classes), optional
-        The classifier's scores of the items, in their order. When given, the
-        class-conditional noise assumption is tested against channels that change with
-        the score (:func:`noisycal.annotators.noise_check`, its defaults; seconds to a
-        minute) and a rejection becomes the target's status 'noise_depends_on_score',
-        which every Estimate built from it carries; ``details['noise_check']``.
-    seed : int or jax key, default=0
-        Seeds the noise check's bootstrap (only with ``scores``).
 
     Returns
     -------
@@ -345,6 +337,10 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     annotators who rated it (unbiased only when whether an annotator rated an item is
     unrelated to its true class; the paper's guarantees assume complete ratings).
 
+    The target assumes class-conditional noise; to test it against the classifier's
+    scores and carry a rejection as the target's status, pass the target to
+    :func:`noisycal.annotators.checked_target`.
+
     Examples
     --------
     >>> import numpy as np, noisycal as nc
@@ -359,13 +355,8 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     status, message = _fit_status(fit, informative_checked=True)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
-    target = Target(values, "corrected", classes=classes, details=det, items=items,
-                    status=status, message=message)
-    if scores is None:
-        return target
-    from ..annotators.checks.noise_target import checked_target
-
-    return checked_target(target, annotations, scores, seed=seed)
+    return Target(values, "corrected", classes=classes, details=det, items=items,
+                  status=status, message=message)
 
 
 def posterior(annotations: Annotations | None, fit: Any, *,
@@ -419,7 +410,7 @@ def posterior(annotations: Annotations | None, fit: Any, *,
         items, classes = getattr(fit, "items", None), np.asarray(fit.classes)
     else:
         post = np.asarray(fit.predict(annotations, groups), dtype=np.float64)
-        _, ci = fit_index(annotations, fit, annotations.n_annotators, annotations.n_classes)
+        ci = fit.match(annotations, groups=groups).class_index  # the fit's class order
         post, items, classes = post[:, ci], annotations.items, annotations.classes
     if not np.all(np.isfinite(post)):
         raise ValueError(f"fit: the item posteriors are not finite (status "

@@ -19,6 +19,7 @@ import pandas as pd
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_level
 from ..annotations.core import Annotations
+from ..annotations.matching import with_classes
 from ..annotators.checks.compare import ComparisonResult, compare
 from ..engines.results import AnnotatorFit
 from ..intervals.estimate import Estimate
@@ -86,9 +87,15 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     ----------
     fits : dict of str to AnnotatorFit
     annotations : Annotations
-        The ratings every model was fitted on; also the corrected targets' ratings.
+        The ratings every model was fitted on (checked: :func:`noisycal.annotators.compare`);
+        also the corrected targets' ratings. Its classes may be listed in any order.
     probs : array-like of shape (n_items, n_classes) or (n_items,), optional
-        The classifier's predictions for the items of ``annotations`` (or ``logits``).
+        The classifier's predictions for the items of ``annotations`` (or ``logits``),
+        tied to the fits' classes (which the fits must list in one order): a DataFrame's
+        columns are matched to them by label; an array's columns are taken in the fits'
+        class order (``fits[name].classes``; 1-D: the probability of the second class),
+        and the corrected targets are built in that order too. A pandas index must list
+        the annotations' items in order.
     logits : array-like, optional
     ic : {'loo', 'aic', 'bic'}, default='loo'
     weights : {'stacking', 'BB-pseudo-BMA', 'pseudo-BMA'}, default='stacking'
@@ -111,7 +118,8 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     ------
     ValueError
         As :func:`noisycal.annotators.compare`; ``average='mixture'`` for fits without
-        posterior draws.
+        posterior draws; fits that list their classes in different orders, or a
+        DataFrame of predictions whose columns are not the classes.
 
     Notes
     -----
@@ -150,7 +158,10 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
                          "ic='loo'); use average='target' with ic='aic' or 'bic'")
     w = result.model_weights
     names = list(w)
-    targets = {n: corrected(annotations, fits[n]) for n in names}
+    # the predictions' columns stand for the fits' classes: the targets are built in the
+    # fits' class order (a DataFrame's columns are then matched to them by label)
+    ann = with_classes(annotations, _fit_classes(fits))
+    targets = {n: corrected(ann, fits[n]) for n in names}
     opts = {"logits": logits, "n_bins": n_bins, "kind": kind, "level": level, "seed": seed}
     rows, ests = [], {}
     for n in names:
@@ -165,13 +176,26 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
         averaged = _mixture(probs, targets, names, wv, opts, annotations.n_items)
     else:
         T = sum(wm * np.asarray(targets[n]) for wm, n in zip(wv, names, strict=True))
-        est = ece(probs, from_matrix(T, kind="corrected", classes=annotations.classes,
-                                     items=annotations.items), **opts)
+        est = ece(probs, from_matrix(T, kind="corrected", classes=ann.classes,
+                                     items=ann.items), **opts)
         averaged = dataclasses.replace(est, details={**est.details, "weights": w,
                                                      "average": "target"},
                                        estimand="binned calibration error against the "
                                        "weight-averaged corrected target")
     return dataclasses.replace(result, nc_ece=table, averaged=averaged)
+
+
+def _fit_classes(fits: Mapping[str, AnnotatorFit]) -> np.ndarray:
+    """The fits' class order, which they must share (the predictions' columns follow it)."""
+    orders = {name: np.asarray(fit.classes) for name, fit in fits.items()}
+    first, *rest = orders.items()
+    for name, order in rest:
+        if order.tolist() != first[1].tolist():
+            raise ValueError(f"fits list their classes in different orders ({first[0]!r}: "
+                             f"{first[1].tolist()}, {name!r}: {order.tolist()}), so the "
+                             "columns of the predictions have no one meaning; fit every "
+                             "model on annotations with the same classes= order")
+    return first[1]
 
 
 def _mixture(probs: Any, targets: dict[str, Any], names: list[str], w: np.ndarray,

@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..._util.html import escape, frame_html
 from ...annotations.core import Annotations
-from ...engines.results import AnnotatorFit, fit_codes
+from ...annotations.matching import same_ratings
+from ...engines.results import AnnotatorFit, check_fit, fit_ids
 from ...engines.summary import fit_loo
 
 __all__ = ["compare", "ComparisonResult", "PARETO_K_HIGH"]
@@ -123,15 +124,21 @@ class ComparisonResult:
 
 
 def check_fits(fits: Any, annotations: Any) -> dict[str, AnnotatorFit]:
-    """Check that ``fits`` maps names to annotator fits of the same ratings.
+    """Check that ``fits`` maps names to annotator fits of the same ratings, on one scale.
+
+    Each fit meets ``annotations`` through :meth:`AnnotatorFit.match` and must have been
+    fitted on exactly these ratings: the same items, and for every item the same labels
+    from the same annotators (who gave each rating counts; items, annotators and classes
+    may be listed in any order). Fits with gold labels (``fit(..., gold=...)``) are not
+    compared with fits without: their likelihoods include the known classes, so their
+    criteria are on another scale.
 
     Parameters
     ----------
     fits : dict of str to AnnotatorFit
         At least two.
     annotations : Annotations
-        The ratings every fit was fitted on (same items, in the same order, and the
-        same ratings by item and class).
+        The ratings every fit was fitted on.
 
     Returns
     -------
@@ -140,7 +147,7 @@ def check_fits(fits: Any, annotations: Any) -> dict[str, AnnotatorFit]:
     Raises
     ------
     ValueError
-        Naming ``fits`` (or ``annotations`` for a fit that cannot read them).
+        Naming ``fits`` (and the fit, and the first difference found).
     """
     if not isinstance(fits, Mapping) or len(fits) < 2:
         raise ValueError("fits must be a dict of at least two names to AnnotatorFit, got "
@@ -149,30 +156,28 @@ def check_fits(fits: Any, annotations: Any) -> dict[str, AnnotatorFit]:
     if not isinstance(annotations, Annotations):
         raise ValueError("annotations must be a noisycal.Annotations, got "
                          f"{type(annotations).__name__}")
-    want = _ratings_key(annotations)
     out = {}
     for name, fit in fits.items():
         if not isinstance(name, str) or not isinstance(fit, AnnotatorFit):
             raise ValueError(f"fits must map str names to AnnotatorFit, got {name!r}: "
                              f"{type(fit).__name__}")
-        fit_codes(fit, annotations, purpose="be compared", own=True)
-        same = np.array_equal(np.asarray(fit.items), np.asarray(annotations.items))
-        if same and fit.annotations is not None:
-            same = _ratings_key(fit.annotations) == want
-        if not same:
+        check_fit(fit, "be compared")
+        try:
+            why = same_ratings(fit.match(annotations), fit_ids(fit))
+        except ValueError as exc:
+            why = str(exc)
+        if why is not None:
             raise ValueError(f"fits must all be fitted on annotations: {name!r} was fitted "
-                             f"on other items or ratings ({fit.n_items} items)")
+                             f"on other items or ratings ({fit.n_items} items): {why}")
         out[name] = fit
+    gold = {name: bool(fit.details.get("gold", False)) for name, fit in out.items()}
+    if len(set(gold.values())) > 1:
+        raise ValueError(f"fits: {[n for n, g in gold.items() if g]} were fitted with gold "
+                         f"labels and {[n for n, g in gold.items() if not g]} without; their "
+                         "likelihoods include the known classes or not, so their criteria "
+                         "are on different scales (fit every model with the same gold=, or "
+                         "none)")
     return out
-
-
-def _ratings_key(ann: Annotations) -> tuple:
-    """The ratings as a sorted tuple of (item id, class label) pairs (annotator ids aside:
-    a grouped fit may rename them)."""
-    arr = ann.engine_arrays()
-    items, classes = np.asarray(ann.items), np.asarray(ann.classes)
-    return tuple(sorted(zip(items[arr.item].tolist(), classes[arr.label].tolist(),
-                            strict=True)))
 
 
 def compare(fits: Mapping[str, AnnotatorFit], annotations: Annotations, *,
@@ -192,9 +197,10 @@ def compare(fits: Mapping[str, AnnotatorFit], annotations: Annotations, *,
     Parameters
     ----------
     fits : dict of str to AnnotatorFit
-        At least two fits of the same ``annotations``.
+        At least two fits of the same ``annotations`` (checked: :func:`check_fits`).
     annotations : Annotations
-        The ratings the models were fitted on.
+        The ratings the models were fitted on: the same items and, for every item, the
+        same labels from the same annotators (in any order).
     ic : {'loo', 'aic', 'bic'}, default='loo'
     weights : {'stacking', 'BB-pseudo-BMA', 'pseudo-BMA'}, default='stacking'
         ``ic='loo'`` only: ``arviz.compare``'s ``method``.
@@ -209,7 +215,9 @@ def compare(fits: Mapping[str, AnnotatorFit], annotations: Annotations, *,
     ValueError
         ``ic='loo'`` with a fit without posterior draws (LOO needs them: fit with
         ``method='nuts'``, or compare by ``ic='aic'``); ``ic='aic'``/``'bic'`` with a
-        NUTS fit; fits of different ratings (naming ``fits``).
+        NUTS fit; fits of other ratings than ``annotations`` (another annotator behind
+        a rating counts), or fits with gold labels alongside fits without (naming
+        ``fits``).
 
     References
     ----------

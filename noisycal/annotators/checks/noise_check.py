@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from noisycal.models.dawid_skene import DSData, make_data
 
+from ..._util.items import aligned_values
 from ..._util.jax import as_key, x64
 from ..._util.progress import ProgressBar, check_progress, tick
 from ..._util.types import ArrayLike, Seed
@@ -163,7 +164,10 @@ def _check_inputs(annotations: object, scores: ArrayLike) -> tuple[Annotations, 
     if not annotations.annotators_known:
         raise ValueError("annotations were built by Annotations.from_counts; the check needs "
                          "who rated what (from_long / from_wide / from_arrays)")
-    p = check_probs(scores, "scores")
+    # a pandas index must list the items, a DataFrame's columns are matched to the classes
+    p = check_probs(aligned_values(scores, "scores", items=annotations.items,
+                                   classes=annotations.classes, whose="the annotations'"),
+                    "scores")
     K, n = annotations.n_classes, annotations.n_items
     if p.shape[0] != n:
         raise ValueError(f"scores must have one row per annotated item ({n}, in the "
@@ -314,7 +318,8 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     scores : array-like of shape (n_items,) or (n_items, n_classes)
         The classifier's positive-class probabilities (two classes; grouped by the
         probability) or class probabilities (grouped by the top-label confidence), one
-        row per item in the annotations' item order.
+        row per item in the annotations' item order (a pandas index must list the items
+        in that order; a DataFrame's columns are matched to the classes by label).
     fit : AnnotatorFit, optional
         A maximum-likelihood ``GroupedDawidSkene(channels='shared')`` EM fit of these
         annotations with ``groups=score_groups(scores, n_groups)``, reused as the

@@ -2,7 +2,8 @@
 
 Corrected and posterior targets assume class-conditional noise; a target built from
 annotations whose check (:func:`noisycal.annotators.noise_check`) rejects carries the
-status ``'noise_depends_on_score'``, and so does every Estimate built from it.
+status ``'noise_depends_on_score'``, and so does every Estimate built from it. The
+verdict is attached here, above the targets (which never import the annotator models).
 """
 
 from __future__ import annotations
@@ -72,21 +73,38 @@ def checked_target(target: Any, annotations: Any, scores: ArrayLike, *, seed: Se
                    ) -> Any:
     """``target`` after :func:`noise_check` of its annotations against ``scores``.
 
-    What :func:`noisycal.targets.corrected` runs when given the classifier's scores: the
-    check with its defaults, its rejection put on the target (:func:`with_noise_check`),
-    and the test's numbers in ``details['noise_check']`` whatever its outcome.
+    The check with its defaults (seconds to a minute), its rejection put on the target
+    (:func:`with_noise_check`: status 'noise_depends_on_score', which every Estimate
+    built from the target carries), and the test's numbers in ``details['noise_check']``
+    whatever its outcome. Targets do not run the check themselves (they sit below the
+    annotator models): ``checked_target(nc.targets.corrected(ann, fit), ann, scores)``
+    replaces ``nc.targets.corrected(ann, fit, scores=scores)``.
 
     Parameters
     ----------
     target : Target
+        Built from ``annotations`` (item ids are compared when both are known).
     annotations : Annotations or array-like of shape (n_items, n_annotators)
         The target's ratings (an array holds class indices, NaN for a missing rating).
     scores : array-like of shape (n_items,) or (n_items, n_classes)
+        The classifier's scores of the items, in their order (a pandas index must list
+        the items; a DataFrame's columns are matched to the classes by label).
     seed : int or jax key, default=0
+        Seeds the check (its shared fit's starts and bootstrap).
 
     Returns
     -------
     Target
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> toy = nc.simulate.gaussian_toy(300, seed=0)
+    >>> ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
+    >>> t = nc.targets.corrected(ann, a=[0.1] * 3, b=[0.9] * 3)
+    >>> checked = nc.annotators.checked_target(t, ann, toy.z)
+    >>> checked.status, sorted(checked.details["noise_check"])[:2]
+    ('ok', ['df', 'method'])
     """
     ann = annotations if isinstance(annotations, Annotations) else Annotations.from_wide(
         np.asarray(annotations, dtype=np.float64), classes=np.arange(target.n_classes))

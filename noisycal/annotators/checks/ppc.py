@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..._util.items import aligned_values
 from ..._util.jax import as_key
 from ..._util.types import ArrayLike, Seed
 from ..._util.validation import check_int, check_level, check_seed
 from ...annotations.core import Annotations
 from ...engines.density.arviz_export import replicate_ratings
-from ...engines.results import AnnotatorFit, fit_codes
+from ...engines.results import AnnotatorFit, check_fit
 from .discrepancies import (
     DISCREPANCIES,
     discrepancy_rows,
@@ -125,10 +126,12 @@ class PPCResult:
         return ax
 
 
-def _check_scores(scores: ArrayLike | None, n_items: int) -> np.ndarray | None:
+def _check_scores(scores: ArrayLike | None, ann: Annotations) -> np.ndarray | None:
     if scores is None:
         return None
-    s = np.asarray(scores, dtype=np.float64)
+    n_items = ann.n_items  # a pandas index must hold the items, columns the classes
+    s = np.asarray(aligned_values(scores, "scores", items=ann.items, classes=ann.classes,
+                                  whose="the annotations'"), dtype=np.float64)
     if s.ndim == 2:  # probabilities: the top-label confidence
         s = s.max(axis=1)
     if s.shape != (n_items,) or not np.all(np.isfinite(s)):
@@ -151,22 +154,15 @@ def _check_which(discrepancies: Any, scores: np.ndarray | None) -> tuple[str, ..
     return tuple(d for d in DISCREPANCIES if d in names)
 
 
-def _fit_codes(fit: AnnotatorFit, ann: Annotations) -> tuple[Annotations, np.ndarray,
-                                                             np.ndarray, np.ndarray]:
-    """Ratings as the fit's annotator and class indices, and each item's group."""
-    ann, amap, cmap = fit_codes(fit, ann, purpose="replicate ratings", own=True)
-    arr = ann.engine_arrays()
-    L = fit.group_prevalence.shape[0]
-    group = np.zeros(ann.n_items, np.int64)
-    if L > 1:
-        pos = {v: i for i, v in enumerate(np.asarray(fit.items).tolist())}
-        missing = [v for v in np.asarray(ann.items).tolist() if v not in pos]
-        if missing:
-            raise ValueError(f"annotations has items the grouped fit has not seen, e.g. "
-                             f"{missing[:3]}; a grouped fit checks its own items")
-        idx = np.array([pos[v] for v in np.asarray(ann.items).tolist()])
-        group = np.asarray(fit.details["group_index"], np.int64)[idx]
-    return ann, amap[arr.annotator], cmap[arr.label], group
+def _fit_codes(fit: AnnotatorFit, ann: Annotations) -> tuple[np.ndarray, np.ndarray,
+                                                             np.ndarray]:
+    """Ratings as the fit's channel and class codes (:meth:`AnnotatorFit.match`), and
+    each item's group (a grouped fit checks the items it was fitted on)."""
+    check_fit(fit, "replicate ratings")
+    grouped = fit.group_prevalence.shape[0] > 1
+    m = fit.match(ann, items="fitted" if grouped else "any")
+    group = m.groups if grouped else np.zeros(ann.n_items, np.int64)
+    return m.channel, m.label, group
 
 
 def _params(fit: AnnotatorFit, n_rep: int) -> tuple[np.ndarray, np.ndarray, str]:
@@ -200,8 +196,10 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
         A fit of :class:`~noisycal.DawidSkene`, :class:`~noisycal.OneCoinDawidSkene` or
         :class:`~noisycal.GroupedDawidSkene` with finite estimates.
     annotations : Annotations
-        The ratings the model was fitted on (annotators and classes matched to the fit's
-        by id and name).
+        The ratings the model was fitted on, read by :meth:`AnnotatorFit.match`
+        (annotators by id, classes by name; a grouped fit reads each item's group from
+        the items it was fitted on). An annotator, class or (grouped fit) item the fit
+        does not know is a ``ValueError`` naming it.
     discrepancies : str or list of str, optional
         Families from ``'unanimity'``, ``'distinct_labels'``, ``'annotator_agreement'``,
         ``'pairwise_agreement'``, ``'kappa'``, ``'class_shares'``,
@@ -215,7 +213,9 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
         Randomness of the replicates.
     scores : array-like of shape (n_items,) or (n_items, n_classes), optional
         A classifier's score for each item of ``annotations`` (probabilities: their
-        maximum is used), for agreement by score bin.
+        maximum is used), for agreement by score bin. A pandas index must list the
+        annotations' items in order; a DataFrame's columns are matched to the classes by
+        label.
     n_bins : int, default=5
         Equal-count score bins.
 
@@ -247,12 +247,13 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     >>> list(check.table.columns)
     ['discrepancy', 'term', 'observed', 'replicated_mean', 'low', 'high', 'ppp']
     """
-    ann, a_idx, labels, group = _fit_codes(fit, annotations)
+    a_idx, labels, group = _fit_codes(fit, annotations)
+    ann = annotations
     n_rep = check_int(n_rep, "n_rep", minimum=2)
     level = check_level(level)
     key = as_key(check_seed(seed))
     n_bins = check_int(n_bins, "n_bins", minimum=1)
-    s = _check_scores(scores, annotations.n_items)
+    s = _check_scores(scores, annotations)
     which = _check_which(discrepancies, s)
     item = ann.engine_arrays().item
     J, K = fit.confusion.shape[0], fit.confusion.shape[-1]

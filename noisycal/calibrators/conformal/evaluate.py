@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..._util.items import aligned_values, classes_of, item_ids_of
 from ..._util.validation import check_choice
 from ...intervals.estimate import Estimate
 from .scores import hard_labels
@@ -80,8 +81,11 @@ def evaluate_sets(sets: object, target: object, *, level: float = 0.9,
     Parameters
     ----------
     sets : bool array-like of shape (n_items, n_classes)
-        The sets, e.g. from ``SplitConformal.predict_sets``.
+        The sets, e.g. from ``SplitConformal.predict_sets``. A DataFrame's index must
+        list the target's items in order (its index, or a Target's ``items``) and its
+        columns are matched to the target's classes by label.
     target : labels of shape (n_items,), or one-hot rows / a hard Target
+        A pandas index must hold one id per row, none repeated.
     level : float, default=0.9
         Level of every interval, a fraction.
     interval : {'wilson', 'clopper-pearson'}, default='wilson'
@@ -108,7 +112,9 @@ def evaluate_sets(sets: object, target: object, *, level: float = 0.9,
     >>> float(ev.coverage), float(ev.size), float(ev.empty)
     (0.75, 1.25, 0.25)
     """
-    S = np.asarray(sets)
+    # a pandas index must list the target's items, a DataFrame's columns its classes
+    S = np.asarray(aligned_values(sets, "sets", items=item_ids_of(target, "target"),
+                                  classes=classes_of(target)))
     if S.ndim != 2 or S.shape[0] < 1 or S.shape[1] < 2 or S.dtype != np.bool_:
         raise ValueError(f"sets must be a boolean (n_items, n_classes) mask with n_items >= 1 "
                          f"and n_classes >= 2, got dtype {S.dtype} and shape {S.shape}")
