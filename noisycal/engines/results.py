@@ -306,10 +306,12 @@ class AnnotatorFit:
         >>> import numpy as np, noisycal as nc
         >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
         >>> ann = nc.simulate.dawid_skene(300, [0.6, 0.4], conf, seed=0).annotations
-        >>> fit = nc.DawidSkene(2).fit(ann)
-        >>> same = fit.refit(np.ones(fit.n_items))
-        >>> bool(np.allclose(same.confusion, fit.confusion, atol=1e-6))
+        >>> fit = nc.DawidSkene(2).fit(ann, tol=1e-12)
+        >>> same = fit.refit(np.ones(fit.n_items))  # equal weights: the same data again
+        >>> bool(np.abs(same.confusion - fit.confusion).max() < 1e-5)  # EM's tolerance
         True
+        >>> fit.refit(np.ones((3, fit.n_items))).confusion.shape  # 3 replicates
+        (3, 3, 2, 2)
         """
         from .._util.progress import ProgressBar, check_progress
         from .em.resample import weighted_refits

@@ -100,7 +100,28 @@ class ChannelFit(Protocol):
               statistic: Callable[..., Any] | None = None, args: Any = (),
               progress: bool | str = False) -> Any:
         """The channels refitted under each row of item weights (a ``ChannelRefits``);
-        ``NotOffered`` when the fit cannot be refitted."""
+        ``NotOffered`` when the fit cannot be refitted.
+
+        Parameters
+        ----------
+        weights : array of shape (B, n_items), or (B, ...) inputs of ``draw``
+            Item weights, one replicate per row.
+        draw : callable, optional
+            ``draw(x, args) -> (n_items,)``: a replicate's weights from its row of
+            ``weights``, inside the compiled loop.
+        statistic : callable, optional
+            ``statistic(w, confusion, prevalence, args)``, evaluated on every refit
+            inside the compiled loop.
+        args : pytree of arrays, default=()
+            Passed to ``draw`` and ``statistic``.
+        progress : bool or str, default=False
+            A progress bar on stderr (a string: its label).
+
+        Returns
+        -------
+        ChannelRefits
+            See :meth:`noisycal.engines.results.AnnotatorFit.refit`.
+        """
         ...  # pragma: no cover - a protocol
 
     def posterior_draws(self, level: float | None = None) -> Mapping[str, np.ndarray]:
