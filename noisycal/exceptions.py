@@ -1,7 +1,10 @@
-"""Warning hierarchy.
+"""Warning hierarchy, and the refusal of a fit asked for what it cannot offer.
 
 Failures of statistical procedures are reported in results (``status`` and
-``message``); these warnings only draw attention to them.
+``message``); these warnings only draw attention to them. :class:`NotOffered` is raised
+by a fitted model asked for something its kind does not provide (the fit protocol,
+:class:`~noisycal.targets.ChannelFit`); a metric turns it into a status or an
+error naming its own option.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ __all__ = [
     "ConvergenceWarning",
     "IdentifiabilityWarning",
     "NumericalWarning",
+    "NotOffered",
 ]
 
 
@@ -28,3 +32,14 @@ class IdentifiabilityWarning(NoisycalWarning):
 
 class NumericalWarning(NoisycalWarning):
     """A computation met a numerical problem (empty bins, infinite loss, ...)."""
+
+
+class NotOffered(ValueError):
+    """A fit's refusal of something it cannot offer; the message says why.
+
+    Examples
+    --------
+    >>> from noisycal.exceptions import NotOffered
+    >>> str(NotOffered("fits with gold labels are not supported"))
+    'fits with gold labels are not supported'
+    """

@@ -33,15 +33,14 @@ def _k3_corrected(**kw):
 def _k3_interval(probs=_P3, credible=False, n_draws=20):
     """A K = 3 NC-ECE interval from a stub EM (or NUTS) fit behind the corrected target."""
     import noisycal as nc
+    from noisycal.engines.results import AnnotatorFit
     from noisycal.metrics.nc.intervals import nc_ece_interval
 
     draws = np.stack([_C3] * n_draws)
     draws[1, 0] = 1 / 3  # a singular channel in the second draw
-    fit = SimpleNamespace(method="nuts" if credible else "em", model="dawid_skene",
-                          confusion=_C3, draws={"confusion": draws}, status="ok",
-                          message="", group_prevalence=_PI3[None], prevalence=_PI3,
-                          n_items=12, classes=np.arange(3), annotators=np.arange(3),
-                          details={})
+    fit = AnnotatorFit("dawid_skene", "nuts" if credible else "em", np.arange(3),
+                       np.arange(3), np.arange(12), _PI3[None], _C3, np.full((12, 3), 1 / 3),
+                       0.0, 0, "ok", "", True, 0, {"confusion": draws})
     target = nc.targets.corrected(_A3, fit)
     est = nc.ece(_P3, target, n_bins=2, interval=None)
     return nc_ece_interval(est, None, None, target, interval="credible" if credible

@@ -2,8 +2,8 @@
 the credible interval for Dawid-Skene confusion matrices (noisycal.correction.weights,
 noisycal.metrics.nc.refit, noisycal.metrics.nc.credible, noisycal.metrics.nc.intervals)."""
 
+import dataclasses
 import warnings
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -247,10 +247,9 @@ def test_statistic_items_rebuild_the_metric_bins():
 
 def _stub_nuts_fit(fit, draws):
     """A NUTS-shaped fit holding given channel draws (the interval's machinery only)."""
-    return SimpleNamespace(method="nuts", model="dawid_skene", confusion=draws.mean(0),
-                           draws={"confusion": draws}, status="ok", message="",
-                           group_prevalence=fit.group_prevalence, prevalence=fit.prevalence,
-                           n_items=fit.n_items, details={})
+    return dataclasses.replace(fit, method="nuts", confusion=draws.mean(0),
+                               draws={"confusion": draws}, status="ok", message="",
+                               details={})
 
 
 def test_credible_values_are_hand_computed_per_draw():

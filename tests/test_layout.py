@@ -152,11 +152,6 @@ FORBIDDEN = {
 
 #: Edges that break the rules today and are being removed (module, imported module).
 KNOWN_VIOLATIONS = {
-    ("noisycal.metrics.nc.credible", "noisycal.engines.density.diagnostics"),
-    ("noisycal.metrics.nc.delta", "noisycal.engines.influence"),
-    ("noisycal.metrics.nc.refit", "noisycal.engines.em.dawid_skene"),
-    ("noisycal.metrics.nc.refit", "noisycal.engines.em.resample"),
-    ("noisycal.metrics.nc.refit", "noisycal.models.dawid_skene"),
 }
 
 #: Top-level files and folders of the package (the import graph's units), at most.

@@ -303,9 +303,15 @@ def test_credible_intervals_need_a_minimum_number_of_draws():
     assert ci.shape == (2, 2)
     with pytest.raises(ValueError, match="at least 40"):
         draws_conf_int({"mu": np.vstack([d, d[:1]])}, 0.95)
-    # two channel draws behind the NC-ECE credible interval: refused
+    # two channel draws behind the NC-ECE credible interval: refused (by the fit)
+    from noisycal.engines.results import AnnotatorFit
+
+    eye = np.stack([np.eye(2)] * 2)
+    fit = AnnotatorFit("dawid_skene", "nuts", np.arange(2), np.arange(2), np.arange(5),
+                       np.full((1, 2), 0.5), eye, np.full((5, 2), 0.5), 0.0, 0, "ok", "",
+                       True, 0, {"confusion": np.zeros((2, 2, 2, 2))})
     target = SimpleNamespace(kind="corrected", details={
-        "ratings": np.zeros((5, 2, 2)), "channel_draws": np.zeros((2, 2, 2, 2))})
+        "ratings": np.zeros((5, 2, 2)), "channel_draws": np.zeros((2, 2, 2, 2)), "fit": fit})
     with pytest.raises(ValueError, match="NUTS fit has 2 posterior draw"):
         nc_ece_credible(target, 0.9, statistic=lambda w, T: 0.0)
 

@@ -380,7 +380,7 @@ class DawidSkene:
             details["screened_starts"] = ms.screened
         return self._result(ann, "em", ms.prevalence, ms.confusion, ms.post, ms.loglik,
                             status, message, ms.converged, ms.n_iter, draws, details,
-                            refit=ms.refits)
+                            bootstrap_refits=ms.refits)
 
     def _fit_mle(self, ann: Annotations, group: np.ndarray | None, L: int,
                  alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,

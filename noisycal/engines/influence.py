@@ -22,10 +22,14 @@ once per pattern (:func:`noisycal.engines.patterns.pattern_data`). Entries held 
 the free parametrisation (fewer than one item or rating expected on a side) contribute
 no uncertainty: with so few events a rate's sampling distribution is not normal, and a
 rate fitted at the boundary has no score there.
+
+A fit offers its influence as :meth:`~noisycal.engines.results.AnnotatorFit.influence`
+(the fit protocol, :class:`~noisycal.targets.ChannelFit`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -36,7 +40,7 @@ import jax.numpy as jnp
 
 from .._util.jax import x64
 
-__all__ = ["ChannelInfluence", "channel_influence", "dawid_skene_influence",
+__all__ = ["ChannelInfluence", "FreeParameters", "channel_influence", "dawid_skene_influence",
            "hui_walter_influence", "params_from_free", "boundary_moves", "RULE_OF_THREE"]
 
 
@@ -84,6 +88,44 @@ class ChannelInfluence(NamedTuple):
     one_coin: bool
     shape: tuple[int, int, int]
     boundary_moves: np.ndarray
+
+    @property
+    def parametrisation(self) -> FreeParameters:
+        """The map from free coordinates to the parameters (:class:`FreeParameters`)."""
+        return FreeParameters(tuple(int(v) for v in self.shape), bool(self.one_coin))
+
+
+@dataclass(frozen=True)
+class FreeParameters:
+    """The parameters at free coordinates, as a hashable callable.
+
+    ``FreeParameters(shape, one_coin)(theta, x0, basis)`` is
+    :func:`params_from_free`; equal settings compare and hash equal, so a compiled
+    function that takes it as a static argument is compiled once per model shape.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(L, J, K)``.
+    one_coin : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from noisycal.engines.influence import FreeParameters
+    >>> x0 = np.array([0.6, 0.4, 0.9, 0.1, 0.2, 0.8])          # L = J = 1, K = 2
+    >>> basis = np.array([[-1.0], [1.0], [0], [0], [0], [0]])  # the prevalence moves
+    >>> p = FreeParameters((1, 1, 2), False)(np.array([0.1]), x0, basis)
+    >>> np.round(np.asarray(p["prevalence"]), 3).tolist()
+    [[0.5, 0.5]]
+    """
+
+    shape: tuple[int, int, int]
+    one_coin: bool
+
+    def __call__(self, theta: jax.Array, x0: jax.Array, basis: jax.Array) -> dict:
+        """``{'prevalence', 'confusion'}`` at ``theta`` (JAX-traceable)."""
+        return params_from_free(theta, x0, basis, self.shape, self.one_coin)
 
 
 def params_from_free(theta: jax.Array, x0: jax.Array, basis: jax.Array, shape: tuple,

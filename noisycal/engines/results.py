@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -16,13 +16,52 @@ from .._util.types import ArrayLike, Seed
 from .._util.validation import check_level, check_seed
 from ..annotations.core import Annotations
 from ..annotations.matching import FitIds, RatingMatch, match_ratings, positions
+from ..exceptions import NotOffered
 from .density.diagnostics import check_credible_draws
 from .status import BOUNDARY, checked_status, design_status, estimate_status
 from .summary import Summary, fit_summary, parameter_frame, parameter_intervals
 
+if TYPE_CHECKING:
+    from .influence import ChannelInfluence
+
 # the statuses live in .status and are re-exported here, where the fitters import them
-__all__ = ["AnnotatorFit", "predict", "check_fit", "fit_ids", "design_status",
-           "estimate_status", "checked_status", "BOUNDARY"]
+__all__ = ["AnnotatorFit", "ChannelRefits", "predict", "check_fit", "fit_ids",
+           "design_status", "estimate_status", "checked_status", "BOUNDARY"]
+
+
+class ChannelRefits(NamedTuple):
+    """A fit's channels and prevalences refitted under item weights, one row per replicate.
+
+    What :meth:`AnnotatorFit.refit` returns; everything is in the fit's class and
+    annotator order (``fit.classes``, ``fit.annotators``).
+
+    Attributes
+    ----------
+    group_prevalence : ndarray of shape (B, L, K)
+        The refitted class proportions of each group.
+    prevalence : ndarray of shape (B, K)
+        The marginal class proportions: the groups' weighted by the replicate's item
+        weights in each group.
+    confusion : ndarray of shape (B, J, K, K)
+        The refitted channels, ``confusion[b, j, true, observed]``.
+    converged : ndarray of bool, shape (B,)
+        Whether the refit met its tolerance within its iteration limit.
+    n_iter : ndarray of int, shape (B,)
+        Iterations of each refit.
+    statistic : pytree of ndarrays, or None
+        What the ``statistic`` given to ``refit`` returned, stacked over the replicates.
+    n_patterns : int
+        The distinct rating patterns (within groups) EM ran on.
+    """
+
+    group_prevalence: np.ndarray
+    prevalence: np.ndarray
+    confusion: np.ndarray
+    converged: np.ndarray
+    n_iter: np.ndarray
+    statistic: Any
+    n_patterns: int
+
 
 @dataclass(frozen=True, eq=False)
 class AnnotatorFit:
@@ -65,11 +104,18 @@ class AnnotatorFit:
         bootstrap refits (EM) or posterior draws (NUTS, chains concatenated).
     details : mapping
         Engine-specific extras (start objectives, diagnostics, settings).
-    refit : callable or None
+    bootstrap_refits : callable or None
         EM fits: bootstrap refits on demand (:meth:`bootstrap_draws`); not pickled.
     annotations : Annotations or None
         The ratings the model was fitted on (for a grouped fit with channels per group,
         the ``"<annotator>|<group>"`` ratings), shared by copies and pickled with the fit.
+
+    Notes
+    -----
+    A fit answers for itself what the noise-corrected metrics need of it (the protocol
+    :class:`~noisycal.targets.ChannelFit`): :meth:`influence`, :meth:`refit`
+    and :meth:`posterior_draws`, each refusing with
+    :class:`~noisycal.exceptions.NotOffered` what this fit cannot offer.
     """
 
     model: str
@@ -88,8 +134,8 @@ class AnnotatorFit:
     n_iter: int
     draws: Mapping[str, np.ndarray] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
-    refit: Callable[[Any, int], tuple[dict, dict]] | None = field(default=None, repr=False,
-                                                                  compare=False)
+    bootstrap_refits: Callable[..., tuple[dict, dict]] | None = field(
+        default=None, repr=False, compare=False)
     annotations: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -100,9 +146,9 @@ class AnnotatorFit:
 
     def __reduce__(self) -> tuple:
         # the read-only mapping proxies do not pickle; rebuild from plain dicts. The
-        # refit closure (it holds the data) is not pickled.
+        # bootstrap refit closure (it holds the data) is not pickled.
         values = self._values()
-        values["refit"] = None
+        values["bootstrap_refits"] = None
         return (type(self), tuple(values.values()))
 
     def _values(self) -> dict[str, Any]:
@@ -117,8 +163,9 @@ class AnnotatorFit:
     def __deepcopy__(self, memo: dict) -> AnnotatorFit:
         import copy
 
-        # the refit closure and the (immutable) annotations are shared
-        values = {k: (v if k in ("refit", "annotations") else copy.deepcopy(v, memo))
+        # the bootstrap refit closure and the (immutable) annotations are shared
+        values = {k: (v if k in ("bootstrap_refits", "annotations")
+                      else copy.deepcopy(v, memo))
                   for k, v in self._values().items()}
         return type(self)(**values)
 
@@ -144,15 +191,252 @@ class AnnotatorFit:
 
         n_boot = check_int(n_boot, "n_boot", minimum=1)
         check_seed(seed)
-        if self.refit is None:
+        if self.bootstrap_refits is None:
             raise ValueError("bootstrap refits need an EM fit made in this session (the "
                              "refit is not kept when a fit is pickled); this fit is "
                              f"{self.method!r}")
         key = (n_boot, repr(seed))
         if key not in self._boot:
-            draws, info = self.refit(as_key(seed), n_boot)
+            draws, info = self.bootstrap_refits(as_key(seed), n_boot)
             self._boot[key] = MappingProxyType({**draws, **info})
         return self._boot[key]
+
+    # ------------------------------------------------------------------ the fit protocol
+    def influence(self, annotations: Any = None) -> ChannelInfluence:
+        """The per-item influence of the fitted items on the free parameters.
+
+        To first order the estimate moves by ``sum_i phi_i`` when the items are drawn
+        again; ``phi_i`` (one row per rating pattern) and the sandwich covariance
+        ``sum_i phi_i phi_i^T`` are what the default interval of a noise-corrected ECE
+        propagates (:mod:`noisycal.metrics.nc.delta`). Dawid–Skene, one-coin and grouped
+        fits (EM, MLE; NUTS fits linearised at their posterior mean): the sandwich of the
+        marginal likelihood (:func:`noisycal.engines.influence.dawid_skene_influence`);
+        Hui–Walter moment and GMM fits: the GMM sandwich
+        (:func:`noisycal.engines.influence.hui_walter_influence`).
+
+        Parameters
+        ----------
+        annotations : Annotations, optional
+            The data the fit was made on, when the fit does not carry them.
+
+        Returns
+        -------
+        ChannelInfluence
+            See :class:`~noisycal.engines.influence.ChannelInfluence`.
+
+        Raises
+        ------
+        NotOffered
+            Saying why there is none: no fitted data, gold labels, a model whose influence
+            is not implemented (hierarchical, item difficulty, ...), too many free
+            parameters, an information matrix that is not positive definite.
+
+        Examples
+        --------
+        >>> import numpy as np, noisycal as nc
+        >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
+        >>> ann = nc.simulate.dawid_skene(300, [0.6, 0.4], conf, seed=0).annotations
+        >>> infl = nc.DawidSkene(2).fit(ann).influence()
+        >>> infl.covariance.shape == (len(infl.names),) * 2
+        True
+        """
+        from .influence import channel_influence
+
+        out = channel_influence(self, annotations)
+        if isinstance(out, str):
+            raise NotOffered(out)
+        return out
+
+    def refit(self, weights: ArrayLike, *, draw: Callable[..., Any] | None = None,
+              statistic: Callable[..., Any] | None = None, args: Any = (),
+              progress: bool | str = False) -> ChannelRefits:
+        """The channels and prevalences refitted under item weights, one refit per row.
+
+        Each row of ``weights`` weighs the fitted items (``fit.items`` order; a bootstrap
+        resample is its multiplicities) and EM is run again on the fit's own ratings
+        under those weights: the same model, priors, iteration limit and tolerance, started
+        from the fitted posteriors so the class labelling is kept. All rows run in one
+        compiled loop. Offered by EM fits of the Dawid–Skene family (Dawid–Skene,
+        one-coin, grouped) without gold labels.
+
+        Parameters
+        ----------
+        weights : array-like of shape (B, n_items) or (n_items,)
+            Non-negative item weights, one replicate per row, each with a positive sum;
+            with ``draw``, an array of shape (B, ...) of what ``draw`` makes them from.
+        draw : callable, optional
+            ``draw(x, args) -> (n_items,)``: one replicate's item weights from its row
+            ``x`` of ``weights`` (a random key: the bootstrap's resample), drawn inside
+            the compiled loop, so that the (B, n_items) weights are never stored (on CPU
+            this is also faster than drawing them beforehand). The weights must be
+            non-negative with a positive sum (not checked). Hashable with a stable hash,
+            like ``statistic``.
+        statistic : callable, optional
+            ``statistic(w, confusion, prevalence, args) -> pytree of arrays``, evaluated
+            on every refit inside the compiled loop (so a caller needs no second pass
+            over the replicates): ``w`` the replicate's item weights (n_items,),
+            ``confusion`` (J, K, K) and ``prevalence`` (K,) the refitted channels and
+            marginal prevalence in the fit's order. It must be JAX-traceable and
+            hashable with a stable hash (a module-level function or a frozen dataclass:
+            it is a static argument of the compiled loop, which a new closure per call
+            would compile again).
+        args : pytree of arrays, default=()
+            Passed to ``draw`` and ``statistic`` (traced, so new values do not compile
+            again).
+        progress : bool or str, default=False
+            A progress bar on stderr, one step per refit; a string is its label
+            (default 'EM refits').
+
+        Returns
+        -------
+        ChannelRefits
+            ``group_prevalence`` (B, L, K), ``prevalence`` (B, K), ``confusion``
+            (B, J, K, K), ``converged`` (B,), ``n_iter`` (B,) and ``statistic`` (stacked
+            over the replicates, or None), without the leading axis for 1-D ``weights``;
+            ``n_patterns``, the rating patterns EM ran on.
+
+        Raises
+        ------
+        NotOffered
+            For a fit that cannot be refitted (not EM, not of the Dawid–Skene family, gold
+            labels, no fitted ratings).
+        ValueError
+            Naming ``weights``.
+
+        Examples
+        --------
+        >>> import numpy as np, noisycal as nc
+        >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
+        >>> ann = nc.simulate.dawid_skene(300, [0.6, 0.4], conf, seed=0).annotations
+        >>> fit = nc.DawidSkene(2).fit(ann, tol=1e-12)
+        >>> same = fit.refit(np.ones(fit.n_items))  # equal weights: the same data again
+        >>> bool(np.abs(same.confusion - fit.confusion).max() < 1e-5)  # EM's tolerance
+        True
+        >>> fit.refit(np.ones((3, fit.n_items))).confusion.shape  # 3 replicates
+        (3, 3, 2, 2)
+        """
+        from .._util.progress import ProgressBar, check_progress
+        from .em.resample import weighted_refits
+
+        refusal = self._refit_refusal()
+        if refusal:
+            raise NotOffered(refusal)
+        label = progress if isinstance(progress, str) else "EM refits"
+        progress = bool(progress) if isinstance(progress, str) else check_progress(progress)
+        for name, f in (("draw", draw), ("statistic", statistic)):
+            if f is not None and not callable(f):
+                raise ValueError(f"{name} must be callable, got {type(f).__name__}")
+        import jax
+        import jax.numpy as jnp
+
+        with x64():
+            if draw is None:
+                W = _check_weights(weights, self.n_items)
+            elif not getattr(weights, "shape", None) or weights.shape[0] < 1:
+                raise ValueError("weights: with draw=, an array with one row per replicate "
+                                 f"(what draw makes the weights from), got {weights!r}")
+            else:
+                W = weights
+            post0, perm, data, pattern, group = self._refit_data()
+            alpha, beta = (None if self.details.get(k) is None
+                           else jnp.asarray(self.details[k])
+                           for k in ("prior_alpha", "prior_beta"))
+            with ProgressBar(W.shape[0], label, enabled=progress):
+                out = weighted_refits(
+                    W, jnp.asarray(post0), jnp.asarray(perm, jnp.int32), data, alpha, beta,
+                    jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
+                    one_coin=self.model == "one_coin",
+                    max_iter=int(self.details.get("max_iter", 1000)),
+                    tol=float(self.details.get("tol", 1e-8)), draw=draw,
+                    statistic=statistic, args=jax.tree.map(jnp.asarray, args),
+                    progress=progress)
+                out = jax.tree.map(np.asarray, out)
+        if draw is None and np.ndim(weights) == 1:
+            out = jax.tree.map(lambda x: x[0], out)
+        stat, converged, confusion, n_iter, prevalence, group_prevalence = out
+        return ChannelRefits(group_prevalence, prevalence, confusion, converged, n_iter, stat,
+                             int(data.n_items))
+
+    def _refit_refusal(self) -> str:
+        """Why this fit cannot be refitted ('' when it can)."""
+        if self.method != "em" or self.model not in ("dawid_skene", "one_coin", "grouped"):
+            return ("refit refits Dawid-Skene-family channels by EM (dawid_skene, one_coin, "
+                    f"grouped); this fit is {self.model!r} by {self.method!r}")
+        if self.details.get("gold"):
+            return "fits with gold labels are not refitted yet"
+        if self.annotations is None:
+            return "the fit does not carry the annotations it was fitted on"
+        return ""
+
+    def _refit_data(self) -> tuple:
+        """The EM data of the fit's ratings collapsed to rating patterns (within groups),
+        the start (fitted posteriors in EM's latent labelling), ``latent_perm``, and each
+        item's pattern and group. Ratings sorted by item, then annotator."""
+        from noisycal.models.dawid_skene import make_data
+
+        from .patterns import collapse_patterns
+
+        arr = self.annotations.engine_arrays()
+        n, J, K = self.n_items, len(self.annotators), len(self.classes)
+        L = int(self.details.get("groups", 1))
+        group = self.details.get("group_index")
+        group = np.zeros(n, np.int64) if group is None else np.asarray(group, np.int64)
+        order = np.lexsort((arr.annotator, arr.item))
+        item, annotator, label = (np.asarray(x, np.int64)[order]
+                                  for x in (arr.item, arr.annotator, arr.label))
+        pattern, rep, _ = collapse_patterns(item, annotator * K + label, n, extra=(group,))
+        keep = np.isin(item, rep)
+        pos = np.full(n, -1, np.int64)
+        pos[rep] = np.arange(rep.size)
+        # EM runs in the latent labelling of the original fit (where its priors apply); the
+        # fit's classes are that labelling permuted by ``latent_perm``
+        perm = np.asarray(self.details.get("latent_perm", np.arange(K)))
+        post0 = np.asarray(self.item_posterior)[rep][:, np.argsort(perm)]
+        data = make_data(pos[item[keep]], annotator[keep], label[keep], n_items=rep.size,
+                         n_annotators=J, n_classes=K, group=group[rep], n_groups=L)
+        return post0, perm, data, pattern, group
+
+    def posterior_draws(self, level: float | None = None) -> Mapping[str, np.ndarray]:
+        """The posterior draws of a NUTS fit, checked for an interval at ``level``.
+
+        Parameters
+        ----------
+        level : float, optional
+            An equal-tailed interval's level: refuse fewer draws than
+            :func:`~noisycal.engines.density.diagnostics.min_credible_draws` at it (20
+            at 0.9: each tail must hold a draw).
+
+        Returns
+        -------
+        mapping
+            ``draws``: ``{'prevalence': (n_draws, L, K), 'confusion': (n_draws, J, K,
+            K), ...}``, chains concatenated.
+
+        Raises
+        ------
+        NotOffered
+            For a fit without posterior draws (EM's stored draws are bootstrap refits).
+        ValueError
+            With too few draws for ``level``.
+
+        Examples
+        --------
+        >>> import numpy as np, noisycal as nc
+        >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
+        >>> ann = nc.simulate.dawid_skene(300, [0.6, 0.4], conf, seed=0).annotations
+        >>> try:
+        ...     nc.DawidSkene(2).fit(ann).posterior_draws()
+        ... except nc.exceptions.NotOffered as exc:
+        ...     print(exc)
+        posterior draws come from a NUTS fit; this fit is 'dawid_skene' by 'em'
+        """
+        if self.method != "nuts" or self.draws is None:
+            raise NotOffered(f"posterior draws come from a NUTS fit; this fit is "
+                             f"{self.model!r} by {self.method!r}")
+        if level is not None:
+            check_credible_draws(len(self.draws["confusion"]), check_level(level),
+                                 "this NUTS fit")
+        return self.draws
 
     # ------------------------------------------------------------------ derived
     @property
@@ -227,7 +511,7 @@ class AnnotatorFit:
                     raise ValueError(f"{name} applies to refits computed now; this fit has "
                                      "stored draws, which conf_int uses")
         else:
-            if self.refit is None:
+            if self.bootstrap_refits is None:
                 if self.method == "em":
                     raise ValueError("this EM fit has no stored draws and no refit (the "
                                      "refit is not kept when a fit is pickled): fit with "
@@ -237,7 +521,7 @@ class AnnotatorFit:
             draws = self.bootstrap_draws(1000 if n_boot is None else n_boot,
                                          seed=0 if seed is None else seed)
         if self.method == "nuts":
-            check_credible_draws(len(draws["prevalence"]), level, "this NUTS fit")
+            self.posterior_draws(level)  # enough draws for an interval at this level
         return parameter_intervals(self, draws, level)
 
     def summary(self, *, level: float = 0.9, loo: bool | None = None) -> Summary:
@@ -460,3 +744,25 @@ def _group_codes(groups: ArrayLike | None, n_items: int, L: int) -> np.ndarray:
         raise ValueError(f"groups must give each of the {n_items} new items an integer group "
                          f"index in 0..{L - 1}, got {g.dtype} values of shape {g.shape}")
     return g.astype(np.int32)
+
+
+def _check_weights(weights: ArrayLike, n_items: int) -> Any:
+    """Refit weights as a float64 (B, n_items) array, a JAX array left on its device;
+    ValueError naming ``weights``."""
+    import jax
+    import jax.numpy as jnp
+
+    xp = jnp if isinstance(weights, jax.Array) else np
+    try:
+        W = xp.asarray(weights, dtype=xp.float64)
+    except (TypeError, ValueError):
+        W = None
+    if W is None or W.ndim not in (1, 2) or W.shape[-1] != n_items or W.size == 0:
+        raise ValueError(f"weights must be an array of item weights of shape (B, {n_items}) "
+                         f"or ({n_items},), got {getattr(weights, 'shape', type(weights))}")
+    W = xp.atleast_2d(W)
+    if not bool(xp.all(xp.isfinite(W)) & xp.all(W >= 0)):
+        raise ValueError("weights must be finite and non-negative")
+    if not bool(xp.all(W.sum(axis=1) > 0)):
+        raise ValueError("weights: every replicate (row) needs a positive sum")
+    return W

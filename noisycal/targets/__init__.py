@@ -6,6 +6,7 @@ from .._util.lazy import attach
 
 # the public names, imported on first use (noisycal._util.lazy reads this block)
 if TYPE_CHECKING:
+    from .protocol import ChannelFit
     from .target import (
         Target,
         as_target_matrix,
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "as_target_matrix", "corrected", "from_matrix", "hard", "posterior", "soft", "Target",
-    "voted",
+    "as_target_matrix", "ChannelFit", "corrected", "from_matrix", "hard", "posterior", "soft",
+    "Target", "voted",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -15,7 +15,6 @@ import numpy as np
 from ..._util.jax import as_numpy_rng
 from ..._util.stats import equal_tailed
 from ...correction.labels import channels_invertible, corrected_from_channels
-from ...engines.density.diagnostics import check_credible_draws
 
 __all__ = ["equal_tailed", "nc_ece_credible", "check_credible_target",
            "bayesian_bootstrap_draws"]
@@ -75,9 +74,12 @@ def check_credible_target(target: Any) -> dict:
     Returns
     -------
     dict
+        With the fit (``details['fit']``, a :class:`~noisycal.targets.ChannelFit`)
+        and its channel draws in the ratings' order (``details['channel_draws']``).
     """
     det = getattr(target, "details", {})
-    if getattr(target, "kind", None) != "corrected" or det.get("channel_draws") is None:
+    if getattr(target, "kind", None) != "corrected" or det.get("channel_draws") is None \
+            or det.get("fit") is None:
         raise ValueError("interval='credible' needs a corrected target built from a NUTS fit "
                          "(nc.targets.corrected(annotations, fit) with method='nuts')")
     n, J, K = np.shape(det["ratings"])
@@ -122,23 +124,22 @@ def nc_ece_credible(target: Any, level: float, *, statistic: Callable[..., Any],
     -------
     interval : (low, high)
         NaN when some draw's informative channels cannot be inverted (``n_failed``).
-
-    Raises
-    ------
-    ValueError
-        With fewer channel draws than
-        :func:`~noisycal.engines.density.diagnostics.min_credible_draws` at ``level`` (20 at
-        0.9).
     details : dict
         ``n_channel_draws`` and ``n_failed`` (draws whose channels of an informative
         annotator are not invertible: b - a <= 1e-4, or for K > 2 a smallest singular
         value <= 1e-4; their value is NaN).
     values : ndarray
         The per-draw NC-ECE values.
+
+    Raises
+    ------
+    ValueError
+        With fewer channel draws than the fit's ``posterior_draws(level)`` accepts
+        (:func:`~noisycal.engines.density.diagnostics.min_credible_draws`: 20 at 0.9).
     """
     det = check_credible_target(target)
+    det["fit"].posterior_draws(level)  # the fit refuses too few draws for this level
     draws = np.asarray(det["channel_draws"])
-    check_credible_draws(draws.shape[0], level, "the corrected target's NUTS fit")
     mask = np.asarray(det["informative"], dtype=bool)
 
     def one(d: int, w: np.ndarray) -> float:

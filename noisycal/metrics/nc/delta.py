@@ -9,8 +9,9 @@ the bins held fixed the binned NC-ECE is a norm of the bin means
 .. math:: \hat m(\hat\theta) - m(\theta_0) \approx \sum_i \Big[\frac{x_i - \hat m}{n}
           + D\,\phi_i\Big], \qquad D = \partial \hat m / \partial\theta,
 
-with :math:`\phi_i` the item's influence on :math:`\hat\theta`
-(:mod:`noisycal.engines.influence`; zero for items the channels were not fitted on).
+with :math:`\phi_i` the item's influence on :math:`\hat\theta`, which the target's fit
+offers (``fit.influence()``, :class:`~noisycal.targets.ChannelFit`; zero for items
+the channels were not fitted on).
 The covariance of the bin means is then
 
 .. math:: V = \hat V_x + C D^T + D C^T + D\,\Sigma_\theta D^T, \qquad
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 
 from ..._util.jax import x64
 from ...correction.labels import corrected_from_channels
-from ...engines.influence import ChannelInfluence, channel_influence, params_from_free
+from ...exceptions import NotOffered
 
 __all__ = ["ChannelTerm", "channel_term", "channel_noise", "UNBOUNDED", "LINEARITY_Z",
            "LINEARITY_DIRECTIONS", "NOISE_CHUNK"]
@@ -111,14 +112,14 @@ def _aligned(conf: jax.Array, annotator_index: jax.Array, class_index: jax.Array
     return conf[annotator_index][:, class_index][:, :, class_index]
 
 
-@partial(jax.jit, static_argnames=("shape", "one_coin", "n_cells"))
+@partial(jax.jit, static_argnames=("params", "n_cells"))
 def _bin_means(theta: jax.Array, x0: jax.Array, basis: jax.Array, ratings: jax.Array,
                observed: jax.Array, mask: jax.Array, alpha: jax.Array,
                annotator_index: jax.Array, class_index: jax.Array, conf: jax.Array,
-               cols: jax.Array, flat: jax.Array, *, shape: tuple, one_coin: bool,
-               n_cells: int) -> jax.Array:
-    """Bin means (G * B,) of the corrected target at free channel coordinates theta."""
-    p = params_from_free(theta, x0, basis, shape, one_coin)
+               cols: jax.Array, flat: jax.Array, *, params: Any, n_cells: int) -> jax.Array:
+    """Bin means (G * B,) of the corrected target at free channel coordinates theta
+    (``params(theta, x0, basis)``: the influence's hashable parametrisation)."""
+    p = params(theta, x0, basis)
     T = corrected_from_channels(ratings, observed, mask, alpha,
                                 _aligned(p["confusion"], annotator_index, class_index),
                                 xp=jnp)
@@ -126,7 +127,7 @@ def _bin_means(theta: jax.Array, x0: jax.Array, basis: jax.Array, ratings: jax.A
     return jax.ops.segment_sum((t - conf).ravel(), flat, num_segments=n_cells) / conf.shape[1]
 
 
-_jacobian = jax.jit(jax.jacfwd(_bin_means), static_argnames=("shape", "one_coin", "n_cells"))
+_jacobian = jax.jit(jax.jacfwd(_bin_means), static_argnames=("params", "n_cells"))
 
 
 def _match(target: Any, fit_items: np.ndarray) -> tuple[np.ndarray, str]:
@@ -143,7 +144,7 @@ def _match(target: Any, fit_items: np.ndarray) -> tuple[np.ndarray, str]:
 
 def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarray,
                  n_bins: int, *, annotations: Any = None,
-                 influence: ChannelInfluence | None = None) -> ChannelTerm | str:
+                 influence: Any = None) -> ChannelTerm | str:
     """The channel error's share of the covariance of the NC-ECE's bin means.
 
     Parameters
@@ -157,21 +158,24 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
     annotations : Annotations, optional
         The fitted data, when the fit does not carry them.
     influence : ChannelInfluence, optional
-        Precomputed :func:`noisycal.engines.influence.dawid_skene_influence`.
+        Precomputed ``fit.influence()``
+        (:class:`~noisycal.engines.influence.ChannelInfluence`).
 
     Returns
     -------
     ChannelTerm, or str
-        A string says why the channel error could not be computed.
+        A string says why the channel error could not be computed (the fit's reason when
+        it offers no influence).
     """
     det = target.details
     fit = det.get("fit")
     if fit is None:
         return "the target's channels were given, not fitted"
     if influence is None:
-        influence = channel_influence(fit, annotations)
-    if isinstance(influence, str):
-        return influence
+        try:
+            influence = fit.influence(annotations)
+        except NotOffered as exc:
+            return str(exc)
     G, n = conf.shape
     B = n_bins
     J, K = np.shape(det["ratings"])[1:]
@@ -185,8 +189,7 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
                 jnp.asarray(np.arange(K) if ci is None else ci),
                 jnp.asarray(conf, jnp.float64), jnp.asarray(cols),
                 jnp.asarray((np.arange(G)[:, None] * B + bins).ravel()))
-        static = {"shape": influence.shape, "one_coin": influence.one_coin,
-                  "n_cells": G * B}
+        static = {"params": influence.parametrisation, "n_cells": G * B}
         theta0 = jnp.zeros(influence.basis.shape[1], dtype=jnp.float64)
         D = np.asarray(_jacobian(theta0, *args, **static))        # (J, p)
         mhat = np.asarray(_bin_means(theta0, *args, **static))
@@ -213,7 +216,7 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
     mask = np.flatnonzero(np.asarray(det["informative"]))
 
     def used_channels(theta: jax.Array) -> jax.Array:
-        p = params_from_free(theta, args[0], args[1], influence.shape, influence.one_coin)
+        p = influence.parametrisation(theta, args[0], args[1])
         return _aligned(p["confusion"], args[6], args[7])[mask]
 
     with x64():

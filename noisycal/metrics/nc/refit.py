@@ -20,16 +20,19 @@ The paper states the protocol for two classes; with K > 2 classes (Dawid–Skene
 confusion matrices) the same steps run on K x K channels, with our K-class weight
 rules, and the statistic is the top-label or classwise NC-ECE (our extension).
 
-The target may list the fit's items, annotators and classes in any order: EM runs in the
-fit's annotator and class order (the target's ``annotator_index`` and ``class_index``,
-:func:`noisycal.correction.fit_index`), started from each item's fitted posterior found
-by item id, and every refit's channels are permuted to the target's order before the
-correction. The target must use all the fit's annotators and items (the refit
+Step 2 is the fit's own: the target hands the resample's item weights to its fit
+(``fit.refit(weights)``, :class:`~noisycal.targets.ChannelFit`), which reruns EM
+on the ratings it was fitted on, in its annotator and class order, started from each
+item's fitted posterior; steps 3 and 4 run inside the same compiled loop (the statistic
+the fit accepts), after every refit's channels are permuted to the target's order (the
+target's ``annotator_index`` and ``class_index``, :func:`noisycal.correction.fit_index`).
+The target may list the fit's items, annotators and classes in any order (items are
+matched by id), but it must use all the fit's annotators and items (the refit
 re-estimates the channels from the same data).
 
 Items enter only through their rating pattern (which annotators said what, and the
-item's group), so step 2 runs on the distinct patterns and step 4 is one weighted pass
-over the items: a replicate costs O(n + EM on the patterns). All replicates run in one
+item's group), so EM runs on the distinct patterns and step 4 is one weighted pass over
+the items: a replicate costs O(n + EM on the patterns). All replicates run in one
 jitted ``lax.map``.
 
 A replicate whose refitted gap b_j - a_j of an informative annotator is at most 1e-4
@@ -41,8 +44,8 @@ value is NaN, and the interval is then reported with status
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -50,13 +53,13 @@ import jax
 import jax.numpy as jnp
 
 from ..._util.jax import as_key, x64
-from ..._util.progress import ProgressBar, tick
 from ...correction.labels import (
     channel_rule_weights,
     channels_invertible,
     corrected_from_channels,
-    marginal_prevalence,
 )
+from ...exceptions import NotOffered
+from ...intervals.bootstrap import multinomial_counts
 
 __all__ = ["nc_ece_refit_replicates", "check_refit_target"]
 
@@ -64,7 +67,11 @@ _RULES = ("iv", "equal", "gap", "squared_gap", "given")
 
 
 def check_refit_target(target: Any) -> tuple[dict, Any]:
-    """Check that ``target`` is a corrected target from an EM fit of the Dawid–Skene family.
+    """Check that ``target`` is a corrected target built from an annotator fit, using all
+    its annotators, classes and items.
+
+    Whether the fit can be refitted (an EM fit of the Dawid–Skene family without gold
+    labels) the fit says when asked (``fit.refit``; see :func:`nc_ece_refit_replicates`).
 
     Parameters
     ----------
@@ -82,13 +89,6 @@ def check_refit_target(target: Any) -> tuple[dict, Any]:
     if fit is None:
         raise ValueError("refit_channels=True needs a corrected target built from an "
                          "annotator fit: nc.targets.corrected(annotations, fit)")
-    if fit.method != "em" or fit.model not in ("dawid_skene", "one_coin", "grouped"):
-        raise ValueError("refit_channels=True refits Dawid-Skene-family channels by EM; the "
-                         f"target's fit is {fit.model!r} by {fit.method!r} (use the "
-                         "conditional bootstrap, or interval='credible' for a NUTS fit)")
-    if fit.details.get("gold"):
-        raise ValueError("refit_channels=True does not support fits with gold labels yet; "
-                         "use the conditional bootstrap")
     J, K = len(fit.annotators), len(fit.classes)
     if ai is None or sorted(np.asarray(ai).tolist()) != list(range(J)) \
             or sorted(np.asarray(ci).tolist()) != list(range(K)):
@@ -144,9 +144,8 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     statistic : callable
         ``statistic(weights, T, *stat_args, n_bins)``: the binned NC-ECE (or its vector of
         bin means) of the corrected target matrix ``T`` (n_items, K) under item weights,
-        JAX-traceable and
-        module-level (a static argument of the jitted kernel); supplied by
-        :mod:`noisycal.metrics`.
+        JAX-traceable and module-level (a static argument of the fit's compiled refit
+        loop); supplied by :mod:`noisycal.metrics`.
     seed : int or jax key
     progress : bool, default=False
         A progress bar on stderr, one step per refit.
@@ -159,12 +158,14 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     details : dict
         ``n_failed`` (invertibility check), ``n_nonfinite``, ``n_not_converged`` (EM hit
         its iteration limit), the refitted channels' spread ``confusion_sd`` (J, K, K;
-        for two classes also ``a_sd``, ``b_sd``) and ``n_patterns``.
-    """
-    # (long: most of it is the argument list of the one jitted kernel call below)
-    from ...engines.em.dawid_skene import collapse_patterns, split_data
-    from ...models.dawid_skene import make_data
+        for two classes also ``a_sd``, ``b_sd``) and ``n_patterns`` (the fit's rating
+        patterns EM ran on).
 
+    Raises
+    ------
+    ValueError
+        When the target's fit cannot be refitted (the fit's reason).
+    """
     det, fit = check_refit_target(target)
     onehot = np.asarray(det["ratings"], dtype=np.float64)  # the target's order
     seen = np.asarray(det["observed"], dtype=bool)
@@ -175,46 +176,33 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     rule = det["rule"]
     if rule not in _RULES:  # pragma: no cover - corrected_target only sets these
         raise ValueError(f"unknown weight rule {rule!r}")
-    L = int(fit.details.get("groups", 1))
-    group = fit.details.get("group_index")
-    group = np.zeros(n, np.int64) if group is None else np.asarray(group, np.int64)[rows]
-    label = ci[np.argmax(onehot, axis=2)]  # EM data: the fit's annotator and class order
-    item, col = np.nonzero(seen)
-    annotator = ai[col]
-    pattern, rep, _ = collapse_patterns(item, annotator * K + label[item, col], n,
-                                        extra=(group,))
-    P = rep.size
-    keep = np.isin(item, rep)
-    pos = np.full(n, -1, np.int64)
-    pos[rep] = np.arange(P)
-    alpha_p = fit.details.get("prior_alpha")
-    beta_p = fit.details.get("prior_beta")
     fixed_prev = _fixed_prevalence(det, K)
-    # EM runs in the latent labelling of the original fit (where its priors apply); the
-    # fit's classes are that labelling permuted by ``latent_perm``
-    perm = np.asarray(fit.details.get("latent_perm", np.arange(K)))
-    post0 = np.asarray(fit.item_posterior)[rows[rep]][:, np.argsort(perm)]
+    # the corrected target is computed once per distinct row of ratings
+    _, rep, pattern = np.unique(onehot.reshape(n, J * K), axis=0, return_index=True,
+                                return_inverse=True)
+    permuted = not np.array_equal(rows, np.arange(n))
+    stat = _CorrectedStatistic(rule, fixed_prev is not None, int(n_bins), statistic, permuted)
     with x64():
-        data = make_data(pos[item[keep]], annotator[keep], label[item[keep], col[keep]],
-                         n_items=P, n_annotators=J, n_classes=K, group=group[rep], n_groups=L)
-        arrays, sizes = split_data(data)
-        with ProgressBar(n_boot, "NC-ECE channel refits", enabled=progress) as bar:
-            out = bar.wait(_replicates(
-                as_key(seed), jnp.asarray(post0), jnp.asarray(perm, jnp.int32), arrays,
-                None if alpha_p is None else jnp.asarray(alpha_p),
-                None if beta_p is None else jnp.asarray(beta_p),
-                jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
-                jnp.asarray(ai, jnp.int32), jnp.asarray(ci, jnp.int32),
-                jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]), jnp.asarray(mask),
-                jnp.asarray(np.asarray(det["weights"], np.float64)),
-                jnp.asarray(np.full(K, np.nan) if fixed_prev is None else fixed_prev),
-                tuple(jnp.asarray(a) for a in stat_args),
-                sizes=sizes, one_coin=fit.model == "one_coin",
-                max_iter=int(fit.details.get("max_iter", 1000)),
-                tol=float(fit.details.get("tol", 1e-8)), rule=rule,
-                fixed_prevalence=fixed_prev is not None, n_bins=int(n_bins),
-                n_boot=int(n_boot), statistic=statistic, progress=progress))
-        vals, ok, converged, conf = (np.asarray(x) for x in out)
+        args = _RefitArgs(
+            jnp.asarray(np.argsort(rows), jnp.int32), jnp.asarray(rows, jnp.int32),
+            jnp.asarray(pattern.ravel(), jnp.int32), jnp.asarray(ai, jnp.int32),
+            jnp.asarray(ci, jnp.int32), jnp.asarray(onehot[rep]), jnp.asarray(seen[rep]),
+            jnp.asarray(mask), jnp.asarray(np.asarray(det["weights"], np.float64)),
+            jnp.asarray(np.full(K, np.nan) if fixed_prev is None else fixed_prev),
+            tuple(jnp.asarray(a) for a in stat_args))
+        try:
+            # replicate b resamples the target's rows with key b, drawn inside the fit's
+            # compiled loop
+            res = fit.refit(jax.random.split(as_key(seed), int(n_boot)),
+                            draw=_Resample(n, permuted), statistic=stat, args=args,
+                            progress="NC-ECE channel refits" if progress else False)
+        except NotOffered as exc:
+            raise ValueError(
+                f"refit_channels=True: the target's fit cannot be refitted ({exc}); use the "
+                "conditional bootstrap, or interval='credible' for a NUTS fit") from None
+    vals, ok = res.statistic
+    converged = res.converged
+    conf = np.ascontiguousarray(res.confusion[:, ai][:, :, ci][:, :, :, ci])  # target's order
     okv = ok.reshape(ok.shape + (1,) * (vals.ndim - 1))  # the statistic may be a vector
     vals = np.where(okv, vals, np.nan)
     finite = np.isfinite(vals).reshape(vals.shape[0], -1).all(axis=1)
@@ -222,49 +210,69 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     conf = np.where(ok[:, None, None, None], conf, np.nan)
     extra = {"n_failed": int(np.sum(~ok)), "n_nonfinite": n_nonfinite,
              "n_not_converged": int(np.sum(~converged)),
-             "confusion_sd": np.nanstd(conf, axis=0), "n_patterns": int(P)}
+             "confusion_sd": np.nanstd(conf, axis=0),
+             "n_patterns": int(res.n_patterns)}
     if K == 2:
         extra["a_sd"], extra["b_sd"] = extra["confusion_sd"][:, 0, 1], \
             extra["confusion_sd"][:, 1, 1]
     return vals, extra
 
 
-@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "rule",
-                                   "fixed_prevalence", "n_bins", "n_boot",
-                                   "statistic", "progress"))
-def _replicates(rng_key: jax.Array, post0: jax.Array, perm: jax.Array, arrays: tuple,
-                alpha_p: Any, beta_p: Any, pattern: jax.Array, group: jax.Array,
-                ai: jax.Array, ci: jax.Array, ratings: jax.Array,
-                observed: jax.Array, mask: jax.Array, given: jax.Array, prevalence: jax.Array,
-                stat_args: tuple, *, sizes: tuple, one_coin: bool,
-                max_iter: int, tol: float, rule: str, fixed_prevalence: bool, n_bins: int,
-                n_boot: int, statistic: Callable[..., Any], progress: bool = False) -> tuple:
-    from ...engines.em.dawid_skene import join_data
-    from ...engines.em.resample import resample_refit
+class _RefitArgs(NamedTuple):
+    """The traced arguments of :class:`_Resample` and :class:`_CorrectedStatistic`."""
 
-    data = join_data(arrays, sizes)
-    L = sizes[3]
+    order: jax.Array       # (n,) the target row of each fitted item
+    rows: jax.Array        # (n,) the fitted item of each target row
+    pattern: jax.Array     # (n,) the distinct row of ratings of each target row
+    ai: jax.Array          # the target's annotators in the fit
+    ci: jax.Array          # the target's classes in the fit
+    ratings: jax.Array     # (P, J, K) one-hot, one per distinct row of ratings
+    observed: jax.Array    # (P, J)
+    mask: jax.Array        # (J,) informative annotators
+    given: jax.Array       # (J,) the target's weights (kept with rule 'given')
+    fixed: jax.Array       # (K,) the user's prevalence (NaN when refitted)
+    stat_args: tuple       # the statistic's item arrays, in the target's order
 
-    def one(key: jax.Array) -> tuple:
-        w, st = resample_refit(key, post0, data, None, alpha_p, beta_p, pattern,
-                               one_coin=one_coin, max_iter=max_iter, tol=tol)
-        # the fit's class names (perm), then the target's annotator and class order
-        confusion = st.confusion[:, perm, :][ai][:, ci][:, :, ci]
-        group_prev = st.prevalence[:, perm][:, ci]
-        if fixed_prevalence:
-            mu = prevalence
-        else:
-            # groups the resample missed have weight 0 here
-            wg = jax.ops.segment_sum(w, group, num_segments=L)
-            mu = marginal_prevalence(group_prev, wg, xp=jnp)
-        alpha = given if rule == "given" else channel_rule_weights(rule, confusion, mu,
-                                                                   mask=mask, xp=jnp)
+
+@dataclass(frozen=True)
+class _Resample:
+    """One bootstrap resample of the n target rows from a key, as the fitted items'
+    multiplicities (frozen: a static argument of the fit's compiled loop; ``permuted``:
+    whether the target lists the fitted items in another order)."""
+
+    n: int
+    permuted: bool
+
+    def __call__(self, key: jax.Array, args: _RefitArgs) -> jax.Array:
+        w = multinomial_counts(key, self.n)
+        return w[args.order] if self.permuted else w
+
+
+@dataclass(frozen=True)
+class _CorrectedStatistic:
+    """The refit statistic: one refit's channels permuted to the target's order, the
+    aggregation weights by the target's rule, the corrected target, then ``statistic``.
+
+    Frozen (hashable by value), so the fit's compiled refit loop is reused across calls.
+    """
+
+    rule: str
+    fixed_prevalence: bool
+    n_bins: int
+    statistic: Callable[..., Any]
+    permuted: bool
+
+    def __call__(self, w_fit: jax.Array, confusion: jax.Array, prevalence: jax.Array,
+                 args: _RefitArgs) -> tuple[jax.Array, jax.Array]:
+        _, rows, pattern, ai, ci, ratings, observed, mask, given, fixed, stat_args = args
+        w = w_fit[rows] if self.permuted else w_fit       # the target's item order
+        confusion = confusion[ai][:, ci][:, :, ci]        # the target's annotators, classes
+        mu = fixed if self.fixed_prevalence else prevalence[ci]
+        alpha = given if self.rule == "given" else channel_rule_weights(
+            self.rule, confusion, mu, mask=mask, xp=jnp)
         ok = jnp.all(jnp.where(mask, channels_invertible(confusion, jnp), True)) \
             & jnp.all(jnp.isfinite(mu))
-        # corrected target of each pattern (meaningless where not ok: the caller sets NaN)
+        # corrected target of each row of ratings (meaningless where not ok: the caller
+        # sets NaN)
         T = corrected_from_channels(ratings, observed, mask, alpha, confusion, xp=jnp)
-        if progress:
-            tick(st.n_iter)
-        return statistic(w, T[pattern], *stat_args, n_bins), ok, st.converged, confusion
-
-    return jax.lax.map(one, jax.random.split(rng_key, n_boot))
+        return self.statistic(w, T[pattern], *stat_args, self.n_bins), ok
