@@ -9,44 +9,44 @@ import noisycal as nc
 from noisycal.engines.methods import as_method
 from noisycal.intervals.options import as_interval
 
-I = nc.intervals
+IV = nc.intervals
 E = nc.engines
 
 
 def test_string_shorthands_are_the_defaults():
-    offered = (I.Inversion, I.Bootstrap, I.Bound, I.Refit, I.Credible)
-    for name, cls in (("inversion", I.Inversion), ("bootstrap", I.Bootstrap),
-                      ("bound", I.Bound), ("refit", I.Refit), ("credible", I.Credible)):
-        got = as_interval(name, offered, default=I.Inversion(), where="ece")
+    offered = (IV.Inversion, IV.Bootstrap, IV.Bound, IV.Refit, IV.Credible)
+    for name, cls in (("inversion", IV.Inversion), ("bootstrap", IV.Bootstrap),
+                      ("bound", IV.Bound), ("refit", IV.Refit), ("credible", IV.Credible)):
+        got = as_interval(name, offered, default=IV.Inversion(), where="ece")
         assert type(got) is cls and repr(got) == f"{cls.__name__}()"
-    assert as_interval("auto", offered, default=I.Inversion(n_boot=500), where="ece") \
-        == I.Inversion(n_boot=500)
-    assert as_interval(None, offered, default=I.Inversion(), where="ece") is None
+    assert as_interval("auto", offered, default=IV.Inversion(n_boot=500), where="ece") \
+        == IV.Inversion(n_boot=500)
+    assert as_interval(None, offered, default=IV.Inversion(), where="ece") is None
     for name, cls in (("em", E.EM), ("mle", E.MLE), ("nuts", E.NUTS)):
         assert as_method(name, (E.EM, E.MLE, E.NUTS), where="DawidSkene") == cls()
     assert as_method(None, (E.NUTS,), where="HierarchicalDawidSkene") == E.NUTS()
 
 
 @pytest.mark.parametrize("make, field", [
-    (lambda: I.Inversion(n_boot=99), "n_boot"),
-    (lambda: I.Bootstrap(n_boot=1), "n_boot"),
-    (lambda: I.Bootstrap(method="studentized"), "method"),
-    (lambda: I.Bootstrap(scheme="fast"), "scheme"),
-    (lambda: I.Bootstrap(rebin=1), "rebin"),
-    (lambda: I.Bootstrap(batch_size=0), "batch_size"),
-    (lambda: I.Bootstrap(devices=10**6), "devices"),
-    (lambda: I.Bootstrap(scheme="binned", rebin=True), "rebin"),
-    (lambda: I.Bound(kind="chernoff"), "kind"),
-    (lambda: I.Bound(mode="radius"), "channel_radius"),
-    (lambda: I.Bound(mode="oracle"), "true_channels"),
-    (lambda: I.Bound(channel_radius=float("nan")), "channel_radius"),
-    (lambda: I.Bound(true_channels=[[0.1, 2.0], [0.9, 0.8]]), "true_channels"),
-    (lambda: I.Bound(channel_radius=0.1, true_channels=([0.1], [0.9])), "channel_radius"),
-    (lambda: I.Bound(same_sample="yes"), "same_sample"),
-    (lambda: I.Refit(method="bca"), "method"),
-    (lambda: I.Refit(n_boot=50), "n_boot"),
-    (lambda: I.Refit(progress=None), "progress"),
-    (lambda: I.Simultaneous(n_boot=0), "n_boot"),
+    (lambda: IV.Inversion(n_boot=99), "n_boot"),
+    (lambda: IV.Bootstrap(n_boot=1), "n_boot"),
+    (lambda: IV.Bootstrap(method="studentized"), "method"),
+    (lambda: IV.Bootstrap(scheme="fast"), "scheme"),
+    (lambda: IV.Bootstrap(rebin=1), "rebin"),
+    (lambda: IV.Bootstrap(batch_size=0), "batch_size"),
+    (lambda: IV.Bootstrap(devices=10**6), "devices"),
+    (lambda: IV.Bootstrap(scheme="binned", rebin=True), "rebin"),
+    (lambda: IV.Bound(kind="chernoff"), "kind"),
+    (lambda: IV.Bound(mode="radius"), "channel_radius"),
+    (lambda: IV.Bound(mode="oracle"), "true_channels"),
+    (lambda: IV.Bound(channel_radius=float("nan")), "channel_radius"),
+    (lambda: IV.Bound(true_channels=[[0.1, 2.0], [0.9, 0.8]]), "true_channels"),
+    (lambda: IV.Bound(channel_radius=0.1, true_channels=([0.1], [0.9])), "channel_radius"),
+    (lambda: IV.Bound(same_sample="yes"), "same_sample"),
+    (lambda: IV.Refit(method="bca"), "method"),
+    (lambda: IV.Refit(n_boot=50), "n_boot"),
+    (lambda: IV.Refit(progress=None), "progress"),
+    (lambda: IV.Simultaneous(n_boot=0), "n_boot"),
     (lambda: E.EM(init="kmeans"), "init"),
     (lambda: E.EM(n_starts=0), "n_starts"),
     (lambda: E.EM(tol=0), "tol"),
@@ -69,12 +69,12 @@ def test_each_object_checks_its_own_fields(make, field):
 
 def test_a_kind_not_offered_is_refused_by_name():
     with pytest.raises(ValueError, match=r"mce does not offer interval=Bound\(mode='radius'"):
-        as_interval(I.Bound(channel_radius=0.1), (I.Simultaneous, I.Bootstrap),
-                    default=I.Simultaneous(), where="mce")
+        as_interval(IV.Bound(channel_radius=0.1), (IV.Simultaneous, IV.Bootstrap),
+                    default=IV.Simultaneous(), where="mce")
     with pytest.raises(ValueError, match="not a class"):
-        as_interval(I.Bootstrap, (I.Bootstrap,), default=None, where="ece")
+        as_interval(IV.Bootstrap, (IV.Bootstrap,), default=None, where="ece")
     with pytest.raises(ValueError, match="interval must be one of"):
-        as_interval("wilson", (I.Bootstrap,), default=None, where="ece")
+        as_interval("wilson", (IV.Bootstrap,), default=None, where="ece")
     with pytest.raises(ValueError, match="HierarchicalDawidSkene has no EM engine"):
         as_method(E.EM(), (E.NUTS,), where="HierarchicalDawidSkene")
     with pytest.raises(ValueError, match="method must be one of 'nuts'"):
@@ -82,17 +82,18 @@ def test_a_kind_not_offered_is_refused_by_name():
 
 
 def test_bound_mode_follows_the_option_given():
-    assert I.Bound().mode == "binned_only"
-    assert I.Bound(channel_radius=0.05).mode == "radius"
-    oracle = I.Bound(true_channels=([0.1, 0.2], [0.8, 0.9]))
+    assert IV.Bound().mode == "binned_only"
+    assert IV.Bound(channel_radius=0.05).mode == "radius"
+    oracle = IV.Bound(true_channels=([0.1, 0.2], [0.8, 0.9]))
     assert oracle.mode == "oracle" and oracle.true_channels.shape == (2, 2, 2)
-    np.testing.assert_allclose(oracle.true_channels[0], [[0.9, 0.1], [0.2, 0.8]], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(oracle.true_channels[0], [[0.9, 0.1], [0.2, 0.8]],
+                               rtol=0, atol=1e-15)
 
 
 def test_objects_are_frozen_and_compare_by_value():
-    b = I.Bootstrap(n_boot=200)
+    b = IV.Bootstrap(n_boot=200)
     with pytest.raises(AttributeError):
         b.n_boot = 10
-    assert b == I.Bootstrap(n_boot=200) and b != I.Bootstrap(n_boot=300)
+    assert b == IV.Bootstrap(n_boot=200) and b != IV.Bootstrap(n_boot=300)
     assert E.NUTS(num_chains=2) == E.NUTS(num_chains=2)
     assert repr(E.EM(n_starts=20, n_boot=200)) == "EM(n_starts=20, n_boot=200)"
