@@ -77,7 +77,7 @@ def ece_workload(n: int, seed: int) -> tuple[float, object]:
     P = P.astype(np.float32)
 
     def fit() -> object:
-        return nc.ece(P, y, n_bins=15, interval="bootstrap", n_boot=1000, level=0.9)
+        return nc.ece(P, y, n_bins=15, interval=nc.intervals.Bootstrap(n_boot=1000), level=0.9)
     return 0.0, fit
 
 
@@ -90,8 +90,8 @@ def ece_sharded_workload(n: int, seed: int) -> tuple[float, object]:
     devices = jax.devices() if dev is None else [dev]
 
     def fit() -> object:
-        return nc.ece(P, y, n_bins=15, interval="bootstrap", n_boot=1000, level=0.9,
-                      bootstrap="poisson", devices=devices)
+        boot = nc.intervals.Bootstrap(n_boot=1000, scheme="poisson", devices=devices)
+        return nc.ece(P, y, n_bins=15, interval=boot, level=0.9)
     return 0.0, fit
 
 

@@ -94,14 +94,14 @@ def test_brier_nll_use_it_and_statuses() -> None:
     rng = np.random.default_rng(3)
     P = rng.dirichlet(np.ones(4), size=800)
     y = rng.integers(0, 4, 800)
-    est = nc.brier(P, y, n_boot=300, seed=5)
+    est = nc.brier(P, y, interval=nc.intervals.Bootstrap(n_boot=300), seed=5)
     losses = ((P - np.eye(4)[y]) ** 2).sum(axis=1)
     want = bootstrap_mean(losses, n_boot=300, seed=5)
     np.testing.assert_allclose(est.replicates, want.replicates, rtol=1e-12)
     assert est.interval == pytest.approx(want.interval, rel=1e-12)
     # one item: degenerate, no interval, a NumericalWarning
     with pytest.warns(nc.NumericalWarning):
-        one = nc.nll(P[:1], y[:1], n_boot=50)
+        one = nc.nll(P[:1], y[:1], interval=nc.intervals.Bootstrap(n_boot=50))
     assert one.status == "degenerate" and np.isnan(one.interval[0])
     with pytest.raises(ValueError, match="values"):
         bootstrap_mean([1.0, np.nan])
