@@ -5,10 +5,10 @@ each beside the same workload on the CPU where that is feasible, in one command.
    K = 5, exactly 20 iterations from the soft vote (``bench_em.py``'s simulation and
    call). The ``Annotations`` construction is timed on its own line.
 2. **ECE bootstrap on n = 1e7, K = 10**: ``nc.ece(probs, labels, n_bins=15,
-   interval="bootstrap", n_boot=1000)`` on float32 probabilities
+   interval=nc.intervals.Bootstrap(n_boot=1000))`` on float32 probabilities
    (``bench_metrics.py``'s simulation). Beside it, the same data with the Poisson
-   bootstrap sharded over all of JAX's devices (``bootstrap="poisson",
-   devices=jax.devices()``; with one GPU a mesh of one, and on the ``--cpu`` line the
+   bootstrap sharded over all of JAX's devices (``Bootstrap(scheme="poisson",
+   devices=jax.devices())``; with one GPU a mesh of one, and on the ``--cpu`` line the
    one default CPU device).
 3. **10-class Dawid–Skene NUTS on CIFAR-10N's 5,000 DenseNet-40 validation images**
    (simulated data of the same size when ``../shared/data`` is absent): the public

@@ -349,7 +349,7 @@ CASES = [
      lambda: _k3_corrected(prevalence=[0.2, 0.2, 0.2]), R, ValueError,
      r"prevalence must be a length-3 probability vector"),
     ("kclass_interval_without_probs", lambda: _k3_interval(probs=None), R, ValueError,
-     r"interval=Refit\(method='percentile', n_boot=5\) with 3 classes needs the "
+     r"interval=Refit\(n_boot=5, method='percentile'\) with 3 classes needs the "
      r"predictions: pass probs="),
     ("kclass_interval_probs_shape", lambda: _k3_interval(probs=np.full((12, 2), 0.5)), R,
      ValueError, r"probs must have shape \(12, 3\)"),

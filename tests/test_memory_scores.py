@@ -137,11 +137,12 @@ def test_bootstrap_memory_below_twice_input(score: str) -> None:
     P /= P.sum(axis=1, keepdims=True)
     y = rng.integers(0, K, n)
     fn = getattr(nc, score)
-    fn(P[:5000], y[:5000], n_boot=50)  # compile anything first
+    boot = nc.intervals.Bootstrap(n_boot=200)
+    fn(P[:5000], y[:5000], interval=nc.intervals.Bootstrap(n_boot=50))  # compile first
     tracemalloc.start()
-    fn(P, y, n_boot=200)
+    fn(P, y, interval=boot)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 2 * P.nbytes, peak / P.nbytes
-    growth = _peak_rss_growth(lambda: fn(P, y, n_boot=200))
+    growth = _peak_rss_growth(lambda: fn(P, y, interval=boot))
     assert growth < 2 * P.nbytes, growth / P.nbytes

@@ -147,12 +147,12 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         raise ValueError("Bootstrap(rebin=True) re-estimates equal-mass edges per "
                          "replicate; it needs strategy='quantile'")
     kind = _resolve_kind(kind, binary, P.shape[1])
-    if isinstance(interval, Inversion):
-        check_covariance_memory(kind, P.shape[1], n_bins)
     refit = isinstance(interval, Refit)
     basis = None if interval is None else interval.name
     if refit:  # inverted, or read off the replicates as a bootstrap
         basis = "inversion" if interval.method == "inversion" else "bootstrap"
+    if basis == "inversion":  # the covariance of the bin means
+        check_covariance_memory(kind, P.shape[1], n_bins)
     estimator = resolve_estimator(estimator, basis, debias)
     groups = ([f"class_{k}" for k in range(P.shape[1])] if kind == "classwise" else [kind])
     label = {"positive_class": f"positive-class {name}", "classwise": f"classwise {name}"

@@ -20,7 +20,7 @@ three give the same numbers up to the order of floating-point summation.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -88,6 +88,7 @@ class Gathered(NamedTuple):
     streamed: dict | None = None
 
 
+@runtime_checkable
 class BinnedBackend(Protocol):
     """The interface of the binned backends: a name and one method, :meth:`gather`."""
 
