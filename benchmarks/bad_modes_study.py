@@ -78,8 +78,8 @@ def run_binary(name: str, seed: int, n: int, method: str) -> tuple[str, str]:
         opts = {k: v for k, v in opts.items() if k != "init"}
         opts.update(num_chains=2, num_warmup=300, num_samples=300, progress_bar=False)
     fit = nc.DawidSkene(2).fit(ann, method=method, seed=seed, **opts)
-    est = nc.ece(toy.z, nc.targets.posterior(None, fit), n_bins=10, interval="bootstrap",
-                 n_boot=50, seed=seed)
+    est = nc.ece(toy.z, nc.targets.posterior(None, fit), n_bins=10,
+                 interval=nc.intervals.Bootstrap(n_boot=50), seed=seed)
     return fit.status, est.status
 
 

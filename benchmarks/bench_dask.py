@@ -32,10 +32,11 @@ CASES = [
     ("ece, binned bootstrap", nc.ece, {"interval": "bootstrap"}, True),
     ("classwise ece, inversion", nc.ece, {"kind": "classwise"}, True),
     ("classwise ece, bootstrap (Dask: Poisson)", nc.ece,
-     {"kind": "classwise", "interval": "bootstrap", "n_boot": 200}, False),
+     {"kind": "classwise", "interval": nc.intervals.Bootstrap(n_boot=200)}, False),
     ("brier, interval=None", nc.brier, {"interval": None}, True),
     ("brier, wald", nc.brier, {"interval": "wald"}, True),
-    ("brier, bootstrap (Dask: Poisson)", nc.brier, {"n_boot": 200}, False),
+    ("brier, bootstrap (Dask: Poisson)", nc.brier,
+     {"interval": nc.intervals.Bootstrap(n_boot=200)}, False),
 ]
 
 

@@ -2,7 +2,7 @@
 
 What is compared
 ----------------
-``nc.ece(probs, labels, n_bins=15, interval="bootstrap", n_boot=B, level=0.9)`` at
+``nc.ece(probs, labels, n_bins=15, interval=nc.intervals.Bootstrap(n_boot=B), level=0.9)`` at
 n = 1,000,000 items and K = 10 classes (float64), against the straightforward NumPy
 loop a competent user would write on the same data in the same process::
 
@@ -151,8 +151,8 @@ def time_noisycal(probs: np.ndarray, labels: np.ndarray, n_boot: int,
     """(compile + first run seconds, second run seconds, estimate of the second run)."""
 
     def run() -> nc.Estimate:
-        return nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=n_boot,
-                      level=LEVEL, seed=seed, bootstrap=scheme, devices=devices)
+        boot = nc.intervals.Bootstrap(n_boot=n_boot, scheme=scheme, devices=devices)
+        return nc.ece(probs, labels, n_bins=N_BINS, interval=boot, level=LEVEL, seed=seed)
 
     t0 = time.perf_counter()
     run()
@@ -260,7 +260,8 @@ def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) 
     if case == "ece":
         return nc.ece(probs, labels, n_bins=N_BINS, interval=None)
     if case == "ece_bootstrap":
-        return nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=n_boot)
+        return nc.ece(probs, labels, n_bins=N_BINS,
+                      interval=nc.intervals.Bootstrap(n_boot=n_boot))
     if case == "ece_classwise":
         return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise", interval=None)
     if case == "brier":
@@ -269,15 +270,16 @@ def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) 
         return nc.nll(probs, labels, interval=None)
     # the default interval of each (n_boot replicates / simulated draws)
     if case == "ece_classwise_interval":
-        return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise", n_boot=max(n_boot, 100))
+        return nc.ece(probs, labels, n_bins=N_BINS, kind="classwise",
+                      interval=nc.intervals.Inversion(n_boot=max(n_boot, 100)))
     if case == "brier_bootstrap":
-        return nc.brier(probs, labels, n_boot=n_boot)
+        return nc.brier(probs, labels, interval=nc.intervals.Bootstrap(n_boot=n_boot))
     if case == "nll_bootstrap":
-        return nc.nll(probs, labels, n_boot=n_boot)
+        return nc.nll(probs, labels, interval=nc.intervals.Bootstrap(n_boot=n_boot))
     if case == "cmce":
         return nc.cmce(probs, labels, interval=None)
     if case == "cmce_interval":
-        return nc.cmce(probs, labels, n_boot=max(n_boot, 100))
+        return nc.cmce(probs, labels, interval=nc.intervals.Inversion(n_boot=max(n_boot, 100)))
     if case == "ece_logits":
         # logits= (float32 log-probabilities, taken in place by memory_case)
         return nc.ece(logits=probs, target=labels, n_bins=N_BINS, interval=None)
@@ -490,8 +492,9 @@ def main(argv: list[str] | None = None) -> dict:
     exact = None
     if not args.no_exact:
         t0 = time.perf_counter()
-        ex = nc.ece(probs, labels, n_bins=N_BINS, interval="bootstrap", n_boot=B_max,
-                    level=LEVEL, seed=args.seed + 1, bootstrap="exact")
+        ex = nc.ece(probs, labels, n_bins=N_BINS,
+                    interval=nc.intervals.Bootstrap(n_boot=B_max, scheme="exact"), level=LEVEL,
+                    seed=args.seed + 1)
         t_ex = time.perf_counter() - t0
         exact = {"total_s_with_compile": t_ex, "interval": list(ex.interval)}
         print(f"interval noisycal exact  ({B_max} reps): [{ex.interval[0]:.6f}, "

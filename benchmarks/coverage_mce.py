@@ -87,12 +87,12 @@ def run_cell(sc: Scenario, n: int, par: float, gaps: np.ndarray, reps: int,
     for r in range(reps):
         probs, target = sc.draw(n, par, r)
         for m in methods:
-            kw = {"interval": "auto"} if m == "simultaneous" else {
-                "interval": "bootstrap", "method": m}
+            interval = (nc.intervals.Simultaneous(n_boot=n_boot) if m == "simultaneous"
+                        else nc.intervals.Bootstrap(n_boot=n_boot, method=m))
             with warnings.catch_warnings():  # counted by status below
                 warnings.simplefilter("ignore", nc.NumericalWarning)
-                e = nc.mce(probs, target, n_bins=sc.n_bins, kind=sc.kind, n_boot=n_boot,
-                           seed=r, **kw)
+                e = nc.mce(probs, target, n_bins=sc.n_bins, kind=sc.kind, interval=interval,
+                           seed=r)
             sel = e.bins["in_mce"].to_numpy()
             theta = float(np.max(np.abs(gaps[sel])))
             row = rows[m]

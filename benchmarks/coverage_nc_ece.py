@@ -23,9 +23,9 @@ Intervals per replication (``--kinds``):
 * ``fixed``: the same inversion with the fitted channels given as known
   (``nc.targets.corrected(ann, confusion=fit.confusion)``: the default before 2026-12-03);
 * ``true``: the inversion with the true channels given (a reference);
-* ``refit``: ``refit_channels=True`` (the inverted test with the channel-refit bootstrap's
-  covariance);
-* ``refit_percentile``: ``refit_channels=True, interval='bootstrap'``;
+* ``refit``: ``interval='refit'`` (``Refit()``: the inverted test with the channel-refit
+  bootstrap's covariance);
+* ``refit_percentile``: ``interval=Refit(method='percentile')``;
 * ``bootstrap``: ``interval='bootstrap'`` (percentile, channels fixed);
 * ``credible``: a NUTS fit (2 chains x (300 + 300)) and ``interval='credible'`` (slow);
 * ``bound``: ``interval='bound'`` (the finite-sample bound).
@@ -129,9 +129,9 @@ def one_run(design: str, n: int, seed: int, kinds: tuple) -> dict:
             "fixed": lambda: nc.ece(p, nc.targets.corrected(ann, confusion=fit.confusion),
                                     **kw),
             "true": lambda: nc.ece(p, nc.targets.corrected(ann, confusion=C), **kw),
-            "refit": lambda: nc.ece(p, U, refit_channels=True, **kw),
-            "refit_percentile": lambda: nc.ece(p, U, refit_channels=True,
-                                               interval="bootstrap", **kw),
+            "refit": lambda: nc.ece(p, U, interval="refit", **kw),
+            "refit_percentile": lambda: nc.ece(
+                p, U, interval=nc.intervals.Refit(method="percentile"), **kw),
             "bootstrap": lambda: nc.ece(p, U, interval="bootstrap", **kw),
             "bound": lambda: nc.ece(p, U, interval="bound", **kw),
         }

@@ -181,14 +181,14 @@ def run_cell(sc: Scenario, n: int, par: float, pop: float, reps: int, methods: t
     for r in range(reps):
         probs, target = sc.draw(n, par, r)
         for m in methods:
-            kw = {"interval": "inversion"} if m == "inversion" else {
-                "interval": "bootstrap", "method": m}
+            interval = (nc.intervals.Inversion(n_boot=n_boot) if m == "inversion"
+                        else nc.intervals.Bootstrap(n_boot=n_boot, method=m))
             if sc.smooth:
                 e = nc.smooth_ece(probs, target, bandwidth=SMOOTH_BANDWIDTH, kind=sc.kind,
-                                  n_boot=n_boot, seed=r, **kw)
+                                  interval=interval, seed=r)
             else:
-                e = nc.ece(probs, target, n_bins=sc.n_bins, kind=sc.kind, n_boot=n_boot,
-                           seed=r, **kw)
+                e = nc.ece(probs, target, n_bins=sc.n_bins, kind=sc.kind, interval=interval,
+                           seed=r)
             row = rows[m]
             row["cover"] += e.low <= pop <= e.high
             row["hits"].append(int(e.low <= pop <= e.high))

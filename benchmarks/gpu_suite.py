@@ -5,10 +5,10 @@ each beside the same workload on the CPU where that is feasible, in one command.
    K = 5, exactly 20 iterations from the soft vote (``bench_em.py``'s simulation and
    call). The ``Annotations`` construction is timed on its own line.
 2. **ECE bootstrap on n = 1e7, K = 10**: ``nc.ece(probs, labels, n_bins=15,
-   interval="bootstrap", n_boot=1000)`` on float32 probabilities
+   interval=nc.intervals.Bootstrap(n_boot=1000))`` on float32 probabilities
    (``bench_metrics.py``'s simulation). Beside it, the same data with the Poisson
-   bootstrap sharded over all of JAX's devices (``bootstrap="poisson",
-   devices=jax.devices()``; with one GPU a mesh of one, and on the ``--cpu`` line the
+   bootstrap sharded over all of JAX's devices (``Bootstrap(scheme="poisson",
+   devices=jax.devices())``; with one GPU a mesh of one, and on the ``--cpu`` line the
    one default CPU device).
 3. **10-class Dawid–Skene NUTS on CIFAR-10N's 5,000 DenseNet-40 validation images**
    (simulated data of the same size when ``../shared/data`` is absent): the public
@@ -77,7 +77,7 @@ def ece_workload(n: int, seed: int) -> tuple[float, object]:
     P = P.astype(np.float32)
 
     def fit() -> object:
-        return nc.ece(P, y, n_bins=15, interval="bootstrap", n_boot=1000, level=0.9)
+        return nc.ece(P, y, n_bins=15, interval=nc.intervals.Bootstrap(n_boot=1000), level=0.9)
     return 0.0, fit
 
 
@@ -90,8 +90,8 @@ def ece_sharded_workload(n: int, seed: int) -> tuple[float, object]:
     devices = jax.devices() if dev is None else [dev]
 
     def fit() -> object:
-        return nc.ece(P, y, n_bins=15, interval="bootstrap", n_boot=1000, level=0.9,
-                      bootstrap="poisson", devices=devices)
+        boot = nc.intervals.Bootstrap(n_boot=1000, scheme="poisson", devices=devices)
+        return nc.ece(P, y, n_bins=15, interval=boot, level=0.9)
     return 0.0, fit
 
 

@@ -305,7 +305,8 @@ CASES = [
     ("calib-plot-group-index", lambda: _diagram(group=3), R, V, r"group"),
     ("calib-plot-hard-string", lambda: _diagram(hard="yes"), R, V, r"hard"),
     ("calib-plot-hard-with-bootstrap-bars",
-     lambda: _diagram(est=nc.ece(Z, Y, n_bins=5, n_boot=20, seed=0, interval="bootstrap"),
+     lambda: _diagram(est=nc.ece(Z, Y, n_bins=5, seed=0,
+                                 interval=nc.intervals.Bootstrap(n_boot=20)),
                       hard=True),
      R, V, r"hard=True does not apply to bootstrap bars"),
     ("calib-plot-bands-soft-target", lambda: _diagram(

@@ -43,9 +43,10 @@ def _k3_interval(probs=_P3, credible=False, n_draws=20):
                        0.0, 0, "ok", "", True, 0, {"confusion": draws})
     target = nc.targets.corrected(_A3, fit)
     est = nc.ece(_P3, target, n_bins=2, interval=None)
-    return nc_ece_interval(est, None, None, target, interval="credible" if credible
-                           else "bootstrap", refit_channels=not credible, level=0.9,
-                           n_boot=5, method="percentile", seed=0, bound={}, probs=probs)
+    interval = (nc.intervals.Credible() if credible
+                else nc.intervals.Refit(method="percentile", n_boot=5))
+    return nc_ece_interval(est, None, None, target, interval=interval, level=0.9, seed=0,
+                           probs=probs)
 
 
 def _hw(A=None, **kwargs):
@@ -347,7 +348,8 @@ CASES = [
      lambda: _k3_corrected(prevalence=[0.2, 0.2, 0.2]), R, ValueError,
      r"prevalence must be a length-3 probability vector"),
     ("kclass_interval_without_probs", lambda: _k3_interval(probs=None), R, ValueError,
-     r"refit_channels=True with 3 classes needs the predictions: pass probs="),
+     r"interval=Refit\(n_boot=5, method='percentile'\) with 3 classes needs the "
+     r"predictions: pass probs="),
     ("kclass_interval_probs_shape", lambda: _k3_interval(probs=np.full((12, 2), 0.5)), R,
      ValueError, r"probs must have shape \(12, 3\)"),
     ("kclass_interval_probs_nan", lambda: _k3_interval(probs=np.full((12, 3), np.nan)), R,

@@ -32,7 +32,8 @@ def test_import_has_no_global_side_effects():
         "assert jax.config.jax_enable_x64 == x64;"
         "assert list(warnings.filters) == before;"
         "import sys; assert 'matplotlib' not in sys.modules;"
-        "nc.ece(np.array([[0.6, 0.4], [0.3, 0.7]]), [0, 1], n_bins=5, n_boot=100);"
+        "nc.ece(np.array([[0.6, 0.4], [0.3, 0.7]]), [0, 1], n_bins=5,"
+        " interval=nc.intervals.Inversion(n_boot=100));"
         "assert jax.config.jax_enable_x64 == x64;"
         "import jax.numpy as jnp; assert (jnp.ones(1).dtype == jnp.float64) == x64"
     )

@@ -44,9 +44,11 @@ def test_target_constructors_take_the_annotations_first(ctor):
 
 
 @pytest.mark.parametrize("metric", METRICS, ids=lambda f: f.__name__)
-def test_seed_level_n_boot_everywhere(metric):
+def test_seed_level_interval_everywhere(metric):
     params = inspect.signature(metric).parameters
-    assert {"seed", "level", "n_boot", "method"} <= set(params)
+    assert {"seed", "level", "interval"} <= set(params)
+    # the interval's own settings live in its option object (nc.intervals)
+    assert not {"n_boot", "method", "bootstrap", "rebin", "batch_size", "devices"} & set(params)
     assert not {"random_state", "alpha", "n_resamples", "confidence"} & set(params)
     z, y = _binary(50)
     with pytest.raises(ValueError, match="level"):
@@ -58,9 +60,12 @@ def test_method_names_the_bootstrap_interval_rule_only(metric):
     z, y = _binary(50)
     with pytest.raises(ValueError, match=r"method must be one of \('percentile', 'basic', "
                                          r"'bca'\)"):
-        metric(z, y, method="wald")
+        metric(z, y, interval=nc.intervals.Bootstrap(method="wald"))
+    other = nc.intervals.Wald() if metric is nc.ece else nc.intervals.Credible()
+    with pytest.raises(ValueError, match=r"does not offer interval=(Wald|Credible)\(\)"):
+        metric(z, y, interval=other)
     doc = inspect.getdoc(metric)
-    assert "percentile" in doc and "basic" in doc
+    assert "Bootstrap" in doc
 
 
 def test_a_1d_float_target_is_read_like_a_1d_probability():
@@ -144,7 +149,7 @@ def _results():
     engine_nuts = run_nuts(normal, model_args=(y,), num_chains=2, num_warmup=60,
                            num_samples=60, progress_bar=False, seed=0, rhat_threshold=2.0)
     z, t = _binary(200)
-    est = nc.ece(z, t, n_boot=200)
+    est = nc.ece(z, t, interval=nc.intervals.Inversion(n_boot=200))
     return {"em": em, "nuts": nuts, "mle": mle, "engine_nuts": engine_nuts, "estimate": est}
 
 

@@ -197,10 +197,10 @@ def test_the_status_travels_to_targets_and_estimates():
     corr = nc.targets.corrected(ann, fit, informative=np.array([True, True, False]))
     assert corr.status == "adversarial_channel"
     for target in (post, corr):
-        for interval in (None, "bootstrap"):
+        for interval in (None, nc.intervals.Bootstrap(n_boot=30)):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", nc.NumericalWarning)
-                est = nc.ece(toy.z, target, n_bins=10, interval=interval, n_boot=30)
+                est = nc.ece(toy.z, target, n_bins=10, interval=interval)
             assert est.status == "target_adversarial_channel"
     # K = 4: the permuted channel can be inverted, so the corrected target is built
     ann4 = _kclass(0, "adversarial")

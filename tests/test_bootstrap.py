@@ -12,9 +12,9 @@ from noisycal.intervals import interval_from_replicates
 
 def test_same_seed_same_result_and_seeds_differ():
     sim = nc.simulate.classifier(600, 4, seed=0)
-    a = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=100, seed=5)
-    b = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=100, seed=5)
-    c = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=100, seed=6)
+    a = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=100), seed=5)
+    b = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=100), seed=5)
+    c = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=100), seed=6)
     np.testing.assert_array_equal(a.replicates, b.replicates)
     assert a.interval == b.interval
     assert not np.array_equal(a.replicates, c.replicates)
@@ -24,8 +24,10 @@ def test_same_seed_same_result_and_seeds_differ():
 
 def test_batch_size_does_not_change_replicates():
     sim = nc.simulate.classifier(300, 3, seed=1)
-    a = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=40, seed=2, batch_size=1)
-    b = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=40, seed=2, batch_size=40)
+    a = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=40, batch_size=1),
+               seed=2)
+    b = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=40, batch_size=40),
+               seed=2)
     np.testing.assert_allclose(a.replicates, b.replicates, rtol=1e-12)
 
 
@@ -38,20 +40,20 @@ def test_cluster_bootstrap_of_duplicated_rows_equals_item_bootstrap():
     P2 = np.repeat(sim.probs, 2, axis=0)
     y2 = np.repeat(sim.labels, 2)
     cl = np.repeat(np.arange(250), 2)
-    a = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=60, seed=4,
-               bootstrap="exact")
-    b = nc.ece(P2, y2, interval="bootstrap", n_boot=60, seed=4, cluster=cl)
+    a = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=60, scheme="exact"),
+               seed=4)
+    b = nc.ece(P2, y2, interval=nc.intervals.Bootstrap(n_boot=60), seed=4, cluster=cl)
     np.testing.assert_allclose(a.replicates, b.replicates, rtol=1e-10)
     # rows resampled independently ignore the duplication: a narrower interval
-    c = nc.ece(P2, y2, interval="bootstrap", n_boot=400, seed=4)
-    d = nc.ece(P2, y2, interval="bootstrap", n_boot=400, seed=4, cluster=cl)
+    c = nc.ece(P2, y2, interval=nc.intervals.Bootstrap(n_boot=400), seed=4)
+    d = nc.ece(P2, y2, interval=nc.intervals.Bootstrap(n_boot=400), seed=4, cluster=cl)
     assert (c.high - c.low) < 0.85 * (d.high - d.low)
 
 
 def test_replicates_match_a_numpy_reference_bootstrap():
     # same distribution as the straightforward resample-and-recompute loop
     sim = nc.simulate.binary_scores(1000, slope=0.6, seed=7)
-    est = nc.ece(sim.p, sim.y, n_bins=10, interval="bootstrap", n_boot=2000, seed=1)
+    est = nc.ece(sim.p, sim.y, n_bins=10, interval=nc.intervals.Bootstrap(n_boot=2000), seed=1)
     rng = np.random.default_rng(0)
     ref = []
     for _ in range(2000):
@@ -87,8 +89,9 @@ def test_interval_rules_by_hand():
 
 def test_bca_differs_from_percentile_on_skewed_statistic():
     sim = nc.simulate.classifier(400, 4, seed=8)
-    pct = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=500, seed=0)
-    bca = nc.ece(sim.probs, sim.labels, interval="bootstrap", n_boot=500, seed=0, method="bca")
+    pct = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=500), seed=0)
+    bca = nc.ece(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=500, method="bca"),
+                 seed=0)
     np.testing.assert_array_equal(pct.replicates, bca.replicates)
     assert bca.interval != pct.interval
     assert bca.status == "ok"
@@ -122,7 +125,7 @@ def test_generic_bootstrap_bca_jackknife_groups():
 
 def test_per_bin_intervals_bracket_bin_means():
     sim = nc.simulate.binary_scores(3000, slope=0.7, seed=9)
-    est = nc.ece(sim.p, sim.y, n_bins=10, interval="bootstrap", n_boot=300, seed=2)
+    est = nc.ece(sim.p, sim.y, n_bins=10, interval=nc.intervals.Bootstrap(n_boot=300), seed=2)
     b = est.bins
     assert {"low", "high"} <= set(b.columns)
     ok = b["count"] > 30
@@ -139,7 +142,7 @@ def test_per_bin_intervals_bracket_bin_means():
 
 def test_repr_and_frame():
     PA = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]])
-    est = nc.ece(PA, [0, 1, 1], n_bins=10, interval="bootstrap", n_boot=50)
+    est = nc.ece(PA, [0, 1, 1], n_bins=10, interval=nc.intervals.Bootstrap(n_boot=50))
     text = repr(est)
     assert text.startswith("ECE 0.4000 [") and "90% bootstrap (percentile)" in text
     assert est.to_frame().shape[0] == 10
@@ -164,7 +167,7 @@ def test_bootstrap_coverage_of_population_binned_ece():
     hits = 0
     for r in range(reps):
         sim = nc.simulate.binary_scores(4000, seed=1000 + r, **kw)
-        est = nc.ece(sim.p, sim.y, n_bins=10, interval="bootstrap", n_boot=400, seed=r)
+        est = nc.ece(sim.p, sim.y, n_bins=10, interval=nc.intervals.Bootstrap(n_boot=400), seed=r)
         hits += est.low <= pop <= est.high
     coverage = hits / reps
     print(f"population ECE {pop:.5f}; coverage {coverage:.3f} over {reps} replications")

@@ -29,10 +29,12 @@ pytestmark = pytest.mark.filterwarnings(
 
 def _both(*args: object, **kw: object) -> tuple[nc.Estimate, nc.Estimate]:
     fn = kw.pop("fn", nc.ece)
-    common = dict(interval="bootstrap", n_boot=N_BOOT, level=LEVEL)
+    common = dict(level=LEVEL)
     common.update(kw)
-    ex = fn(*args, bootstrap="exact", seed=1, **common)
-    bi = fn(*args, bootstrap="binned", seed=2, **common)
+    ex = fn(*args, interval=nc.intervals.Bootstrap(n_boot=N_BOOT, scheme="exact"), seed=1,
+            **common)
+    bi = fn(*args, interval=nc.intervals.Bootstrap(n_boot=N_BOOT, scheme="binned"), seed=2,
+            **common)
     assert ex.details["bootstrap"] == "exact" and bi.details["bootstrap"] == "binned"
     assert bi.value == pytest.approx(ex.value, abs=1e-12)
     return ex, bi
@@ -85,7 +87,7 @@ def test_agreement_check_detects_a_wrong_cell_noise() -> None:
     def ece_of(stats: np.ndarray) -> np.ndarray:
         return np.abs(stats[:, :, 2] - stats[:, :, 1]).sum(axis=1) / 5000
 
-    ex = nc.ece(P, T, n_bins=10, interval="bootstrap", bootstrap="exact", n_boot=N_BOOT,
+    ex = nc.ece(P, T, n_bins=10, interval=nc.intervals.Bootstrap(n_boot=N_BOOT, scheme="exact"),
                 seed=3)
     assert agree(ex.replicates, ece_of(ok_stats))[0]
     assert not agree(ex.replicates, ece_of(bad_stats))[0]
@@ -136,35 +138,37 @@ def test_all_small_cells_is_item_resampling() -> None:
 
 def test_scheme_choice_and_refusals() -> None:
     P, y = probs_labels(400, 3, 1.5, seed=1)
-    kw = dict(interval="bootstrap", n_boot=50)
-    assert nc.ece(P, y, **kw).details["bootstrap"] == "binned"
-    assert nc.ece(P, y, kind="classwise", **kw).details["bootstrap"] == "exact"
+    boot = nc.intervals.Bootstrap(n_boot=50)
+    binned = nc.intervals.Bootstrap(n_boot=50, scheme="binned")
+    assert nc.ece(P, y, interval=boot).details["bootstrap"] == "binned"
+    assert nc.ece(P, y, kind="classwise", interval=boot).details["bootstrap"] == "exact"
     clusters = np.arange(400) // 2
-    assert nc.ece(P, y, cluster=clusters, **kw).details["bootstrap"] == "exact"
-    with pytest.raises(ValueError, match="bootstrap='binned'"):
-        nc.ece(P, y, cluster=clusters, bootstrap="binned", **kw)
-    with pytest.raises(ValueError, match="bootstrap='binned'"):
-        nc.ece(P, y, kind="classwise", bootstrap="binned", **kw)
-    with pytest.raises(ValueError, match="bootstrap='binned'"):
-        nc.ece(P, y, strategy="quantile", rebin=True, bootstrap="binned", **kw)
-    with pytest.raises(ValueError, match="bootstrap"):
-        nc.ece(P, y, bootstrap="bayesian", **kw)
-    with pytest.raises(ValueError, match="bootstrap='binned'"):
-        nc.true_label_ece(P, np.eye(3)[y], form="mc", n_draws=3, bootstrap="binned", **kw)
+    assert nc.ece(P, y, cluster=clusters, interval=boot).details["bootstrap"] == "exact"
+    with pytest.raises(ValueError, match=r"Bootstrap\(scheme='binned'\)"):
+        nc.ece(P, y, cluster=clusters, interval=binned)
+    with pytest.raises(ValueError, match=r"Bootstrap\(scheme='binned'\)"):
+        nc.ece(P, y, kind="classwise", interval=binned)
+    with pytest.raises(ValueError, match="scheme"):  # the option refuses rebin with it
+        nc.intervals.Bootstrap(n_boot=50, scheme="binned", rebin=True)
+    with pytest.raises(ValueError, match="scheme"):
+        nc.intervals.Bootstrap(n_boot=50, scheme="bayesian")
+    with pytest.raises(ValueError, match=r"Bootstrap\(scheme='binned'\)"):
+        nc.true_label_ece(P, np.eye(3)[y], form="mc", n_draws=3, interval=binned)
     # same seed, same replicates
-    a = nc.ece(P, y, seed=4, **kw)
-    b = nc.ece(P, y, seed=4, **kw)
+    a = nc.ece(P, y, seed=4, interval=boot)
+    b = nc.ece(P, y, seed=4, interval=boot)
     np.testing.assert_array_equal(a.replicates, b.replicates)
 
 
-def test_a_bootstrap_scheme_without_the_bootstrap_interval_is_refused():
-    # bootstrap= only chooses how interval='bootstrap' draws; elsewhere it would be ignored
+def test_a_bootstrap_scheme_belongs_to_the_bootstrap_option():
+    # the scheme is a field of nc.intervals.Bootstrap: no other interval can receive it,
+    # and the old keyword is gone
     rng = np.random.default_rng(0)
     P = rng.dirichlet(np.ones(3), size=200)
     y = rng.integers(0, 3, 200)
     for scheme in ("exact", "binned"):
-        with pytest.raises(ValueError, match="no effect with interval='inversion'"):
+        with pytest.raises(TypeError, match="bootstrap"):
             nc.ece(P, y, bootstrap=scheme)
-        with pytest.raises(ValueError, match="no effect with interval=None"):
-            nc.ece(P, y, interval=None, bootstrap=scheme)
-    assert np.isfinite(float(nc.ece(P, y, interval=None, bootstrap="auto")))
+        with pytest.raises(TypeError, match="scheme"):
+            nc.intervals.Inversion(scheme=scheme)
+    assert np.isfinite(float(nc.ece(P, y, interval=None)))

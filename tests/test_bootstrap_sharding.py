@@ -35,7 +35,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:.*does not contain the estimate:noisycal.NumericalWarning")
 
 SCRIPT = r"""
-import json, warnings
+import functools, json, warnings
 import numpy as np
 import jax
 import noisycal as nc
@@ -55,11 +55,14 @@ cases = {
 }
 out = {}
 for name, (data, kw) in cases.items():
-    common = dict(interval="bootstrap", n_boot=201, seed=7, **kw)
-    one = nc.ece(**data, bootstrap="poisson", **common)
-    runs = {"3": nc.ece(**data, devices=3, **common)}
+    method = kw.pop("method", "percentile")
+    common = dict(seed=7, **kw)
+    boot = functools.partial(nc.intervals.Bootstrap, n_boot=201, method=method)
+    one = nc.ece(**data, interval=boot(scheme="poisson"), **common)
+    runs = {"3": nc.ece(**data, interval=boot(devices=3), **common)}
     if name.startswith("top_label"):  # a list of all four devices, 'poisson' explicit
-        runs["4"] = nc.ece(**data, devices=jax.devices(), bootstrap="poisson", **common)
+        runs["4"] = nc.ece(**data, interval=boot(devices=jax.devices(), scheme="poisson"),
+                           **common)
     out[name] = {
         "reps": max(float(np.max(np.abs(r.replicates - one.replicates)))
                     for r in runs.values()),
@@ -167,9 +170,11 @@ def test_replicate_sums_by_hand():
 def test_poisson_matches_exact_bootstrap(case: str, kw: dict) -> None:
     temp = {"near_calibrated": 1.0, "badly_calibrated": 2.5}[case]
     P, y = probs_labels(3000, 4, temp, seed=11)
-    common = dict(interval="bootstrap", n_boot=N_BOOT, level=LEVEL, n_bins=15, **kw)
-    ex = nc.ece(P, y, bootstrap="exact", seed=1, **common)
-    po = nc.ece(P, y, bootstrap="poisson", seed=2, **common)
+    common = dict(level=LEVEL, n_bins=15, **kw)
+    ex = nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=N_BOOT, scheme="exact"), seed=1,
+                **common)
+    po = nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=N_BOOT, scheme="poisson"),
+                seed=2, **common)
     assert po.details["bootstrap"] == "poisson" and "devices" not in po.details
     assert po.value == ex.value
     ok, msg = agree(ex.replicates, po.replicates)
@@ -181,7 +186,7 @@ def test_agreement_check_detects_a_too_wide_poisson_law() -> None:
     P, y = probs_labels(3000, 4, 2.5, seed=11)
     binned = make_binned(*group_scores(P, np.eye(4)[y], "top_label")[:2], 15, "uniform",
                          with_sq=False)
-    ex = nc.ece(P, y, bootstrap="exact", seed=1, interval="bootstrap", n_boot=N_BOOT,
+    ex = nc.ece(P, y, seed=1, interval=nc.intervals.Bootstrap(n_boot=N_BOOT, scheme="exact"),
                 level=LEVEL)
     with x64():
         kp = jax.random.bits(jax.random.key(2), (2,), jnp.uint32)
@@ -205,24 +210,26 @@ def test_agreement_check_detects_a_too_wide_poisson_law() -> None:
 def test_bad_devices_raise(bad):
     P, y = probs_labels(200, 3, 1.5, seed=1)
     with pytest.raises(ValueError, match="devices"):
-        nc.ece(P, y, interval="bootstrap", n_boot=50, devices=bad)
+        nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=50, devices=bad))
 
 
 def test_devices_needs_the_poisson_item_bootstrap():
     P, y = probs_labels(300, 3, 1.5, seed=1)
-    kw = dict(n_boot=50, devices=1)
     for scheme in ("exact", "binned"):
-        with pytest.raises(ValueError, match="devices needs bootstrap='poisson'"):
-            nc.ece(P, y, interval="bootstrap", bootstrap=scheme, **kw)
-    for interval in ("auto", "inversion", None):
-        with pytest.raises(ValueError, match="devices shards the item bootstrap"):
-            nc.ece(P, y, interval=interval, **kw)
+        with pytest.raises(ValueError, match="devices shard the Poisson scheme"):
+            nc.intervals.Bootstrap(n_boot=50, scheme=scheme, devices=1)
+    # devices are a field of the bootstrap option: no other interval kind can take them
+    for make in (nc.intervals.Inversion, nc.intervals.Refit):
+        with pytest.raises(TypeError, match="devices"):
+            make(devices=1)
     with pytest.raises(ValueError, match="rebin=True"):
-        nc.ece(P, y, interval="bootstrap", strategy="quantile", rebin=True,
-               bootstrap="poisson", n_boot=50)
-    est = nc.ece(P, y, interval="bootstrap", **kw)  # 'auto' with devices: Poisson
+        nc.intervals.Bootstrap(n_boot=50, scheme="poisson", rebin=True)
+    with pytest.raises(ValueError, match="rebin=True"):  # 'auto' with devices: Poisson
+        nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=50, rebin=True, devices=1),
+               strategy="quantile")
+    est = nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=50, devices=1))
     assert est.details["bootstrap"] == "poisson" and est.details["devices"] == 1
-    same = nc.ece(P, y, interval="bootstrap", bootstrap="poisson", n_boot=50)
+    same = nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=50, scheme="poisson"))
     np.testing.assert_allclose(est.replicates, same.replicates, rtol=0, atol=1e-14)
 
 
@@ -231,7 +238,7 @@ def test_a_replicate_without_items_is_nan():
     p = np.array([0.3, 0.8])
     y = np.array([0, 1])
     with pytest.warns(nc.NumericalWarning, match="not finite"):
-        est = nc.ece(p, y, n_bins=2, interval="bootstrap", bootstrap="poisson", n_boot=300)
+        est = nc.ece(p, y, n_bins=2, interval=nc.intervals.Bootstrap(n_boot=300, scheme="poisson"))
     assert est.status == "nonfinite"
     frac = np.mean(np.isnan(est.replicates))
     assert abs(frac - math.exp(-2)) <= 5 * math.sqrt(math.exp(-2) / 300)

@@ -97,8 +97,8 @@ def test_nc_ece_bound_uses_the_item_maximum():
     assert est.details["sampling_radius"] < rad
     # the oracle channel term is the item maximum of sum_j w_ij e_j / delta_j
     e = np.array([0.01, 0.0, 0.02])
-    ora = nc.ece(t.z, U, n_bins=10, interval="bound", bound_mode="oracle",
-                 true_channels=(np.array(WEAK_A) + e, np.array(WEAK_B)))
+    oracle = nc.intervals.Bound(true_channels=(np.array(WEAK_A) + e, np.array(WEAK_B)))
+    ora = nc.ece(t.z, U, n_bins=10, interval=oracle)
     assert ora.details["channel_term"] == pytest.approx(0.02 / 0.3)
 
 
@@ -129,7 +129,7 @@ def test_same_sample_inferred_from_provenance_and_overridden():
     assert est.details["log_union"] == pytest.approx(math.log(6 * 3))
     assert _hoeffding(z, same)[1]["sampling_radius"] == pytest.approx(
         B * math.sqrt(2 * (10 * math.log(2) + math.log(6 * 3 / 0.1)) / 600))
-    forced = nc.ece(z, same, n_bins=10, interval="bound", level=0.9, same_sample=False)
+    forced = nc.ece(z, same, n_bins=10, interval=nc.intervals.Bound(same_sample=False), level=0.9)
     assert forced.details["statement"] == "Theorem 1 / Eq. C.11"
     assert forced.details["same_sample_reason"] == "given by the caller"
     assert forced.details["log_union"] == pytest.approx(math.log(2))
@@ -180,7 +180,7 @@ def test_bound_refused_for_a_fit_that_is_not_ok(status):
                                 "NUTS fit"),
     (dict(interval="bound"), None),
     (dict(interval="bound", kind="classwise"), None),
-    (dict(interval="bootstrap", refit_channels=True, n_boot=20),
+    (dict(interval=nc.intervals.Refit(method="percentile", n_boot=20)),
      "refit_channels=True needs a corrected target built from an annotator fit"),
 ])
 def test_k3_nc_ece_intervals_refuse_what_they_cannot_do(kw, match):

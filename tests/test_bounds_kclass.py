@@ -14,7 +14,6 @@ from noisycal.metrics.binned.bins import equal_width_bins
 from noisycal.metrics.nc.bound import (
     _squares,
     channel_errors,
-    check_bound_options,
     class_ranges,
     nc_ece_bound,
 )
@@ -272,23 +271,22 @@ def test_ece_bound_for_k_classes_through_the_public_api():
     with pytest.raises(ValueError, match="top-label or classwise"):
         nc.ece(sim.probs, T, kind="top_label", strategy="quantile", interval="bound")
     with pytest.raises(ValueError, match="true_channels must give channels of shape"):
-        nc.ece(sim.probs, T, kind="top_label", interval="bound", bound_mode="oracle",
-               true_channels=C4[:2])
+        nc.ece(sim.probs, T, kind="top_label", interval=nc.intervals.Bound(true_channels=C4[:2]))
 
 
 def test_bound_options_for_k_classes():
-    opts = check_bound_options("oracle", None, C4, None, bound_kind="hoeffding")
-    assert opts["bound_kind"] == "hoeffding" and opts["true_channels"].shape == (3, 4, 4)
-    two = check_bound_options("oracle", None, (A_TOY, B_TOY), None)["true_channels"]
+    opts = nc.intervals.Bound(mode="oracle", true_channels=C4, kind="hoeffding")
+    assert opts.kind == "hoeffding" and opts.true_channels.shape == (3, 4, 4)
+    two = nc.intervals.Bound(mode="oracle", true_channels=(A_TOY, B_TOY)).true_channels
     np.testing.assert_allclose(two[:, 1, 1], B_TOY, rtol=1e-12)
     np.testing.assert_allclose(two[:, 0, 1], A_TOY, rtol=1e-12)
-    with pytest.raises(ValueError, match="bound_kind must be one of"):
-        check_bound_options("binned_only", None, None, None, bound_kind="chernoff")
-    with pytest.raises(ValueError, match="bound_kind applies only to interval='bound'"):
-        check_bound_options("binned_only", None, None, None, bound_kind="hoeffding",
-                            interval_bound=False)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        nc.intervals.Bound(kind="chernoff")
+    # the bound's options belong to its object: no other interval kind takes them
+    with pytest.raises(TypeError, match="kind"):
+        nc.intervals.Bootstrap(kind="hoeffding")
     with pytest.raises(ValueError, match="rows are not all probability vectors"):
-        check_bound_options("oracle", None, C4 * 0.9, None)
+        nc.intervals.Bound(mode="oracle", true_channels=C4 * 0.9)
     sim, A = _kclass(50, 0)
     T = nc.targets.corrected(A.astype(float), confusion=C4, weights="equal")
     with pytest.raises(ValueError, match="items"):
@@ -332,7 +330,7 @@ def test_kclass_bounds_hold_with_em_channels():
         assert fit.status == "ok"
         T = nc.targets.corrected(ann, fit)
         for kind in pop:
-            est = nc.ece(sim.probs, T, n_bins=M, kind=kind, interval="bound", level=LEVEL,
-                         bound_mode="oracle", true_channels=C4)
+            est = nc.ece(sim.probs, T, n_bins=M, kind=kind,
+                         interval=nc.intervals.Bound(true_channels=C4), level=LEVEL)
             assert est.details["statement"] == "Proposition 1, generalised to K classes"
             assert est.low <= pop[kind] <= est.high, (seed, kind)

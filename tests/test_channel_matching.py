@@ -157,15 +157,15 @@ def test_refit_bootstrap_is_the_same_in_any_annotator_and_class_order(three):
     with warnings.catch_warnings():
         # three replicates: the interval is not the point (it may miss the estimate)
         warnings.simplefilter("ignore", nc.NumericalWarning)
-        a = nc.ece(probs, T, n_bins=8, n_boot=3, seed=4, refit_channels=True,
-                   interval="bootstrap")
-        b = nc.ece(probs[:, ci], U, n_bins=8, n_boot=3, seed=4, refit_channels=True,
-                   interval="bootstrap")
+        a = nc.ece(probs, T, n_bins=8, seed=4,
+                   interval=nc.intervals.Refit(method="percentile", n_boot=3))
+        b = nc.ece(probs[:, ci], U, n_bins=8, seed=4,
+                   interval=nc.intervals.Refit(method="percentile", n_boot=3))
     assert a.details["n_failed"] == 0
     np.testing.assert_allclose(b.replicates, a.replicates, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="subset"):
         nc.ece(probs, nc.targets.corrected(_named(ann, keep=["j0", "j2"]), fit), n_bins=8,
-               n_boot=3, refit_channels=True, interval="bootstrap")
+               interval=nc.intervals.Refit(method="percentile", n_boot=3))
 
 
 def test_refit_bootstrap_finds_items_by_id(toy):
@@ -181,16 +181,16 @@ def test_refit_bootstrap_finds_items_by_id(toy):
                                rtol=0, atol=1e-12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NumericalWarning)  # two replicates
-        est = nc.ece(t.z[perm], U, n_bins=10, n_boot=2, seed=3, refit_channels=True,
-                     interval="bootstrap")
-        base = nc.ece(t.z, nc.targets.corrected(ann, fit), n_bins=10, n_boot=2, seed=3,
-                      refit_channels=True, interval="bootstrap")
+        est = nc.ece(t.z[perm], U, n_bins=10, seed=3,
+                     interval=nc.intervals.Refit(method="percentile", n_boot=2))
+        base = nc.ece(t.z, nc.targets.corrected(ann, fit), n_bins=10, seed=3,
+                      interval=nc.intervals.Refit(method="percentile", n_boot=2))
     assert est.details["n_failed"] == 0 and np.all(np.isfinite(est.replicates))
     part = nc.Annotations.from_wide(t.annotations[:500], classes=[0, 1],
                                     annotators=["x", "y", "z"])
     with pytest.raises(ValueError, match="not the items its fit was fitted on"):
-        nc.ece(t.z[:500], nc.targets.corrected(part, fit), n_bins=10, n_boot=2,
-               refit_channels=True, interval="bootstrap")
+        nc.ece(t.z[:500], nc.targets.corrected(part, fit), n_bins=10,
+               interval=nc.intervals.Refit(method="percentile", n_boot=2))
     # other items are resampled (positions differ), but the replicates stay near the fit's
     assert np.all(np.abs(est.replicates - base.replicates) < 0.05)
 

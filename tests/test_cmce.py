@@ -119,13 +119,13 @@ def test_bounded_and_intervals_by_item():
     P = rng.dirichlet(np.full(5, 0.3), size=400)
     y = rng.integers(0, 5, 400)
     inv = nc.cmce(P, y, seed=0)
-    boot = nc.cmce(P, y, interval="bootstrap", n_boot=200, seed=0)
+    boot = nc.cmce(P, y, interval=nc.intervals.Bootstrap(n_boot=200), seed=0)
     assert 0 <= inv.details["plugin"] <= 1
     assert inv.low <= float(inv) <= inv.high
     assert boot.low <= float(boot) <= boot.high
     assert inv.n == boot.n == 400 and inv.details["n_sets"] == 2000
     # a cluster per item is the item bootstrap itself (same replicate weights per item)
-    per_item = nc.cmce(P, y, interval="bootstrap", n_boot=200, seed=0,
+    per_item = nc.cmce(P, y, interval=nc.intervals.Bootstrap(n_boot=200), seed=0,
                        cluster=np.arange(400))
     assert per_item.interval == pytest.approx(boot.interval, rel=1e-12)
     # the item (not the pair) is the unit: duplicating every item into a cluster of two

@@ -148,7 +148,7 @@ def test_labels_outside_binary_rejected():
 def test_bound_components_by_hand():
     t = nc.simulate.gaussian_toy(5000, truth="shifted", seed=1)
     U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
-    est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, bound_kind="hoeffding")
+    est = nc.ece(t.z, U, n_bins=10, interval=nc.intervals.Bound(kind="hoeffding"), level=0.95)
     B = 1 / 0.76  # equal gaps: B-hat = sum alpha_j / delta_j = 1 / 0.76
     rad = B * np.sqrt(2 * (10 * np.log(2) + np.log(2 / 0.05)) / 5000)
     assert est.details["B_hat"] == pytest.approx(B, rel=1e-12)
@@ -157,16 +157,16 @@ def test_bound_components_by_hand():
     assert est.interval == (pytest.approx(max(0, float(est) - rad)),
                             pytest.approx(float(est) + rad))
     assert est.kind == "bound" and "exact channels" in est.message
-    same = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, same_sample=True,
-                  bound_kind="hoeffding")
+    same = nc.ece(t.z, U, n_bins=10,
+                  interval=nc.intervals.Bound(kind="hoeffding", same_sample=True), level=0.95)
     rad6 = B * np.sqrt(2 * (10 * np.log(2) + np.log(6 * 3 / 0.05)) / 5000)
     assert same.details["sampling_radius"] == pytest.approx(rad6, rel=1e-12)
-    r = nc.ece(t.z, U, n_bins=10, interval="bound", bound_mode="radius", channel_radius=0.01)
+    r = nc.ece(t.z, U, n_bins=10, interval=nc.intervals.Bound(channel_radius=0.01))
     assert r.details["channel_term"] == pytest.approx(B * 0.01)
     with pytest.raises(ValueError, match="corrected"):
         nc.ece(t.z, t.y, n_bins=10, interval="bound")
     with pytest.raises(ValueError, match="true_channels"):
-        nc.ece(t.z, U, interval="bound", bound_mode="oracle")
+        nc.ece(t.z, U, interval=nc.intervals.Bound(mode="oracle"))
     with pytest.raises(ValueError, match="interval"):
         nc.true_label_ece(binary(t.z), binary(t.z), interval="bound")
 
@@ -178,8 +178,8 @@ def test_theorem1_interval_covers_binned_ece():
     for r in range(200):
         t = nc.simulate.gaussian_toy(5000, truth="shifted", seed=2000 + r)
         U = nc.targets.corrected(t.annotations, a=A_TOY, b=B_TOY, weights="equal")
-        est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.95, bound_mode="oracle",
-                     true_channels=(A_TOY, B_TOY))
+        est = nc.ece(t.z, U, n_bins=10, interval=nc.intervals.Bound(true_channels=(A_TOY, B_TOY)),
+                     level=0.95)
         hits += est.low <= pop <= est.high
     print(f"Theorem 1 interval (eta = 0.05) covered ECE_B in {hits}/200 runs")
     assert hits / 200 >= 0.95
@@ -190,8 +190,9 @@ def test_bound_with_estimated_channels_and_oracle_channel_term():
     ann = nc.Annotations.from_wide(t.annotations)
     fit = nc.DawidSkene().fit(ann, n_starts=3)
     U = nc.targets.corrected(ann, fit)
-    est = nc.ece(t.z, U, n_bins=10, interval="bound", level=0.9, bound_mode="oracle",
-                 true_channels=(A_TOY, B_TOY), same_sample=True)
+    est = nc.ece(t.z, U, n_bins=10,
+                 interval=nc.intervals.Bound(true_channels=(A_TOY, B_TOY), same_sample=True),
+                 level=0.9)
     e = np.maximum(np.abs(fit.confusion[:, 0, 1] - A_TOY), np.abs(fit.confusion[:, 1, 1] - B_TOY))
     alpha = U.details["weights"]
     delta = fit.confusion[:, 1, 1] - fit.confusion[:, 0, 1]

@@ -75,8 +75,8 @@ def test_point_estimate_equals_in_memory(kind, target, norm, debias):
 @pytest.mark.parametrize("norm", ["l1", "l2"])
 def test_inverted_interval_equals_in_memory(kind, target, norm):
     P, T, dP, dT = _inputs(kind, target, seed=1)
-    a = nc.ece(P, T, kind=kind, norm=norm, n_boot=300, seed=5)
-    b = nc.ece(dP, dT, kind=kind, norm=norm, n_boot=300, seed=5)
+    a = nc.ece(P, T, kind=kind, norm=norm, interval=nc.intervals.Inversion(n_boot=300), seed=5)
+    b = nc.ece(dP, dT, kind=kind, norm=norm, interval=nc.intervals.Inversion(n_boot=300), seed=5)
     assert a.kind == b.kind == "inversion"
     _same(a, b, 1e-10)
     assert abs(a.details["plugin"] - b.details["plugin"]) <= 1e-12
@@ -92,8 +92,8 @@ def test_consistency_null_block_by_block_is_the_in_memory_stream():
     y = np.array([rng.choice(3, p=p) for p in P])
     for rows in (1, 333, 2000):  # one row per block too (uniforms jump item by item)
         dP = da.from_array(P, chunks=(rows if rows > 1 else 250, 3))
-        a = nc.ece(P, y, n_boot=200, seed=11)
-        b = nc.ece(dP, y, n_boot=200, seed=11)
+        a = nc.ece(P, y, interval=nc.intervals.Inversion(n_boot=200), seed=11)
+        b = nc.ece(dP, y, interval=nc.intervals.Inversion(n_boot=200), seed=11)
         assert a.details["p_value_zero"] == b.details["p_value_zero"]
         _same(a, b, 1e-10)
 
@@ -104,8 +104,8 @@ def test_consistency_null_block_by_block_is_the_in_memory_stream():
 def test_binned_bootstrap_equals_in_memory(kind, target, metric):
     P, T, dP, dT = _inputs(kind, target, seed=2)
     f = getattr(nc, metric)
-    a = f(P, T, kind=kind, interval="bootstrap", n_boot=300, seed=7)
-    b = f(dP, dT, kind=kind, interval="bootstrap", n_boot=300, seed=7)
+    a = f(P, T, kind=kind, interval=nc.intervals.Bootstrap(n_boot=300), seed=7)
+    b = f(dP, dT, kind=kind, interval=nc.intervals.Bootstrap(n_boot=300), seed=7)
     assert a.details["bootstrap"] == b.details["bootstrap"] == "binned"
     _same(a, b, 1e-10)
     np.testing.assert_allclose(b.replicates, a.replicates, rtol=0, atol=1e-10)
@@ -125,12 +125,12 @@ def _sd_ratio(a, b) -> float:
 
 def test_classwise_bootstrap_is_poisson_per_block_and_scheduler_free():
     P, T, dP, dT = _inputs("classwise", "hard", seed=4)
-    b = nc.ece(dP, dT, kind="classwise", interval="bootstrap", n_boot=400, seed=3)
+    b = nc.ece(dP, dT, kind="classwise", interval=nc.intervals.Bootstrap(n_boot=400), seed=3)
     with dask.config.set(scheduler="synchronous"):
-        c = nc.ece(dP, dT, kind="classwise", interval="bootstrap", n_boot=400, seed=3)
+        c = nc.ece(dP, dT, kind="classwise", interval=nc.intervals.Bootstrap(n_boot=400), seed=3)
     assert b.details["bootstrap"] == "poisson"
     np.testing.assert_array_equal(b.replicates, c.replicates)
-    a = nc.ece(P, T, kind="classwise", interval="bootstrap", n_boot=400, seed=3)
+    a = nc.ece(P, T, kind="classwise", interval=nc.intervals.Bootstrap(n_boot=400), seed=3)
     assert abs(a.value - b.value) <= 1e-12
     # same estimand: replicate spread within Monte-Carlo error (SE of an SD ratio ~5%)
     assert 0.85 < _sd_ratio(a, b) < 1.15
@@ -178,15 +178,16 @@ def test_scores_point_and_wald_equal_in_memory(score, target):
 def test_scores_poisson_bootstrap(score):
     P, T = _score_inputs("hard")
     f = getattr(nc, score)
-    b = f(_chunked(P, 450), T, n_boot=1000, seed=2)
+    boot = nc.intervals.Bootstrap(n_boot=1000)
+    b = f(_chunked(P, 450), T, interval=boot, seed=2)
     with dask.config.set(scheduler="synchronous"):
-        c = f(_chunked(P, 450), T, n_boot=1000, seed=2)
+        c = f(_chunked(P, 450), T, interval=boot, seed=2)
     np.testing.assert_array_equal(b.replicates, c.replicates)
     assert b.details["bootstrap"] == "poisson" and b.kind == "bootstrap"
     # the bootstrap SD of a mean is its standard error: compare with the Wald one
     se = f(P, T, interval="wald").details["se"]
     assert abs(np.std(b.replicates) / se - 1.0) < 0.1  # SE of an SD with 1000 reps: 2.2%
-    a = f(P, T, n_boot=1000, seed=2)
+    a = f(P, T, interval=boot, seed=2)
     assert 0.88 < _sd_ratio(a, b) < 1.12
 
 
@@ -210,11 +211,13 @@ def test_same_error_messages_as_in_memory():
 
 @pytest.mark.parametrize("kwargs,name", [
     ({"logits": "x"}, "logits"), ({"cluster": np.arange(N) // 3}, "cluster"),
-    ({"strategy": "quantile"}, "strategy"), ({"interval": "bootstrap", "method": "bca"},
-                                             "method"),
-    ({"interval": "bootstrap", "bootstrap": "exact"}, "bootstrap"),
-    ({"interval": "bootstrap", "bootstrap": "poisson"}, "bootstrap"),
-    ({"interval": "bootstrap", "devices": 1}, "devices"),
+    ({"strategy": "quantile"}, "strategy"),
+    ({"interval": nc.intervals.Bootstrap(method="bca")}, r"Bootstrap\(method='bca'\)"),
+    ({"interval": nc.intervals.Bootstrap(scheme="exact")}, r"Bootstrap\(scheme='exact'\)"),
+    ({"interval": nc.intervals.Bootstrap(scheme="poisson")},
+     r"Bootstrap\(scheme='poisson'\)"),
+    ({"interval": nc.intervals.Bootstrap(devices=1)}, r"Bootstrap\(devices=\.\.\.\)"),
+    ({"interval": "bound"}, r"interval=Bound\(\)"),
     ({"items": np.arange(N)}, "items")])
 def test_unsupported_options_are_refused(kwargs, name):
     P, y, _ = _data(0)
@@ -229,10 +232,11 @@ def test_unsupported_options_are_refused(kwargs, name):
 def test_target_object_and_numpy_probs():
     P, y, S = _data(0)
     target = nc.targets.from_matrix(S, kind="soft")
-    a = nc.ece(P, target, n_boot=200)
-    b = nc.ece(_chunked(P), target, n_boot=200)
+    a = nc.ece(P, target, interval=nc.intervals.Inversion(n_boot=200))
+    b = nc.ece(_chunked(P), target, interval=nc.intervals.Inversion(n_boot=200))
     _same(a, b, 1e-10)
-    b = nc.ece(P, _chunked(S), n_boot=200)  # NumPy probs split into the target's blocks
+    # NumPy probs split into the target's blocks
+    b = nc.ece(P, _chunked(S), interval=nc.intervals.Inversion(n_boot=200))
     _same(a, b, 1e-10)
 
 
@@ -243,18 +247,18 @@ def test_two_worker_local_cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):
-        b = [nc.ece(dP, dy, n_boot=200, seed=1),
-             nc.ece(dP, dy, interval="bootstrap", n_boot=200, seed=1),
+        b = [nc.ece(dP, dy, interval=nc.intervals.Inversion(n_boot=200), seed=1),
+             nc.ece(dP, dy, interval=nc.intervals.Bootstrap(n_boot=200), seed=1),
              nc.brier(dP, dy, interval="wald"),
-             nc.ece(dP, dy, kind="classwise", interval="bootstrap", n_boot=200, seed=1)]
-    a = [nc.ece(P, y, n_boot=200, seed=1),
-         nc.ece(P, y, interval="bootstrap", n_boot=200, seed=1),
+             nc.ece(dP, dy, kind="classwise", interval=nc.intervals.Bootstrap(n_boot=200), seed=1)]
+    a = [nc.ece(P, y, interval=nc.intervals.Inversion(n_boot=200), seed=1),
+         nc.ece(P, y, interval=nc.intervals.Bootstrap(n_boot=200), seed=1),
          nc.brier(P, y, interval="wald")]
     for x, z in zip(a, b, strict=False):
         _same(x, z, 1e-10) if x.bins is not None else None
         assert abs(x.value - z.value) <= 1e-10
         np.testing.assert_allclose(z.interval, x.interval, rtol=0, atol=1e-10)
-    c = nc.ece(dP, dy, kind="classwise", interval="bootstrap", n_boot=200, seed=1)
+    c = nc.ece(dP, dy, kind="classwise", interval=nc.intervals.Bootstrap(n_boot=200), seed=1)
     np.testing.assert_array_equal(b[3].replicates, c.replicates)  # threads: same draws
 
 

@@ -143,8 +143,8 @@ def test_empty_bins_one_class_n1_one_bin():
     # a single item: every replicate equals the estimate, so the bootstrap says nothing
     # about sampling error; the interval is absent (NaN) and the status says why
     with pytest.warns(nc.NumericalWarning, match="replicates are equal"):
-        one = nc.ece(np.array([[0.25, 0.75]]), np.array([1]), n_bins=4, interval="bootstrap",
-                     n_boot=20)
+        one = nc.ece(np.array([[0.25, 0.75]]), np.array([1]), n_bins=4,
+                     interval=nc.intervals.Bootstrap(n_boot=20))
     assert value(one) == pytest.approx(0.25, abs=ATOL)
     assert one.status == "degenerate" and np.isnan(one.low) and np.isnan(one.high)
 
@@ -210,8 +210,9 @@ def test_one_hot_soft_labels_equal_hard_labels():
     onehot = nc.targets.hard(sim.labels, n_classes=3)
     soft = nc.targets.soft(distribution=onehot.values)
     for kind in ("top_label", "classwise"):
-        h = nc.ece(sim.probs, sim.labels, kind=kind, interval="bootstrap", n_boot=50, seed=1)
-        s = nc.ece(sim.probs, soft, kind=kind, interval="bootstrap", n_boot=50, seed=1)
+        h = nc.ece(sim.probs, sim.labels, kind=kind, interval=nc.intervals.Bootstrap(n_boot=50),
+                   seed=1)
+        s = nc.ece(sim.probs, soft, kind=kind, interval=nc.intervals.Bootstrap(n_boot=50), seed=1)
         assert value(h) == value(s)
         assert h.interval == s.interval
     mc = nc.true_label_ece(sim.probs, soft, n_draws=7, interval=None)
@@ -254,9 +255,10 @@ def test_quantile_bins_have_equal_counts():
 
 def test_quantile_rebin_option():
     sim = nc.simulate.binary_scores(800, slope=0.7, seed=2)
-    fixed = nc.ece(sim.p, sim.y, strategy="quantile", interval="bootstrap", n_boot=200, seed=3)
-    rebinned = nc.ece(sim.p, sim.y, strategy="quantile", rebin=True, interval="bootstrap",
-                      n_boot=200, seed=3)
+    fixed = nc.ece(sim.p, sim.y, strategy="quantile", interval=nc.intervals.Bootstrap(n_boot=200),
+                   seed=3)
+    rebinned = nc.ece(sim.p, sim.y, strategy="quantile",
+                      interval=nc.intervals.Bootstrap(n_boot=200, rebin=True), seed=3)
     assert value(fixed) == value(rebinned)
     assert not np.allclose(fixed.replicates, rebinned.replicates)
     # re-estimated edges track the resample: widths similar, centres close
@@ -295,8 +297,9 @@ def test_true_label_ece_mc_converges_to_its_expectation():
 def test_true_label_ece_expected_form_is_ece_with_soft_target():
     sim = nc.simulate.classifier(300, 4, seed=9)
     S = nc.targets.soft(counts=sim.counts)
-    a = nc.true_label_ece(sim.probs, S, form="expected", interval="bootstrap", n_boot=50, seed=2)
-    b = nc.ece(sim.probs, S, interval="bootstrap", n_boot=50, seed=jax_split_second(2))
+    a = nc.true_label_ece(sim.probs, S, form="expected",
+                          interval=nc.intervals.Bootstrap(n_boot=50), seed=2)
+    b = nc.ece(sim.probs, S, interval=nc.intervals.Bootstrap(n_boot=50), seed=jax_split_second(2))
     assert value(a) == value(b)
 
 
@@ -371,20 +374,38 @@ def test_bad_target(target, match):
     (dict(level=True), "level"),
     (dict(n_bins=0), "n_bins"),
     (dict(n_bins=2.5), "n_bins"),
-    (dict(n_boot=1), "n_boot"),
+    (dict(interval="wald"), "interval"),
     (dict(kind="top"), "kind"),
     (dict(strategy="equal"), "strategy"),
-    (dict(method="student"), "method"),
     (dict(interval="credible"), "interval"),
+    (dict(interval=nc.intervals.Simultaneous()), "interval"),
     (dict(norm="l3"), "norm"),
     (dict(debias=True), "debias"),
-    (dict(rebin=True), "rebin"),
+    (dict(interval=nc.intervals.Bootstrap(rebin=True)), "rebin"),
     (dict(seed=None), "seed"),
     (dict(cluster=[0, 1, 2]), "cluster"),
 ])
 def test_bad_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
         nc.ece(BAD_P, np.array([0, 1]), **kwargs)
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: nc.intervals.Bootstrap(n_boot=1), "n_boot"),
+    (lambda: nc.intervals.Bootstrap(method="student"), "method"),
+    (lambda: nc.intervals.Inversion(n_boot=50), "n_boot"),
+])
+def test_bad_interval_settings_are_refused_by_their_option(make, field):
+    with pytest.raises(ValueError, match=field):
+        nc.ece(BAD_P, np.array([0, 1]), interval=make())
+
+
+@pytest.mark.parametrize("old", ["n_boot", "method", "rebin", "batch_size", "bootstrap",
+                                 "devices", "bound_mode", "channel_radius", "refit_channels",
+                                 "progress"])
+def test_interval_settings_are_no_keywords_of_the_metric(old):
+    with pytest.raises(TypeError, match=old):
+        nc.ece(BAD_P, np.array([0, 1]), **{old: 1})
 
 
 def test_positive_class_needs_two_classes():

@@ -24,35 +24,45 @@ def _multi(n: int = 300, seed: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndar
     return sim.probs, sim.labels, sim.counts / 4.0
 
 
+def _option(interval, auto=None):
+    """The interval option of a name, with 100 replicates or simulated draws."""
+    if interval == "auto":
+        return auto(n_boot=100)
+    return nc.intervals.Bootstrap(n_boot=100) if interval == "bootstrap" else interval
+
+
 def _calls() -> list[tuple[str, object]]:
     p, y = _binary()
     P, lab, S = _multi()
+    inv, sim = nc.intervals.Inversion, nc.intervals.Simultaneous
     out = []
     for interval in ("auto", "bootstrap", None):
-        out += [(f"ece-{interval}", lambda i=interval: nc.ece(p, y, interval=i, n_boot=100)),
-                (f"mce-{interval}", lambda i=interval: nc.mce(P, lab, n_bins=5, interval=i,
-                                                              n_boot=100)),
+        out += [(f"ece-{interval}", lambda i=interval: nc.ece(p, y, interval=_option(i, inv))),
+                (f"mce-{interval}", lambda i=interval: nc.mce(P, lab, n_bins=5,
+                                                              interval=_option(i, sim))),
                 (f"smooth_ece-{interval}",
-                 lambda i=interval: nc.smooth_ece(p, y, interval=i, n_boot=100)),
-                (f"cmce-{interval}", lambda i=interval: nc.cmce(P, lab, interval=i,
-                                                                n_boot=100))]
+                 lambda i=interval: nc.smooth_ece(p, y, interval=_option(i, inv))),
+                (f"cmce-{interval}", lambda i=interval: nc.cmce(P, lab,
+                                                                interval=_option(i, inv)))]
     for interval in ("bootstrap", "wald", None):
-        out += [(f"brier-{interval}", lambda i=interval: nc.brier(P, S, interval=i,
-                                                                  n_boot=100)),
+        out += [(f"brier-{interval}", lambda i=interval: nc.brier(P, S,
+                                                                  interval=_option(i))),
                 (f"brier-binary-{interval}",
-                 lambda i=interval: nc.brier(p, y, interval=i, n_boot=100)),
-                (f"nll-{interval}", lambda i=interval: nc.nll(P, lab, interval=i,
-                                                              n_boot=100)),
+                 lambda i=interval: nc.brier(p, y, interval=_option(i))),
+                (f"nll-{interval}", lambda i=interval: nc.nll(P, lab, interval=_option(i))),
                 (f"slope-{interval}",
-                 lambda i=interval: nc.calibration_slope(p, y, interval=i, n_boot=100)),
+                 lambda i=interval: nc.calibration_slope(p, y, interval=_option(i))),
                 (f"intercept-{interval}",
-                 lambda i=interval: nc.calibration_intercept(P, S, interval=i, n_boot=100))]
+                 lambda i=interval: nc.calibration_intercept(P, S, interval=_option(i)))]
     out += [("ece-classwise-l2", lambda: nc.ece(P, S, kind="classwise", norm="l2")),
-            ("true_label_ece-mc", lambda: nc.true_label_ece(P, S, n_draws=5, n_boot=100)),
+            ("true_label_ece-mc", lambda: nc.true_label_ece(
+                P, S, n_draws=5, interval=nc.intervals.Bootstrap(n_boot=100))),
             ("true_label_ece-expected", lambda: nc.true_label_ece(P, S, form="expected")),
-            ("brier-expected", lambda: nc.brier(P, S, variant="expected", n_boot=100)),
-            ("brier-affine", lambda: nc.brier(p, _affine(y), n_boot=100)),
-            ("nll-soft", lambda: nc.nll(P, S, n_boot=100)),
+            ("brier-expected", lambda: nc.brier(P, S, variant="expected",
+                                                interval=nc.intervals.Bootstrap(n_boot=100))),
+            ("brier-affine", lambda: nc.brier(p, _affine(y),
+                                              interval=nc.intervals.Bootstrap(n_boot=100))),
+            ("nll-soft", lambda: nc.nll(P, S, interval=nc.intervals.Bootstrap(n_boot=100))),
             # statuses other than 'ok' name them too
             ("slope-undefined", lambda: nc.calibration_slope(p, np.ones(300, int))),
             ("smooth-degenerate", lambda: nc.smooth_ece(p, p)),
@@ -139,5 +149,5 @@ def test_a_metric_bootstrap_outside_its_estimate_says_so():
     p = rng.uniform(0, 1, 2000)
     y = (rng.random(2000) < p).astype(int)
     with pytest.warns(nc.NumericalWarning, match="does not contain the estimate"):
-        est = nc.ece(p, y, n_bins=40, interval="bootstrap", n_boot=200)
+        est = nc.ece(p, y, n_bins=40, interval=nc.intervals.Bootstrap(n_boot=200))
     assert est.status == "estimate_outside_interval" and est.value < est.low

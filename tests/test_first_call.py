@@ -210,11 +210,13 @@ def test_nc_ece_channel_refits_show_a_bar_and_the_same_interval(interval, capsys
     ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
     T = nc.targets.corrected(ann, nc.DawidSkene(2).fit(ann))
     n_boot = 100 if interval == "inversion" else 6  # the inversion needs 100 draws
-    kw = dict(n_bins=10, n_boot=n_boot, seed=7, refit_channels=True, interval=interval)
+    method = "percentile" if interval == "bootstrap" else interval
+    kw = dict(n_bins=10, seed=7)
     capsys.readouterr()
-    quiet = nc.ece(toy.z, T, **kw)
+    quiet = nc.ece(toy.z, T, interval=nc.intervals.Refit(n_boot=n_boot, method=method), **kw)
     assert capsys.readouterr().err == ""
-    shown = nc.ece(toy.z, T, progress=True, **kw)
+    shown = nc.ece(toy.z, T, interval=nc.intervals.Refit(n_boot=n_boot, method=method,
+                                                          progress=True), **kw)
     assert f"NC-ECE channel refits [##############################] {n_boot}/{n_boot}" \
         in capsys.readouterr().err
     assert float(shown) == float(quiet) and shown.interval == quiet.interval

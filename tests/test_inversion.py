@@ -231,8 +231,8 @@ def test_variance_floor_classwise_and_where_it_does_not_apply():
 
 def test_default_interval_uses_the_variance_floor_for_hard_labels_only():
     s = nc.simulate.binary_scores(300, slope=0.9, seed=2)
-    hard = nc.ece(s.p, s.y, n_bins=10, n_boot=300, seed=1)
-    soft = nc.ece(s.p, s.true_prob, n_bins=10, n_boot=300, seed=1)
+    hard = nc.ece(s.p, s.y, n_bins=10, interval=nc.intervals.Inversion(n_boot=300), seed=1)
+    soft = nc.ece(s.p, s.true_prob, n_bins=10, interval=nc.intervals.Inversion(n_boot=300), seed=1)
     assert hard.details["variance_floor"].startswith("calibrated")
     assert soft.details["variance_floor"] == "none"
 
@@ -261,7 +261,7 @@ def test_estimator_and_interval_options_are_checked():
     with pytest.raises(ValueError, match="needs interval='inversion'"):
         nc.ece(sim.p, sim.y, interval="bootstrap", estimator="median-unbiased")
     with pytest.raises(ValueError, match="n_boot"):
-        nc.ece(sim.p, sim.y, n_boot=50)
+        nc.ece(sim.p, sim.y, interval=nc.intervals.Inversion(n_boot=50))
     with pytest.raises(ValueError, match="MCE"):
         nc.mce(sim.p, sim.y, interval="inversion")
     with pytest.raises(ValueError, match="two different"):
@@ -303,7 +303,7 @@ def test_gaussian_null_equals_the_inverted_interval_p_value():
     s = nc.simulate.binary_scores(1000, slope=0.9, seed=8)
     soft = np.clip(s.true_prob + 0.05 * (s.y - 0.5), 0.0, 1.0)
     t = nc.calibration_test(s.p, soft, n_bins=10, method="gaussian", n_boot=1000, seed=3)
-    est = nc.ece(s.p, soft, n_bins=10, n_boot=1000, seed=3)
+    est = nc.ece(s.p, soft, n_bins=10, interval=nc.intervals.Inversion(n_boot=1000), seed=3)
     assert est.details["zero_test"] == "gaussian"
     assert t.p_value == pytest.approx(est.details["p_value_zero"])
     assert t.statistic == pytest.approx(est.details["plugin"])
@@ -320,7 +320,8 @@ def test_consistency_null_is_the_inverted_interval_zero_test_for_hard_labels(kin
         sim = nc.simulate.classifier(400, 4, temperature=1.3, n_annotators=1, seed=8)
         probs, y = sim.probs, sim.labels
     t = nc.calibration_test(probs, y, n_bins=8, kind=kind, n_boot=500, seed=3)
-    est = nc.ece(probs, y, n_bins=8, kind=kind, n_boot=500, seed=3)
+    est = nc.ece(probs, y, n_bins=8, kind=kind, interval=nc.intervals.Inversion(n_boot=500),
+                 seed=3)
     assert t.method == "consistency" and est.details["zero_test"] == "consistency"
     assert t.p_value == est.details["p_value_zero"]
     assert est.details["lower_is_zero"] == (est.low == 0.0)

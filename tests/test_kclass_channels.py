@@ -56,11 +56,16 @@ def _population_top_label(M=10, n=1_000_000):
     return np.abs(np.bincount(b, weights=q[np.arange(n), pred] - c, minlength=M)).sum() / n
 
 
-def _nc_ece(P, U, *, kind="top_label", n_bins=10, n_boot=200, seed=0, **kw):
+def _refit(n_boot=200):
+    """The channel-refit bootstrap read off as a percentile interval."""
+    return nc.intervals.Refit(method="percentile", n_boot=n_boot)
+
+
+def _nc_ece(P, U, *, interval, kind="top_label", n_bins=10, seed=0, level=0.9):
     """nc.ece's NC-ECE interval with the predictions handed on (``probs=``)."""
     est = nc.ece(P, U, n_bins=n_bins, kind=kind, interval=None)
-    return nc_ece_interval(est, None, None, U, level=kw.pop("level", 0.9), n_boot=n_boot,
-                           method="percentile", seed=seed, bound={}, probs=P, **kw)
+    return nc_ece_interval(est, None, None, U, interval=interval, level=level, seed=seed,
+                           probs=P)
 
 
 def _resample(n, seed, n_boot, b):
@@ -140,8 +145,8 @@ def test_refit_replicates_equal_hand_refits_for_three_classes():
     P, y, ann, A = _sample(n, 2)
     kw = dict(tol=1e-15, max_iter=50_000, n_starts=3, seed=0)
     U = nc.targets.corrected(ann, nc.DawidSkene(3).fit(ann, **kw))
-    est = {kind: _nc_ece(P, U, kind=kind, n_boot=n_boot, seed=7, refit_channels=True,
-                         interval="bootstrap") for kind in ("top_label", "classwise")}
+    est = {kind: _nc_ece(P, U, kind=kind, seed=7, interval=_refit(n_boot))
+           for kind in ("top_label", "classwise")}
     for e in est.values():
         assert e.status == "ok" and e.details["refit_channels"]
         assert e.details["n_failed"] == 0 and e.details["n_not_converged"] == 0
@@ -167,10 +172,9 @@ def test_refit_interval_covers_the_population_in_a_small_replication():
     for r in range(R):
         P, y, ann, A = _sample(1000, 1000 + r)
         U = nc.targets.corrected(ann, nc.DawidSkene(3).fit(ann, seed=0))
-        for name, e in (("refit", _nc_ece(P, U, seed=r, refit_channels=True,
-                                          interval="bootstrap")),
-                        ("conditional", nc.ece(P, U, n_bins=10, n_boot=200, seed=r,
-                                               interval="bootstrap"))):
+        for name, e in (("refit", _nc_ece(P, U, seed=r, interval=_refit())),
+                        ("conditional", nc.ece(P, U, n_bins=10, seed=r,
+                                               interval=nc.intervals.Bootstrap(n_boot=200)))):
             assert e.status == "ok"
             cover[name] += e.low <= pop <= e.high
             widths[name].append(e.high - e.low)
@@ -203,11 +207,11 @@ def test_refit_is_wider_when_the_channels_are_weak():
         U = nc.targets.corrected(ann, fit)
         with warnings.catch_warnings():  # a refit whose channel is singular: reported
             warnings.simplefilter("ignore", nc.NumericalWarning)
-            refit = _nc_ece(P, U, seed=r, refit_channels=True, interval="bootstrap")
+            refit = _nc_ece(P, U, seed=r, interval=_refit())
         assert refit.details["n_failed"] <= 4
         sd["refit"].append(np.nanstd(refit.replicates))
-        sd["conditional"].append(np.std(nc.ece(P, U, n_bins=10, n_boot=200, seed=r,
-                                               interval="bootstrap").replicates))
+        sd["conditional"].append(np.std(nc.ece(P, U, n_bins=10, seed=r,
+                                               interval=nc.intervals.Bootstrap(n_boot=200)).replicates))
     ratio = np.mean(sd["refit"]) / np.mean(sd["conditional"])
     print(f"weak channels: replicate sd refit / conditional {ratio:.2f}")
     assert ratio > 1.5
@@ -236,8 +240,7 @@ def test_statistic_items_rebuild_the_metric_bins():
     U = nc.targets.corrected(ann, nc.DawidSkene(2).fit(ann))
     est = nc.ece(t.z, U, n_bins=n_bins, interval=None)
     P2 = np.column_stack([1 - t.z, t.z])
-    kw = dict(interval="bootstrap", refit_channels=True, level=0.9, n_boot=4,
-              method="percentile", seed=3, bound={})
+    kw = dict(interval=_refit(4), level=0.9, seed=3)
     old = nc_ece_interval(est, t.z, equal_width_bins(t.z, n_bins), U, **kw)
     new = nc_ece_interval(est, None, None, U, probs=P2, **kw)
     np.testing.assert_allclose(new.replicates, old.replicates, rtol=0, atol=1e-12)
@@ -260,7 +263,7 @@ def test_credible_values_are_hand_computed_per_draw():
     draws = np.asarray(fit.bootstrap_draws(40, seed=1)["confusion"])
     U = nc.targets.corrected(ann, _stub_nuts_fit(fit, draws))
     for kind in ("top_label", "classwise"):
-        est = _nc_ece(P, U, kind=kind, interval="credible", refit_channels=False, seed=5)
+        est = _nc_ece(P, U, kind=kind, interval=nc.intervals.Credible(), seed=5)
         assert est.kind == "credible" and est.status == "ok"
         assert est.details["n_channel_draws"] == 40 and est.details["n_failed"] == 0
         rng = as_numpy_rng(5)  # the interval's draws: one exponential vector per draw
@@ -289,11 +292,11 @@ def test_credible_interval_from_a_nuts_fit_contains_the_estimate():
                                num_samples=75, progress_bar=False, seed=0,
                                rhat_threshold=1.1)
     U = nc.targets.corrected(ann, fit)
-    est = _nc_ece(P, U, interval="credible", refit_channels=False, seed=1)
+    est = _nc_ece(P, U, interval=nc.intervals.Credible(), seed=1)
     assert est.status == "ok" and est.method == "credible-eti"
     assert est.details["n_channel_draws"] == 150
     assert est.low < float(est) < est.high
-    again = _nc_ece(P, U, interval="credible", refit_channels=False, seed=1)
+    again = _nc_ece(P, U, interval=nc.intervals.Credible(), seed=1)
     assert again.interval == est.interval
 
 
@@ -303,7 +306,7 @@ def test_credible_reports_draws_that_cannot_be_inverted():
     draws = np.stack([fit.confusion] * 20)  # the fewest draws a 90% credible interval takes
     draws[2, 1] = np.full((3, 3), 1 / 3)  # a singular channel in one draw
     U = nc.targets.corrected(ann, _stub_nuts_fit(fit, draws))
-    est = _nc_ece(P, U, interval="credible", refit_channels=False)
+    est = _nc_ece(P, U, interval=nc.intervals.Credible())
     assert est.status == "nonfinite" and "1 of 20 channel draws" in est.message
     assert np.isnan(est.low) and np.isnan(est.replicates[2])
 
@@ -312,11 +315,10 @@ def test_kclass_requests_that_stay_refused():
     P, y, ann, A = _sample(300, 6)
     U = nc.targets.corrected(ann, nc.DawidSkene(3).fit(ann, seed=0))
     with pytest.raises(ValueError, match="top-label or classwise ECE with equal-width"):
-        nc.ece(P, U, refit_channels=True, strategy="quantile")
+        nc.ece(P, U, strategy="quantile", interval="refit")
     est = nc.ece(P, U, n_bins=10, interval=None)
     with pytest.raises(ValueError, match="with 3 classes needs the predictions"):
-        nc_ece_interval(est, None, None, U, interval="bootstrap", refit_channels=True,
-                        level=0.9, n_boot=10, method="percentile", seed=0, bound={})
+        nc_ece_interval(est, None, None, U, interval=_refit(10), level=0.9, seed=0)
 
 
 # ------------------------------------------------------------------------ real data
@@ -344,7 +346,7 @@ def test_cifar10n_ten_class_nc_ece_with_refitted_channels(cifar):
     U = nc.targets.corrected(ann, fit)
     assert U.details["weights_rule"] == "iv"
     clean = float(nc.ece(P, d.clean[idx], n_bins=10, interval=None))
-    est = _nc_ece(P, U, n_boot=50, seed=0, refit_channels=True, interval="bootstrap")
+    est = _nc_ece(P, U, seed=0, interval=_refit(50))
     print(f"CIFAR-10N: clean {clean:.4f}, NC-ECE {float(est):.4f} "
           f"[{est.low:.4f}, {est.high:.4f}], weights {U.details['weights'].round(3)}")
     assert clean == pytest.approx(0.0436, abs=5e-4)

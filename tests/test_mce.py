@@ -117,7 +117,7 @@ def test_classwise_maximum_runs_over_classes():
 
 def test_bootstrap_has_the_same_estimand():
     p, y = _two_bins(n_big=60, seed=1)
-    kw = dict(n_bins=10, interval="bootstrap", n_boot=200, seed=0)
+    kw = dict(n_bins=10, interval=nc.intervals.Bootstrap(n_boot=200), seed=0)
     with warnings.catch_warnings():  # the percentile interval may miss its estimate
         warnings.simplefilter("ignore", nc.NumericalWarning)
         est = nc.mce(p, y, **kw)
@@ -127,7 +127,7 @@ def test_bootstrap_has_the_same_estimand():
     assert np.all(est.replicates < 0.5) and np.max(every.replicates) == pytest.approx(0.95)
     assert np.isnan(est.bins.loc[9, "low"])
     with pytest.raises(ValueError, match="rebin"):
-        nc.mce(p, y, strategy="quantile", rebin=True, interval="bootstrap")
+        nc.mce(p, y, strategy="quantile", interval=nc.intervals.Bootstrap(rebin=True))
 
 
 @pytest.mark.parametrize("bad", [0, 2.5, True])

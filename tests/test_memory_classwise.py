@@ -13,7 +13,7 @@ import pytest
 import noisycal as nc
 from noisycal.metrics.binned import streamed as streamed_form
 
-ece_module = importlib.import_module("noisycal.metrics.ece")
+backend = importlib.import_module("noisycal.metrics.binned.backend")
 
 
 def _data(n: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -31,7 +31,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, P: object, target: object, **kw: obje
     """(streamed, item table) estimates of the same call."""
     streamed = nc.ece(P, target, kind="classwise", **kw)
     with monkeypatch.context() as m:
-        m.setattr(ece_module, "streams_inversion", lambda *a: False)
+        m.setattr(backend.StreamedSums, "serves", staticmethod(lambda request: False))
         table = nc.ece(P, target, kind="classwise", **kw)
     return streamed, table
 
@@ -68,13 +68,14 @@ def test_streamed_equals_item_table(monkeypatch: pytest.MonkeyPatch, kw: dict) -
     P, y = _data(2000, 4, 0)
     P32 = P.astype(np.float32)
     # one chunk: the same sums in the same order, so the very same numbers
-    a, b = _both(monkeypatch, P32, y, n_boot=200, seed=3, **kw)
+    inv = nc.intervals.Inversion(n_boot=200)
+    a, b = _both(monkeypatch, P32, y, interval=inv, seed=3, **kw)
     assert a.details["zero_test"] == "consistency"          # one-hot: the streamed null ran
     assert (a.value, a.interval) == (b.value, b.interval)
     _assert_same(a, b, rel=0.0)
     # many chunks and a ragged last one: equal up to summation order
     monkeypatch.setattr(streamed_form, "CHUNK_ROWS", 257)
-    a, b = _both(monkeypatch, P32, y, n_boot=200, seed=3, **kw)
+    a, b = _both(monkeypatch, P32, y, interval=inv, seed=3, **kw)
     _assert_same(a, b, rel=2e-9)
 
 
@@ -82,11 +83,12 @@ def test_streamed_equals_item_table_soft_and_float64(monkeypatch: pytest.MonkeyP
     P, y = _data(2000, 3, 1)
     monkeypatch.setattr(streamed_form, "CHUNK_ROWS", 100)
     # float64 probabilities and a one-hot matrix target
-    a, b = _both(monkeypatch, P, np.eye(3)[y], n_boot=200, seed=0)
+    inv = nc.intervals.Inversion(n_boot=200)
+    a, b = _both(monkeypatch, P, np.eye(3)[y], interval=inv, seed=0)
     _assert_same(a, b, rel=2e-9)
     # a soft target: no consistency null (Gaussian zero test), no variance floor
     T = np.random.default_rng(2).dirichlet(np.ones(3), size=2000)
-    a, b = _both(monkeypatch, P, T, n_boot=200, seed=0)
+    a, b = _both(monkeypatch, P, T, interval=inv, seed=0)
     assert a.details["zero_test"] == "gaussian"
     _assert_same(a, b, rel=2e-9)
 
@@ -121,7 +123,7 @@ def test_classwise_inversion_numpy_peak_below_twice_input() -> None:
     P = rng.dirichlet(np.ones(K), size=n).astype(np.float32)
     P /= P.sum(axis=1, keepdims=True)
     y = rng.integers(0, K, n)
-    kw = dict(kind="classwise", n_bins=15, n_boot=100)
+    kw = dict(kind="classwise", n_bins=15, interval=nc.intervals.Inversion(n_boot=100))
     nc.ece(P[:5000], y[:5000], **kw)  # compile first
     tracemalloc.start()
     est = nc.ece(P, y, **kw)

@@ -56,7 +56,8 @@ def test_streamed_form_equals_item_table(chunk: int | None, target: str) -> None
 def test_float32_equals_its_float64_widening_and_chunks_agree() -> None:
     P, y = _data(3000, 6, 2)
     P32 = (P / P.sum(axis=1, keepdims=True)).astype(np.float32)
-    for kw in ({"interval": None}, {"n_boot": 200}, {"weighted": False, "n_boot": 200}):
+    inv = nc.intervals.Inversion(n_boot=200)
+    for kw in ({"interval": None}, {"interval": inv}, {"weighted": False, "interval": inv}):
         a = nc.cmce(P32, y, **kw)
         b = nc.cmce(P32.astype(np.float64), y, **kw)
         assert (a.value, a.interval) == (b.value, b.interval), kw
@@ -78,7 +79,7 @@ def test_cmce_numpy_peak_below_twice_input() -> None:
     P = rng.dirichlet(np.ones(K), size=n).astype(np.float32)
     P /= P.sum(axis=1, keepdims=True)
     y = rng.integers(0, K, n)
-    for kw in ({"interval": None}, {"n_boot": 100}):
+    for kw in ({"interval": None}, {"interval": nc.intervals.Inversion(n_boot=100)}):
         nc.cmce(P[:5000], y[:5000], **kw)  # compile first
         tracemalloc.start()
         nc.cmce(P, y, **kw)

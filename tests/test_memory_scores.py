@@ -94,14 +94,14 @@ def test_brier_nll_use_it_and_statuses() -> None:
     rng = np.random.default_rng(3)
     P = rng.dirichlet(np.ones(4), size=800)
     y = rng.integers(0, 4, 800)
-    est = nc.brier(P, y, n_boot=300, seed=5)
+    est = nc.brier(P, y, interval=nc.intervals.Bootstrap(n_boot=300), seed=5)
     losses = ((P - np.eye(4)[y]) ** 2).sum(axis=1)
     want = bootstrap_mean(losses, n_boot=300, seed=5)
     np.testing.assert_allclose(est.replicates, want.replicates, rtol=1e-12)
     assert est.interval == pytest.approx(want.interval, rel=1e-12)
     # one item: degenerate, no interval, a NumericalWarning
     with pytest.warns(nc.NumericalWarning):
-        one = nc.nll(P[:1], y[:1], n_boot=50)
+        one = nc.nll(P[:1], y[:1], interval=nc.intervals.Bootstrap(n_boot=50))
     assert one.status == "degenerate" and np.isnan(one.interval[0])
     with pytest.raises(ValueError, match="values"):
         bootstrap_mean([1.0, np.nan])
@@ -137,11 +137,12 @@ def test_bootstrap_memory_below_twice_input(score: str) -> None:
     P /= P.sum(axis=1, keepdims=True)
     y = rng.integers(0, K, n)
     fn = getattr(nc, score)
-    fn(P[:5000], y[:5000], n_boot=50)  # compile anything first
+    boot = nc.intervals.Bootstrap(n_boot=200)
+    fn(P[:5000], y[:5000], interval=nc.intervals.Bootstrap(n_boot=50))  # compile first
     tracemalloc.start()
-    fn(P, y, n_boot=200)
+    fn(P, y, interval=boot)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 2 * P.nbytes, peak / P.nbytes
-    growth = _peak_rss_growth(lambda: fn(P, y, n_boot=200))
+    growth = _peak_rss_growth(lambda: fn(P, y, interval=boot))
     assert growth < 2 * P.nbytes, growth / P.nbytes

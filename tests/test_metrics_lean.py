@@ -63,8 +63,8 @@ def test_float32_equals_its_float64_widening() -> None:
     for kind in ("top_label", "classwise"):
         assert float(nc.ece(P32, y, kind=kind, interval=None)) == float(
             nc.ece(P64, y, kind=kind, interval=None))
-    a = nc.ece(P32, y, interval="bootstrap", n_boot=200, seed=1)
-    b = nc.ece(P64, y, interval="bootstrap", n_boot=200, seed=1)
+    a = nc.ece(P32, y, interval=nc.intervals.Bootstrap(n_boot=200), seed=1)
+    b = nc.ece(P64, y, interval=nc.intervals.Bootstrap(n_boot=200), seed=1)
     np.testing.assert_array_equal(a.replicates, b.replicates)
     assert nc.brier(P32, y, interval=None).value == nc.brier(P64, y, interval=None).value
     assert nc.nll(P32, y, interval=None).value == nc.nll(P64, y, interval=None).value
@@ -103,7 +103,7 @@ def test_ece_numpy_peak_memory_within_twice_the_input(interval: str | None) -> N
     P = rng.dirichlet(np.ones(K), size=n).astype(np.float32)
     P /= P.sum(axis=1, keepdims=True)
     y = rng.integers(0, K, n)
-    kw = dict(n_bins=15, interval=interval, n_boot=200)
+    kw = dict(n_bins=15, interval=interval and nc.intervals.Bootstrap(n_boot=200))
     nc.ece(P[:5000], y[:5000], **kw)  # compile first
     tracemalloc.start()
     nc.ece(P, y, **kw)

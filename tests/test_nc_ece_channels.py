@@ -133,10 +133,10 @@ def test_default_interval_covers_with_weak_fitted_channels():
             warnings.simplefilter("ignore", nc.IdentifiabilityWarning)
             fit = nc.DawidSkene(2).fit(ann, seed=seed)
         U = nc.targets.corrected(ann, fit)
-        e = nc.ece(t.z, U, n_bins=10, seed=seed, n_boot=500)
+        e = nc.ece(t.z, U, n_bins=10, interval=nc.intervals.Inversion(n_boot=500), seed=seed)
         assert e.details["channel_error"]["method"] == "delta (sandwich)"
         f = nc.ece(t.z, nc.targets.corrected(ann, confusion=fit.confusion), n_bins=10,
-                   seed=seed, n_boot=500)
+                   interval=nc.intervals.Inversion(n_boot=500), seed=seed)
         cover["default"] += e.low <= 0.0 <= e.high
         cover["fixed"] += f.low <= 0.0 <= f.high
     assert cover["default"] >= 32
@@ -203,7 +203,7 @@ def test_statuses_when_the_channel_error_is_unavailable_or_unreliable():
             U = nc.targets.corrected(ann, fit)
         except ValueError:
             continue
-        e = nc.ece(t.z, U, n_bins=10, n_boot=200)
+        e = nc.ece(t.z, U, n_bins=10, interval=nc.intervals.Inversion(n_boot=200))
         if e.status == "weak_channels":
             flagged += 1
             ce = e.details["channel_error"]
@@ -219,7 +219,7 @@ def test_refit_inversion_agrees_with_the_delta_method():
     fit = nc.DawidSkene(2).fit(ann, seed=0)
     U = nc.targets.corrected(ann, fit)
     d = nc.ece(t.z, U, n_bins=10, seed=1)
-    r = nc.ece(t.z, U, n_bins=10, seed=1, refit_channels=True, n_boot=400)
+    r = nc.ece(t.z, U, n_bins=10, interval=nc.intervals.Refit(n_boot=400), seed=1)
     assert r.kind == "inversion" and r.method == "refit replicates"
     assert r.details["refit_channels"] and r.estimator == "median-unbiased"
     assert r.low == pytest.approx(d.low, abs=0.004)

@@ -30,8 +30,8 @@ def test_replicates_equal_hand_refits(weights):
     t, ann = _toy(n, seed=3)
     fit = nc.DawidSkene(2).fit(ann, tol=1e-13)
     T = nc.targets.corrected(ann, fit, weights=weights)
-    est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, seed=7, refit_channels=True,
-                 interval="bootstrap")
+    est = nc.ece(t.z, T, n_bins=10, seed=7,
+                 interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
     assert est.status == "ok" and est.details["refit_channels"]
     assert est.details["n_failed"] == 0 and est.details["n_not_converged"] == 0
     for b in (0, 3):
@@ -54,8 +54,8 @@ def test_grouped_fit_replicate_equals_a_hand_refit():
     sizes = np.bincount(groups)
     assert T.details["prevalence"] == pytest.approx(
         np.sum(sizes * fit.prevalence[:, 1]) / n, rel=1e-12)
-    est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, seed=2, refit_channels=True,
-                 interval="bootstrap")
+    est = nc.ece(t.z, T, n_bins=10, seed=2,
+                 interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
     idx = _resample(n, 2, n_boot, 1)
     ann_b = nc.Annotations.from_wide(t.annotations[idx], classes=[0, 1])
     fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=groups[idx], tol=1e-13)
@@ -75,7 +75,8 @@ def test_a_given_prevalence_and_given_weights_stay_fixed():
     fit_b = nc.DawidSkene(2).fit(ann_b, tol=1e-13)
     for kw in ({"prevalence": 0.3}, {"weights": [0.5, 0.3, 0.2]}):
         T = nc.targets.corrected(ann, fit, **kw)
-        est = nc.ece(t.z, T, n_bins=10, n_boot=n_boot, refit_channels=True, interval="bootstrap")
+        est = nc.ece(t.z, T, n_bins=10,
+                     interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
         T_b = nc.targets.corrected(ann_b, fit_b, **kw)
         hand = float(nc.ece(t.z[idx], T_b, n_bins=10, interval=None))
         assert est.replicates[0] == pytest.approx(hand, abs=1e-7)
@@ -98,8 +99,8 @@ def test_failed_refits_are_reported_not_dropped():
     assert gap > 1e-4  # ... but the corrected target can still be built
     T = nc.targets.corrected(ann, fit)
     with pytest.warns(nc.NumericalWarning, match="not finite"):
-        est = nc.ece(rng.random(n), T, n_bins=10, n_boot=200, refit_channels=True,
-            interval="bootstrap")
+        est = nc.ece(rng.random(n), T, n_bins=10,
+                     interval=nc.intervals.Refit(method="percentile", n_boot=200))
     assert est.details["n_failed"] > 0
     # the fit's status comes first; the refits' failure stays in the message
     assert est.status == "target_degenerate_channel"
@@ -112,25 +113,27 @@ def test_refit_bad_input():
     t, ann = _toy(400, seed=1)
     fit = nc.DawidSkene(2).fit(ann)
     T = nc.targets.corrected(ann, fit)
-    with pytest.raises(ValueError, match="refit_channels=True is a bootstrap over items"):
-        nc.ece(t.z, T, interval="bound", refit_channels=True)
-    with pytest.raises(ValueError, match="refit_channels=True is a bootstrap over items"):
-        nc.ece(t.z, T, method="bca", refit_channels=True)
+    with pytest.raises(ValueError, match=r"cluster: interval=Refit\(\) is a bootstrap over "
+                                         "items"):
+        nc.ece(t.z, T, interval="refit", cluster=np.arange(400) // 2)
+    with pytest.raises(ValueError, match="method must be one of"):
+        nc.ece(t.z, T, interval=nc.intervals.Refit(method="bca"))
     with pytest.raises(ValueError, match="positive-class"):
-        nc.ece(t.z, T, strategy="quantile", refit_channels=True)
-    with pytest.raises(ValueError, match="refit_channels must be True or False"):
-        nc.ece(t.z, T, refit_channels="yes")
+        nc.ece(t.z, T, strategy="quantile", interval="refit")
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        nc.ece(t.z, T, interval=nc.intervals.Refit(progress="yes"))
+    with pytest.raises(TypeError, match="refit_channels"):
+        nc.ece(t.z, T, refit_channels=True)
     with pytest.raises(ValueError, match="corrected target built from an annotator fit"):
         nc.ece(t.z, nc.targets.corrected(ann, a=[0.1, 0.1, 0.1], b=[0.9, 0.9, 0.9]),
-               refit_channels=True)
+               interval="refit")
     with pytest.raises(ValueError, match="corrected target built from an annotator fit"):
-        nc.ece(t.z, t.y, refit_channels=True)
+        nc.ece(t.z, t.y, interval="refit")
     big, _ = _toy(20_000, seed=2)
     hw = nc.HuiWalter().fit(big.annotations[:, :2], groups=big.z > 0.5)
     assert hw.status == "ok"
     with pytest.raises(ValueError, match="refits Dawid-Skene-family channels by EM"):
-        nc.ece(big.z, nc.targets.corrected(big.annotations[:, :2], hw),
-               refit_channels=True)
+        nc.ece(big.z, nc.targets.corrected(big.annotations[:, :2], hw), interval="refit")
 
 
 @pytest.mark.slow
@@ -151,8 +154,9 @@ def test_refit_bootstrap_coverage_on_the_toy():
         t, ann = _toy(8000, seed=r)
         T = nc.targets.corrected(ann, nc.DawidSkene(2).fit(ann, seed=r))
         for name, refit in (("conditional", False), ("refit", True)):
-            e = nc.ece(t.z, T, n_bins=10, n_boot=300, seed=r, interval="bootstrap",
-                       refit_channels=refit)
+            kind = nc.intervals.Refit if refit else nc.intervals.Bootstrap
+            e = nc.ece(t.z, T, n_bins=10, seed=r,
+                       interval=kind(n_boot=300, method="percentile"))
             cover[name] += e.low <= pop <= e.high
             width[name].append(e.high - e.low)
     print("coverage", cover, "mean widths", {k: np.mean(v) for k, v in width.items()})
@@ -173,8 +177,8 @@ def test_a_score_group_missing_from_a_resample_is_not_a_failure():
     ann = nc.Annotations.from_wide(A, classes=[0, 1])
     fit = nc.GroupedDawidSkene(2).fit(ann, groups=g, tol=1e-13)
     n_boot = 40
-    est = nc.ece(z, nc.targets.corrected(ann, fit), n_bins=10, n_boot=n_boot, seed=2,
-                 refit_channels=True, interval="bootstrap")
+    est = nc.ece(z, nc.targets.corrected(ann, fit), n_bins=10, seed=2,
+                 interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
     assert est.status == "ok" and est.details["n_failed"] == 0
     missed = [b for b in range(n_boot)
               if not np.any(g[_resample(z.size, 2, n_boot, b)] == g.max())]
@@ -208,8 +212,8 @@ def test_map_em_priors_follow_the_orientation():
     assert fit.details["channels"]["adversarial"] == (2, 3, 4)
     assert list(fit.details["latent_perm"]) == [1, 0]  # the swap this test is about
     mask = [True, True, False, False, False]
-    est = nc.ece(z, nc.targets.corrected(ann, fit, informative=mask), n_bins=10, n_boot=3,
-                 seed=7, refit_channels=True, interval="bootstrap")
+    est = nc.ece(z, nc.targets.corrected(ann, fit, informative=mask), n_bins=10, seed=7,
+                 interval=nc.intervals.Refit(method="percentile", n_boot=3))
     for b in range(3):
         idx = _resample(n, 7, 3, b)
         ann_b = nc.Annotations.from_wide(A[idx], classes=[0, 1])
@@ -227,7 +231,7 @@ def test_gold_fits_and_sparse_excluded_annotators():
     gold = {int(i): int(t.y[i]) for i in range(20)}
     fit = nc.DawidSkene(2).fit(ann, gold=gold)
     with pytest.raises(ValueError, match="gold labels"):
-        nc.ece(t.z, nc.targets.corrected(ann, fit), refit_channels=True)
+        nc.ece(t.z, nc.targets.corrected(ann, fit), interval="refit")
     # a fourth annotator who rated 3 items, excluded from the target: resamples that
     # miss it give it no ratings, which must not poison the replicate
     A = np.column_stack([t.annotations, np.full(600, -1)])
@@ -236,5 +240,5 @@ def test_gold_fits_and_sparse_excluded_annotators():
     with pytest.warns(nc.IdentifiabilityWarning, match=r"annotator\(s\) \[3\]"):
         fit4 = nc.DawidSkene(2).fit(ann4)  # its three 1s carry no information
     T = nc.targets.corrected(ann4, fit4, informative=[True, True, True, False])
-    est = nc.ece(t.z, T, n_bins=10, n_boot=50, refit_channels=True, interval="bootstrap")
+    est = nc.ece(t.z, T, n_bins=10, interval=nc.intervals.Refit(method="percentile", n_boot=50))
     assert est.status == "ok" and not np.any(np.isnan(est.replicates))

@@ -230,8 +230,8 @@ def test_classwise_bootstrap_replicates_beyond_memory_are_refused_with_their_siz
     wide, labels = rng.dirichlet(np.ones(10**5), size=3), np.array([0, 1, 2])
     with pytest.raises(ValueError, match=r"^n_boot: 1000 bootstrap replicates of 100000 "
                                          r"score group\(s\) x 15 bins .*11\.2 GiB"):
-        nc.ece(wide, labels, kind="classwise", n_bins=15, interval="bootstrap",
-               n_boot=1000)
+        nc.ece(wide, labels, kind="classwise", n_bins=15,
+               interval=nc.intervals.Bootstrap(n_boot=1000))
 
 
 @pytest.mark.filterwarnings("ignore:.*does not contain the estimate:noisycal.NumericalWarning")
@@ -241,17 +241,17 @@ def test_the_replicate_cap_is_the_shared_cap(monkeypatch):
 
     monkeypatch.setattr(v, "MAX_WORK_BYTES", 2**20)
     P, y = _data(60, K=10)
-    ok = nc.ece(P, y, kind="classwise", n_bins=15, interval="bootstrap", n_boot=873)
+    ok = nc.ece(P, y, kind="classwise", n_bins=15, interval=nc.intervals.Bootstrap(n_boot=873))
     assert ok.interval[0] <= ok.interval[1]
     with pytest.raises(ValueError, match=r"^n_boot: 874 bootstrap replicates of 10 score "
                                          r"group\(s\) x 15 bins"):
-        nc.ece(P, y, kind="classwise", n_bins=15, interval="bootstrap", n_boot=874)
+        nc.ece(P, y, kind="classwise", n_bins=15, interval=nc.intervals.Bootstrap(n_boot=874))
     # the Poisson scheme keeps each replicate's per-bin sums (count, confidence, target)
     with pytest.raises(ValueError, match=r"^n_boot: 300 bootstrap.*x 15 bins x 3 sums"):
-        nc.ece(P, y, kind="classwise", n_bins=15, interval="bootstrap", n_boot=300,
-               bootstrap="poisson")
-    assert np.isfinite(float(nc.ece(P, y, kind="classwise", n_bins=15, n_boot=291,
-                                    interval="bootstrap", bootstrap="poisson")))
+        nc.ece(P, y, kind="classwise", n_bins=15,
+               interval=nc.intervals.Bootstrap(n_boot=300, scheme="poisson"))
+    boot = nc.intervals.Bootstrap(n_boot=291, scheme="poisson")
+    assert np.isfinite(float(nc.ece(P, y, kind="classwise", n_bins=15, interval=boot)))
 
 
 @pytest.mark.filterwarnings("ignore:.*does not contain the estimate:noisycal.NumericalWarning")
@@ -267,15 +267,16 @@ def test_streamed_top_label_inversion_equals_the_item_table(monkeypatch, binary,
     several chunks and a ragged last one (n > the chunk rows)."""
     import importlib
 
-    ece_module = importlib.import_module("noisycal.metrics.ece")
+    backend = importlib.import_module("noisycal.metrics.binned.backend")
     streamed_form = importlib.import_module("noisycal.metrics.binned.streamed")
     P, y = _data(3000, K=2 if binary else 4, seed=4)
     x = P[:, 1] if binary else P.astype(np.float32)
     monkeypatch.setattr(streamed_form, "CHUNK_ROWS", 700)
-    a = nc.ece(x, y, n_boot=200, seed=3, **kw)
-    with monkeypatch.context() as m:
-        m.setattr(ece_module, "streams_inversion", lambda *args: False)
-        b = nc.ece(x, y, n_boot=200, seed=3, **kw)
+    inv = nc.intervals.Inversion(n_boot=200)
+    a = nc.ece(x, y, interval=inv, seed=3, **kw)
+    with monkeypatch.context() as m:  # the item table instead of the streamed sums
+        m.setattr(backend.StreamedSums, "serves", staticmethod(lambda request: False))
+        b = nc.ece(x, y, interval=inv, seed=3, **kw)
     assert a.kind == b.kind == "inversion" and a.status == b.status
     assert a.value == pytest.approx(b.value, rel=1e-10, abs=1e-14)
     assert a.interval == pytest.approx(b.interval, rel=1e-9, abs=1e-14)
@@ -295,9 +296,10 @@ def test_top_label_ece_default_interval_peak_below_twice_input():
         P = rng.dirichlet(np.ones(K), size=n).astype(np.float32)
         P /= P.sum(axis=1, keepdims=True)
         y = rng.integers(0, K, n)
-        nc.ece(P[:5000], y[:5000], n_boot=100)  # compile first
+        inv = nc.intervals.Inversion(n_boot=100)
+        nc.ece(P[:5000], y[:5000], interval=inv)  # compile first
         tracemalloc.start()
-        est = nc.ece(P, y, n_boot=100)
+        est = nc.ece(P, y, interval=inv)
         _, peak = tracemalloc.get_traced_memory()
         assert est.kind == "inversion" and est.status == "ok", est
         print(peak / P.nbytes)

@@ -59,8 +59,9 @@ def test_ece_bca_collapsing_onto_the_edge_is_not_reported(scheme):
     p = rng.uniform(0, 1, 2000)
     y = (rng.random(2000) < p).astype(int)
     with pytest.warns(nc.NumericalWarning, match="beyond what 1000 replicates resolve"):
-        est = nc.ece(p, y, n_bins=40, interval="bootstrap", method="bca", n_boot=1000,
-                     bootstrap=scheme, seed=0)
+        est = nc.ece(p, y, n_bins=40,
+                     interval=nc.intervals.Bootstrap(n_boot=1000, method="bca", scheme=scheme),
+                     seed=0)
     assert est.status == "bca_degenerate" and np.isnan(est.low) and np.isnan(est.high)
     assert est.value == pytest.approx(0.0435, abs=5e-5)
 
@@ -245,8 +246,8 @@ def test_nll_reports_inf_by_default_and_clips_only_when_asked():
         assert est.status == "ok" and est.value == pytest.approx(ref, rel=1e-12)
         assert est.details["eps"] == 1e-6 and est.details["n_clipped"] == 1
     lg = nc.nll(logits=np.array([[0.0, -1000.0], [0.0, 0.0]]),
-                target=np.array([[0.0, 1.0], [1.0, 0.0]]), interval="bootstrap",
-                n_boot=50, eps=1e-6)
+                target=np.array([[0.0, 1.0], [1.0, 0.0]]),
+                interval=nc.intervals.Bootstrap(n_boot=50), eps=1e-6)
     assert lg.value == pytest.approx(ref, rel=1e-12) and lg.details["n_clipped"] == 1
     assert "eps" not in honest.details
     for bad in (0, 1.0, -1e-3, True, "1e-6"):

@@ -89,7 +89,7 @@ def test_wilson_bars_match_statsmodels():
 
 
 def test_wilson_level_defaults_to_the_estimate_level():
-    est = nc.ece(P, Y, n_bins=5, level=0.8, interval="bootstrap", n_boot=50)
+    est = nc.ece(P, Y, n_bins=5, level=0.8, interval=nc.intervals.Bootstrap(n_boot=50))
     label, _, lo, _ = _bars(reliability_diagram(est, interval="wilson"))
     assert label == "80% Wilson interval"
     ref_lo, _ = proportion_confint(COUNT * TARGET, COUNT, alpha=0.2, method="wilson")
@@ -97,7 +97,8 @@ def test_wilson_level_defaults_to_the_estimate_level():
 
 
 def test_bootstrap_bars_are_the_bins_low_high(sim):
-    est = nc.ece(sim.probs, sim.labels, n_bins=10, interval="bootstrap", n_boot=200, seed=3)
+    est = nc.ece(sim.probs, sim.labels, n_bins=10, interval=nc.intervals.Bootstrap(n_boot=200),
+                 seed=3)
     label, bx, lo, hi = _bars(reliability_diagram(est))  # auto: bootstrap columns present
     assert label == "90% bootstrap interval"
     nonempty = est.bins[est.bins["count"] > 0]
@@ -113,7 +114,7 @@ def test_bootstrap_unavailable_or_level_mismatch_raises():
     est = nc.ece(P, Y, n_bins=5, interval=None)
     with pytest.raises(ValueError, match="interval='bootstrap'"):
         reliability_diagram(est, interval="bootstrap")
-    est = nc.ece(P, Y, n_bins=5, interval="bootstrap", n_boot=50)
+    est = nc.ece(P, Y, n_bins=5, interval=nc.intervals.Bootstrap(n_boot=50))
     with pytest.raises(ValueError, match="level"):
         reliability_diagram(est, interval="bootstrap", level=0.95)
     with pytest.raises(ValueError, match="interval must be one of"):
@@ -155,7 +156,8 @@ def test_soft_target_estimates(sim):
     with pytest.raises(ValueError, match="interval='wilson'"):
         reliability_diagram(nc.ece(sim.probs, soft, n_bins=10, interval=None),
                             interval="wilson")
-    est = nc.true_label_ece(sim.probs, soft, form="mc", n_draws=20, n_bins=10, n_boot=50)
+    est = nc.true_label_ece(sim.probs, soft, form="mc", n_draws=20, n_bins=10,
+                            interval=nc.intervals.Bootstrap(n_boot=50))
     label, *_ = _bars(reliability_diagram(est))
     assert label == "90% bootstrap interval"
     assert "true-label ECE" in reliability_diagram(est).get_title()
@@ -171,7 +173,7 @@ def test_hard_override(sim):
 def test_targets_outside_unit_interval_are_not_clipped(sim):
     # a noise-corrected target in [-0.2, 1.4], rows summing to 1 (issue 23: declared)
     T = nc.targets.from_matrix(np.eye(3)[sim.labels] * 1.6 - 0.2, kind="corrected")
-    est = nc.ece(sim.probs, T, n_bins=10, interval="bootstrap", n_boot=50)
+    est = nc.ece(sim.probs, T, n_bins=10, interval=nc.intervals.Bootstrap(n_boot=50))
     ax = reliability_diagram(est)
     _, y = _points(ax)
     assert_allclose(y, est.bins.loc[est.bins["count"] > 0, "mean_target"], rtol=1e-12)
@@ -191,7 +193,7 @@ def test_count_histogram(sim):
 
 
 def test_titles():
-    est = nc.ece(P, Y, n_bins=5, interval="bootstrap", n_boot=50)
+    est = nc.ece(P, Y, n_bins=5, interval=nc.intervals.Bootstrap(n_boot=50))
     title = reliability_diagram(est).get_title()
     assert title == (f"positive-class ECE {est.value:.4f} [{est.low:.4f}, {est.high:.4f}] "
                      "(90% bootstrap)")
@@ -246,7 +248,7 @@ def test_import_noisycal_does_not_import_matplotlib():
 def test_hard_and_level_only_where_they_apply(sim):
     """hard= with bootstrap bars, level= with no bars, and hard=True on targets that are
     not 0/1 are errors, not ignored or rounded."""
-    boot = nc.ece(P, Y, n_bins=5, interval="bootstrap", n_boot=50, seed=1)
+    boot = nc.ece(P, Y, n_bins=5, interval=nc.intervals.Bootstrap(n_boot=50), seed=1)
     for hard in (True, False):
         with pytest.raises(ValueError, match=f"hard={hard} does not apply to bootstrap"):
             reliability_diagram(boot, hard=hard)

@@ -23,7 +23,9 @@ def sim():
 def table(sim):
     soft = nc.targets.soft(counts=sim.counts)
     return nc.report(sim.probs, {"labels": sim.labels, "soft": soft},
-                     metrics=["ece", "brier", "calibration_slope"], n_boot=200, seed=4)
+                     metrics=["ece", "brier", "calibration_slope"], seed=4,
+                     interval={"ece": nc.intervals.Inversion(n_boot=200),
+                               "brier": nc.intervals.Bootstrap(n_boot=200)})
 
 
 def test_report_rows_are_the_metrics_called_directly(sim, table):
@@ -32,12 +34,13 @@ def test_report_rows_are_the_metrics_called_directly(sim, table):
     assert list(table["target"]) == ["labels"] * 3 + ["soft"] * 3
     assert list(table["metric"]) == ["ECE", "Brier", "calibration slope"] * 2
     soft = nc.targets.soft(counts=sim.counts)
-    direct = [nc.ece(sim.probs, sim.labels, n_boot=200, seed=4),
-              nc.brier(sim.probs, sim.labels, n_boot=200, seed=4),
-              nc.calibration_slope(sim.probs, sim.labels, n_boot=200, seed=4),
-              nc.ece(sim.probs, soft, n_boot=200, seed=4),
-              nc.brier(sim.probs, soft, n_boot=200, seed=4),
-              nc.calibration_slope(sim.probs, soft, n_boot=200, seed=4)]
+    inv, boot = nc.intervals.Inversion(n_boot=200), nc.intervals.Bootstrap(n_boot=200)
+    direct = [nc.ece(sim.probs, sim.labels, interval=inv, seed=4),
+              nc.brier(sim.probs, sim.labels, interval=boot, seed=4),
+              nc.calibration_slope(sim.probs, sim.labels, seed=4),
+              nc.ece(sim.probs, soft, interval=inv, seed=4),
+              nc.brier(sim.probs, soft, interval=boot, seed=4),
+              nc.calibration_slope(sim.probs, soft, seed=4)]
     for row, est in zip(table.itertuples(index=False), direct, strict=True):
         assert row.estimate == float(est) and (row.low, row.high) == est.interval
         assert (row.level, row.estimator, row.estimand) == (0.9, est.estimator, est.estimand)
@@ -53,9 +56,10 @@ def test_report_rows_are_the_metrics_called_directly(sim, table):
 
 def test_a_single_target_and_a_list_name_their_rows(sim):
     voted = nc.targets.hard(sim.labels, n_classes=3)
-    one = nc.report(sim.probs, voted, metrics="brier", n_boot=100)
+    boot = nc.intervals.Bootstrap(n_boot=100)
+    one = nc.report(sim.probs, voted, metrics="brier", interval=boot)
     assert list(one["target"]) == ["hard"]
-    two = nc.report(sim.probs, [voted, sim.labels, voted], metrics=["nll"], n_boot=100)
+    two = nc.report(sim.probs, [voted, sim.labels, voted], metrics=["nll"], interval=boot)
     assert list(two["target"]) == ["hard 0", "target 1", "hard 2"]
     assert two["estimate"].iloc[0] == two["estimate"].iloc[1] == two["estimate"].iloc[2]
 
@@ -69,7 +73,7 @@ def test_a_metric_that_refuses_a_target_gives_a_row_with_a_status(sim):
 
     corrected_like = np.eye(3)[sim.labels] * 1.5 - 0.25
     table = nc.report(sim.probs, {"labels": sim.labels, "corrected": corrected_like},
-                      metrics=[unit_only], n_boot=100)
+                      metrics=[unit_only], interval=nc.intervals.Bootstrap(n_boot=100))
     ok, refused = table.iloc[0], table.iloc[1]
     assert ok["status"] == "ok" and ok["metric"] == "Brier"
     assert refused["status"] == "not_applicable" and refused["metric"] == "unit_only"
@@ -92,11 +96,35 @@ def test_report_misuse_raises(sim, kwargs, match):
 
 
 def test_report_with_logits_equals_report_with_probs(sim):
-    a = nc.report(sim.probs, sim.labels, metrics=["brier", "nll"], n_boot=100)
-    b = nc.report(logits=sim.logits, target=sim.labels, metrics=["brier", "nll"], n_boot=100)
+    boot = nc.intervals.Bootstrap(n_boot=100)
+    a = nc.report(sim.probs, sim.labels, metrics=["brier", "nll"], interval=boot)
+    b = nc.report(logits=sim.logits, target=sim.labels, metrics=["brier", "nll"],
+                  interval=boot)
     assert_allclose(a["estimate"], b["estimate"], rtol=1e-10)
     with pytest.raises(ValueError, match="exactly one of probs= or logits="):
         nc.report(sim.probs, sim.labels, logits=sim.logits)
+
+
+def test_the_interval_option_is_passed_on(sim):
+    # one option for every metric: a metric that does not offer its kind gives a row
+    table = nc.report(sim.probs, sim.labels, metrics=["ece", "brier", "calibration_slope"],
+                      interval=nc.intervals.Wald())
+    assert list(table["status"]) == ["not_applicable", "ok", "ok"]
+    assert table.iloc[0]["message"].startswith("ece does not offer interval=Wald()")
+    assert list(table["interval"])[1:] == ["wald", "wald"]
+    # None: no intervals; a dict: per metric, the others at their default
+    none = nc.report(sim.probs, sim.labels, metrics=["brier", "nll"], interval=None)
+    assert none["low"].isna().all() and list(none["status"]) == ["ok", "ok"]
+    mixed = nc.report(sim.probs, sim.labels, metrics=["brier", "nll"],
+                      interval={"nll": "wald"})
+    assert list(mixed["interval"]) == ["bootstrap (percentile)", "wald"]
+    with pytest.raises(ValueError, match=r"interval: \['ece'\] are not metrics of this "
+                                         r"report"):
+        nc.report(sim.probs, sim.labels, metrics=["brier"], interval={"ece": None})
+    with pytest.raises(ValueError, match="interval must be 'auto', None"):
+        nc.report(sim.probs, sim.labels, metrics=["brier"], interval="wilson")
+    with pytest.raises(TypeError, match="n_boot"):
+        nc.report(sim.probs, sim.labels, metrics=["brier"], n_boot=100)
 
 
 def test_derived_tables_are_plain_frames(table):

@@ -14,7 +14,6 @@ from noisycal.correction import corrected_from_channels, fit_prevalence, margina
 from noisycal.intervals.bootstrap import replicate_weights
 from noisycal.metrics.binned import bins as binning
 from noisycal.metrics.binned import estimate as binned_estimate
-from noisycal.metrics.nc.bound import check_bound_options
 from noisycal.workflows.crossfit import _fold_ids
 
 
@@ -126,18 +125,18 @@ def test_paper_bin_counts_are_keyed_by_readable_names():
 
 
 def test_bound_options_are_checked_and_belong_to_their_mode():
-    assert check_bound_options("binned_only", None, None, False, interval_bound=False) == {
-        "mode": "binned_only", "channel_radius": None, "true_channels": None,
-        "same_sample": False, "bound_kind": "auto"}
+    opts = nc.intervals.Bound(same_sample=False)
+    assert (opts.mode, opts.channel_radius, opts.true_channels, opts.same_sample,
+            opts.kind) == ("binned_only", None, None, False, "auto")
     with pytest.raises(ValueError, match="same_sample must be True or False"):
-        check_bound_options("binned_only", None, None, "no")
-    with pytest.raises(ValueError, match="bound_mode='radius' needs"):
-        check_bound_options("radius", None, None, False)
+        nc.intervals.Bound(same_sample="no")
+    with pytest.raises(ValueError, match="mode='radius' needs"):
+        nc.intervals.Bound(mode="radius", same_sample=False)
     A = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 1], [0, 1, 1]] * 10)
     t = nc.targets.corrected(A, a=[0.1] * 3, b=[0.9] * 3)
     z = np.linspace(0.05, 0.95, 40)
-    wide = nc.ece(z, t, interval="bound", same_sample=True)
-    narrow = nc.ece(z, t, interval="bound", same_sample=False)
+    wide = nc.ece(z, t, interval=nc.intervals.Bound(same_sample=True))
+    narrow = nc.ece(z, t, interval=nc.intervals.Bound(same_sample=False))
     assert wide.details["sampling_radius"] > narrow.details["sampling_radius"]
     assert wide.details["same_sample"] is True
 

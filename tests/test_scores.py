@@ -63,7 +63,7 @@ def test_nll_infinite_reports_status():
 def test_score_intervals():
     sim = nc.simulate.classifier(2000, 3, seed=0)
     w = nc.brier(sim.probs, sim.labels, interval="wald")
-    b = nc.brier(sim.probs, sim.labels, n_boot=1000, seed=1)
+    b = nc.brier(sim.probs, sim.labels, interval=nc.intervals.Bootstrap(n_boot=1000), seed=1)
     assert w.kind == "wald" and b.kind == "bootstrap"
     assert float(w) == float(b)
     assert (b.high - b.low) == pytest.approx(w.high - w.low, rel=0.15)
@@ -92,7 +92,7 @@ def test_calibration_slope_matches_statsmodels_and_bootstrap():
     s = nc.calibration_slope(b.p, b.y, level=0.9)
     assert float(s) == pytest.approx(ref.params[1], rel=1e-8)
     np.testing.assert_allclose(s.interval, ref.conf_int(alpha=0.1)[1], rtol=1e-8)
-    boot = nc.calibration_slope(b.p, b.y, interval="bootstrap", n_boot=400, seed=0)
+    boot = nc.calibration_slope(b.p, b.y, interval=nc.intervals.Bootstrap(n_boot=400), seed=0)
     assert np.median(boot.replicates) == pytest.approx(float(s), rel=0.03)
     # rel 0.2: bootstrap (400 replicates) and Wald widths agree only asymptotically
     assert (boot.high - boot.low) == pytest.approx(s.high - s.low, rel=0.2)
@@ -119,7 +119,8 @@ def test_calibration_slope_rejects_bad_input():
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         nc.calibration_slope(np.array([0.2, 0.4]), np.array([[-0.2, 1.2], [0.5, 0.5]]))
     with pytest.raises(ValueError, match="cov_type"):
-        nc.calibration_slope(np.array([0.2, 0.4]), np.array([0, 1]), cov_type="HC3")
+        nc.calibration_slope(np.array([0.2, 0.4]), np.array([0, 1]),
+                             interval=nc.intervals.Wald(cov_type="HC3"))
     with pytest.raises(ValueError, match="level"):
         nc.calibration_slope(np.array([0.2, 0.4]), np.array([0, 1]), level=95)
 
@@ -130,7 +131,7 @@ def test_hc0_sandwich_by_hand_and_saturated_items():
     p = rng.uniform(0.05, 0.95, 500)
     t = np.clip(p + rng.normal(0, 0.1, 500), 0, 1)  # soft targets
     T = np.column_stack([1 - t, t])
-    s = nc.calibration_slope(p, T, cov_type="HC0")
+    s = nc.calibration_slope(p, T, interval=nc.intervals.Wald(cov_type="HC0"))
     x = np.log(p / (1 - p))
     ref = sm.GLM(t, sm.add_constant(x), family=sm.families.Binomial()).fit(cov_type="HC0")
     np.testing.assert_allclose(s.details["bse"], ref.bse, rtol=1e-6)

@@ -195,5 +195,5 @@ def test_binary_affine_brier_on_the_toy_and_its_interval():
     se = diffs.std(ddof=1) / np.sqrt(diffs.size)
     print(f"binary toy: affine - clean {diffs.mean():.5f} (MC se {se:.5f})")
     assert abs(diffs.mean()) < 3 * se
-    est = nc.brier(t.z, U, n_boot=200, seed=0)
+    est = nc.brier(t.z, U, interval=nc.intervals.Bootstrap(n_boot=200), seed=0)
     assert est.status == "ok" and est.interval[0] <= float(est) <= est.interval[1]

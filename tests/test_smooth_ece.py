@@ -351,14 +351,15 @@ def test_bootstrap_spread_matches_the_sampling_sd():
     n = 400
     f = rng.uniform(0, 1, n)
     y = (rng.random(n) < f**2).astype(int)
-    est = smooth_ece(f, y, interval="bootstrap", n_boot=400, seed=1)
+    est = smooth_ece(f, y, interval=nc.intervals.Bootstrap(n_boot=400), seed=1)
     assert est.status == "ok" and est.low <= est.value <= est.high
     assert np.std(est.replicates, ddof=1) == pytest.approx(np.sqrt(0.138889 / n), rel=0.15)
     assert "bandwidth held" in est.details["bootstrap"]
-    again = smooth_ece(f, y, interval="bootstrap", n_boot=400, seed=1)
+    again = smooth_ece(f, y, interval=nc.intervals.Bootstrap(n_boot=400), seed=1)
     np.testing.assert_array_equal(again.replicates, est.replicates)
     for method in ("basic", "bca"):
-        other = smooth_ece(f, y, interval="bootstrap", n_boot=400, seed=1, method=method)
+        other = smooth_ece(f, y, interval=nc.intervals.Bootstrap(n_boot=400, method=method),
+                           seed=1)
         assert other.status == "ok" and other.method == method
         assert other.low < other.value < other.high
 
@@ -367,11 +368,11 @@ def test_cluster_bootstrap_and_single_item():
     rng = np.random.default_rng(8)
     f = rng.uniform(0, 1, 90)
     y = (rng.random(90) < f**2).astype(int)
-    est = smooth_ece(f, y, interval="bootstrap", n_boot=200, cluster=np.arange(90) // 3)
+    est = smooth_ece(f, y, interval=nc.intervals.Bootstrap(n_boot=200), cluster=np.arange(90) // 3)
     assert est.status == "ok" and "by cluster" in est.details["bootstrap"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        one = smooth_ece([0.3], [1], interval="bootstrap", n_boot=20)
+        one = smooth_ece([0.3], [1], interval=nc.intervals.Bootstrap(n_boot=20))
     assert one.status == "degenerate" and one.value == pytest.approx(0.7)
 
 
@@ -382,6 +383,6 @@ def test_an_interval_away_from_the_estimate_is_flagged():
     f = rng.uniform(0, 1, 2000)
     y = (rng.random(2000) < f).astype(int)
     with pytest.warns(nc.NumericalWarning, match="does not contain the estimate"):
-        est = smooth_ece(f, y, interval="bootstrap", n_boot=200)
+        est = smooth_ece(f, y, interval=nc.intervals.Bootstrap(n_boot=200))
     assert est.status == "estimate_outside_interval"
     assert est.value < est.low and np.median(est.replicates) > 1.2 * est.value

@@ -171,7 +171,7 @@ def test_credible_wider_than_fixed_map(nuts_fit, data):
     est_fixed = posterior_true_label_ece(fixed, pi_test, logits=z_test, seed=2)
     # and the plug-in bootstrap of the posterior-mean predictions
     boot = nc.true_label_ece(nuts_fit.predict_proba(logits=z_test), pi_test, form="expected",
-                             interval="bootstrap", n_boot=300, seed=2)
+                             interval=nc.intervals.Bootstrap(n_boot=300), seed=2)
 
     def width(e):
         return e.interval[1] - e.interval[0]

@@ -92,17 +92,21 @@ def calibration_report(data: Data, *, n_boot: int, n_draws: int,
     z, K = data.logits, data.logits.shape[1]
     hard = nc.targets.hard(data.labels, n_classes=K)
     soft = nc.targets.soft(counts=data.counts)
-    boot = dict(level=LEVEL, n_boot=n_boot, seed=seed)
-    binned = dict(n_bins=N_BINS, **boot)
+    # each metric's default interval kind, with n_boot replicates (or simulated draws)
+    inv, sim = nc.intervals.Inversion(n_boot=n_boot), nc.intervals.Simultaneous(n_boot=n_boot)
+    boot = nc.intervals.Bootstrap(n_boot=n_boot)
+    common = dict(level=LEVEL, seed=seed)
+    binned = dict(n_bins=N_BINS, **common)
     targets = {"hard labels": hard, "soft labels": soft}
     metrics = {
-        "ECE (top-label)": lambda t: nc.ece(logits=z, target=t, **binned),
-        "classwise ECE": lambda t: nc.ece(logits=z, target=t, kind="classwise", **binned),
-        "MCE": lambda t: nc.mce(logits=z, target=t, **binned),
+        "ECE (top-label)": lambda t: nc.ece(logits=z, target=t, interval=inv, **binned),
+        "classwise ECE": lambda t: nc.ece(logits=z, target=t, kind="classwise", interval=inv,
+                                          **binned),
+        "MCE": lambda t: nc.mce(logits=z, target=t, interval=sim, **binned),
         "debiased L2 ECE": lambda t: nc.ece(logits=z, target=t, norm="l2", debias=True,
-                                            **binned),
-        "Brier": lambda t: nc.brier(logits=z, target=t, **boot),
-        "NLL": lambda t: nc.nll(logits=z, target=t, **boot),
+                                            interval=inv, **binned),
+        "Brier": lambda t: nc.brier(logits=z, target=t, interval=boot, **common),
+        "NLL": lambda t: nc.nll(logits=z, target=t, interval=boot, **common),
         "calibration slope": lambda t: nc.calibration_slope(logits=z, target=t, level=LEVEL),
         "calibration intercept": lambda t: nc.calibration_intercept(logits=z, target=t,
                                                                     level=LEVEL),
@@ -114,10 +118,10 @@ def calibration_report(data: Data, *, n_boot: int, n_draws: int,
                 continue
             ests[(metric, tname)] = fn(t)
     ests[("ECE (top-label)", "soft labels")] = nc.true_label_ece(
-        logits=z, target=soft, form="expected", **binned)
+        logits=z, target=soft, form="expected", interval=inv, **binned)
     mc_name = f"true-label ECE (MC, {n_draws} draws)"
     ests[(mc_name, "soft labels")] = nc.true_label_ece(
-        logits=z, target=soft, form="mc", n_draws=n_draws, **binned)
+        logits=z, target=soft, form="mc", n_draws=n_draws, interval=boot, **binned)
 
     rows = []
     for (metric, tname), est in ests.items():

@@ -105,21 +105,23 @@ def ece_table(d: dict, ch: dict, *, n_boot: int, seed: int) -> tuple[pd.DataFram
     U_known = nc.targets.corrected(ch["ann"], confusion=em.confusion)
     U_gmm = nc.targets.corrected(A[:, :2], gmm)
     two = lambda t: np.column_stack([1 - t, t])  # noqa: E731
-    kw = dict(n_bins=10, level=0.9, seed=seed, n_boot=n_boot)
+    # the default interval (inverted test) with n_boot simulated draws
+    kw = dict(n_bins=10, level=0.9, seed=seed, interval=nc.intervals.Inversion(n_boot=n_boot))
+    refit = dict(kw, interval=nc.intervals.Refit(n_boot=n_boot))  # channels refitted
     est = {
         "clean labels (unobserved; check)": nc.ece(z, d["y"], **kw),
         "soft vote (naive)": nc.ece(z, two(soft), **kw),
         "majority vote (naive)": nc.ece(z, two(maj), **kw),
         "NC-ECE, EM channels, channel error carried (default)": nc.ece(z, U_em, **kw),
-        "NC-ECE, EM channels refitted in every replicate": nc.ece(
-            z, U_em, refit_channels=True, **kw),
+        "NC-ECE, EM channels refitted in every replicate": nc.ece(z, U_em, **refit),
         "NC-ECE, NUTS channels, channel error carried": nc.ece(z, U_nuts, **kw),
         "NC-ECE, Hui-Walter GMM channels (annotators 1-2)": nc.ece(z, U_gmm, **kw),
         "NC-ECE, EM channels treated as known (too narrow)": nc.ece(z, U_known, **kw),
         "NC-ECE, credible (NUTS; posterior of the plug-in)": nc.ece(
             z, U_nuts, interval="credible", n_bins=10, level=0.9, seed=seed),
         "NC-ECE, bound (same sample, binned only)": nc.ece(
-            z, U_em, interval="bound", same_sample=True, n_bins=10, level=0.9, seed=seed),
+            z, U_em, interval=nc.intervals.Bound(same_sample=True), n_bins=10, level=0.9,
+            seed=seed),
     }
     rows = [{"estimate": k, "value": float(e), "low": e.low, "high": e.high,
              "interval": f"{e.kind} ({e.method})", "status": e.status}

@@ -12,9 +12,9 @@ if TYPE_CHECKING:
     from .._util.stats import equal_tailed
     from .bootstrap import BOOTSTRAP_METHODS, bootstrap, interval_from_replicates
     from .estimate import Estimate
-    from .options import Bootstrap, Bound, Credible, Inversion, Refit, Simultaneous
+    from .options import Bootstrap, Bound, Credible, Inversion, Refit, Simultaneous, Wald
 
-__all__ = ["Inversion", "Bootstrap", "Bound", "Refit", "Credible", "Simultaneous",
+__all__ = ["Inversion", "Bootstrap", "Bound", "Refit", "Credible", "Simultaneous", "Wald",
            "Estimate", "bootstrap", "interval_from_replicates", "equal_tailed",
            "BOOTSTRAP_METHODS"]
 

@@ -20,12 +20,19 @@ The kinds:
 - :class:`Credible`: for a noise-corrected target built from a NUTS fit, the posterior of
   the plug-in over channel draws and a Bayesian bootstrap of the items.
 - :class:`Simultaneous`: the simultaneous interval of the maximum calibration error.
+- :class:`Wald`: the normal interval, estimate plus or minus z standard errors (the
+  proper scores, and the calibration slope and intercept with their GLM covariance).
+
+A metric that does not use a field of an offered kind (``rebin`` of a metric without
+bins, say) refuses it by name too, when the field is not at its default
+(:func:`refuse_fields`).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -34,9 +41,10 @@ import numpy as np
 from .._util.validation import check_array, check_batch_size, check_choice, check_int
 from .bootstrap import BOOTSTRAP_METHODS
 
-__all__ = ["Inversion", "Bootstrap", "Bound", "Refit", "Credible", "Simultaneous",
-           "IntervalOption", "as_interval", "SHORTHANDS", "BOOTSTRAP_SCHEMES",
-           "BOUND_MODES", "BOUND_KINDS", "REFIT_METHODS", "check_true_channels"]
+__all__ = ["Inversion", "Bootstrap", "Bound", "Refit", "Credible", "Simultaneous", "Wald",
+           "IntervalOption", "as_interval", "refuse_fields", "SHORTHANDS",
+           "BOOTSTRAP_SCHEMES", "BOUND_MODES", "BOUND_KINDS", "REFIT_METHODS",
+           "WALD_COV_TYPES", "check_true_channels"]
 
 #: How :class:`Bootstrap` draws its replicates (see its docstring).
 BOOTSTRAP_SCHEMES = ("auto", "exact", "binned", "poisson")
@@ -46,6 +54,8 @@ BOUND_MODES = ("binned_only", "oracle", "radius")
 BOUND_KINDS = ("auto", "bernstein", "hoeffding")
 #: How :class:`Refit` reads its replicates.
 REFIT_METHODS = ("inversion", "percentile")
+#: The covariance of a GLM fit's :class:`Wald` interval.
+WALD_COV_TYPES = ("auto", "nonrobust", "HC0")
 
 
 def _check_flag(value: object, name: str) -> bool:
@@ -377,13 +387,94 @@ class Simultaneous(IntervalOption):
         self._set("n_boot", check_int(self.n_boot, "n_boot", minimum=2))
 
 
+@dataclass(frozen=True, repr=False)
+class Wald(IntervalOption):
+    """The normal (Wald) interval: the estimate plus or minus z standard errors.
+
+    For a mean of per-item scores (:func:`noisycal.brier`, :func:`noisycal.nll`) the
+    standard error is the items' standard deviation over the square root of n; for the
+    calibration slope and intercept it is the GLM fit's, from the covariance
+    ``cov_type``. It treats the items as independent (no ``cluster``).
+
+    Parameters
+    ----------
+    cov_type : {'auto', 'nonrobust', 'HC0'}, default='auto'
+        The covariance of a GLM fit (:func:`noisycal.calibration_slope`): model-based
+        ('nonrobust'), the HC0 sandwich, or 'auto': model-based for 0/1 targets, the
+        sandwich for soft targets (whose binomial variance is not the model's). A mean of
+        scores has one standard error and refuses any other than 'auto'.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> nc.intervals.Wald(cov_type="HC0")
+    Wald(cov_type='HC0')
+    """
+
+    name: ClassVar[str] = "wald"
+    cov_type: str = "auto"
+
+    def __post_init__(self) -> None:
+        check_choice(self.cov_type, "cov_type", WALD_COV_TYPES)
+
+
 #: The string shorthands: ``interval="bootstrap"`` is ``Bootstrap()``.
 SHORTHANDS: dict[str, type[IntervalOption]] = {
-    cls.name: cls for cls in (Inversion, Bootstrap, Bound, Refit, Credible, Simultaneous)}
+    cls.name: cls for cls in (Inversion, Bootstrap, Bound, Refit, Credible, Simultaneous,
+                              Wald)}
+
+#: What a metric says of the fields it does not use: a reason (the field must keep its
+#: default), or the values it accepts and a reason.
+Unused = Mapping[type, Mapping[str, "str | tuple[tuple, str]"]]
+
+
+def refuse_fields(option: IntervalOption | None, where: str, unused: Unused) -> None:
+    """Refuse, by name, a field of ``option`` that the metric ``where`` does not use.
+
+    Parameters
+    ----------
+    option : IntervalOption or None
+    where : str
+        The metric's name, for messages.
+    unused : mapping
+        Option class -> {field name: reason} for the fields the metric does not use (a
+        field is refused unless it is at its default), or {field name: (accepted values,
+        reason)} for a field of which it accepts some values.
+
+    Raises
+    ------
+    ValueError
+        Naming the kind, the field and its value.
+
+    Examples
+    --------
+    >>> refuse_fields(Bootstrap(rebin=True), "cmce",
+    ...               {Bootstrap: {"rebin": "its mass bins are equal-width"}})
+    Traceback (most recent call last):
+    ...
+    ValueError: cmce does not use Bootstrap(rebin=True): its mass bins are equal-width
+    """
+    if option is None:
+        return
+    reasons = unused.get(type(option), {})
+    for f in fields(option):  # type: ignore[arg-type]
+        if f.name not in reasons:
+            continue
+        value, why = getattr(option, f.name), reasons[f.name]
+        if isinstance(why, tuple):
+            accepted, why = why
+            refused = value not in accepted
+        else:
+            refused = value is not f.default and value != f.default
+        if refused:
+            shown = "<devices>" if f.name == "devices" else repr(value)
+            raise ValueError(f"{where} does not use {type(option).__name__}({f.name}={shown})"
+                             f": {why}")
 
 
 def as_interval(interval: object, offered: tuple[type[IntervalOption], ...], *,
-                default: IntervalOption | None, where: str) -> IntervalOption | None:
+                default: IntervalOption | None, where: str,
+                unused: Unused | None = None) -> IntervalOption | None:
     """The interval option object a metric runs, from what the user gave.
 
     Parameters
@@ -397,6 +488,9 @@ def as_interval(interval: object, offered: tuple[type[IntervalOption], ...], *,
         What 'auto' means for this metric.
     where : str
         The metric's name, for messages.
+    unused : mapping, optional
+        The fields of the offered kinds that the metric does not use
+        (:func:`refuse_fields`).
 
     Returns
     -------
@@ -405,7 +499,8 @@ def as_interval(interval: object, offered: tuple[type[IntervalOption], ...], *,
     Raises
     ------
     ValueError
-        Naming ``interval`` for an unknown string or a kind the metric does not offer.
+        Naming ``interval`` for an unknown string or a kind the metric does not offer, or
+        naming a field the metric does not use.
 
     Examples
     --------
@@ -433,4 +528,5 @@ def as_interval(interval: object, offered: tuple[type[IntervalOption], ...], *,
     if not isinstance(interval, offered):
         raise ValueError(f"{where} does not offer interval={interval!r}; it offers "
                          f"{names}")
+    refuse_fields(interval, where, unused or {})
     return interval

@@ -29,8 +29,6 @@ import jax.numpy as jnp
 from .._util.jax import as_key, x64
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
-    check_batch_size,
-    check_choice,
     check_int,
     check_items,
     check_level,
@@ -43,7 +41,6 @@ from .._util.validation import (
     prediction_items,
 )
 from ..intervals.bootstrap import (
-    BOOTSTRAP_METHODS,
     cluster_codes,
     default_batch_size,
     interval_from_replicates,
@@ -51,6 +48,7 @@ from ..intervals.bootstrap import (
 )
 from ..intervals.estimate import Estimate
 from ..intervals.inversion import inversion_report, invert_norm, no_variation
+from ..intervals.options import Bootstrap, IntervalOption, Inversion, as_interval
 from ..targets.target import Target, as_target_matrix
 from .binned.bins import Binned, metric_from_stats, uniform_edges
 from .binned.estimate import _bin_table
@@ -68,9 +66,18 @@ from .set_mass import (
     window_sums,
 )
 
-__all__ = ["cmce", "coverage_window", "hpr_sets", "hpr_coverage", "set_inputs", "cmce_value"]
+__all__ = ["cmce", "coverage_window", "hpr_sets", "hpr_coverage", "set_inputs", "cmce_value",
+           "CMCE_INTERVALS", "CMCE_UNUSED"]
 
-_INTERVALS = (None, "auto", "inversion", "bootstrap")
+#: The interval kinds of :func:`cmce`.
+CMCE_INTERVALS = (Inversion, Bootstrap)
+
+#: The fields of :data:`CMCE_INTERVALS` the CMCE does not use.
+CMCE_UNUSED = {Bootstrap: {
+    "scheme": (("auto", "exact"), "its bootstrap reweights the items' per-bin sums (the "
+               "exact scheme)"),
+    "rebin": "its mass bins are equal-width, held fixed",
+    "devices": "its bootstrap runs on one device"}}
 
 
 def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
@@ -342,10 +349,9 @@ def _inverted(form: CmceForm, n: int, value: float, *, weighted: bool, level: fl
 def cmce(probs: ArrayLike | None = None, target: object = None, *,
          logits: ArrayLike | None = None, classes: ArrayLike | None = None,
          items: ArrayLike | None = None, n_bins: int = 25, weighted: bool = True,
-         interval: str | None = "auto", level: float = 0.9, n_boot: int = 1000,
-         method: str = "percentile", seed: Seed = 0, cluster: ArrayLike | None = None,
-         estimator: str | None = None, chunk_size: int | None = None,
-         batch_size: int | None = None) -> Estimate:
+         interval: IntervalOption | str | None = "auto", level: float = 0.9,
+         seed: Seed = 0, cluster: ArrayLike | None = None, estimator: str | None = None,
+         chunk_size: int | None = None) -> Estimate:
     r"""Cumulative mass calibration error against any target.
 
     "Adaptive Set-Mass Calibration with Conformal Prediction" (Section 2.3, Eq. 4): every
@@ -382,18 +388,18 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
     weighted : bool, default=True
         Eq. 4 (bins weighted by their share of the n * K sets), or the unweighted mean
         over non-empty bins.
-    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
-        'auto' is 'inversion': the CMCE with the bins held fixed is a weighted L1 norm
-        of the per-bin means over items of (coverage minus mass) summed over the item's
-        sets, so :func:`noisycal.intervals.inversion.invert_norm` applies as for the ECE
+    interval : Inversion, Bootstrap, str or None, default='auto'
+        An option object of :mod:`noisycal.intervals` or its name. 'auto' is
+        ``Inversion()``: the CMCE with the bins held fixed is a weighted L1 norm of the
+        per-bin means over items of (coverage minus mass) summed over the item's sets,
+        so :func:`noisycal.intervals.inversion.invert_norm` applies as for the ECE
         (weights 1/K, or for the unweighted form the inverse of each bin's share held at
-        its sample value). 'bootstrap': the item bootstrap read off with ``method``.
+        its sample value; ``n_boot`` simulated draws). ``Bootstrap()``: the item
+        bootstrap read off with its ``method`` ('bca' uses the exact
+        leave-one-item-out values), ``batch_size`` replicates per vectorised batch; the
+        exact scheme only, no ``rebin``, no ``devices``.
     level : float, default=0.9
         Interval coverage, a fraction.
-    n_boot : int, default=1000
-        Bootstrap replicates, or simulated draws of the inversion (at least 100 there).
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        Bootstrap interval rule ('bca' uses the exact leave-one-item-out values).
     seed : int or jax key, default=0
     cluster : array-like of shape (n_items,), optional
         Cluster ids of the items (resampled whole; covariances cluster-robust).
@@ -402,8 +408,6 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
         ``details['plugin']`` always holds Eq. 4's plug-in value.
     chunk_size : int, optional
         Rows per chunk (default: about a million numbers per work array).
-    batch_size : int, optional
-        Bootstrap replicates per vectorised batch.
 
     Returns
     -------
@@ -423,17 +427,15 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
     for flag, name in ((weighted, "weighted"),):
         if not isinstance(flag, bool | np.bool_):
             raise ValueError(f"{name} must be True or False, got {flag!r}")
-    check_choice(interval, "interval", _INTERVALS)
+    option = as_interval(interval, CMCE_INTERVALS, default=Inversion(), where="cmce",
+                         unused=CMCE_UNUSED)
     P, y, T = set_inputs(probs, target, logits, classes=classes, items=items, lean=True)
     n, K = P.shape
     n_bins = check_n_bins(n_bins, n * K)
     level = check_level(level)
-    if interval == "auto":
-        interval = "inversion"
-    n_boot = check_int(n_boot, "n_boot", minimum=100 if interval == "inversion" else 2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
+    interval = None if option is None else option.name
+    n_boot = None if option is None else option.n_boot
     check_seed(seed)
-    batch_size = check_batch_size(batch_size)
     estimator = resolve_estimator(estimator, interval, False)
     codes, n_clusters = cluster_codes(cluster, n)
     if interval == "bootstrap":  # the replicates reweight the items' (n, n_bins, 3) table
@@ -453,8 +455,8 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
     if interval == "bootstrap":
         ci, status, message, reps, bin_reps = _bootstrap(
             S, value, codes, n_clusters, weighted=bool(weighted), n_boot=n_boot, level=level,
-            method=method, seed=seed, batch_size=batch_size)
-        kind, how = ("bootstrap", method) if status == "ok" else (None, None)
+            method=option.method, seed=seed, batch_size=option.batch_size)
+        kind, how = ("bootstrap", option.method) if status == "ok" else (None, None)
         ci = ci if status == "ok" else None
     table = _bin_table(binned, ["sets"], stats[None], bin_reps, level, interval)
     if interval == "inversion":

@@ -14,28 +14,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
-from .._util.validation import (
-    check_batch_size,
-    check_choice,
-    check_int,
-    check_level,
-    check_n_bins,
-    check_seed,
-)
-from ..intervals.bootstrap import BOOTSTRAP_METHODS
+from .._util.validation import check_choice, check_level, check_n_bins, check_seed
 from ..intervals.estimate import Estimate
-from .binned.bins import (
-    BIN_STRATEGIES,
-    Binned,
-    binned_from_predictions,
-    streamed_bin_sums,
+from ..intervals.options import (
+    Bootstrap,
+    Bound,
+    Credible,
+    IntervalOption,
+    Inversion,
+    Refit,
+    Simultaneous,
+    as_interval,
 )
-from .binned.dask import gather_binned, row_blocks
-from .binned.estimate import BOOTSTRAP_SCHEMES, binned_estimate
-from .binned.poisson import check_poisson_request
-from .binned.streamed import StreamedForm, streams_inversion
+from .binned.backend import BinnedRequest, choose_backend
+from .binned.bins import BIN_STRATEGIES
+from .binned.dask import row_blocks
+from .binned.estimate import binned_estimate
 from .inputs import (
     check_covariance_memory,
     lean_inputs,
@@ -44,19 +39,18 @@ from .inputs import (
 )
 from .inputs import resolve_kind as _resolve_kind
 from .inputs import target_kind as _target_kind
-from .mce import MIN_COUNT, mce_estimate
+from .mce import MCE_INTERVALS, MCE_UNUSED, MIN_COUNT, mce_estimate
 from .nc.assemble import (
     carries_channel_error,
     delta_cov_hook,
     nc_ece_named,
     with_channel_error,
 )
-from .nc.bound import check_bound_options
-from .nc.intervals import check_nc_ece_request, nc_ece_interval
+from .nc.intervals import check_nc_ece_metric, nc_ece_interval
 
 __all__ = ["ece", "mce", "resolve_inputs", "lean_inputs",
            "with_target_status", "PAPER_N_BINS",
-           "INTERVALS", "ESTIMATORS", "resolve_estimator"]
+           "INTERVALS", "ESTIMATORS", "resolve_estimator", "check_binning"]
 
 #: Bin counts used by the four papers, keyed by a short name of each:
 #: "ambiguous_ground_truth": Tao, Luo, Dong & Xu (2026), "Confidence Calibration under
@@ -67,49 +61,55 @@ __all__ = ["ece", "mce", "resolve_inputs", "lean_inputs",
 PAPER_N_BINS = {"ambiguous_ground_truth": 15, "set_mass_conformal": 25, "lwcal": 15,
                 "noisy_label_calibration": 10}
 
-#: Interval kinds the binned metrics offer in this version.
-INTERVALS = (None, "auto", "inversion", "bootstrap", "bound", "credible")
+#: The interval kinds :func:`ece` offers (option classes of :mod:`noisycal.intervals`;
+#: ``interval=`` takes an object of one of them, its name as a shorthand, 'auto' or None).
+INTERVALS = (Inversion, Bootstrap, Bound, Refit, Credible)
 
 #: Point estimators of the binned ECE: the plug-in (biased upward near 0) and the
 #: median-unbiased one of the inverted interval (:mod:`noisycal.intervals.inversion`).
 ESTIMATORS = ("plug-in", "median-unbiased")
 
 
-def _check_common(n_bins: object, n_items: int, strategy: object, norm: object,
-                  debias: object, interval: object, level: object, n_boot: object,
-                  method: object, rebin: object, seed: object, batch_size: object
-                  ) -> tuple[int, float, int, int | None]:
+def check_binning(n_bins: object, n_items: int, strategy: object, norm: object,
+                  debias: object) -> int:
+    """The checked bin count of a binned ECE, after checking its other binning settings.
+
+    Parameters
+    ----------
+    n_bins : int
+    n_items : int
+        Items of the sample (at most 10 bins per item).
+    strategy : {'uniform', 'quantile'}
+    norm : {'l1', 'l2'}
+    debias : bool
+        True only with ``norm='l2'`` (Kumar et al. 2019).
+
+    Returns
+    -------
+    int
+    """
     n_bins = check_n_bins(n_bins, n_items)
     check_choice(strategy, "strategy", BIN_STRATEGIES)
     check_choice(norm, "norm", ("l1", "l2"))
-    for flag, name in ((debias, "debias"), (rebin, "rebin")):
-        if not isinstance(flag, bool | np.bool_):
-            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    if not isinstance(debias, bool | np.bool_):
+        raise ValueError(f"debias must be True or False, got {debias!r}")
     if debias and norm != "l2":
         raise ValueError("debias=True is defined for norm='l2' only (Kumar et al. 2019)")
-    check_choice(interval, "interval", INTERVALS)
-    level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=100 if interval == "inversion" else 2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
-    check_seed(seed)
-    if rebin and strategy != "quantile":
-        raise ValueError("rebin=True re-estimates equal-mass edges per replicate; it needs "
-                         "strategy='quantile'")
-    return n_bins, level, n_boot, check_batch_size(batch_size)
+    return n_bins
 
 
-def resolve_estimator(estimator: str | None, interval: str | None, debias: bool,
-                      reduce: str = "ece") -> str:
+def resolve_estimator(estimator: str | None, interval: str | None, debias: bool) -> str:
     """The estimator a binned metric reports, checked against its interval.
 
     Parameters
     ----------
     estimator : {'plug-in', 'median-unbiased'} or None
-        None: 'median-unbiased' with ``interval='inversion'``, else 'plug-in'
-        ('debiased' with ``debias=True``).
+        None: 'median-unbiased' with the inverted interval, else 'plug-in' ('debiased'
+        with ``debias=True``).
     interval : str or None
+        The interval kind's name ('inversion' for :class:`~noisycal.intervals.Inversion`
+        and for a :class:`~noisycal.intervals.Refit` that inverts).
     debias : bool
-    reduce : {'ece', 'mce'}, default='ece'
 
     Returns
     -------
@@ -117,10 +117,6 @@ def resolve_estimator(estimator: str | None, interval: str | None, debias: bool,
     """
     if estimator is not None:
         check_choice(estimator, "estimator", ESTIMATORS)
-    if interval == "inversion":
-        if reduce != "ece":
-            raise ValueError("interval='inversion' is defined for the ECE (a norm of bin "
-                             "means), not the MCE; use interval='bootstrap'")
     if debias:
         if estimator == "median-unbiased":
             raise ValueError("estimator='median-unbiased' and debias=True are two different "
@@ -128,92 +124,64 @@ def resolve_estimator(estimator: str | None, interval: str | None, debias: bool,
         return "debiased"
     if estimator == "median-unbiased" and interval != "inversion":
         raise ValueError("estimator='median-unbiased' is read off the inverted interval: it "
-                         "needs interval='inversion'")
+                         "needs interval='inversion' (Inversion(), or Refit() that inverts)")
     if estimator is None:
         return "median-unbiased" if interval == "inversion" else "plug-in"
     return estimator
 
 
 def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
-                   name: str, reduce: str, kind: str | None, n_bins: int, strategy: str,
-                   norm: str, debias: bool, interval: str | None, level: float, n_boot: int,
-                   method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
-                   batch_size: int | None, classes: ArrayLike | None = None,
-                   items: ArrayLike | None = None, bound: dict | None = None,
-                   refit_channels: bool = False, estimator: str | None = None,
-                   bootstrap: str = "auto", devices: object = None,
-                   progress: bool = False) -> Estimate:
-    # long: one dispatch over the four computation paths (Dask blocks, streamed sums,
-    # streamed inversion, item table) and the NC-ECE channel steps that share its state
-    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
-    if not isinstance(refit_channels, bool | np.bool_):
-        raise ValueError(f"refit_channels must be True or False, got {refit_channels!r}")
-    progress = check_progress(progress)
+                   name: str, kind: str | None, n_bins: int, strategy: str, norm: str,
+                   debias: bool, interval: IntervalOption | None, level: float, seed: Seed,
+                   cluster: ArrayLike | None, classes: ArrayLike | None = None,
+                   items: ArrayLike | None = None, estimator: str | None = None
+                   ) -> Estimate:
+    """The binned ECE of :func:`ece` with its interval option (already resolved)."""
     blocks = row_blocks(probs, target, classes, logits=logits, items=items)  # Dask input
     P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
                             if blocks is None else blocks.inputs)
-    if interval == "auto":
-        interval = "bootstrap" if reduce == "mce" else "inversion"
-    devices, bootstrap = check_poisson_request(devices, bootstrap, interval, refit_channels)
-    if bootstrap != "auto" and interval != "bootstrap":
-        raise ValueError(f"bootstrap={bootstrap!r} chooses how interval='bootstrap' draws "
-                         f"its replicates; it has no effect with interval={interval!r}")
-    n_bins, level, n_boot, batch_size = _check_common(
-        n_bins, P.shape[0], strategy, norm, debias, interval, level, n_boot, method, rebin,
-        seed, batch_size)
-    if bound is not None:
-        bound = check_bound_options(bound["mode"], bound["channel_radius"],
-                                    bound["true_channels"], bound["same_sample"],
-                                    bound_kind=bound["bound_kind"],
-                                    interval_bound=interval == "bound")
+    n_bins = check_binning(n_bins, P.shape[0], strategy, norm, debias)
+    level = check_level(level)
+    check_seed(seed)
+    if isinstance(interval, Bootstrap) and interval.rebin and strategy != "quantile":
+        raise ValueError("Bootstrap(rebin=True) re-estimates equal-mass edges per "
+                         "replicate; it needs strategy='quantile'")
     kind = _resolve_kind(kind, binary, P.shape[1])
-    if interval == "inversion":
+    refit = isinstance(interval, Refit)
+    basis = None if interval is None else interval.name
+    if refit:  # inverted, or read off the replicates as a bootstrap
+        basis = "inversion" if interval.method == "inversion" else "bootstrap"
+    if basis == "inversion":  # the covariance of the bin means
         check_covariance_memory(kind, P.shape[1], n_bins)
-    estimator = resolve_estimator(estimator, interval, debias, reduce)
+    estimator = resolve_estimator(estimator, basis, debias)
     groups = ([f"class_{k}" for k in range(P.shape[1])] if kind == "classwise" else [kind])
     label = {"positive_class": f"positive-class {name}", "classwise": f"classwise {name}"
              }.get(kind, name)
     if norm == "l2":
         label = ("debiased " if debias else "") + "L2 " + label
-    nc_request = check_nc_ece_request(interval, bool(refit_channels), n_classes=P.shape[1],
-                                      reduce=reduce, norm=norm, debias=debias, kind=kind,
-                                      strategy=strategy, method=method, cluster=cluster)
-    channels = carries_channel_error(target, interval, reduce, bool(refit_channels),
-                                     blocks is not None)
-    sums = form = streamed = None
-    if blocks is not None:  # sums over the row blocks
-        binned, sums, form, streamed = gather_binned(
-            blocks, kind, n_bins, debias=debias, interval=interval, n_boot=n_boot, seed=seed,
-            strategy=strategy, method=method, bootstrap=bootstrap, cluster=cluster,
-            rebin=rebin, refit_channels=bool(refit_channels), devices=devices)
-    elif interval is None and strategy == "uniform" and not nc_request:
-        # no interval: the per-bin sums over row chunks, no item table (classwise: K x n)
-        sums, edges = streamed_bin_sums(P, labels, T, kind, n_bins, with_sq=debias)
-        G, C = sums.shape[0], sums.shape[2]
-        binned = Binned(np.empty((G, 0, C)), np.empty((G, 0), np.int32), edges, n_bins, 1)
-    elif streams_inversion(interval, kind, reduce, cluster, nc_request or channels):
-        form = StreamedForm(P, labels, T, kind, n_bins, strategy, with_sq=debias)
-        sums, binned = form.sums, form.binned
-    else:
-        binned = binned_from_predictions(P, labels, T, kind, n_bins, strategy, with_sq=debias)
+    nc_request = isinstance(interval, Bound | Refit | Credible)
+    if nc_request:
+        check_nc_ece_metric(interval, n_classes=P.shape[1], norm=norm, debias=debias,
+                            kind=kind, strategy=strategy, cluster=cluster)
+    channels = carries_channel_error(target, basis, "ece", refit, blocks is not None)
+    request = BinnedRequest(kind, n_bins, strategy, debias, interval, seed, cluster, "ece",
+                            needs_items=nc_request or channels)
+    binned, sums, form, streamed = choose_backend(P, labels, T, blocks, request).gather(
+        request)
     hook, ch_det, ch_status = delta_cov_hook(target, P, binned.data[:, :, 1], binned.bins,
                                              kind, n_bins) if channels else (None, {}, None)
-    est = binned_estimate(binned, groups, name=label, reduce=reduce, norm=norm, sums=sums,
-                           debias=debias, interval=None if nc_request else interval,
-                           level=level, n_boot=n_boot, method=method, seed=seed,
-                           cluster=cluster, rebin=rebin, batch_size=batch_size,
-                           details={"kind": kind, "strategy": strategy, "norm": norm,
-                                    "debias": debias, "target_kind": _target_kind(target)},
-                           estimator=estimator, bootstrap=bootstrap, devices=devices,
-                           form=form, streamed=streamed, cov_hook=hook)
+    est = binned_estimate(binned, groups, name=label, reduce="ece", norm=norm, sums=sums,
+                          debias=debias, interval=None if nc_request else interval,
+                          level=level, seed=seed, cluster=cluster,
+                          details={"kind": kind, "strategy": strategy, "norm": norm,
+                                   "debias": debias, "target_kind": _target_kind(target)},
+                          estimator=estimator, form=form, streamed=streamed, cov_hook=hook)
     if channels:
         est = with_channel_error(est, ch_det, ch_status)
     if nc_request:
         est = nc_ece_interval(est, binned.data[0, :, 1], binned.bins[0], target,
-                              interval=interval, refit_channels=bool(refit_channels),
-                              level=level, n_boot=n_boot, method=method, seed=seed,
-                              bound=bound or {}, probs=np.asarray(P, dtype=np.float64),
-                              estimator=estimator, progress=progress)
+                              interval=interval, level=level, seed=seed,
+                              probs=np.asarray(P, dtype=np.float64), estimator=estimator)
     if getattr(target, "kind", None) == "corrected":
         est = nc_ece_named(est)
     return with_target_status(est, target)
@@ -265,48 +233,44 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
     strategy : {'uniform', 'quantile'}, default='uniform'
         Equal-width bins, or equal-mass bins whose inner edges are midpoints
         between order statistics (see :func:`~noisycal.metrics.binned.bins.quantile_inner_edges`).
-    interval : {'bootstrap', None, ...}
-        Interval kind (the kinds of :func:`ece` are listed there).
+    interval : IntervalOption, str or None, default='auto'
+        The interval kind, an option object of :mod:`noisycal.intervals` that holds its
+        own settings (``nc.intervals.Bootstrap(n_boot=2000, method='bca')``), or its
+        name as a shorthand for its defaults (``'bootstrap'`` is ``Bootstrap()``);
+        'auto' is the metric's default kind, None no interval. The kinds each metric
+        offers are listed with it; a field of an offered kind that the metric does not
+        use (``Bootstrap(rebin=True)`` of the MCE) is refused by name.
     level : float, default=0.9
         Interval coverage, a fraction in (0, 1).
-    n_boot : int, default=1000
-        Bootstrap replicates (at least 2).
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        How the bootstrap interval is read off the replicates.
     seed : int or jax key, default=0
-        Seeds the bootstrap.
+        Seeds the interval's random draws.
     cluster : array-like of shape (n_items,), optional
-        Cluster ids (several rows of one unit); clusters are resampled whole.
-    rebin : bool, default=False
-        With ``strategy='quantile'``: re-estimate the equal-mass edges in every
-        replicate (True) or keep the sample's edges fixed (False).
-    batch_size : int, optional
-        Replicates per vectorised chunk of the exact bootstrap (the binned scheme draws
-        all replicates at once and does not use it); default 1 on CPU (a sequential
-        ``lax.map`` measured fastest there) and as many as fit ~2**25 numbers on
-        accelerators.
-    bootstrap : {'auto', 'exact', 'binned', 'poisson'}, default='auto'
-        How ``interval='bootstrap'`` draws its item-bootstrap replicates. 'exact': n
-        items drawn with replacement per replicate (cost n per replicate). 'poisson':
-        an independent Poisson(1) weight per item (or cluster) and replicate, weighted
-        bin means and total (:mod:`noisycal.metrics.binned.poisson`; cost n per
-        replicate, shardable over ``devices``; not with ``rebin``). 'binned': the
-        same bootstrap drawn from per-cell statistics (cost independent of n); a cell
-        is a bin, split by the target value when every target is 0 or 1. The cell
-        counts are drawn exactly (multinomial over cells); given its count N_c, a cell
-        with at least ``NORMAL_FROM`` (200) sample items gets the sum of its N_c
-        resampled confidences and targets from the normal with their exact conditional
-        mean N_c mu_c and covariance N_c Sigma_c (central limit theorem; with hard
-        labels only the confidence sum is approximated, and a bin's confidences span
-        at most its width), and items of smaller cells are drawn one by one, exactly.
-        It applies to one score group and one target value per item without
-        ``cluster`` or ``rebin`` (else ValueError); on the tested cases (near and far
-        from calibration, sparse bins, soft targets, L1 and debiased L2) its 5% and 95%
-        replicate quantiles agree with the exact bootstrap's within 4 Monte-Carlo
-        standard errors. 'auto': 'binned' where it applies, else 'exact' ('poisson'
-        with ``devices``). ``details['bootstrap']`` says which ran. Only
-        ``interval='bootstrap'`` draws replicates: any scheme but 'auto' given with
-        another interval is a ValueError."""
+        Cluster ids (several rows of one unit); clusters are resampled whole."""
+
+_BOOTSTRAP = """The item bootstrap (:class:`~noisycal.intervals.Bootstrap`) of a binned metric: its
+    ``rebin`` re-estimates equal-mass edges in every replicate (``strategy='quantile'``
+    only; else the sample's edges are kept); its ``batch_size`` is the replicates per
+    vectorised chunk of the exact scheme (default 1 on CPU, a sequential ``lax.map``
+    measured fastest there, and as many as fit ~2**25 numbers on accelerators); its
+    ``scheme`` says how the replicates are drawn. 'exact': n items drawn with
+    replacement per replicate (cost n per replicate). 'poisson': an independent
+    Poisson(1) weight per item (or cluster) and replicate, weighted bin means and total
+    (:mod:`noisycal.metrics.binned.poisson`; cost n per replicate, shardable over the
+    option's ``devices``, which make 'auto' 'poisson'; not with ``rebin``). 'binned':
+    the same bootstrap drawn from per-cell statistics (cost independent of n); a cell is
+    a bin, split by the target value when every target is 0 or 1. The cell counts are
+    drawn exactly (multinomial over cells); given its count N_c, a cell with at least
+    ``NORMAL_FROM`` (200) sample items gets the sum of its N_c resampled confidences and
+    targets from the normal with their exact conditional mean N_c mu_c and covariance
+    N_c Sigma_c (central limit theorem; with hard labels only the confidence sum is
+    approximated, and a bin's confidences span at most its width), and items of smaller
+    cells are drawn one by one, exactly. It applies to one score group and one target
+    value per item without ``cluster`` or ``rebin`` (else ValueError); on the tested
+    cases (near and far from calibration, sparse bins, soft targets, L1 and debiased
+    L2) its 5% and 95% replicate quantiles agree with the exact bootstrap's within 4
+    Monte-Carlo standard errors. 'auto': 'binned' where it applies, else 'exact'.
+    ``details['bootstrap']`` says which ran; the replicates of a sharded run equal the
+    one-device run's up to summation order."""
 
 _RETURNS = """Estimate
         ``bins`` holds the per-bin table; ``details['per_group']`` the per-class values
@@ -316,7 +280,8 @@ _RETURNS = """Estimate
 
 
 def _doc(func: object) -> object:
-    func.__doc__ = func.__doc__.replace("{common}", _COMMON).replace("{returns}", _RETURNS)
+    func.__doc__ = func.__doc__.replace("{common}", _COMMON).replace(
+        "{returns}", _RETURNS).replace("{bootstrap}", _BOOTSTRAP)
     return func
 
 
@@ -325,14 +290,9 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         logits: ArrayLike | None = None, classes: ArrayLike | None = None,
         items: ArrayLike | None = None, n_bins: int = 15, kind: str | None = None,
         strategy: str = "uniform", norm: str = "l1", debias: bool = False,
-        interval: str | None = "auto", level: float = 0.9, n_boot: int = 1000,
-        method: str = "percentile", seed: Seed = 0, cluster: ArrayLike | None = None,
-        rebin: bool = False, batch_size: int | None = None, bound_mode: str = "binned_only",
-        channel_radius: float | None = None, true_channels: tuple | None = None,
-        same_sample: bool | None = None, bound_kind: str = "auto",
-        refit_channels: bool = False,
-        estimator: str | None = None, bootstrap: str = "auto",
-        devices: object = None, progress: bool = False) -> Estimate:
+        interval: IntervalOption | str | None = "auto", level: float = 0.9,
+        estimator: str | None = None, seed: Seed = 0,
+        cluster: ArrayLike | None = None) -> Estimate:
     r"""Binned expected calibration error against any target.
 
     Parameters
@@ -341,8 +301,10 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     norm : {'l1', 'l2'}, default='l1'
     debias : bool, default=False
         With ``norm='l2'``: the debiased estimator of Kumar, Liang & Ma (2019).
-    interval : {'auto', 'inversion', 'bootstrap', 'bound', 'credible', None}, default='auto'
-        'auto': 'inversion'. 'inversion': the interval of
+    interval : Inversion, Bootstrap, Bound, Refit, Credible, str or None, default='auto'
+        An option object of :mod:`noisycal.intervals` (``nc.metrics.INTERVALS``), or its
+        name for its defaults. 'auto': ``Inversion()``.
+        :class:`~noisycal.intervals.Inversion`: the interval of
         :func:`noisycal.intervals.inversion.invert_norm`, which inverts a parametric
         bootstrap test of each candidate value (``n_boot`` Gaussian draws of the bin
         means, bins held fixed). It covers the population binned ECE near 0 as well as
@@ -354,53 +316,17 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
         labels from the predictions (consistency resampling, exact however sparsely the
         bins are filled; ``details['zero_test']``), and the upper end is set by the least
         favourable null configuration (``upper_null='least-favourable'`` of
-        ``invert_norm``). 'bootstrap': the item bootstrap
-        read off with ``method``; it inherits the plug-in's upward bias and covers
-        poorly for nearly calibrated models (with a corrected target it also holds the
-        channels fixed). 'bound' and 'credible': see Notes.
+        ``invert_norm``). :class:`~noisycal.intervals.Bootstrap`: the item bootstrap
+        read off with its ``method`` (Notes); it inherits the plug-in's upward bias and
+        covers poorly for nearly calibrated models (with a corrected target it also
+        holds the channels fixed). :class:`~noisycal.intervals.Bound`,
+        :class:`~noisycal.intervals.Refit` and :class:`~noisycal.intervals.Credible`:
+        the intervals of a noise-corrected target (Notes).
     estimator : {'plug-in', 'median-unbiased'}, optional
-        The reported value. Default: 'median-unbiased' with ``interval='inversion'``
+        The reported value. Default: 'median-unbiased' with the inverted interval
         (the candidate value whose simulated median equals the plug-in; it lies inside
         the interval), else 'plug-in' (the textbook binned ECE, biased upward near 0).
         ``details['plugin']`` always holds the plug-in with the inverted interval.
-    bound_mode : {'binned_only', 'oracle', 'radius'}, default='binned_only'
-        With ``interval='bound'``: how the channel term enters (left out, exact from
-        ``true_channels`` (two classes: the rates ``(a, b)``; any K: the (J, K, K) true
-        confusion matrices), or ``B * channel_radius`` with ``channel_radius`` a bound on
-        the total-variation distance between a true and a fitted confusion row).
-    channel_radius, true_channels, same_sample
-        See ``bound_mode`` and :func:`noisycal.metrics.nc.bound.nc_ece_bound`.
-        ``same_sample=None`` (default) infers from the target's provenance whether its
-        channels were fitted on the evaluated items (Proposition 1) or not (Theorem 1):
-        :func:`noisycal.metrics.nc.bound.infer_same_sample`; ``details['statement']``
-        says which was applied. These options and ``bound_mode`` are always validated;
-        given (not at their defaults) without
-        ``interval='bound'``, or with a ``bound_mode`` they do not belong to, they raise.
-    bound_kind : {'auto', 'bernstein', 'hoeffding'}, default='auto'
-        With ``interval='bound'``: the inequality of the sampling radius
-        (:func:`noisycal.metrics.nc.bound.nc_ece_bound`): 'hoeffding' the radius of
-        Theorem 1 / Proposition 1 of "Noisy-Label Calibration with Multiple Unreliable
-        Labels", 'bernstein' the empirical Bernstein radius (Maurer & Pontil 2009,
-        Theorem 4), 'auto' the smaller of the two at eta/2 each (never wider than
-        'hoeffding'); ``details['inequality']`` says which was used.
-    refit_channels : bool, default=False
-        With a corrected target built from an EM fit of the Dawid-Skene family (two
-        classes: the positive-class ECE; K > 2: the L1 top-label or classwise ECE with
-        equal-width bins): refit the channels (and the aggregation weights) on the items
-        of every bootstrap replicate (:mod:`noisycal.metrics.nc.refit`). With
-        ``interval='inversion'`` (what 'auto' becomes) the replicates' covariance of the
-        bin means replaces the delta method's in the inverted test
-        (:func:`noisycal.metrics.nc.assemble.refit_inversion`); with
-        ``interval='bootstrap'`` the percentile interval of the replicates (biased upward
-        near 0, like every bootstrap of the plug-in).
-    progress : bool, default=False
-        A progress bar on stderr over the channel refits of ``refit_channels=True`` (the
-        other intervals are one compiled pass and show none).
-    devices : int or sequence of jax devices, optional
-        Shard the items of ``bootstrap='poisson'`` (what 'auto' becomes; 'exact' or
-        'binned' raise) over these devices (an int: the first that many of
-        ``jax.devices()``); the replicates equal the one-device run's up to summation
-        order. None: one device.
 
     Returns
     -------
@@ -417,8 +343,10 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     Classwise values combine the K per-class errors as :math:`(\frac1K\sum_k
     \mathrm{CE}_k^p)^{1/p}` (Kull et al. 2019 for p = 1; Kumar et al. 2019 for p = 2).
     Empty bins contribute nothing. The bootstrap resamples items (or clusters) with
-    the bins held fixed, unless ``rebin=True``; BCa's acceleration uses the exact
+    the bins held fixed, unless ``Bootstrap(rebin=True)``; BCa's acceleration uses the exact
     leave-one-item-out jackknife (bins fixed).
+
+    {bootstrap}
 
     With a corrected target (:func:`noisycal.targets.corrected`) this is the NC-ECE of
     "Noisy-Label Calibration with Multiple Unreliable Labels": the estimand is the binned
@@ -433,17 +361,42 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     fails), 'channels_fixed' when the error could not be computed (the interval then
     treats the channels as known). Channels given by the user (``confusion=``, ``a=``,
     ``b=``) are treated as known. Measured coverage: ``benchmarks/README.md``
-    (``benchmarks/coverage_nc_ece.py``). Other interval kinds of the NC-ECE:
-    ``interval='bound'`` (its Theorem 1 / Eq. C.11, or Proposition 1 for channels fitted
-    on the evaluated items, generalised to K classes by
-    :func:`noisycal.metrics.nc.bound.nc_ece_bound`; components B-hat, sampling radius
-    and channel term in ``details``), ``refit_channels=True`` (above) and
-    ``interval='credible'`` (a corrected target built from a NUTS fit: the equal-tailed
-    interval of the binned NC-ECE over channel posterior draws x Bayesian bootstrap of
-    items, any K). The credible interval, like the percentile bootstraps, is the
-    distribution of the plug-in, which is biased upward near 0: it misses a nearly
-    calibrated classifier's error from above most of the time (coverage in
-    ``benchmarks/README.md``); prefer the default.
+    (``benchmarks/coverage_nc_ece.py``).
+
+    The other interval kinds of the NC-ECE need the L1 NC-ECE with equal-width bins (two
+    classes: the positive-class error; K > 2: the top-label or classwise one):
+
+    - :class:`~noisycal.intervals.Bound`: the finite-sample bound (its Theorem 1 / Eq.
+      C.11, or Proposition 1 for channels fitted on the evaluated items, generalised to
+      K classes by :func:`noisycal.metrics.nc.bound.nc_ece_bound`; components B-hat,
+      sampling radius and channel term in ``details``). Its ``mode`` says how the
+      channel term enters: left out ('binned_only'), exact from ``true_channels`` (two
+      classes: the rates ``(a, b)``; any K: the (J, K, K) true confusion matrices), or
+      ``B * channel_radius`` with ``channel_radius`` a bound on the total-variation
+      distance between a true and a fitted confusion row. ``same_sample=None`` infers
+      from the target's provenance whether its channels were fitted on the evaluated
+      items (Proposition 1) or not (Theorem 1):
+      :func:`noisycal.metrics.nc.bound.infer_same_sample`; ``details['statement']`` says
+      which was applied. Its ``kind`` is the inequality of the sampling radius:
+      'hoeffding' the radius of Theorem 1 / Proposition 1, 'bernstein' the empirical
+      Bernstein radius (Maurer & Pontil 2009, Theorem 4), 'auto' the smaller of the two
+      at eta/2 each (never wider than 'hoeffding'); ``details['inequality']`` says which
+      was used.
+    - :class:`~noisycal.intervals.Refit`: with a corrected target built from an EM fit
+      of the Dawid-Skene family, refit the channels (and the aggregation weights) on the
+      items of every bootstrap replicate (:mod:`noisycal.metrics.nc.refit`; no
+      ``cluster``). ``method='inversion'`` (the default): the replicates' covariance of
+      the bin means replaces the delta method's in the inverted test
+      (:func:`noisycal.metrics.nc.assemble.refit_inversion`); ``method='percentile'``:
+      the percentile interval of the replicates (biased upward near 0, like every
+      bootstrap of the plug-in). Its ``progress`` shows a bar on stderr over the refits
+      (the other intervals are one compiled pass and show none).
+    - :class:`~noisycal.intervals.Credible`: a corrected target built from a NUTS fit:
+      the equal-tailed interval of the binned NC-ECE over channel posterior draws x
+      Bayesian bootstrap of items, any K. The credible interval, like the percentile
+      bootstraps, is the distribution of the plug-in, which is biased upward near 0: it
+      misses a nearly calibrated classifier's error from above most of the time
+      (coverage in ``benchmarks/README.md``); prefer the default.
 
     Examples
     --------
@@ -451,27 +404,25 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     >>> p = np.array([[0.9, 0.1], [0.8, 0.2], [0.3, 0.7]])
     >>> float(nc.ece(p, np.array([0, 1, 1]), n_bins=10, interval=None))
     0.4
+    >>> y = np.array([0, 1, 1])
+    >>> est = nc.ece(p, y, n_bins=2, interval=nc.intervals.Bootstrap(n_boot=200))
+    >>> est.kind, est.method, est.n_boot
+    ('bootstrap', 'percentile', 200)
     """
-    return _binned_metric(probs, target, logits, name="ECE", reduce="ece", kind=kind,
-                          n_bins=n_bins, strategy=strategy, norm=norm, debias=debias,
-                          interval=interval, level=level, n_boot=n_boot, method=method,
-                          seed=seed, cluster=cluster, rebin=rebin, batch_size=batch_size,
-                          classes=classes, items=items,
-                          bound={"mode": bound_mode, "channel_radius": channel_radius,
-                                 "true_channels": true_channels, "same_sample": same_sample,
-                                 "bound_kind": bound_kind},
-                          refit_channels=refit_channels, estimator=estimator,
-                          bootstrap=bootstrap, devices=devices, progress=progress)
+    option = as_interval(interval, INTERVALS, default=Inversion(), where="ece")
+    return _binned_metric(probs, target, logits, name="ECE", kind=kind, n_bins=n_bins,
+                          strategy=strategy, norm=norm, debias=debias, interval=option,
+                          level=level, seed=seed, cluster=cluster, classes=classes,
+                          items=items, estimator=estimator)
 
 
 @_doc
 def mce(probs: ArrayLike | None = None, target: object = None, *,
         logits: ArrayLike | None = None, classes: ArrayLike | None = None,
         items: ArrayLike | None = None, n_bins: int = 15, kind: str | None = None,
-        strategy: str = "uniform", min_count: int = MIN_COUNT, interval: str | None = "auto",
-        level: float = 0.9, n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
-        cluster: ArrayLike | None = None, rebin: bool = False,
-        batch_size: int | None = None, bootstrap: str = "auto") -> Estimate:
+        strategy: str = "uniform", min_count: int = MIN_COUNT,
+        interval: IntervalOption | str | None = "auto", level: float = 0.9, seed: Seed = 0,
+        cluster: ArrayLike | None = None) -> Estimate:
     r"""Maximum calibration error: max ``|mean target - mean confidence|`` over bins of min_count.
 
     Parameters
@@ -480,16 +431,21 @@ def mce(probs: ArrayLike | None = None, target: object = None, *,
     min_count : int, default=20
         Least number of items in a bin of the MCE, part of the estimand (see
         :mod:`noisycal.metrics.mce`); 1: every non-empty bin (the textbook MCE).
-    interval : {'auto', 'simultaneous', 'bootstrap', None}, default='auto'
-        'auto' = 'simultaneous' (:mod:`noisycal.metrics.mce`; bootstrap-t within bins,
-        ``n_boot`` replicates): it covers near and far from calibration
-        (``benchmarks/README.md``). 'bootstrap': the item bootstrap of the same estimand
-        (no ``rebin``), biased upward near calibration.
+    interval : Simultaneous, Bootstrap, str or None, default='auto'
+        'auto' = :class:`~noisycal.intervals.Simultaneous` (:mod:`noisycal.metrics.mce`;
+        bootstrap-t within bins, ``n_boot`` replicates): it covers near and far from
+        calibration (``benchmarks/README.md``). :class:`~noisycal.intervals.Bootstrap`:
+        the item bootstrap of the same estimand (no ``rebin``, no ``devices``), biased
+        upward near calibration.
 
     Returns
     -------
     {returns}
         Status 'no_bins' (NaN) when no bin holds ``min_count`` items; ``in_mce`` in ``bins``.
+
+    Notes
+    -----
+    {bootstrap}
 
     Examples
     --------
@@ -498,7 +454,12 @@ def mce(probs: ArrayLike | None = None, target: object = None, *,
     >>> float(nc.mce(p, np.array([0, 1, 1]), n_bins=10, min_count=1, interval=None))
     0.8
     """
+    if interval == "inversion" or isinstance(interval, Inversion):
+        raise ValueError("interval=Inversion() inverts a test of a norm of bin means (the "
+                         "ECE), not of their maximum; the MCE's interval='auto' is the "
+                         "simultaneous interval of noisycal.metrics.mce")
+    option = as_interval(interval, MCE_INTERVALS, default=Simultaneous(), where="mce",
+                         unused=MCE_UNUSED)
     return mce_estimate(probs, target, logits, classes=classes, items=items, n_bins=n_bins,
-                        kind=kind, strategy=strategy, min_count=min_count, interval=interval,
-                        level=level, n_boot=n_boot, method=method, seed=seed, cluster=cluster,
-                        rebin=rebin, batch_size=batch_size, bootstrap=bootstrap)
+                        kind=kind, strategy=strategy, min_count=min_count, interval=option,
+                        level=level, seed=seed, cluster=cluster)

@@ -57,7 +57,6 @@ from scipy import stats as sps
 from .._util.jax import as_numpy_rng
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
-    check_batch_size,
     check_choice,
     check_int,
     check_level,
@@ -66,16 +65,17 @@ from .._util.validation import (
     user_stacklevel,
 )
 from ..exceptions import NumericalWarning
-from ..intervals.bootstrap import BOOTSTRAP_METHODS, cluster_codes
+from ..intervals.bootstrap import cluster_codes
 from ..intervals.estimate import Estimate
+from ..intervals.options import Bootstrap, Simultaneous
 from .binned.bins import BIN_STRATEGIES, Binned, binned_from_predictions, uniform_edges
 from .binned.dask import block_inputs, gather_binned, refuse, row_blocks
-from .binned.estimate import BOOTSTRAP_SCHEMES, binned_estimate
+from .binned.estimate import binned_estimate
 from .binned.form import one_hot_target
 from .inputs import lean_inputs, resolve_kind, target_kind, with_target_status
 
 __all__ = ["mce_estimate", "mce_estimand", "simultaneous_bounds", "cell_moments",
-           "CellMoments", "MIN_COUNT", "BOOT_T_MAX", "MCE_INTERVALS"]
+           "CellMoments", "MIN_COUNT", "BOOT_T_MAX", "MCE_INTERVALS", "MCE_UNUSED"]
 
 #: Default least number of sample items in a cell of the MCE's estimand.
 MIN_COUNT = 20
@@ -87,8 +87,15 @@ BOOT_T_MAX = 5000
 #: Indices drawn at once by the bootstrap-t (replicates x items of a cell).
 _CHUNK_ELEMENTS = 2**20
 
-#: Interval kinds of :func:`noisycal.mce`.
-MCE_INTERVALS = (None, "auto", "simultaneous", "bootstrap")
+#: Interval kinds of :func:`noisycal.mce` (option classes of :mod:`noisycal.intervals`).
+MCE_INTERVALS = (Simultaneous, Bootstrap)
+
+#: The fields of :data:`MCE_INTERVALS` the MCE does not use (see
+#: :func:`noisycal.intervals.options.refuse_fields`).
+MCE_UNUSED = {Bootstrap: {
+    "rebin": "edges re-estimated in every replicate change which bins hold min_count "
+             "items",
+    "devices": "the MCE's bootstrap runs on one device"}}
 
 
 def mce_estimand(min_count: int, n_groups: int, classwise: bool) -> str:
@@ -318,32 +325,14 @@ def _simultaneous(mom: CellMoments, sel: np.ndarray, items: tuple | None,
     return (low, high), band, "ok", "", det
 
 
-def _check(n_bins: object, n: int, strategy: object, interval: object, level: object,
-           n_boot: object, method: object, seed: object, batch_size: object,
-           min_count: object, bootstrap: object, rebin: object) -> tuple:
+def _check(n_bins: object, n: int, strategy: object, level: object, seed: object,
+           min_count: object) -> tuple[int, float, int]:
     n_bins = check_n_bins(n_bins, n)
     check_choice(strategy, "strategy", BIN_STRATEGIES)
-    if interval == "inversion":
-        raise ValueError("interval='inversion' inverts a test of a norm of bin means (the "
-                         "ECE), not of their maximum; the MCE's interval='auto' is the "
-                         "simultaneous interval of noisycal.metrics.mce")
-    check_choice(interval, "interval", MCE_INTERVALS)
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
     check_seed(seed)
-    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
     min_count = check_int(min_count, "min_count", minimum=1)
-    if not isinstance(rebin, bool | np.bool_):
-        raise ValueError(f"rebin must be True or False, got {rebin!r}")
-    if rebin:
-        raise ValueError("rebin=True is not offered for the MCE: edges re-estimated in "
-                         "every replicate change which bins hold min_count items")
-    interval = "simultaneous" if interval == "auto" else interval
-    if bootstrap != "auto" and interval != "bootstrap":
-        raise ValueError(f"bootstrap={bootstrap!r} chooses how interval='bootstrap' draws "
-                         f"its replicates; it has no effect with interval={interval!r}")
-    return n_bins, interval, level, n_boot, check_batch_size(batch_size), min_count
+    return n_bins, level, min_count
 
 
 def _mce_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | None, kind: str,
@@ -371,17 +360,19 @@ def _neutralised(binned: Binned, sel: np.ndarray) -> Binned:
 
 def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | None, *,
                  classes: ArrayLike | None, items: ArrayLike | None, n_bins: int,
-                 kind: str | None, strategy: str, min_count: int, interval: str | None,
-                 level: float, n_boot: int, method: str, seed: Seed,
-                 cluster: ArrayLike | None, rebin: bool, batch_size: int | None,
-                 bootstrap: str) -> Estimate:
+                 kind: str | None, strategy: str, min_count: int,
+                 interval: Simultaneous | Bootstrap | None, level: float, seed: Seed,
+                 cluster: ArrayLike | None) -> Estimate:
     """The Estimate of :func:`noisycal.mce`.
 
     Parameters
     ----------
-    probs, target, logits, classes, items, n_bins, kind, strategy, min_count, interval
+    probs, target, logits, classes, items, n_bins, kind, strategy, min_count
         As in :func:`noisycal.mce` (checked here).
-    level, n_boot, method, seed, cluster, rebin, batch_size, bootstrap
+    interval : Simultaneous, Bootstrap or None
+        The interval option (resolved from 'auto'; a Bootstrap's ``rebin`` and
+        ``devices`` already refused, :data:`MCE_UNUSED`).
+    level, seed, cluster
         As in :func:`noisycal.mce`.
 
     Returns
@@ -394,9 +385,9 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
     P, T, labels, binary = (lean_inputs(probs, target, logits, classes=classes, items=items)
                             if blocks is None else blocks.inputs)
     n = P.shape[0]
-    n_bins, interval, level, n_boot, batch_size, min_count = _check(
-        n_bins, n, strategy, interval, level, n_boot, method, seed, batch_size, min_count,
-        bootstrap, rebin)
+    n_bins, level, min_count = _check(n_bins, n, strategy, level, seed, min_count)
+    boot = interval if isinstance(interval, Bootstrap) else None
+    n_boot = None if interval is None else interval.n_boot
     kind = resolve_kind(kind, binary, P.shape[1])
     G = P.shape[1] if kind == "classwise" else 1
     groups = [f"class_{k}" for k in range(G)] if kind == "classwise" else [kind]
@@ -404,13 +395,12 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
              "classwise": "classwise MCE"}[kind]
     codes, n_clusters = cluster_codes(cluster, n)
     common = dict(name=label, reduce="mce", norm="l1", debias=False, level=level,
-                  n_boot=n_boot, method=method, seed=seed, cluster=cluster, rebin=False,
-                  batch_size=batch_size)
+                  seed=seed, cluster=cluster)
     details = {"kind": kind, "strategy": strategy, "target_kind": target_kind(target),
                "min_count": min_count}
     if blocks is not None:
         refuse(cluster=cluster is not None, strategy=strategy == "quantile",
-               method=interval == "bootstrap" and method == "bca")
+               **{"Bootstrap(method='bca')": boot is not None and boot.method == "bca"})
         parts = blocks.map(_mce_block, kind=kind, n_bins=n_bins, boot_cells=None)
         mom = _add([q["moments"] for q in parts])
         sums = np.stack([mom.count, mom.conf_sum, mom.target_sum], axis=1).reshape(
@@ -445,11 +435,10 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
                                            message=message, **est), target)
     if interval is None:
         return with_target_status(Estimate(label, value, bins=table, **est), target)
-    if interval == "bootstrap":
+    if boot is not None:
         return with_target_status(_bootstrap_estimate(
-            blocks, binned, sel, mom, groups, table, value, est, common, interval_kw=dict(
-                kind=kind, n_bins=n_bins, n=n, seed=seed, n_boot=n_boot, method=method,
-                bootstrap=bootstrap)), target)
+            blocks, binned, sel, mom, groups, table, value, est, common, boot,
+            kind=kind, n_bins=n_bins), target)
     items_ = None
     if cluster is None:
         small = np.flatnonzero(sel & (mom.count <= BOOT_T_MAX))
@@ -484,28 +473,24 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
 
 def _bootstrap_estimate(blocks: object, binned: Binned, sel: np.ndarray, mom: CellMoments,
                         groups: list, table: object, value: float, est: dict, common: dict,
-                        interval_kw: dict) -> Estimate:
+                        option: Bootstrap, *, kind: str, n_bins: int) -> Estimate:
     """The item bootstrap of the same estimand: cells outside S neutralised (in memory),
     or (Dask input) refused when a non-empty cell is left out."""
-    kw = interval_kw
     left_out = bool(np.any((mom.count > 0) & ~sel))
     if blocks is not None:
         if left_out:
-            raise ValueError("min_count: with Dask input, interval='bootstrap' of the MCE "
+            raise ValueError("min_count: with Dask input, interval=Bootstrap() of the MCE "
                              "needs every non-empty bin to hold at least min_count items "
                              "(bins below it cannot be left out block by block); use "
                              "interval='auto', fewer bins or a smaller min_count")
         binned_e, sums, _, streamed = gather_binned(
-            blocks, kw["kind"], kw["n_bins"], debias=False, interval="bootstrap",
-            n_boot=kw["n_boot"], seed=kw["seed"], strategy="uniform", method=kw["method"],
-            bootstrap=kw["bootstrap"], cluster=None, rebin=False, refit_channels=False)
-        boot = binned_estimate(binned_e, groups, interval="bootstrap", details={},
-                               sums=sums, streamed=streamed, bootstrap=kw["bootstrap"],
-                               **common)
+            blocks, kind, n_bins, debias=False, interval=option, seed=common["seed"],
+            strategy="uniform", cluster=None)
+        boot = binned_estimate(binned_e, groups, interval=option, details={}, sums=sums,
+                               streamed=streamed, **common)
     else:
         boot = binned_estimate(_neutralised(binned, sel) if left_out else binned, groups,
-                               interval="bootstrap", details={}, bootstrap=kw["bootstrap"],
-                               **common)
+                               interval=option, details={}, **common)
     table = table.copy()
     for col in ("low", "high"):
         table[col] = np.where(sel, boot.bins[col].to_numpy(), np.nan)
@@ -513,7 +498,7 @@ def _bootstrap_estimate(blocks: object, binned: Binned, sel: np.ndarray, mom: Ce
     ci = boot.interval
     return Estimate(common["name"], value, ci, common["level"] if ci is not None else None,
                     "bootstrap" if ci is not None else None,
-                    common["method"] if ci is not None else None,
-                    n_boot=common["n_boot"] if ci is not None else None, bins=table,
+                    option.method if ci is not None else None,
+                    n_boot=option.n_boot if ci is not None else None, bins=table,
                     status=boot.status, message=boot.message, replicates=boot.replicates,
                     **est)

@@ -16,16 +16,15 @@ from .._util.types import ArrayLike, Seed
 from .._util.validation import (
     PROB_ATOL,
     check_choice,
-    check_int,
     check_level,
     check_real,
     check_seed,
     user_stacklevel,
 )
 from ..exceptions import NumericalWarning
-from ..intervals.bootstrap import BOOTSTRAP_METHODS
 from ..intervals.estimate import Estimate
 from ..intervals.mean_bootstrap import bootstrap_mean
+from ..intervals.options import Bootstrap, IntervalOption, Wald, as_interval
 from .binned.dask import is_dask_array
 from .binned.dask_scores import dask_score
 from .ece import lean_inputs, resolve_inputs, with_target_status
@@ -42,7 +41,40 @@ from .score_losses import (
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
            "leaves_unit_interval", "logit_loss", "resolve_fit_loss", "FIT_LOSSES",
-           "brier_form", "brier_losses", "nll_losses", "nll_high_variance"]
+           "brier_form", "brier_losses", "nll_losses", "nll_high_variance",
+           "SCORE_INTERVALS", "SCORE_UNUSED", "score_interval"]
+
+#: The interval kinds of :func:`brier` and :func:`nll` (default: ``Bootstrap()``).
+SCORE_INTERVALS = (Bootstrap, Wald)
+
+#: The fields of :data:`SCORE_INTERVALS` the scores do not use.
+SCORE_UNUSED = {
+    Bootstrap: {"scheme": (("auto", "exact"), "a mean of per-item scores has no bins "
+                           "(the exact scheme; Dask input draws the Poisson one)"),
+                "rebin": "a mean of per-item scores has no bins",
+                "batch_size": "its bootstrap draws indices in blocks of fixed memory",
+                "devices": "its bootstrap runs on one device"},
+    Wald: {"cov_type": "the standard error of a mean is the items' standard deviation "
+                       "over sqrt(n); cov_type is the GLM covariance of the calibration "
+                       "slope"}}
+
+
+def score_interval(interval: object, where: str) -> Bootstrap | Wald | None:
+    """The interval option of a proper score (:func:`brier`, :func:`nll`).
+
+    Parameters
+    ----------
+    interval : Bootstrap, Wald, str or None
+        As given to the score ('auto': ``Bootstrap()``).
+    where : str
+        The score's name, for messages.
+
+    Returns
+    -------
+    Bootstrap, Wald or None
+    """
+    return as_interval(interval, SCORE_INTERVALS, default=Bootstrap(), where=where,
+                       unused=SCORE_UNUSED)
 
 def _named(est: Estimate) -> Estimate:
     """``est`` naming its estimand (from its name) and estimator."""
@@ -118,8 +150,8 @@ def resolve_fit_loss(loss: object, y: np.ndarray, target: object) -> str:
     return "brier" if outside else "log"
 
 
-def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level: float,
-                  n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None,
+def mean_estimate(losses: np.ndarray, name: str, *, interval: Bootstrap | Wald | None,
+                  level: float, seed: Seed, cluster: ArrayLike | None,
                   details: dict) -> Estimate:
     """Estimate of a mean of per-item values with a bootstrap or Wald (normal) interval.
 
@@ -129,11 +161,12 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
         Per-item values.
     name : str
         Name of the estimate.
-    interval : {'bootstrap', 'wald', None}
+    interval : Bootstrap, Wald or None
         A Wald interval needs at least two items (else status 'nonfinite_se'). The
         bootstrap is :func:`~noisycal.intervals.mean_bootstrap.bootstrap_mean` (the item
-        or cluster bootstrap of the mean, in memory bounded by its block of draws).
-    level, n_boot, method, seed, cluster
+        or cluster bootstrap of the mean, in memory bounded by its block of draws) with
+        the option's ``n_boot`` and ``method``.
+    level, seed, cluster
         As in :func:`noisycal.brier`.
     details : dict
         Extra details.
@@ -142,10 +175,9 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
     -------
     Estimate
     """
-    check_choice(interval, "interval", (None, "bootstrap", "wald"))
+    if interval is not None and not isinstance(interval, Bootstrap | Wald):
+        raise ValueError(f"interval must be a Bootstrap or Wald option, got {interval!r}")
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
     check_seed(seed)
     n = losses.shape[0]
     value = float(np.mean(losses))
@@ -156,10 +188,10 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
                    "(probability 0 on a class with positive target)")
     if interval is None or status != "ok":
         return Estimate(name, value, n=n, status=status, message=message, details=details)
-    if interval == "wald":
+    if isinstance(interval, Wald):
         if cluster is not None:
-            raise ValueError("interval='wald' treats items as independent; use "
-                             "interval='bootstrap' with cluster=")
+            raise ValueError("interval=Wald() treats items as independent; use "
+                             "interval=Bootstrap() with cluster=")
         se = float(np.std(losses, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
         if not np.isfinite(se):
             msg = (f"the standard error needs at least 2 items (n = {n}); no Wald interval")
@@ -170,6 +202,7 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: str | None, level:
         return Estimate(name, value, (value - z * se, value + z * se), level, "wald", "wald",
                         n=n, details={**details, "se": se})
     # the bootstrap of nc.bootstrap(weighted_mean, ...), drawn in blocks of indices
+    n_boot, method = interval.n_boot, interval.method
     est = bootstrap_mean(losses, cluster=cluster, n_boot=n_boot, level=level,
                          method=method, seed=seed, name=name)
     return Estimate(name, value, est.interval, level, "bootstrap", method, n=n, n_boot=n_boot,
@@ -185,10 +218,8 @@ def brier(
     classes: ArrayLike | None = None,
     items: ArrayLike | None = None,
     variant: str = "plain",
-    interval: str | None = "bootstrap",
+    interval: IntervalOption | str | None = "auto",
     level: float = 0.9,
-    n_boot: int = 1000,
-    method: str = "percentile",
     seed: Seed = 0,
     cluster: ArrayLike | None = None,
 ) -> Estimate:
@@ -224,11 +255,14 @@ def brier(
         its message; ``details['form']`` is ``'affine'`` or ``'plain'`` and
         ``details['affine_in_target']`` whether the score computed is affine in the target
         (see ``AFFINE_IN_TARGET``).
-    interval : {'bootstrap', 'wald', None}, default='bootstrap'
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        How the bootstrap interval is read off the replicates (``method=`` means only
-        this in every metric).
-    level, n_boot, seed, cluster : see :func:`noisycal.ece`
+    interval : Bootstrap, Wald, str or None, default='auto'
+        An option object of :mod:`noisycal.intervals` or its name. 'auto':
+        ``Bootstrap()``, the item (or cluster) bootstrap of the mean with the option's
+        ``n_boot`` replicates read off with its ``method`` (``method=`` means only this
+        in every metric); the exact scheme (Dask input: the Poisson one), no ``rebin``,
+        ``batch_size`` or ``devices``. ``Wald()``: the mean plus or minus z standard
+        errors (the items' standard deviation over sqrt(n); no ``cluster``).
+    level, seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
@@ -240,12 +274,14 @@ def brier(
     >>> round(float(nc.brier(np.array([[0.8, 0.2], [0.4, 0.6]]), np.array([0, 0]),
     ...                      interval=None)), 12)
     0.4
+    >>> nc.brier(np.array([0.2, 0.7, 0.4]), np.array([0, 1, 1]), interval="wald").kind
+    'wald'
     """
+    option = score_interval(interval, "brier")
     if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
         return _named(dask_score(
             "brier", probs, target, logits=logits, classes=classes, items=items,
-            variant=variant, interval=interval, level=level, n_boot=n_boot, method=method,
-            seed=seed, cluster=cluster))
+            variant=variant, interval=option, level=level, seed=seed, cluster=cluster))
     check_choice(variant, "variant", ("plain", "expected"))
     P, T, labels, binary = lean_inputs(probs, target, logits, classes=classes, items=items)
     outside = labels is None and leaves_unit_interval(T, target)
@@ -254,8 +290,8 @@ def brier(
     affine, name, details = brier_form(variant, binary, outside, rows_off, negative,
                                        hard=labels is not None)
     losses = brier_losses(P, T, labels, binary, affine)
-    est = mean_estimate(losses, name, interval=interval, level=level, n_boot=n_boot,
-                        method=method, seed=seed, cluster=cluster, details=details)
+    est = mean_estimate(losses, name, interval=option, level=level, seed=seed,
+                        cluster=cluster, details=details)
     if outside and variant == "plain" and est.status == "ok":
         est = dataclasses.replace(est, message=(
             "the target leaves [0, 1] (noise-corrected), so the plain ||p - T||^2, quadratic "
@@ -271,10 +307,8 @@ def nll(
     logits: ArrayLike | None = None,
     classes: ArrayLike | None = None,
     items: ArrayLike | None = None,
-    interval: str | None = "bootstrap",
+    interval: IntervalOption | str | None = "auto",
     level: float = 0.9,
-    n_boot: int = 1000,
-    method: str = "percentile",
     seed: Seed = 0,
     cluster: ArrayLike | None = None,
     eps: float | None = None,
@@ -301,11 +335,9 @@ def nll(
     ----------
     probs, logits, target, classes, items : see :func:`noisycal.ece`
         (Dask arrays too: :mod:`noisycal.metrics.binned.dask`)
-    interval : {'bootstrap', 'wald', None}, default='bootstrap'
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        How the bootstrap interval is read off the replicates (``method=`` means only
-        this in every metric).
-    level, n_boot, seed, cluster : see :func:`noisycal.ece`
+    interval : Bootstrap, Wald, str or None, default='auto'
+        As in :func:`brier` ('auto': ``Bootstrap()``).
+    level, seed, cluster : see :func:`noisycal.ece`
     eps : float in (0, 1), optional
         Clip the probabilities at ``eps`` before the logarithm, ``log(max(p, eps))``
         (log-softmax values of ``logits`` at ``log(eps)``), so that a zero probability on
@@ -331,6 +363,7 @@ def nll(
     >>> round(float(est), 4), est.details["n_clipped"]
     (7.2543, 1)
     """
+    option = score_interval(interval, "nll")
     if eps is not None:
         eps = check_real(eps, "eps", minimum=0.0, maximum=1.0, strict=True)
     if is_dask_array(probs) or is_dask_array(target):  # sums over Dask row blocks
@@ -339,8 +372,7 @@ def nll(
                              ".compute() on them first, or leave eps=None")
         return _named(dask_score(
             "nll", probs, target, logits=logits, classes=classes, items=items,
-            variant="plain", interval=interval, level=level, n_boot=n_boot, method=method,
-            seed=seed, cluster=cluster))
+            variant="plain", interval=option, level=level, seed=seed, cluster=cluster))
     labels = None
     if logits is None:  # logits need their stable log-softmax: resolve_inputs below
         P, T, labels, _ = lean_inputs(probs, target, logits, classes=classes, items=items)
@@ -353,8 +385,8 @@ def nll(
         losses = nll_losses(P, None, None, labels)
         details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": False,
                    **clip}
-        est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
-                            method=method, seed=seed, cluster=cluster, details=details)
+        est = mean_estimate(losses, "NLL", interval=option, level=level, seed=seed,
+                            cluster=cluster, details=details)
         return with_target_status(_named(est), target)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
     clip = {}
@@ -366,8 +398,8 @@ def nll(
     outside = leaves_unit_interval(T, target)
     details = {"affine_in_target": AFFINE_IN_TARGET["NLL"], "high_variance": outside,
                **clip}
-    est = mean_estimate(losses, "NLL", interval=interval, level=level, n_boot=n_boot,
-                        method=method, seed=seed, cluster=cluster, details=details)
+    est = mean_estimate(losses, "NLL", interval=option, level=level, seed=seed,
+                        cluster=cluster, details=details)
     if outside:
         est = nll_high_variance(est)
     return with_target_status(_named(est), target)

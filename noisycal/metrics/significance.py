@@ -15,9 +15,8 @@ from ..intervals.bootstrap import cluster_codes
 from ..intervals.inversion import gaussian_null, norm_of_means, upper_p_value
 from .binned.bins import BIN_STRATEGIES, group_scores, make_binned
 from .binned.form import binned_linear_form, consistency_null, one_hot_target
-from .ece import _check_common as check_common
 from .ece import _resolve_kind as resolve_kind
-from .ece import resolve_inputs, with_target_status
+from .ece import check_binning, resolve_inputs, with_target_status
 from .inputs import check_covariance_memory
 
 __all__ = ["CalibrationTest", "calibration_test", "TEST_METHODS", "MIN_TEST_ITEMS"]
@@ -135,8 +134,7 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
     n_boot = check_int(n_boot, "n_boot", minimum=100)
     check_seed(seed)
     P, _, T, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
-    n_bins = check_common(n_bins, P.shape[0], strategy, norm, False, None, 0.9, n_boot,
-                          "percentile", False, seed, None)[0]
+    n_bins = check_binning(n_bins, P.shape[0], strategy, norm, False)
     kind = resolve_kind(kind, binary, P.shape[1])
     check_covariance_memory(kind, P.shape[1], n_bins)
     conf, tgt, _ = group_scores(P, T, kind)

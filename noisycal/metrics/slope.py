@@ -13,17 +13,28 @@ import jax.numpy as jnp
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
     check_choice,
-    check_int,
     check_level,
     check_seed,
     user_stacklevel,
 )
 from ..exceptions import ConvergenceWarning, NumericalWarning
-from ..intervals.bootstrap import BOOTSTRAP_METHODS, bootstrap
+from ..intervals.bootstrap import bootstrap
 from ..intervals.estimate import Estimate
+from ..intervals.options import Bootstrap, IntervalOption, Wald, as_interval
 from .ece import resolve_inputs, with_target_status
 
-__all__ = ["calibration_slope", "calibration_intercept"]
+__all__ = ["calibration_slope", "calibration_intercept", "SLOPE_INTERVALS", "SLOPE_UNUSED"]
+
+#: The interval kinds of :func:`calibration_slope` and :func:`calibration_intercept`
+#: (default: ``Wald()``).
+SLOPE_INTERVALS = (Wald, Bootstrap)
+
+#: The fields of :data:`SLOPE_INTERVALS` the slope and intercept do not use.
+SLOPE_UNUSED = {Bootstrap: {
+    "scheme": (("auto", "exact"), "a GLM refitted per replicate has no bins (the exact "
+               "scheme)"),
+    "rebin": "a GLM has no bins",
+    "devices": "its bootstrap runs on one device"}}
 
 _NEWTON_STEPS = 50
 
@@ -154,14 +165,14 @@ def estimand_text(which: str, kind: str) -> str:
 
 
 def _estimate(which: str, probs: ArrayLike | None, target: object, logits: ArrayLike | None,
-              kind: str | None, interval: str | None, level: float, cov_type: str,
-              n_boot: int, method: str, seed: Seed, cluster: ArrayLike | None,
-              classes: ArrayLike | None = None, items: ArrayLike | None = None) -> Estimate:
-    check_choice(interval, "interval", (None, "wald", "bootstrap"))
+              kind: str | None, interval: object, level: float, seed: Seed,
+              cluster: ArrayLike | None, classes: ArrayLike | None = None,
+              items: ArrayLike | None = None) -> Estimate:
+    option = as_interval(interval, SLOPE_INTERVALS, default=Wald(),
+                         where=f"calibration_{which}", unused=SLOPE_UNUSED)
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
-    check_choice(cov_type, "cov_type", ("auto", "nonrobust", "HC0"))
+    # the Wald interval's covariance; the other intervals report the 'auto' one
+    cov_type = option.cov_type if isinstance(option, Wald) else "auto"
     check_seed(seed)
     x, y, kind = _logit_and_target(probs, target, logits, kind, classes, items)
     named = {"estimand": estimand_text(which, kind), "estimator": ESTIMATOR}
@@ -186,28 +197,29 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
         status, message = "not_converged", "the GLM fit (IRLS) did not converge"
         warnings.warn(f"calibration {which}: {message}", ConvergenceWarning,
                       stacklevel=user_stacklevel())
-    elif interval == "wald" and not np.isfinite(bse[idx]):
+    elif isinstance(option, Wald) and not np.isfinite(bse[idx]):
         status = "nonfinite_se"
-        message = "the standard error is not finite; try interval='bootstrap'"
+        message = "the standard error is not finite; try interval=Bootstrap()"
         warnings.warn(f"calibration {which}: {message}", NumericalWarning,
                       stacklevel=user_stacklevel())
     name = f"calibration {which}"
     details = {"kind": kind, "cov_type": ct, "params": params, "bse": bse}
-    if interval is None or status != "ok":
+    if option is None or status != "ok":
         return with_target_status(Estimate(name, value, n=x.shape[0], status=status,
                                            message=message, details=details, **named),
                                   target)
-    if interval == "wald":
+    if isinstance(option, Wald):
         if cluster is not None:
-            raise ValueError("interval='wald' treats items as independent; use "
-                             "interval='bootstrap' with cluster=")
+            raise ValueError("interval=Wald() treats items as independent; use "
+                             "interval=Bootstrap() with cluster=")
         z = sps.norm.ppf(0.5 + level / 2.0)
         lo, hi = value - z * bse[idx], value + z * bse[idx]
         return with_target_status(Estimate(name, value, (lo, hi), level, "wald", "wald",
                                            n=x.shape[0], details=details, **named), target)
     stat = _slope_stat if which == "slope" else _intercept_stat
+    n_boot, method = option.n_boot, option.method
     est = bootstrap(stat, x, y, cluster=cluster, n_boot=n_boot, level=level, method=method,
-                    seed=seed, name=name)
+                    seed=seed, batch_size=option.batch_size, name=name)
     return with_target_status(Estimate(
         name, value, est.interval, level, "bootstrap", method, n=x.shape[0], n_boot=n_boot,
         status=est.status, message=est.message, details=details,
@@ -222,11 +234,8 @@ def calibration_slope(
     classes: ArrayLike | None = None,
     items: ArrayLike | None = None,
     kind: str | None = None,
-    interval: str | None = "wald",
+    interval: IntervalOption | str | None = "auto",
     level: float = 0.9,
-    cov_type: str = "auto",
-    n_boot: int = 1000,
-    method: str = "percentile",
     seed: Seed = 0,
     cluster: ArrayLike | None = None,
 ) -> Estimate:
@@ -242,16 +251,16 @@ def calibration_slope(
     probs, logits, target, classes, items : see :func:`noisycal.ece`
         Targets must lie in [0, 1]; soft targets give a quasi-likelihood fit.
     kind : {'positive_class', 'top_label'}, optional
-    interval : {'wald', 'bootstrap', None}, default='wald'
-        'wald': the GLM's Wald interval; 'bootstrap': refits by weighted Newton steps in
-        JAX for every replicate.
-    cov_type : {'auto', 'nonrobust', 'HC0'}, default='auto'
-        Covariance of the Wald interval: model-based for 0/1 targets, sandwich (HC0) for
-        soft targets (whose binomial variance is not the model's).
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        How the bootstrap interval is read off the replicates (``method=`` means only
-        this in every metric).
-    n_boot, seed, cluster : see :func:`noisycal.ece`
+    interval : Wald, Bootstrap, str or None, default='auto'
+        An option object of :mod:`noisycal.intervals` or its name. 'auto': ``Wald()``,
+        the GLM's Wald interval with the covariance of its ``cov_type`` ('auto':
+        model-based for 0/1 targets, the HC0 sandwich for soft targets, whose binomial
+        variance is not the model's; ``details['cov_type']`` says which, and the other
+        intervals report the 'auto' one). ``Bootstrap()``: refits by weighted Newton
+        steps in JAX for every one of its ``n_boot`` replicates, read off with its
+        ``method`` (``method=`` means only this in every metric), ``batch_size``
+        replicates per vectorised chunk; the exact scheme, no ``rebin`` or ``devices``.
+    seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
@@ -261,8 +270,8 @@ def calibration_slope(
         not defined: value NaN, status 'undefined' or 'separation' and a
         :class:`~noisycal.NumericalWarning`.
     """
-    return _estimate("slope", probs, target, logits, kind, interval, level, cov_type, n_boot,
-                     method, seed, cluster, classes, items)
+    return _estimate("slope", probs, target, logits, kind, interval, level, seed, cluster,
+                     classes, items)
 
 
 def calibration_intercept(
@@ -273,11 +282,8 @@ def calibration_intercept(
     classes: ArrayLike | None = None,
     items: ArrayLike | None = None,
     kind: str | None = None,
-    interval: str | None = "wald",
+    interval: IntervalOption | str | None = "auto",
     level: float = 0.9,
-    cov_type: str = "auto",
-    n_boot: int = 1000,
-    method: str = "percentile",
     seed: Seed = 0,
     cluster: ArrayLike | None = None,
 ) -> Estimate:
@@ -289,15 +295,15 @@ def calibration_intercept(
     Parameters
     ----------
     probs, logits, target, classes, items : see :func:`calibration_slope`
-    kind, interval, level, cov_type : see :func:`calibration_slope`
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        How the bootstrap interval is read off the replicates (``method=`` means only
-        this in every metric).
-    n_boot, seed, cluster : see :func:`noisycal.ece`
+    kind, level : see :func:`calibration_slope`
+    interval : Wald, Bootstrap, str or None, default='auto'
+        As in :func:`calibration_slope` ('auto': ``Wald()``; ``Bootstrap()`` refits the
+        intercept in every replicate).
+    seed, cluster : see :func:`noisycal.ece`
 
     Returns
     -------
     Estimate
     """
-    return _estimate("intercept", probs, target, logits, kind, interval, level, cov_type,
-                     n_boot, method, seed, cluster, classes, items)
+    return _estimate("intercept", probs, target, logits, kind, interval, level, seed,
+                     cluster, classes, items)

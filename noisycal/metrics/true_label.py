@@ -11,15 +11,24 @@ import jax
 
 from .._util.jax import as_key, as_numpy_rng
 from .._util.types import ArrayLike, Seed
-from .._util.validation import PROB_ATOL, check_choice, check_int
+from .._util.validation import PROB_ATOL, check_choice, check_int, check_level, check_seed
 from ..intervals.estimate import Estimate
+from ..intervals.options import Bootstrap, IntervalOption, Inversion, as_interval
 from .binned.bins import group_scores, make_binned
-from .binned.estimate import BOOTSTRAP_SCHEMES, binned_estimate
-from .ece import _check_common, _doc, resolve_estimator
+from .binned.estimate import binned_estimate
+from .ece import _doc, check_binning, resolve_estimator
 from .inputs import resolve_inputs, with_target_status
 from .inputs import resolve_kind as _resolve_kind
 
-__all__ = ["true_label_ece"]
+__all__ = ["true_label_ece", "TRUE_LABEL_INTERVALS", "TRUE_LABEL_UNUSED"]
+
+#: The interval kinds of :func:`true_label_ece`.
+TRUE_LABEL_INTERVALS = (Inversion, Bootstrap)
+
+#: The fields of :data:`TRUE_LABEL_INTERVALS` the true-label ECE does not use.
+TRUE_LABEL_UNUSED = {Bootstrap: {
+    "rebin": "its bins are held fixed (the label draws share them)",
+    "devices": "its bootstrap runs on one device"}}
 
 
 def _class_indices(value: ArrayLike, name: str, shape: tuple[int, ...], n_classes: int
@@ -54,10 +63,8 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                    items: ArrayLike | None = None, form: str = "mc", n_draws: int = 100,
                    draws: ArrayLike | None = None, predicted: ArrayLike | None = None,
                    n_bins: int = 15, kind: str | None = None, strategy: str = "uniform",
-                   interval: str | None = "auto", level: float = 0.9,
-                   n_boot: int = 1000, method: str = "percentile", seed: Seed = 0,
-                   cluster: ArrayLike | None = None, batch_size: int | None = None,
-                   bootstrap: str = "auto") -> Estimate:
+                   interval: IntervalOption | str | None = "auto", level: float = 0.9,
+                   seed: Seed = 0, cluster: ArrayLike | None = None) -> Estimate:
     r"""True-label ECE: the ECE against labels drawn from the annotator distribution.
 
     Tao, Luo, Dong & Xu (2026), "Confidence Calibration under Ambiguous Ground Truth",
@@ -88,35 +95,39 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
         binning, IR-Soft) keeps the *uncalibrated* predicted class and changes only its
         confidence, as in "Confidence Calibration under Ambiguous Ground Truth"; pass
         that class here to score it so even where its rebuilt vector has another argmax.
-    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
-        'auto': 'inversion' (the inverted-test interval of :func:`ece`, with its
-        median-unbiased estimate) for ``form='expected'``, 'bootstrap' for
+    interval : Inversion, Bootstrap, str or None, default='auto'
+        'auto': ``Inversion()`` (the inverted-test interval of :func:`ece`, with its
+        median-unbiased estimate) for ``form='expected'``, ``Bootstrap()`` for
         ``form='mc'``, whose value averages the plug-in ECEs of the draws and so has no
-        one-value-per-item form to invert.
+        one-value-per-item form to invert. The bootstrap keeps the bins fixed (no
+        ``rebin``) and runs on one device (no ``devices``).
 
     Returns
     -------
     {returns}
         The bootstrap resamples items and keeps each item's draws, so the interval
         reflects sampling of items, not the Monte-Carlo error of the draws.
+
+    Notes
+    -----
+    {bootstrap}
     """
     check_choice(form, "form", ("mc", "expected"))
-    check_choice(bootstrap, "bootstrap", BOOTSTRAP_SCHEMES)
-    check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
-    if interval == "auto":
-        interval = "inversion" if form == "expected" else "bootstrap"
-    if interval == "inversion" and form != "expected":
-        raise ValueError("interval='inversion' needs form='expected' (one target value per "
+    interval = as_interval(interval, TRUE_LABEL_INTERVALS,
+                           default=Inversion() if form == "expected" else Bootstrap(),
+                           where="true_label_ece", unused=TRUE_LABEL_UNUSED)
+    if isinstance(interval, Inversion) and form != "expected":
+        raise ValueError("interval=Inversion() needs form='expected' (one target value per "
                          "item); the 'mc' form averages the ECEs of label draws, use "
-                         "interval='bootstrap'")
+                         "interval=Bootstrap()")
     n_draws = check_int(n_draws, "n_draws", minimum=1)
     if draws is not None and form != "mc":
         raise ValueError("draws= are label draws of the 'mc' form; form='expected' uses "
                          "the distributions themselves")
     P, _, S, binary = resolve_inputs(probs, target, logits, classes=classes, items=items)
-    n_bins, level, n_boot, batch_size = _check_common(
-        n_bins, P.shape[0], strategy, "l1", False, interval, level, n_boot, method, False,
-        seed, batch_size)
+    n_bins = check_binning(n_bins, P.shape[0], strategy, "l1", False)
+    level = check_level(level)
+    check_seed(seed)
     kind = _resolve_kind(kind, binary, P.shape[1])
     n, K = P.shape
     if predicted is not None:
@@ -142,11 +153,10 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
     label = {"top_label": "true-label ECE", "positive_class": "positive-class true-label ECE",
              "classwise": "classwise true-label ECE"}[kind]
     est = binned_estimate(binned, groups, name=label, reduce="ece", norm="l1", debias=False,
-                           interval=interval, level=level, n_boot=n_boot, method=method,
-                           seed=boot_key, cluster=cluster, rebin=False, batch_size=batch_size,
-                           estimator=resolve_estimator(None, interval, False),
-                           bootstrap=bootstrap,
-                           details={"kind": kind, "form": form, "n_draws": n_draws
+                          interval=interval, level=level, seed=boot_key, cluster=cluster,
+                          estimator=resolve_estimator(
+                              None, None if interval is None else interval.name, False),
+                          details={"kind": kind, "form": form, "n_draws": n_draws
                                     if form == "mc" else None, "strategy": strategy,
                                     "target_kind": "sampled" if form == "mc" else "soft",
                                     "given_draws": given_draws,

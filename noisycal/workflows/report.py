@@ -23,6 +23,7 @@ from .._util.html import frame_html, plugin_value
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_level
 from ..intervals.estimate import Estimate
+from ..intervals.options import SHORTHANDS, IntervalOption
 from ..metrics import (
     brier,
     calibration_intercept,
@@ -46,8 +47,8 @@ def _classwise_ece(probs: Any = None, target: Any = None, **kw: Any) -> Estimate
     return ece(probs, target, kind="classwise", **kw)
 
 
-#: The metrics :func:`report` knows by name (each called with the report's ``level``,
-#: ``n_boot``, ``seed`` and ``cluster``).
+#: The metrics :func:`report` knows by name (each called with the report's ``interval``,
+#: ``level``, ``seed`` and ``cluster``).
 METRICS: Mapping[str, Callable[..., Estimate]] = {
     "ece": ece, "classwise_ece": _classwise_ece, "mce": mce, "smooth_ece": smooth_ece,
     "cmce": cmce, "brier": brier, "nll": nll, "calibration_slope": calibration_slope,
@@ -185,6 +186,30 @@ def _metrics(metrics: object) -> list[tuple[str, Callable[..., Estimate]]]:
     return out
 
 
+def _check_option(value: object, name: str) -> None:
+    """Refuse what no metric takes as ``interval=``: not 'auto', None, a kind's name or an
+    option object (whether a metric offers the kind is its own answer, a row)."""
+    if value is None or isinstance(value, IntervalOption) or (
+            isinstance(value, str) and (value == "auto" or value in SHORTHANDS)):
+        return
+    raise ValueError(f"{name} must be 'auto', None, one of {list(SHORTHANDS)} or an option "
+                     f"object of noisycal.intervals, got {value!r}")
+
+
+def _intervals(interval: object, labels: list[str]) -> dict[str, object]:
+    """The ``interval=`` each metric of the report is called with."""
+    if isinstance(interval, Mapping):
+        unknown = [k for k in interval if k not in labels]
+        if unknown:
+            raise ValueError(f"interval: {unknown} are not metrics of this report "
+                             f"({labels})")
+        for k, v in interval.items():
+            _check_option(v, f"interval[{k!r}]")
+        return {label: interval.get(label, "auto") for label in labels}
+    _check_option(interval, "interval")
+    return dict.fromkeys(labels, interval)
+
+
 def _row(name: str, metric: str, est: Estimate) -> dict[str, Any]:
     how = est.kind or ""
     if est.method and est.method != est.kind:
@@ -199,7 +224,7 @@ def _row(name: str, metric: str, est: Estimate) -> dict[str, Any]:
 
 def report(probs: ArrayLike | None = None, target: object = None, *,
            logits: ArrayLike | None = None, metrics: Sequence[Any] = DEFAULT_METRICS,
-           level: float = 0.9, n_boot: int = 1000, seed: Seed = 0,
+           interval: object = "auto", level: float = 0.9, seed: Seed = 0,
            cluster: ArrayLike | None = None) -> Report:
     """Calibration report: each metric against each target, with intervals and statuses.
 
@@ -218,12 +243,18 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
         Names from :data:`METRICS` (``'ece'``, ``'classwise_ece'``, ``'mce'``,
         ``'smooth_ece'``, ``'cmce'``, ``'brier'``, ``'nll'``, ``'calibration_slope'``,
         ``'calibration_intercept'``), each with its own defaults, or callables
-        ``f(probs=..., target=..., level=..., n_boot=..., seed=..., cluster=...)`` (or
+        ``f(probs=..., target=..., interval=..., level=..., seed=..., cluster=...)`` (or
         ``logits=``) returning an :class:`~noisycal.Estimate`.
+    interval : 'auto', None, IntervalOption, str or dict, default='auto'
+        The ``interval=`` passed on to every metric: 'auto' (each metric's default
+        kind with its defaults), None (no intervals), an option object of
+        :mod:`noisycal.intervals` or its name (given to every metric; a metric that does
+        not offer that kind gives a row with status ``'not_applicable'``), or a dict from
+        metric names (as in ``metrics``) to any of these, the metrics left out taking
+        'auto': ``{'ece': nc.intervals.Inversion(n_boot=200), 'brier':
+        nc.intervals.Bootstrap(n_boot=200)}``.
     level : float, default=0.9
         Nominal coverage of every interval.
-    n_boot : int, default=1000
-        Bootstrap replicates (or simulations of the inverted test) of every metric.
     seed : int or jax key, default=0
         The same seed for every metric and target.
     cluster : array-like of shape (n_items,), optional
@@ -243,8 +274,9 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
     Raises
     ------
     ValueError
-        If a target does not match the predictions' shape, a metric is unknown, or
-        ``level`` is not a fraction in (0, 1).
+        If a target does not match the predictions' shape, a metric is unknown, an
+        ``interval`` is neither 'auto', None, a kind nor an option object (or names a
+        metric not in ``metrics``), or ``level`` is not a fraction in (0, 1).
 
     Examples
     --------
@@ -258,9 +290,14 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
     | --- | --- | --- |
     | labels | Brier | 90% |
     | labels | NLL | 90% |
+    >>> table = nc.report(sim.probs, sim.labels, metrics=["ece", "brier"],
+    ...                   interval={"brier": nc.intervals.Wald()})
+    >>> list(table["interval"])
+    ['inversion (parametric)', 'wald']
     """
     level = check_level(level)
     pairs, chosen = _targets(target), _metrics(metrics)
+    options = _intervals(interval, [label for label, _ in chosen])
     if (probs is None) == (logits is None):
         raise ValueError("give exactly one of probs= or logits=")
     pred = np.asarray(probs if probs is not None else logits)
@@ -275,8 +312,8 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
     for name, t in pairs:
         for label, fn in chosen:
             try:
-                est = fn(target=t, level=level, n_boot=n_boot, seed=seed, cluster=cluster,
-                         **inputs)
+                est = fn(target=t, interval=options[label], level=level, seed=seed,
+                         cluster=cluster, **inputs)
             except ValueError as err:
                 rows.append({**dict.fromkeys(COLUMNS), "target": name, "metric": label,
                              "estimate": math.nan, "plugin": math.nan, "low": math.nan,

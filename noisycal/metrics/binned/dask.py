@@ -12,16 +12,16 @@ client adds them up and finishes the computation with the library's own code:
 * point estimates: per-bin counts and sums (:func:`~noisycal.metrics.binned.bins.bin_sums`)
   for the binned metrics, sums of per-item scores for the Brier score and the NLL; equal
   to the in-memory value up to the order of floating-point summation;
-* ``interval='inversion'`` (the binned ECE's default): the per-bin sums, cross sums and
+* ``interval=Inversion()`` (the binned ECE's default): the per-bin sums, cross sums and
   calibrated variances of :mod:`noisycal.metrics.binned.form`, and the
   consistency-resampling null drawn block by block from the in-memory call's random
   stream (each block jumps to its own uniforms, ``PCG64.advance``), so the interval is the
   in-memory one with the same seed;
-* ``interval='bootstrap'`` of a top-label or positive-class ECE/MCE (the binned bootstrap
+* ``interval=Bootstrap()`` of a top-label or positive-class ECE/MCE (the binned bootstrap
   of :mod:`noisycal.metrics.binned.bootstrap`): two passes, cell counts and sums, then
   centred cross-products and the rows of small cells, give the in-memory ``CellPlan`` and
   so the same replicates with the same seed;
-* ``interval='bootstrap'`` elsewhere (classwise ECE/MCE, Brier score, NLL): the Poisson
+* ``interval=Bootstrap()`` elsewhere (classwise ECE/MCE, Brier score, NLL): the Poisson
   bootstrap (each item's replicate weight Poisson(1), Hanley & MacGibbon 2006, "Creating
   non-parametric bootstrap samples using Poisson frequencies"), drawn block by block from
   a generator seeded by the seed and the block's first row
@@ -29,11 +29,12 @@ client adds them up and finishes the computation with the library's own code:
   not depend on the scheduler; it is another Monte-Carlo draw than the in-memory
   multinomial bootstrap (same estimand, agreement within Monte-Carlo error), and it
   depends on the row chunking. ``details['bootstrap']`` is then ``'poisson'``.
-  ``interval='wald'`` of the scores takes a second pass (sum of squared deviations).
+  ``interval=Wald()`` of the scores takes a second pass (sum of squared deviations).
 
 Not supported with Dask input (``ValueError``): ``logits=``, ``items=``, ``cluster=``,
-``strategy='quantile'``, ``rebin=True``, ``method='bca'``, ``bootstrap='exact'``,
-``interval='bound'``/``'credible'``, ``refit_channels=True``. A target given as a NumPy
+``strategy='quantile'``, ``Bootstrap(rebin=True)``, ``Bootstrap(method='bca')``,
+``Bootstrap(scheme='exact')``, ``Bootstrap(devices=...)``, and the intervals
+``Bound``, ``Refit`` and ``Credible``. A target given as a NumPy
 array or :class:`~noisycal.targets.Target` is split into the predictions' row blocks.
 Each pass reads the input once (``persist()`` it to avoid recomputing its graph).
 """
@@ -50,6 +51,7 @@ from ..._util.jax import as_numpy_rng
 from ..._util.types import ArrayLike, Seed
 from ..._util.validation import check_choice
 from ...intervals.inversion import norm_of_means
+from ...intervals.options import Bootstrap, IntervalOption, Inversion
 from ...targets.target import Target, as_target_matrix
 from ..inputs import check_target_rows, is_dask_array, lean_inputs
 from .bins import (
@@ -60,6 +62,7 @@ from .bins import (
     uniform_edges,
 )
 from .bootstrap import binary_target, cell_cross_sums, cell_sums, plan_from_cells
+from .estimate import requested_scheme
 from .form import (
     calibrated_bin_variance,
     consistency_counts,
@@ -421,7 +424,8 @@ def refuse(**given: object) -> None:
     Parameters
     ----------
     **given : bool
-        Option name -> whether it was asked for.
+        Option name (an argument, or an interval option's field written as
+        ``"Bootstrap(method='bca')"``) -> whether it was asked for.
     """
     for name, bad in given.items():
         if bad:
@@ -430,18 +434,17 @@ def refuse(**given: object) -> None:
 
 
 def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
-                  interval: str | None, n_boot: int, seed: Seed, strategy: str, method: str,
-                  bootstrap: str, cluster: object, rebin: bool, refit_channels: bool,
-                  devices: object = None
-                  ) -> tuple[Binned, np.ndarray, DaskForm | None, dict | None]:
+                  interval: IntervalOption | None, seed: Seed, strategy: str,
+                  cluster: object) -> tuple[Binned, np.ndarray, DaskForm | None, dict | None]:
     """What :func:`~noisycal.metrics.binned.estimate.binned_estimate` needs of Dask input.
 
     Parameters
     ----------
     blocks : RowBlocks
-    kind, n_bins, debias, interval, n_boot, seed, strategy, method, bootstrap, cluster,
-    rebin, refit_channels, devices
-        As in :func:`noisycal.ece` (checked; ``interval`` resolved from 'auto').
+    kind, n_bins, debias, seed, strategy, cluster
+        As in :func:`noisycal.ece` (checked).
+    interval : Inversion, Bootstrap or None
+        The interval option (resolved from 'auto'). Other kinds, a Bootstrap's
         ``devices`` and the JAX Poisson bootstrap of a top-label or positive-class ECE
         are refused (the classwise bootstrap is a Poisson bootstrap per block).
 
@@ -451,9 +454,9 @@ def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
         No items: the edges only.
     sums : ndarray of shape (G, n_bins, C)
     form : DaskForm or None
-        With ``interval='inversion'``.
+        With the inverted interval.
     streamed : dict or None
-        With ``interval='bootstrap'``: the binned bootstrap's CellPlan, or the Poisson
+        With the bootstrap: the binned bootstrap's CellPlan, or the Poisson
         replicates' per-bin sums.
 
     Raises
@@ -462,18 +465,24 @@ def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
         An option not supported with Dask input.
     """
     G = blocks.K if kind == "classwise" else 1
-    boot = interval == "bootstrap"
-    refuse(cluster=cluster is not None, rebin=bool(rebin), strategy=strategy == "quantile",
-            refit_channels=bool(refit_channels), interval=interval in ("bound", "credible"),
-            method=boot and method == "bca", devices=devices is not None,
-            bootstrap=boot and (bootstrap == "exact" or (bootstrap == "binned" and G > 1)
-                                or (bootstrap == "poisson" and G == 1)))
+    boot = interval if isinstance(interval, Bootstrap) else None
+    scheme = None if boot is None else requested_scheme(boot)
+    other = interval is not None and boot is None and not isinstance(interval, Inversion)
+    refuse(cluster=cluster is not None, strategy=strategy == "quantile",
+           **{f"interval={interval!r}": other,
+              "Bootstrap(rebin=True)": boot is not None and boot.rebin,
+              "Bootstrap(method='bca')": boot is not None and boot.method == "bca",
+              "Bootstrap(devices=...)": boot is not None and boot.devices is not None,
+              f"Bootstrap(scheme={scheme!r})": boot is not None and (
+                  scheme == "exact" or (scheme == "binned" and G > 1)
+                  or (scheme == "poisson" and G == 1))})
+    n_boot = None if interval is None else interval.n_boot
     n, B = blocks.n, n_bins
     common = dict(kind=kind, n_bins=n_bins, debias=debias, n=n)
     form, streamed = None, None
     if interval is None:
         parts = blocks.map(_binned_block, step="point", **common)
-    elif interval == "inversion":
+    elif isinstance(interval, Inversion):
         rng = as_numpy_rng(seed)
         if not isinstance(rng.bit_generator, np.random.PCG64):  # pragma: no cover
             raise TypeError("the block-wise consistency null needs a PCG64 generator")
@@ -497,7 +506,7 @@ def gather_binned(blocks: RowBlocks, kind: str, n_bins: int, *, debias: bool,
         reps = sum(q["reps"] for q in parts)
         streamed = {"replicate_stats": reps.reshape(n_boot, G, B, -1), "scheme": "poisson"}
     sums = sum(q["sums"] for q in parts)
-    if interval == "inversion":
+    if isinstance(interval, Inversion):
         form = DaskForm(sums, parts, n, n_boot)
     edges = np.tile(uniform_edges(B), (G, 1))
     C = sums.shape[2]

@@ -19,14 +19,14 @@ from ..._util.types import ArrayLike, Seed
 from ..._util.validation import (
     PROB_ATOL,
     check_choice,
-    check_int,
     check_level,
     check_seed,
     user_stacklevel,
 )
 from ...exceptions import NumericalWarning
-from ...intervals.bootstrap import BOOTSTRAP_METHODS, interval_from_replicates
+from ...intervals.bootstrap import interval_from_replicates
 from ...intervals.estimate import Estimate
+from ...intervals.options import Bootstrap, Wald
 from ..inputs import resolve_inputs, with_target_status
 from ..score_losses import (
     AFFINE_IN_TARGET,
@@ -74,29 +74,30 @@ def _score_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | N
 
 def dask_score(score: str, probs: object, target: object, *, logits: object,
                classes: ArrayLike | None, items: object, variant: str,
-               interval: str | None, level: float, n_boot: int, method: str, seed: Seed,
+               interval: Bootstrap | Wald | None, level: float, seed: Seed,
                cluster: object) -> Estimate:
     """:func:`noisycal.brier` (``score='brier'``) or :func:`noisycal.nll` of Dask input.
 
     Parameters
     ----------
     score : {'brier', 'nll'}
-    probs, target, logits, classes, items, variant, interval, level, n_boot, method, seed,
-    cluster
+    probs, target, logits, classes, items, variant, level, seed, cluster
         As in :func:`noisycal.brier` / :func:`noisycal.nll` (``variant`` 'plain' for the
         NLL).
+    interval : Bootstrap, Wald or None
+        The interval option (checked by the score; the bootstrap is the Poisson one).
 
     Returns
     -------
     Estimate
     """
     check_choice(variant, "variant", ("plain", "expected"))
-    check_choice(interval, "interval", (None, "bootstrap", "wald"))
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
     check_seed(seed)
-    refuse(cluster=cluster is not None, method=method == "bca" and interval == "bootstrap")
+    boot = interval if isinstance(interval, Bootstrap) else None
+    refuse(cluster=cluster is not None,
+           **{"Bootstrap(method='bca')": boot is not None and boot.method == "bca",
+              "Bootstrap(scheme='exact')": boot is not None and boot.scheme == "exact"})
     blocks = RowBlocks(probs, target, classes, logits=logits, items=items)
     corrected = getattr(target, "kind", None) == "corrected"
     flags = blocks.map(_score_block, score=score, corrected=corrected, step="flags")
@@ -115,8 +116,7 @@ def dask_score(score: str, probs: object, target: object, *, logits: object,
     n_inf = sum(q["n_inf"] for q in parts)
     est = _mean_estimate(blocks, value, n, n_inf, name, details, score=score,
                          corrected=corrected,
-                         affine=affine, interval=interval, level=level, n_boot=n_boot,
-                         method=method, seed=seed)
+                         affine=affine, interval=interval, level=level, seed=seed)
     if score == "nll" and outside:
         est = nll_high_variance(est)
     elif outside and variant == "plain" and est.status == "ok":
@@ -129,8 +129,8 @@ def dask_score(score: str, probs: object, target: object, *, logits: object,
 
 def _mean_estimate(blocks: RowBlocks, value: float, n: int, n_inf: int, name: str,
                    details: dict, *,
-                   score: str, corrected: bool, affine: bool, interval: str | None,
-                   level: float, n_boot: int, method: str, seed: Seed) -> Estimate:
+                   score: str, corrected: bool, affine: bool,
+                   interval: Bootstrap | Wald | None, level: float, seed: Seed) -> Estimate:
     """:func:`~noisycal.metrics.scores.mean_estimate` from block sums."""
     if not np.isfinite(value):
         return Estimate(name, value, n=n, status="nonfinite", details=details, message=(
@@ -139,10 +139,10 @@ def _mean_estimate(blocks: RowBlocks, value: float, n: int, n_inf: int, name: st
     if interval is None:
         return Estimate(name, value, n=n, details=details)
     entropy = int(as_numpy_rng(seed).integers(0, 2**63))
+    n_boot = interval.n_boot if isinstance(interval, Bootstrap) else 0
     parts = blocks.map(_score_block, score=score, corrected=corrected, step="spread",
-                       affine=affine, mean=value,
-                       n_boot=n_boot if interval == "bootstrap" else 0, entropy=entropy)
-    if interval == "wald":
+                       affine=affine, mean=value, n_boot=n_boot, entropy=entropy)
+    if isinstance(interval, Wald):
         se = float(np.sqrt(sum(q["m2"] for q in parts) / (n - 1)) / np.sqrt(n)) if n > 1 \
             else float("nan")
         if not np.isfinite(se):
@@ -155,6 +155,7 @@ def _mean_estimate(blocks: RowBlocks, value: float, n: int, n_inf: int, name: st
                         n=n, details={**details, "se": se})
     sums = sum(q["reps"] for q in parts)
     reps = sums[:, 1] / sums[:, 0]
+    method = interval.method
     ci, status, message = interval_from_replicates(value, reps, level, method)
     return Estimate(name, value, ci, level, "bootstrap", method, n=n, n_boot=n_boot,
                     status=status, message=message, details={**details,

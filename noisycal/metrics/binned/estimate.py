@@ -26,6 +26,7 @@ from ...intervals.bootstrap import (
 )
 from ...intervals.estimate import Estimate
 from ...intervals.inversion import inversion_report, invert_norm, no_variation
+from ...intervals.options import Bootstrap, Inversion
 from ..nc.credible import equal_tailed
 from .bins import (
     Binned,
@@ -45,12 +46,23 @@ from .bootstrap import (
 from .form import TableForm
 from .poisson import poisson_replicate_stats
 
-__all__ = ["binned_estimate", "BOOTSTRAP_SCHEMES", "binned_bootstrap_applies"]
-
-#: How a binned metric's item bootstrap draws its replicates (``bootstrap=``).
-BOOTSTRAP_SCHEMES = ("auto", "exact", "binned", "poisson")
+__all__ = ["binned_estimate", "binned_bootstrap_applies", "requested_scheme"]
 
 
+def requested_scheme(boot: Bootstrap) -> str:
+    """The scheme a :class:`~noisycal.intervals.Bootstrap` asks for: its ``scheme``, and
+    'poisson' for 'auto' with ``devices`` (only the Poisson bootstrap shards over items
+    without a gather across devices; the option refuses devices with another scheme).
+
+    Parameters
+    ----------
+    boot : Bootstrap
+
+    Returns
+    -------
+    {'auto', 'exact', 'binned', 'poisson'}
+    """
+    return "poisson" if boot.devices is not None else boot.scheme
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -171,17 +183,17 @@ def resolve_scheme(scheme: str, binned: Binned, codes: np.ndarray | None,
     Raises
     ------
     ValueError
-        ``bootstrap='binned'`` where it does not apply (see
+        ``scheme='binned'`` where it does not apply (see
         :func:`binned_bootstrap_applies`).
     """
     if scheme == "poisson" and rebin:
-        raise ValueError("bootstrap='poisson' keeps the sample's bins fixed; rebin=True "
-                         "needs bootstrap='exact'")
+        raise ValueError("Bootstrap(scheme='poisson') (what devices make of 'auto') keeps "
+                         "the sample's bins fixed; rebin=True needs scheme='exact'")
     applies = binned_bootstrap_applies(binned, codes, rebin)
     if scheme == "binned" and not applies:
-        raise ValueError("bootstrap='binned' needs one score group (top-label or "
+        raise ValueError("Bootstrap(scheme='binned') needs one score group (top-label or "
                          "positive-class, not classwise), one target value per item, no "
-                         "cluster and rebin=False; use bootstrap='exact'")
+                         "cluster and rebin=False; use scheme='exact'")
     if scheme == "auto":
         return "binned" if applies else "exact"
     return scheme
@@ -360,14 +372,12 @@ def _inverted(binned: Binned, table: pd.DataFrame, value: float, *, norm: str, l
 
 
 def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, norm: str,
-                     debias: bool, interval: str | None, level: float, n_boot: int,
-                     method: str, seed: Seed, cluster: ArrayLike | None, rebin: bool,
-                     batch_size: int | None, details: dict,
-                     estimator: str = "plug-in", bootstrap: str = "auto",
-                     sums: np.ndarray | None = None, devices: tuple | None = None,
-                     form: object | None = None, streamed: dict | None = None,
-                     cov_hook: Any = None) -> Estimate:
-    """The Estimate of a binned metric: value, bootstrap interval (if asked), per-bin table.
+                    debias: bool, interval: Inversion | Bootstrap | None, level: float,
+                    seed: Seed, cluster: ArrayLike | None, details: dict,
+                    estimator: str = "plug-in", sums: np.ndarray | None = None,
+                    form: object | None = None, streamed: dict | None = None,
+                    cov_hook: Any = None) -> Estimate:
+    """The Estimate of a binned metric: value, interval (if asked), per-bin table.
 
     Parameters
     ----------
@@ -379,26 +389,24 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         Name of the estimate.
     reduce, norm, debias
         See :func:`~noisycal.metrics.binned.bins.metric_from_stats`.
-    interval : {'inversion', 'bootstrap', None}
-        ``'inversion'``: :func:`noisycal.intervals.inversion.invert_norm` with ``n_boot``
-        simulated draws (reduce='ece' and one draw per item only).
-    level, n_boot, method, seed, cluster, rebin, batch_size
+    interval : Inversion, Bootstrap or None
+        :class:`~noisycal.intervals.Inversion`:
+        :func:`noisycal.intervals.inversion.invert_norm` with its ``n_boot`` simulated
+        draws (reduce='ece' and one draw per item only).
+        :class:`~noisycal.intervals.Bootstrap`: the item bootstrap; its ``scheme`` (see
+        :func:`requested_scheme`) says how the replicates are drawn,
+        ``details['bootstrap']`` which scheme ran, and its ``devices`` shard the Poisson
+        scheme's items (:mod:`noisycal.metrics.binned.poisson`).
+    level, seed, cluster
         As in :func:`noisycal.ece` (already validated).
     details : dict
         Extra details of the estimate.
     estimator : {'plug-in', 'median-unbiased', 'debiased'}, default='plug-in'
-        Which value to report; 'median-unbiased' needs ``interval='inversion'``.
-    bootstrap : {'auto', 'exact', 'binned', 'poisson'}, default='auto'
-        How the item bootstrap draws its replicates (see :func:`noisycal.ece`);
-        ``details['bootstrap']`` says which ran.
-    devices : tuple of jax devices, optional
-        Shard the Poisson bootstrap's items over these devices
-        (:mod:`noisycal.metrics.binned.poisson`; checked by its
-        ``check_poisson_request``).
+        Which value to report; 'median-unbiased' needs the inverted interval.
     sums : ndarray of shape (G, n_bins, C), optional
         The sample's per-bin sums when the caller streamed them
         (:func:`~noisycal.metrics.binned.bins.streamed_bin_sums`); ``binned`` then holds no
-        items and ``interval`` must be None, or 'inversion' with ``form``, or 'bootstrap'
+        items and ``interval`` must be None, or an Inversion with ``form``, or a Bootstrap
         with ``streamed``.
     form : TableForm-like, optional
         The per-bin statistics of the inverted interval, gathered over row chunks (the
@@ -409,7 +417,7 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         bootstrap) or ``{'replicate_stats': ndarray of shape (n_boot, G, B, C),
         'scheme': str}`` (per-bin sums of replicates drawn elsewhere).
     cov_hook : callable, optional
-        With ``interval='inversion'``: ``cov_hook(cov, n_sim, seed) -> (cov, noise)``
+        With the inverted interval: ``cov_hook(cov, n_sim, seed) -> (cov, noise)``
         adjusts the bin means' covariance and null draws (see :func:`_inverted`).
 
     Returns
@@ -418,9 +426,14 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     """
     G, n, _ = binned.data.shape
     streamed = streamed or {}
+    boot = interval if isinstance(interval, Bootstrap) else None
+    inverted = isinstance(interval, Inversion)
+    if interval is not None and boot is None and not inverted:
+        raise ValueError(f"interval: the binned estimate draws Inversion or Bootstrap "
+                         f"intervals, got {interval!r}")
     if sums is not None:
-        if interval is not None and (interval != "inversion" or form is None) and \
-                (interval != "bootstrap" or not streamed):
+        if interval is not None and (not inverted or form is None) and \
+                (boot is None or not streamed):
             raise ValueError("sums: streamed per-bin sums serve the point estimate "
                              "(interval=None), with form= the inverted interval and with "
                              "streamed= the bootstrap")
@@ -428,8 +441,10 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     cfg = dict(n_bins=binned.n_bins, n_draws=binned.n_draws, reduce=reduce, norm=norm,
                debias=debias)
     codes, n_clusters = cluster_codes(cluster, n)
-    scheme = resolve_scheme(bootstrap, binned, codes, rebin) if interval == "bootstrap" \
-        else None
+    n_boot = None if interval is None else interval.n_boot
+    method = boot.method if boot is not None else None
+    scheme = resolve_scheme(requested_scheme(boot), binned, codes, boot.rebin) \
+        if boot is not None else None
     reps = bin_reps = jack = None
     with x64():
         # the sample's per-bin sums in NumPy: the item table moves to JAX only for the
@@ -438,26 +453,27 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
         value, per_group = _point_value(jnp.asarray(stats), n_draws=binned.n_draws,
                                         reduce=reduce, norm=norm, debias=debias)
         value, per_group = float(value), np.asarray(per_group)
-        if interval == "bootstrap" and "plan" in streamed:
+        if boot is not None and "plan" in streamed:
             reps, bin_reps = _run_binned(binned, cfg, n_boot=n_boot, seed=seed,
                                          plan=streamed["plan"], n=n)
-        elif interval == "bootstrap" and "replicate_stats" in streamed:
+        elif boot is not None and "replicate_stats" in streamed:
             reps, bin_reps = (np.asarray(a) for a in _metric_of_replicates(
                 jnp.asarray(streamed["replicate_stats"]),
                 **{k: v for k, v in cfg.items() if k != "n_bins"}))
             scheme = streamed["scheme"]
-        elif interval == "bootstrap":
+        elif boot is not None:
             reps, bin_reps, jack, scheme = _run_bootstrap(
                 binned, stats, codes, n_clusters, cfg, n_boot=n_boot,
-                method=method, seed=seed, rebin=rebin, batch_size=batch_size,
-                scheme=scheme, devices=devices)
+                method=method, seed=seed, rebin=boot.rebin, batch_size=boot.batch_size,
+                scheme=scheme, devices=boot.devices)
     status, message, ci = "ok", "", None
     if reps is not None:
         ci, status, message = interval_from_replicates(value, reps, level, method, jack)
-    table = _bin_table(binned, groups, stats, bin_reps, level, interval)
+    table = _bin_table(binned, groups, stats, bin_reps, level,
+                       None if interval is None else interval.name)
     det = dict(details)
     kind, how = ("bootstrap", method) if ci is not None else (None, None)
-    if interval == "inversion":
+    if inverted:
         value, ci, extra = _inverted(binned, table, value, norm=norm, level=level,
                                      n_boot=n_boot, seed=seed, codes=codes,
                                      n_clusters=n_clusters, estimator=estimator, form=form,
@@ -471,8 +487,8 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                edges=binned.edges)
     if reps is not None:
         det["bootstrap"] = scheme
-        if devices is not None:
-            det["devices"] = len(devices)
+        if boot.devices is not None:
+            det["devices"] = len(boot.devices)
     if G > 1 or groups[0].startswith("class"):
         det["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
     return Estimate(name, value, ci, level if ci is not None else None, kind, how, n=n,

@@ -1,6 +1,7 @@
 """The Poisson bootstrap of the binned metrics, sharded over items across devices.
 
-It is ``bootstrap='poisson'`` and ``devices=`` of :func:`noisycal.ece`.
+It is ``interval=Bootstrap(scheme='poisson')`` and ``Bootstrap(devices=...)`` of
+:func:`noisycal.ece` (:class:`noisycal.intervals.Bootstrap`).
 
 Every resampling unit (an item, or a cluster with ``cluster=``) gets an independent
 Poisson(1) weight in every replicate, instead of the multinomial counts of n draws
@@ -46,10 +47,7 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
-from ..._util.jax import check_devices
-
-__all__ = ["POISSON_THRESHOLDS", "poisson_weights", "poisson_replicate_stats",
-           "check_poisson_request"]
+__all__ = ["POISSON_THRESHOLDS", "poisson_weights", "poisson_replicate_stats"]
 
 
 def _thresholds() -> np.ndarray:
@@ -71,44 +69,6 @@ POISSON_THRESHOLDS = _thresholds()
 _CHUNK = 2**13
 #: Hash outputs (replicates x items) per step.
 _BLOCK = 2**20
-
-
-def check_poisson_request(devices: object, bootstrap: str, interval: str | None,
-                          refit_channels: bool) -> tuple[tuple[Any, ...] | None, str]:
-    """Validate ``devices=`` of a binned metric against its interval and scheme.
-
-    ``devices`` shards the item bootstrap, which only the Poisson scheme can do without a
-    gather across devices: ``bootstrap='auto'`` with devices becomes 'poisson', and an
-    explicit 'exact' or 'binned' with devices is a ValueError (rather than a silent
-    change of scheme).
-
-    Parameters
-    ----------
-    devices : None, int or sequence of jax devices
-        See ``noisycal._util.jax.check_devices``.
-    bootstrap : {'auto', 'exact', 'binned', 'poisson'}
-    interval : str or None
-        The resolved interval kind.
-    refit_channels : bool
-
-    Returns
-    -------
-    devices : tuple of jax devices or None
-    bootstrap : str
-        'poisson' when devices are given, else ``bootstrap`` unchanged.
-    """
-    devs = check_devices(devices)
-    if devs is None:
-        return None, bootstrap
-    if interval != "bootstrap" or refit_channels:
-        raise ValueError("devices shards the item bootstrap over devices: it needs "
-                         "interval='bootstrap' without refit_channels, got "
-                         f"interval={interval!r}")
-    if bootstrap not in ("auto", "poisson"):
-        raise ValueError(f"devices needs bootstrap='poisson' (or 'auto'): only the Poisson "
-                         f"bootstrap shards over items without gathering across devices; "
-                         f"got bootstrap={bootstrap!r}")
-    return devs, "poisson"
 
 
 def poisson_weights(keypair: jax.Array, units: jax.Array, pairs: jax.Array) -> jax.Array:

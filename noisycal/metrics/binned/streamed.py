@@ -33,7 +33,6 @@ from ..._util.types import Seed
 from ..._util.validation import check_choice
 from ...intervals.inversion import norm_of_means
 from .bins import (
-    KINDS,
     Binned,
     _chunk_scores,
     quantile_inner_edges,
@@ -41,7 +40,7 @@ from .bins import (
 )
 from .form import floor_variance, gap_se_from_sums, linear_form_from_sums
 
-__all__ = ["StreamedForm", "streams_inversion", "CHUNK_ROWS"]
+__all__ = ["StreamedForm", "CHUNK_ROWS"]
 
 #: Rows per chunk of the streamed passes (bounds every temporary).
 CHUNK_ROWS = 2**14
@@ -52,33 +51,6 @@ _NULL_BLOCK = 2**24
 
 #: Uniforms drawn at once when all rows fit one chunk (several replicates per draw).
 _VEC_ELEMENTS = 2**18
-
-
-def streams_inversion(interval: str | None, kind: str, reduce: str, cluster: object,
-                      nc_request: bool) -> bool:
-    """Whether a binned ECE's inverted interval is computed by :class:`StreamedForm`.
-
-    For every kind of binned ECE with ``interval='inversion'``, no clusters, and no
-    noise-corrected interval request: the item table would hold G x n x 3 float64
-    numbers (K x n x 3 classwise; for the top-label ECE with its consistency null the
-    peak was 5.1x a float32 (n, 10) input, under 2x streamed).
-
-    Parameters
-    ----------
-    interval : str or None
-    kind : {'top_label', 'classwise', 'positive_class'}
-    reduce : {'ece', 'mce'}
-    cluster : object
-        The ``cluster`` argument (None: items are the sampling units).
-    nc_request : bool
-        Whether the noise-corrected interval machinery takes over.
-
-    Returns
-    -------
-    bool
-    """
-    return (interval == "inversion" and kind in KINDS and reduce == "ece"
-            and cluster is None and not nc_request)
 
 
 def _bin_dtype(n_bins: int) -> type:

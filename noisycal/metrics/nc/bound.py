@@ -15,44 +15,22 @@ itself needs a Lipschitz term L_r h not added here.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
 
-from ..._util.validation import check_array, check_choice, check_level
+from ..._util.validation import check_level
+from ...intervals.options import BOUND_KINDS, BOUND_MODES, Bound
 
 __all__ = ["BOUND_MODES", "BOUND_KINDS", "DEFAULT_BOUND_KIND", "nc_ece_bound",
-           "hoeffding_radius", "check_bound_options", "target_range",
+           "hoeffding_radius", "target_range",
            "class_ranges", "channel_errors", "infer_same_sample", "check_fit_identified"]
 
-BOUND_MODES = ("binned_only", "oracle", "radius")
-#: Concentration inequalities of the sampling radius (:func:`nc_ece_bound`); 'auto' takes
-#: the smaller of the two, each at eta / 2.
-BOUND_KINDS = ("auto", "bernstein", "hoeffding")
+#: The default concentration inequality of the sampling radius (:func:`nc_ece_bound`;
+#: the modes and inequalities are ``BOUND_MODES`` and ``BOUND_KINDS`` of
+#: :class:`noisycal.intervals.Bound`); 'auto' takes the smaller of the two, each at
+#: eta / 2.
 DEFAULT_BOUND_KIND = "auto"
-#: The bound option that belongs to each mode (the other modes refuse it).
-_MODE_OPTION = {"oracle": "true_channels", "radius": "channel_radius"}
-
-
-def _check_true_channels(true_channels: object) -> np.ndarray:
-    """(J, K, K) confusion matrices from a pair (a, b) of rates or a 3-D array."""
-    msg = "true_channels must be a pair (a, b) of rates or (J, K, K) confusion matrices, got "
-    if isinstance(true_channels, str | bytes) or not hasattr(true_channels, "__len__") \
-            or (np.ndim(true_channels) != 3 and len(true_channels) != 2):
-        raise ValueError(msg + repr(true_channels))
-    if np.ndim(true_channels) == 3:
-        C = check_array(true_channels, "true_channels", ndim=3)
-        if C.shape[1] != C.shape[2] or C.shape[1] < 2 or np.any(C < 0) \
-                or np.any(np.abs(C.sum(axis=2) - 1) > 1e-6):
-            raise ValueError(msg + f"an array of shape {C.shape} whose rows are not all "
-                             "probability vectors")
-        return C
-    a, b = (check_array(x, "true_channels", ndim=1) for x in true_channels)
-    if a.shape != b.shape or np.any((a < 0) | (a > 1) | (b < 0) | (b > 1)):
-        raise ValueError("true_channels must be two rate arrays (a, b) of equal length in "
-                         "[0, 1]")
-    return np.stack([np.stack([1 - a, a], 1), np.stack([1 - b, b], 1)], 1)
 
 
 def _item_weights(details: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -189,67 +167,6 @@ def check_fit_identified(target: Any, what: str = "interval='bound'") -> None:
                          "a design that identifies them, or use interval='bootstrap'")
 
 
-def check_bound_options(mode: object, channel_radius: object, true_channels: object,
-                        same_sample: object, *, bound_kind: object = DEFAULT_BOUND_KIND,
-                        interval_bound: bool = True) -> dict:
-    """Validated options of the NC-ECE bound (see :func:`nc_ece_bound`).
-
-    Every option is checked whether or not it is used. ``channel_radius`` belongs to
-    ``mode='radius'`` and ``true_channels`` to ``mode='oracle'``: given with another mode
-    they raise, as does any non-default option without ``interval='bound'``.
-
-    Parameters
-    ----------
-    mode : {'binned_only', 'oracle', 'radius'}
-        ``bound_mode`` of :func:`noisycal.ece`.
-    channel_radius : float or None
-        Radius of the channel error (``mode='radius'`` only).
-    true_channels : (a, b), array-like of shape (J, K, K), or None
-        The true channels (``mode='oracle'`` only).
-    same_sample : bool or None
-        Whether the channels were fitted on the evaluated items (None: inferred).
-    bound_kind : {'auto', 'bernstein', 'hoeffding'}, default='auto'
-        The concentration inequality of the sampling radius.
-    interval_bound : bool, default=True
-        Whether ``interval='bound'`` was asked for.
-
-    Returns
-    -------
-    dict
-        The options, ``true_channels`` as a (J, K, K) array (or None).
-    """
-    check_choice(mode, "bound_mode", BOUND_MODES)
-    check_choice(bound_kind, "bound_kind", BOUND_KINDS)
-    if same_sample is not None and not isinstance(same_sample, bool | np.bool_):
-        raise ValueError(f"same_sample must be True or False (or None: inferred), got "
-                         f"{same_sample!r}")
-    if channel_radius is not None:
-        if isinstance(channel_radius, bool) or not isinstance(channel_radius, numbers.Real) \
-                or not channel_radius >= 0 or not math.isfinite(channel_radius):
-            raise ValueError("channel_radius must be a finite number >= 0, got "
-                             f"{channel_radius!r}")
-        channel_radius = float(channel_radius)
-    if true_channels is not None:
-        true_channels = _check_true_channels(true_channels)
-    given = {"bound_mode": mode != "binned_only", "channel_radius": channel_radius is not None,
-             "true_channels": true_channels is not None, "same_sample": bool(same_sample),
-             "bound_kind": bound_kind != DEFAULT_BOUND_KIND}
-    if not interval_bound and any(given.values()):
-        name = next(k for k, v in given.items() if v)
-        raise ValueError(f"{name} applies only to interval='bound'")
-    for other, option in _MODE_OPTION.items():
-        if given[option] and mode != other:
-            raise ValueError(f"{option} applies only to bound_mode={other!r}, not "
-                             f"bound_mode={mode!r}")
-    if interval_bound and mode in _MODE_OPTION and not given[_MODE_OPTION[mode]]:
-        need = ("true_channels=(a, b) or confusion matrices" if mode == "oracle"
-                else "a channel_radius >= 0")
-        raise ValueError(f"bound_mode={mode!r} needs {need}")
-    return {"mode": mode, "channel_radius": channel_radius, "true_channels": true_channels,
-            "same_sample": None if same_sample is None else bool(same_sample),
-            "bound_kind": bound_kind}
-
-
 def _log_term(n: int, n_bins: int, level: float, log_union: float) -> float:
     """M log 2 + log(c / eta), after checking ``level`` and ``n``."""
     level = check_level(level)
@@ -342,7 +259,7 @@ def _squares(det: Any, values: np.ndarray, items: tuple, B: np.ndarray,
 
 
 def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
-                 mode: str = "binned_only", channel_radius: float | None = None,
+                 mode: str | None = None, channel_radius: float | None = None,
                  true_channels: Any = None, same_sample: bool | None = None,
                  bound_kind: str = DEFAULT_BOUND_KIND,
                  items: tuple | None = None) -> tuple[tuple[float, float], dict]:
@@ -359,8 +276,10 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
         positive-class and top-label errors, K for the classwise error.
     level : float
         1 - eta.
-    mode : {'binned_only', 'oracle', 'radius'}, default='binned_only'
-        Options of another mode raise (see :func:`check_bound_options`).
+    mode : {'binned_only', 'oracle', 'radius'}, optional
+        As ``mode`` of :class:`noisycal.intervals.Bound`, which checks these options
+        (default: 'radius' with ``channel_radius``, 'oracle' with ``true_channels``, else
+        'binned_only'; an option of another mode raises).
     channel_radius : float, optional
         For ``mode='radius'``: r >= max_j max_y TV(C_j[y], C_hat_j[y]), the largest
         total-variation distance between a true and an estimated confusion row (two
@@ -452,9 +371,9 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
     The interval is clipped at 0 (a library convention). With fixed channels the weights
     must not depend on the evaluated ratings ('iv' weights' plug-in prevalence does).
     """
-    opts = check_bound_options(mode, channel_radius, true_channels, same_sample,
-                               bound_kind=bound_kind)
-    true_channels, same_sample = opts["true_channels"], opts["same_sample"]
+    opts = Bound(mode=mode, kind=bound_kind, channel_radius=channel_radius,
+                 true_channels=true_channels, same_sample=same_sample)
+    mode, true_channels, same_sample = opts.mode, opts.true_channels, opts.same_sample
     if getattr(target, "kind", None) != "corrected":
         raise ValueError("interval='bound' needs a corrected target (nc.targets.corrected); "
                          "it bounds NC-ECE only")
@@ -497,8 +416,8 @@ def nc_ece_bound(value: float, target: Any, counts: np.ndarray, level: float, *,
         channel = np.array([dk[c].max() for c in columns])
         note = "channel term exact (oracle channels)"
     elif mode == "radius":
-        channel = B * float(opts["channel_radius"])
-        note = f"channel term B * r with r = {opts['channel_radius']:g}"
+        channel = B * opts.channel_radius
+        note = f"channel term B * r with r = {opts.channel_radius:g}"
     else:
         channel = np.zeros(n_groups)
         note = "assumes exact channels (the channel term d_ch is not included)"

@@ -3,16 +3,16 @@
 NC-ECE is :func:`noisycal.ece` with a corrected target (:func:`noisycal.targets.corrected`).
 Its default interval, the inverted test with the channel estimation error carried, is
 built in :mod:`noisycal.metrics.nc.delta` (through the binned estimate). The other
-interval kinds, each in :mod:`noisycal.intervals` and fed here with the metric's bins and
-the binned statistic :func:`nc_ece_statistic`:
+interval kinds, each an option object of :mod:`noisycal.intervals` fed here with the
+metric's bins and the binned statistic :func:`nc_ece_statistic`:
 
-- ``interval='bound'``: Theorem 1 / Eq. C.11 (or Proposition 1), :func:`nc_ece_bound`,
+- ``interval=Bound(...)``: Theorem 1 / Eq. C.11 (or Proposition 1), :func:`nc_ece_bound`,
   generalised there to K classes;
-- ``interval='credible'``: channel posterior draws x Bayesian bootstrap (the posterior of
+- ``interval=Credible()``: channel posterior draws x Bayesian bootstrap (the posterior of
   the plug-in: biased upward near 0);
-- ``refit_channels=True``: a bootstrap that refits the channels in every replicate,
+- ``interval=Refit(...)``: a bootstrap that refits the channels in every replicate,
   inverted (:func:`noisycal.metrics.nc.assemble.refit_inversion`) or read off as a
-  percentile interval (``interval='bootstrap'``).
+  percentile interval (``Refit(method='percentile')``).
 
 The paper defines NC-ECE for two classes (the positive-class error). With K > 2 classes
 and Dawid–Skene confusion matrices the corrected target is ``e_A C^{-1}`` averaged over
@@ -35,59 +35,54 @@ from ..._util.types import Seed
 from ..._util.validation import check_array
 from ...intervals.bootstrap import interval_from_replicates
 from ...intervals.estimate import Estimate
+from ...intervals.options import Bound, Credible, Refit
 from ..binned.bins import equal_width_bins, group_scores, residual_ece
 from .assemble import refit_inversion, target_columns
 from .bound import nc_ece_bound
 from .credible import check_credible_target, nc_ece_credible
 from .refit import check_refit_target, nc_ece_refit_replicates
 
-__all__ = ["nc_ece_interval", "check_nc_ece_request", "nc_ece_statistic", "nc_ece_items"]
+__all__ = ["nc_ece_interval", "check_nc_ece_metric", "nc_ece_statistic", "nc_ece_items"]
 
 _PAPER = "\"Noisy-Label Calibration with Multiple Unreliable Labels\""
 
 
-def _asked(interval: str | None, refit_channels: bool) -> str:
-    return "refit_channels=True" if refit_channels else f"interval={interval!r}"
+def check_nc_ece_metric(interval: Bound | Refit | Credible, *, n_classes: int, norm: str,
+                        debias: bool, kind: str, strategy: str, cluster: Any) -> None:
+    """Refuse an NC-ECE interval for a binned ECE it is not defined for.
 
-
-def check_nc_ece_request(interval: str | None, refit_channels: bool, *, n_classes: int = 2,
-                         reduce: str, norm: str,
-                         debias: bool, kind: str, strategy: str, method: str,
-                         cluster: Any) -> bool:
-    """Whether the request is an NC-ECE interval; raise if its settings do not allow one.
+    The bound, credible and refit intervals are those of the L1 binned NC-ECE with
+    equal-width bins: for two classes the positive-class error, for K > 2 the top-label
+    or classwise one; the refits resample items, so they take no clusters.
 
     Parameters
     ----------
-    interval, refit_channels, reduce, norm, debias, kind, strategy, method, cluster
-        The arguments of the same names given to :func:`noisycal.ece`.
-    n_classes : int, default=2
+    interval : Bound, Refit or Credible
+    n_classes : int
         K, the number of classes of the predictions.
+    norm, debias, kind, strategy, cluster
+        The arguments of the same names given to :func:`noisycal.ece` (``kind``
+        resolved).
 
-    Returns
-    -------
-    bool
-        True for ``interval='bound'``, ``'credible'`` or ``refit_channels=True``.
+    Raises
+    ------
+    ValueError
+        Naming the setting the interval needs.
     """
-    if refit_channels and (interval not in ("inversion", "bootstrap") or method == "bca"
-                           or cluster is not None):
-        raise ValueError("refit_channels=True is a bootstrap over items: it needs "
-                         "interval='inversion' (the default: the refits' covariance of the "
-                         "bin means, inverted) or 'bootstrap' (method 'percentile' or "
-                         "'basic'), and no cluster")
-    if interval not in ("bound", "credible") and not refit_channels:
-        return False
-    asked = f"interval={interval!r}" + (" with refit_channels=True" if refit_channels else "")
-    if n_classes == 2 and (reduce != "ece" or norm != "l1" or debias
-                           or kind != "positive_class" or strategy != "uniform"):
+    asked = f"interval={interval!r}"
+    if isinstance(interval, Refit) and cluster is not None:
+        raise ValueError(f"cluster: {asked} is a bootstrap over items, which it refits "
+                         "the channels on; it takes no clusters")
+    if n_classes == 2 and (norm != "l1" or debias or kind != "positive_class"
+                           or strategy != "uniform"):
         raise ValueError(f"{asked} is an NC-ECE interval: it needs the L1 positive-class ECE "
                          "with equal-width bins (kind='positive_class', norm='l1', "
                          "strategy='uniform')")
-    if n_classes > 2 and (reduce != "ece" or norm != "l1" or debias or strategy != "uniform"
+    if n_classes > 2 and (norm != "l1" or debias or strategy != "uniform"
                           or kind not in ("top_label", "classwise")):
         raise ValueError(f"{asked} is an NC-ECE interval: with {n_classes} classes it needs "
                          "the L1 top-label or classwise ECE with equal-width bins "
                          "(kind='top_label' or 'classwise', norm='l1', strategy='uniform')")
-    return True
 
 
 def nc_ece_statistic(weights: jax.Array, target: jax.Array, conf: jax.Array,
@@ -183,10 +178,9 @@ def _statistic_items(est: Estimate, conf: np.ndarray, bins: np.ndarray, target: 
 
 
 def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | None,
-                    target: Any, *, interval: str | None, refit_channels: bool, level: float,
-                    n_boot: int, method: str, seed: Seed, bound: dict,
-                    probs: np.ndarray | None = None,
-                    estimator: str = "median-unbiased", progress: bool = False) -> Estimate:
+                    target: Any, *, interval: Bound | Refit | Credible, level: float,
+                    seed: Seed, probs: np.ndarray | None = None,
+                    estimator: str = "median-unbiased") -> Estimate:
     """Attach an NC-ECE interval (bound, credible or channel-refit bootstrap) to ``est``.
 
     Parameters
@@ -200,49 +194,48 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
         The estimate's bin of each item (two classes; ignored when ``probs`` is given).
     target : Target
         The corrected target.
-    interval : {'bound', 'credible', 'bootstrap', 'inversion'}
-        'inversion' only with ``refit_channels``
-        (:func:`~noisycal.metrics.nc.assemble.refit_inversion`).
-    refit_channels : bool
-    level, n_boot, method, seed
+    interval : Bound, Refit or Credible
+        The interval option (:mod:`noisycal.intervals`); a Refit with
+        ``method='inversion'`` is :func:`~noisycal.metrics.nc.assemble.refit_inversion`.
+    level, seed
         As in :func:`noisycal.ece`.
-    bound : dict
-        ``mode``, ``channel_radius``, ``true_channels``, ``same_sample``.
-    estimator : {'median-unbiased', 'plug-in'}, default='median-unbiased'
-        The value reported by the refit inversion.
     probs : ndarray of shape (n_items, K), optional
         The predictions; needed for K > 2 (top-label and classwise NC-ECE: the
         confidences, equal-width bins and predicted classes are rebuilt from them).
-    progress : bool, default=False
-        A progress bar on stderr over the channel refits (``refit_channels``).
+    estimator : {'median-unbiased', 'plug-in'}, default='median-unbiased'
+        The value reported by the refit inversion.
 
     Returns
     -------
     Estimate
     """
     M = int(est.details["n_bins"])
-    asked = _asked(interval, refit_channels)
-    if refit_channels:
+    asked = f"interval={interval!r}"
+    if isinstance(interval, Refit):
+        n_boot = interval.n_boot
         check_refit_target(target)
         items = _statistic_items(est, conf, bins, target, probs, asked)
-        if interval == "inversion":
+        if interval.method == "inversion":
             return refit_inversion(est, target, items, n_bins=M, n_boot=n_boot, level=level,
-                                   seed=seed, estimator=estimator, progress=progress)
+                                   seed=seed, estimator=estimator,
+                                   progress=interval.progress)
         reps, extra = nc_ece_refit_replicates(target, items, n_bins=M, n_boot=n_boot,
                                               statistic=nc_ece_statistic, seed=seed,
-                                              progress=progress)
-        ci, status, message = interval_from_replicates(float(est), reps, level, method)
+                                              progress=interval.progress)
+        ci, status, message = interval_from_replicates(float(est), reps, level,
+                                                       interval.method)
         if extra["n_failed"]:
             message = (f"{extra['n_failed']} of {n_boot} refits gave a channel that cannot "
                        f"be inverted (gap or smallest singular value <= 1e-4); " + message)
         if extra["n_nonfinite"]:
             message = (f"{extra['n_nonfinite']} of {n_boot} refits gave a non-finite "
                        "value; " + message)
-        return Estimate(est.name, est.value, ci, level, "bootstrap", method, n=est.n,
-                        n_boot=n_boot, bins=est.bins, status=status, message=message,
+        return Estimate(est.name, est.value, ci, level, "bootstrap", interval.method,
+                        n=est.n, n_boot=n_boot, bins=est.bins, status=status,
+                        message=message,
                         details={**est.details, **extra, "refit_channels": True},
                         replicates=reps)
-    if interval == "credible":
+    if isinstance(interval, Credible):
         check_credible_target(target)
         c, b, cols = _statistic_items(est, conf, bins, target, probs, asked)
         ci, extra, vals = nc_ece_credible(
@@ -257,10 +250,16 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
         return Estimate(est.name, est.value, ci, level, "credible", "credible-eti", n=est.n,
                         bins=est.bins, status=status, message=message,
                         details={**est.details, **extra}, replicates=vals)
+    if not isinstance(interval, Bound):
+        raise ValueError(f"interval must be a Bound, Refit or Credible option, got "
+                         f"{interval!r}")
     items = (_statistic_items(est, conf, bins, target, probs, asked)
              if getattr(target, "kind", None) == "corrected" else None)  # else refused
     ci, extra = nc_ece_bound(float(est), target, est.bins["count"].to_numpy().reshape(-1, M),
-                             level, items=items, **bound)
+                             level, items=items, mode=interval.mode,
+                             channel_radius=interval.channel_radius,
+                             true_channels=interval.true_channels,
+                             same_sample=interval.same_sample, bound_kind=interval.kind)
     return Estimate(est.name, est.value, ci, level, "bound", extra["bound_method"], n=est.n,
                     bins=est.bins, status=est.status, message=extra["bound_note"],
                     details={**est.details, **extra})

@@ -23,18 +23,14 @@ import numpy as np
 
 from ..._util.types import ArrayLike, Seed
 from ..._util.validation import (
-    check_batch_size,
-    check_choice,
     check_int,
     check_level,
     check_real,
     check_seed,
 )
-from ...intervals.bootstrap import (
-    BOOTSTRAP_METHODS,
-    cluster_codes,
-)
+from ...intervals.bootstrap import cluster_codes
 from ...intervals.estimate import Estimate
+from ...intervals.options import Bootstrap, IntervalOption, Inversion, as_interval
 from ..binned.bins import group_scores
 from ..ece import (
     _resolve_kind,
@@ -59,7 +55,18 @@ from .kernel import (
 )
 
 __all__ = ["smooth_ece", "smooth_ece_linear_form", "grid_size", "n_terms",
-           "trapezoid_weights", "MIN_GRID", "GRID_PER_BANDWIDTH", "MIN_BANDWIDTH"]
+           "trapezoid_weights", "MIN_GRID", "GRID_PER_BANDWIDTH", "MIN_BANDWIDTH",
+           "SMOOTH_INTERVALS", "SMOOTH_UNUSED"]
+
+#: The interval kinds of :func:`smooth_ece`.
+SMOOTH_INTERVALS = (Inversion, Bootstrap)
+
+#: The fields of :data:`SMOOTH_INTERVALS` the smooth ECE does not use.
+SMOOTH_UNUSED = {Bootstrap: {
+    "scheme": (("auto", "exact"), "it has no bins to draw per-cell statistics from (the "
+               "exact scheme)"),
+    "rebin": "it has no bins",
+    "devices": "its bootstrap runs on one device"}}
 
 
 # ----------------------------------------------------------------------------- public
@@ -126,10 +133,9 @@ _PARAMS = """probs : array-like of shape (n_items, n_classes) or (n_items,)
 def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
                logits: ArrayLike | None = None, classes: ArrayLike | None = None,
                items: ArrayLike | None = None, kind: str | None = None,
-               bandwidth: float | None = None, interval: str | None = "auto",
-               level: float = 0.9, n_boot: int = 1000, method: str = "percentile",
-               seed: Seed = 0, cluster: ArrayLike | None = None,
-               batch_size: int | None = None, n_grid: int | None = None,
+               bandwidth: float | None = None,
+               interval: IntervalOption | str | None = "auto", level: float = 0.9,
+               seed: Seed = 0, cluster: ArrayLike | None = None, n_grid: int | None = None,
                estimator: str | None = None) -> Estimate:
     r"""Smooth ECE (Błasiok & Nakkiran 2023) against any target, with a bootstrap interval.
 
@@ -142,33 +148,29 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     Parameters
     ----------
     {params}
-    interval : {'auto', 'inversion', 'bootstrap', None}, default='auto'
-        'auto' = 'inversion': the inverted-test interval of
+    interval : Inversion, Bootstrap, str or None, default='auto'
+        An option object of :mod:`noisycal.intervals` or its name. 'auto' =
+        ``Inversion()``: the inverted-test interval of
         :func:`noisycal.intervals.inversion.invert_norm` on the linear form (the smoothed
         residual on a grid of at least 501 points, or 8 / sigma, as a mean vector with its
-        covariance), the bandwidth held at the sample's value; it starts at 0 when
-        perfect calibration cannot be excluded. 'bootstrap': the item (or cluster)
-        bootstrap with the bandwidth and grid held fixed in every replicate; near
-        calibration it inherits the estimate's upward bias (status
-        'estimate_outside_interval' when it misses its own estimate).
+        covariance; ``n_boot`` simulated draws), the bandwidth held at the sample's
+        value; it starts at 0 when perfect calibration cannot be excluded.
+        ``Bootstrap()``: the item (or cluster) bootstrap with the bandwidth and grid held
+        fixed in every replicate, read off with its ``method`` (BCa's acceleration from a
+        leave-one-unit-out jackknife, in at most 1000 blocks) in chunks of ``batch_size``
+        replicates (default: 64 on CPU, else as many as fit ~2**25 numbers); the exact
+        scheme only, no ``rebin``, no ``devices``. Near calibration it inherits the
+        estimate's upward bias (status 'estimate_outside_interval' when it misses its own
+        estimate).
     estimator : {'plug-in', 'median-unbiased'}, optional
         The reported value; default 'median-unbiased' with the inverted interval
         (``details['plugin']`` holds the plug-in), else 'plug-in'.
     level : float, default=0.9
         Interval coverage, a fraction in (0, 1).
-    n_boot : int, default=1000
-        Bootstrap replicates (at least 2), or the inverted interval's simulated draws (at
-        least 100).
-    method : {'percentile', 'basic', 'bca'}, default='percentile'
-        How the bootstrap interval is read off the replicates (BCa's acceleration from a
-        leave-one-unit-out jackknife, in at most 1000 blocks).
     seed : int or jax key, default=0
         Seeds the bootstrap.
     cluster : array-like of shape (n_items,), optional
         Cluster ids; clusters are resampled whole.
-    batch_size : int, optional
-        Replicates per vectorised chunk (default: 64 on CPU, else as many as fit ~2**25
-        numbers).
 
     Returns
     -------
@@ -196,14 +198,13 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     >>> round(float(nc.smooth_ece(f, f - 0.1, interval=None)), 12)  # every residual -0.1
     0.1
     """
-    check_choice(interval, "interval", (None, "auto", "inversion", "bootstrap"))
-    interval = "inversion" if interval == "auto" else interval
+    option = as_interval(interval, SMOOTH_INTERVALS, default=Inversion(),
+                         where="smooth_ece", unused=SMOOTH_UNUSED)
+    interval = None if option is None else option.name
     estimator = resolve_estimator(estimator, interval, False)
     level = check_level(level)
-    n_boot = check_int(n_boot, "n_boot", minimum=100 if interval == "inversion" else 2)
-    check_choice(method, "method", BOOTSTRAP_METHODS)
+    n_boot = None if option is None else option.n_boot
     check_seed(seed)
-    batch_size = check_batch_size(batch_size)
     conf, resid, groups, kind, bandwidth, n_grid = _prepare(
         probs, target, logits, classes, items, kind, bandwidth, n_grid)
     cluster_codes(cluster, conf.shape[0])  # checked whatever the interval
@@ -247,9 +248,10 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
                        estimand=_ESTIMAND.format(sigma=sigma),
                        estimator=estimator if status == "ok" else "plug-in")
         return with_target_status(est, target)
+    method = option.method
     ci, status, message, reps = _bootstrap(
         conf, resid, sigma, m, value, level=level, n_boot=n_boot, method=method, seed=seed,
-        cluster=cluster, batch_size=batch_size)
+        cluster=cluster, batch_size=option.batch_size)
     details["bootstrap"] = (f"items resampled{' by cluster' if cluster is not None else ''}"
                             f" with the bandwidth held at the sample's {rule.replace('_', '-')}"
                             f" value sigma = {sigma:.6g} and the grid fixed")
