@@ -151,8 +151,7 @@ FORBIDDEN = {
 }
 
 #: Edges that break the rules today and are being removed (module, imported module).
-KNOWN_VIOLATIONS = {
-}
+KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 
 #: Top-level files and folders of the package (the import graph's units), at most.
 MAX_UNITS = 25

@@ -100,21 +100,21 @@ def test_objects_are_frozen_and_compare_by_value():
 
 
 def test_wald_checks_its_covariance_and_is_a_shorthand():
-    assert as_interval("wald", (I.Wald, I.Bootstrap), default=I.Wald(), where="brier") \
-        == I.Wald()
-    assert repr(I.Wald(cov_type="HC0")) == "Wald(cov_type='HC0')"
+    assert as_interval("wald", (IV.Wald, IV.Bootstrap), default=IV.Wald(), where="brier") \
+        == IV.Wald()
+    assert repr(IV.Wald(cov_type="HC0")) == "Wald(cov_type='HC0')"
     with pytest.raises(ValueError, match="cov_type must be one of"):
-        I.Wald(cov_type="HC3")
+        IV.Wald(cov_type="HC3")
 
 
 def test_a_field_the_metric_does_not_use_is_refused_by_name():
     from noisycal.intervals.options import refuse_fields
 
-    unused = {I.Bootstrap: {"rebin": "no bins", "scheme": (("auto", "exact"), "exact only")}}
-    refuse_fields(I.Bootstrap(scheme="exact"), "cmce", unused)  # accepted values pass
-    refuse_fields(I.Inversion(n_boot=500), "cmce", unused)  # another kind: nothing to refuse
+    unused = {IV.Bootstrap: {"rebin": "no bins", "scheme": (("auto", "exact"), "exact only")}}
+    refuse_fields(IV.Bootstrap(scheme="exact"), "cmce", unused)  # accepted values pass
+    refuse_fields(IV.Inversion(n_boot=500), "cmce", unused)  # another kind: nothing to refuse
     with pytest.raises(ValueError, match=r"^cmce does not use Bootstrap\(rebin=True\): no bins"):
-        refuse_fields(I.Bootstrap(rebin=True), "cmce", unused)
+        refuse_fields(IV.Bootstrap(rebin=True), "cmce", unused)
     with pytest.raises(ValueError, match=r"cmce does not use Bootstrap\(scheme='binned'\)"):
-        as_interval(I.Bootstrap(scheme="binned"), (I.Bootstrap,), default=None, where="cmce",
+        as_interval(IV.Bootstrap(scheme="binned"), (IV.Bootstrap,), default=None, where="cmce",
                     unused=unused)
