@@ -517,7 +517,7 @@ CASES = [
      "raises", V, r"kind must be one of"),
     ("metrics-ece-refit-k3", lambda: nc.ece(_P3, _k3_target(), n_bins=2,
                                             interval=nc.intervals.Refit(n_boot=100)),
-     "raises", V, r"refit_channels=True needs a corrected target built from an annotator"),
+     "raises", V, r"interval=Refit\(\) needs a corrected target built from an annotator"),
     ("metrics-ece-refit-k3-debiased", lambda: nc.ece(_P3, _k3_target(), n_bins=2, norm="l2",
                                                      interval=nc.intervals.Refit(n_boot=100)),
      "raises", V, r"with 3 classes it needs the L1 top-label or classwise ECE"),

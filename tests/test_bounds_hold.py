@@ -181,7 +181,7 @@ def test_bound_refused_for_a_fit_that_is_not_ok(status):
     (dict(interval="bound"), None),
     (dict(interval="bound", kind="classwise"), None),
     (dict(interval=nc.intervals.Refit(method="percentile", n_boot=20)),
-     "refit_channels=True needs a corrected target built from an annotator fit"),
+     r"interval=Refit\(\) needs a corrected target built from an annotator fit"),
 ])
 def test_k3_nc_ece_intervals_refuse_what_they_cannot_do(kw, match):
     """K = 3: the bound holds for K classes (top-label and classwise, channels given:

@@ -70,7 +70,8 @@ def test_influence_is_the_engines_and_refusals_say_why(toy):
     with pytest.raises(NotOffered, match="does not carry the annotations"):
         dataclasses.replace(fit, annotations=None).influence()
     # the metric turns the refusal into 'channels_fixed' with the fit's reason
-    e = nc.ece(t.z, nc.targets.corrected(ann, hier), n_bins=10, n_boot=200)
+    e = nc.ece(t.z, nc.targets.corrected(ann, hier), n_bins=10,
+               interval=nc.intervals.Inversion(n_boot=200))
     assert e.status == "channels_fixed"
     assert e.details["channel_error"]["reason"] == (
         "the channel influence of a 'hierarchical_dawid_skene' fit is not implemented")

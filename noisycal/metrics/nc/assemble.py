@@ -6,7 +6,7 @@
   (:mod:`noisycal.metrics.nc.delta`), and the statuses 'weak_channels' and
   'channels_fixed';
 - :func:`refit_inversion`: the same inversion with the channel-refit bootstrap's
-  replicates as the null draws (``refit_channels=True``);
+  replicates as the null draws (``interval=Refit()``);
 - :func:`nc_ece_named`: the estimand every Estimate against a corrected target names.
 """
 

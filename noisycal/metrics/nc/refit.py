@@ -87,12 +87,12 @@ def check_refit_target(target: Any) -> tuple[dict, Any]:
     fit = det.get("fit") if getattr(target, "kind", None) == "corrected" else None
     ai, ci = det.get("annotator_index"), det.get("class_index")
     if fit is None:
-        raise ValueError("refit_channels=True needs a corrected target built from an "
+        raise ValueError("interval=Refit() needs a corrected target built from an "
                          "annotator fit: nc.targets.corrected(annotations, fit)")
     J, K = len(fit.annotators), len(fit.classes)
     if ai is None or sorted(np.asarray(ai).tolist()) != list(range(J)) \
             or sorted(np.asarray(ci).tolist()) != list(range(K)):
-        raise ValueError("refit_channels=True needs the corrected target built from all the "
+        raise ValueError("interval=Refit() needs the corrected target built from all the "
                          "annotators its fit was fitted on (the refit re-estimates their "
                          "channels from the same ratings); this target uses a subset")
     _item_positions(target, fit)
@@ -198,8 +198,8 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
                             progress="NC-ECE channel refits" if progress else False)
         except NotOffered as exc:
             raise ValueError(
-                f"refit_channels=True: the target's fit cannot be refitted ({exc}); use the "
-                "conditional bootstrap, or interval='credible' for a NUTS fit") from None
+                f"interval=Refit(): the target's fit cannot be refitted ({exc}); use the "
+                "default interval, or interval='credible' for a NUTS fit") from None
     vals, ok = res.statistic
     converged = res.converged
     conf = np.ascontiguousarray(res.confusion[:, ai][:, :, ci][:, :, :, ci])  # target's order
