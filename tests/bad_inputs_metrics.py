@@ -248,7 +248,7 @@ CASES = [
     ("metrics-ece-refit-no-fit",
      lambda: nc.ece(_Z, nc.targets.corrected(_A, **_AB),
                     interval=nc.intervals.Refit(n_boot=100)),
-     "raises", V, r"refit_channels"),
+     "raises", V, r"interval=Refit\(\) needs a corrected target built from an annotator fit"),
     # ---- statuses
     ("metrics-ece-n1-degenerate", lambda: nc.ece(np.array([0.3]), np.array([1]), n_bins=10,
                                                  interval=nc.intervals.Bootstrap(n_boot=20)),
