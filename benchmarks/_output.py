@@ -14,7 +14,9 @@ else. Both files hold the same record::
 machine (platform, CPU count and model), the 1/5/15-minute load averages when the script
 started and when it wrote the file (on a shared machine the load moves every timing), the
 versions of noisycal and of every other measured package the process imported, and the git
-commit of the checkout (with ``dirty`` when it had uncommitted changes).
+commit of the checkout (``dirty`` when ``noisycal/``, ``models/`` or ``benchmarks/`` had
+uncommitted changes). ``load_average.start`` is read when the script imports this module:
+at its start for every script but the coverage studies, which import it lazily.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ def _commit() -> dict:
 
     try:
         sha = git("rev-parse", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        # the measured code only: edits elsewhere (docs, published results) do not count
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", "noisycal",
+                         "models", "benchmarks", ":(exclude)benchmarks/results"))
     except (OSError, subprocess.CalledProcessError):
         return {"sha": None, "dirty": None}
     return {"sha": sha, "dirty": dirty}
