@@ -267,7 +267,7 @@ def _clean(cell: object) -> str:
 
 def _string_table(rows: list[dict], first: str = "method") -> str:
     """A table of records whose cells are already strings (``'0.0096 ± 0.0002'``)."""
-    cols = [c for c in rows[0] if c != first]
+    cols = [c for c in rows[0] if c != first and any(_clean(r[c]) for r in rows)]
     return table([first, *cols], [[r[first], *(_clean(r[c]) for c in cols)] for r in rows])
 
 
