@@ -1063,7 +1063,9 @@ def _bound_study(records: dict[str, Record]) -> dict[str, str]:
     rows = []
     for rec in records.values():
         for x in result(rec).get("table", []):
-            rows.append([x["K"], x["kind"], x["channels"], count(x["n"]), x["reps"],
+            kind = {"positive_class": "positive class", "top_label": "top-label"}.get(
+                x["kind"], x["kind"])
+            rows.append([x["K"], kind, x["channels"], count(x["n"]), x["reps"],
                          num(x["oracle_width"], 4),
                          *(f"{num(x[f'{k}_cover'])}, {ratio(x[f'{k}_ratio'])}"
                            for k in ("hoeffding", "bernstein", "auto")),
