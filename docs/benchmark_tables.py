@@ -1060,20 +1060,31 @@ def _bench_hierarchical(records: dict[str, Record]) -> dict[str, str]:
 
 @renderer("bound_study")
 def _bound_study(records: dict[str, Record]) -> dict[str, str]:
-    rows = []
+    rows, cells, failed = [], [], 0
     for rec in records.values():
-        for x in result(rec).get("table", []):
-            kind = {"positive_class": "positive class", "top_label": "top-label"}.get(
-                x["kind"], x["kind"])
-            rows.append([x["K"], kind, x["channels"], count(x["n"]), x["reps"],
-                         num(x["oracle_width"], 4),
-                         *(f"{num(x[f'{k}_cover'])}, {ratio(x[f'{k}_ratio'])}"
-                           for k in ("hoeffding", "bernstein", "auto")),
-                         num(x["auto_bernstein_share"], 2), num(x["auto_worst_share"], 2),
-                         num(x["binned_only_cover"]) if "binned_only_cover" in x else "-"])
+        failed += sum(result(rec).get("failed_fits", {}).values())
+        cells += result(rec).get("table", [])
+    order = {"positive_class": 0, "top_label": 1, "classwise": 2}
+    cells.sort(key=lambda x: (x["K"], order.get(x["kind"], 3), x["channels"] != "true",
+                              x["n"]))
+    for x in cells:
+        kind = {"positive_class": "positive class", "top_label": "top-label"}.get(
+            x["kind"], x["kind"])
+        rows.append([x["K"], kind, x["channels"], count(x["n"]), x["reps"],
+                     num(x["oracle_width"], 4),
+                     *(f"{num(x[f'{k}_cover'])}, {ratio(x[f'{k}_ratio'])}"
+                       for k in ("hoeffding", "bernstein", "auto")),
+                     num(x["auto_bernstein_share"], 2), num(x["auto_worst_share"], 2),
+                     num(x["binned_only_cover"]) if "binned_only_cover" in x else "-"])
     body = table(["K", "NC-ECE", "channels", "n", "reps", "oracle width",
                   "Hoeffding: cover, x oracle", "Bernstein", "auto (default)",
                   "auto took Bernstein", "error / radius", "binned_only"], rows) if rows else ""
+    if cells:
+        covers = [x[f"{k}_cover"] for x in cells for k in ("hoeffding", "bernstein", "auto")]
+        body += (f"\n\nOver the {len(cells)} cells the lowest coverage of any radius is "
+                 f"{num(min(covers))}, and the largest |NC-ECE - ECE_B| of any replication "
+                 f"used {pct(max(x['auto_worst_share'] for x in cells))} of its 'auto' "
+                 f"radius; {failed} EM fits were not ok.")
     run = "\n\n".join(run_line(n, rec) for n, rec in records.items())
     return {"run": run, "table": body}
 
