@@ -739,6 +739,11 @@ def _cifar10n_targets(records: dict[str, Record]) -> dict[str, str]:
                      f"from the {best['ece']} target, the lowest NLL from the "
                      f"{best['nll']} target, the lowest Brier score from the "
                      f"{best['brier']} target.")
+    bad = [x for x in r["rows"] if x["status"] != "ok"]
+    if bad:
+        lines.append("- Fits not ok (kept in the means): " + "; ".join(
+            f"{x['map']} to the {x['target']} target, seed {x['seed']}: `{x['status']}`"
+            for x in bad) + ".")
     return {"run": run_line(name, rec), "table": body, "verdict": "\n".join(lines)}
 
 
