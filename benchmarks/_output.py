@@ -14,9 +14,10 @@ else. Both files hold the same record::
 machine (platform, CPU count and model), the 1/5/15-minute load averages when the script
 started and when it wrote the file (on a shared machine the load moves every timing), the
 versions of noisycal and of every other measured package the process imported, and the git
-commit of the checkout (``dirty`` when ``noisycal/``, ``models/`` or ``benchmarks/`` had
-uncommitted changes). ``load_average.start`` is read when the script imports this module:
-at its start for every script but the coverage studies, which import it lazily.
+commit of the checkout when the script started (``dirty`` when ``noisycal/``, ``models/``
+or ``benchmarks/`` had uncommitted changes). The start (time, load, commit) is read when
+the script imports this module: at its start for every script but the coverage studies,
+which import it lazily.
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ def _commit() -> dict:
     return {"sha": sha, "dirty": dirty}
 
 
+# the checkout the script started from (read once, when the script imports this module)
+_COMMIT_AT_START = _commit()
+
+
 def _command(argv: list[str]) -> str:
     script = Path(argv[0])
     try:
@@ -131,7 +136,7 @@ def run_record(argv: list[str] | None = None) -> dict:
         "load_average": {"start": _LOAD_AT_START,
                          "end": [round(v, 2) for v in os.getloadavg()]},
         "versions": versions,
-        "commit": _commit(),
+        "commit": _COMMIT_AT_START,
     }
 
 
