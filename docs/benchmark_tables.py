@@ -963,7 +963,13 @@ def _bench_metrics(records: dict[str, Record]) -> dict[str, str]:
         out["verdict"] = "Targets: " + "; ".join(verdicts) + "." if verdicts else ""
     m = result(mrec)
     if m:
-        out["memory"] = table(
+        cases = [c for c in m.get("cases", []) if "failed" not in c]
+        mib = num(cases[0]["input_bytes"] / 2**20, 0) if cases else "-"
+        out["memory"] = (
+            f"n = {count(m['n'])}, K = {m['n_classes']}, float32 probabilities ({mib} "
+            f"MiB) and int64 labels; {m['memory_boot']} bootstrap replicates; one fresh "
+            f"process per case; multiples of the probability matrix in parentheses:\n\n")
+        out["memory"] += table(
             ["case", "NumPy peak", "peak RSS growth", "seconds"],
             [[c["case"], f"{num(c['tracemalloc_peak_bytes'] / 2**20, 0)} MiB "
               f"({num(c['tracemalloc_peak_bytes'] / c['input_bytes'], 2)}x)",
