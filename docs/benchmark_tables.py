@@ -236,6 +236,12 @@ def _identification_threshold(records: dict[str, Record]) -> dict[str, str]:
     cands = " / ".join(str(c) for c in res.get("candidates", []))
     body = table(["kind", "design", "r min", "r median", "r max", "fits ok",
                   f"seeds below {cands}"], rows) if rows else missing(name)
+    well = [d for d in res.get("designs", {}).values() if d["kind"] == "well"]
+    if well:
+        total = sum(len(d["r"]) for d in well)
+        below = " / ".join(str(sum(d["below"][c] for d in well)) for c in well[0]["below"])
+        body += (f"\n\nIdentified designs: fits below {cands}: {below} of {total} (a fit "
+                 f"below the default threshold is a false alarm).")
     if res.get("population"):
         body += "\n\nPopulation r (EM estimate on 200,000 items):\n\n" + table(
             ["design", "r"], [[k, sig(v)] for k, v in res["population"].items()])
