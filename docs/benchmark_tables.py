@@ -208,16 +208,21 @@ def _noise_check_study(records: dict[str, Record]) -> dict[str, str]:
 
 @renderer("sbc_study")
 def _sbc_study(records: dict[str, Record]) -> dict[str, str]:
-    (name, rec), = records.items()
-    cells = result(rec)
+    cells = {k: c for rec in records.values() for k, c in result(rec).items()}
     body = table(
         ["cell", "parameters", "smallest chi-square p", "smallest ECDF p", "failed fits",
          "sims relabelled", "status", "first sim (compile)", "per sim"],
         [[f"`{k}`", c["n_params"], f"{sig(c['min_chi2_p'])} ({c['min_chi2_p_param']})",
           f"{sig(c['min_ecdf_p'])} ({c['min_ecdf_p_param']})", c["failed_fits"],
           c["sims_relabelled"], c["status"], secs(c["first_sim_s"], 1),
-          secs(c["median_sim_s"])] for k, c in cells.items()]) if cells else missing(name)
-    return {"run": run_line(name, rec), "table": body}
+          secs(c["median_sim_s"])] for k, c in cells.items()]) if cells else ""
+    if cells:
+        body += ("\n\n" + "; ".join(f"`{k}`: {c['n_sims']} simulations, {c['n_params']} "
+                                       f"parameters, Bonferroni cut "
+                                       f"{sig(0.01 / (2 * c['n_params']))}"
+                                       for k, c in cells.items()) + ".")
+    run = "\n\n".join(run_line(n, rec) for n, rec in records.items())
+    return {"run": run, "table": body}
 
 
 @renderer("identification_threshold")
