@@ -284,11 +284,32 @@ def _string_table(rows: list[dict], first: str = "method") -> str:
 
 @renderer("cmce_synthetic")
 def _cmce_synthetic(records: dict[str, Record]) -> dict[str, str]:
-    out = {}
+    out = {"verdict": ""}
     for (name, rec), key in zip(records.items(), ("", "_only"), strict=True):
         rows = result(rec).get("table", [])
         out[f"run{key}"] = run_line(name, rec)
         out[f"table{key}"] = _string_table(rows) if rows else missing(name)
+    rows = result(next(iter(records.values()))).get("table", [])
+    mean = {r["method"]: {c: _mean(r[c]) for c in ("NLL (true p)", "Brier (true p)", "CMCE",
+                                                   "accuracy")}
+            for r in rows if r["method"] != "True p"}
+    mr = "MR a=0.1 MSP C"
+    if mr in mean and "Base" in mean:
+        lowest = {c: min(mean, key=lambda m: mean[m][c])
+                  for c in ("NLL (true p)", "Brier (true p)", "CMCE")}
+        cut = mean["Base"]["CMCE"] / mean[mr]["CMCE"]
+        below = [m for m in mean if mean[m]["CMCE"] < mean[mr]["CMCE"]]
+        out["verdict"] = (
+            f"- The paper's claim for MR (MSP, C, alpha = 0.1), the lowest NLL and Brier "
+            f"against the true p: lowest NLL here {lowest['NLL (true p)']}, lowest Brier "
+            f"{lowest['Brier (true p)']}; MR cuts CMCE from "
+            f"{num(mean['Base']['CMCE'], 4)} to {num(mean[mr]['CMCE'], 4)} "
+            f"({ratio(cut)}).\n"
+            f"- Lower CMCE than MR's: {', '.join(below) if below else 'none'}; the lowest "
+            f"is {lowest['CMCE']}'s ({num(mean[lowest['CMCE']]['CMCE'], 4)}).\n"
+            f"- Accuracy: Base {num(mean['Base']['accuracy'], 4)}; the one-vs-rest maps "
+            + ", ".join(f"{m} {num(mean[m]['accuracy'], 4)}" for m in mean
+                        if "OvR" in m) + ".")
     return out
 
 
