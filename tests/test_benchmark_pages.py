@@ -96,11 +96,17 @@ def test_a_typed_section_ends_at_the_next_heading_of_its_level(bp):
     assert "1.5" not in generated and "prose" in generated
 
 
+FORMATTED = re.compile(r"-?\d+\.\d+( ± -?\d+\.\d+)?")
+
+
 def _scaled(value: object, ints: bool = False) -> object:
-    """Every float of a JSON value times 1.37, and with ``ints`` every int (not bool) times
-    3 (strings, booleans and keys kept)."""
+    """Every float of a JSON value times 1.37, numbers a script wrote as text
+    (``'0.0096 ± 0.0002'``) too, and with ``ints`` every int (not bool) times 3 (other
+    strings, booleans and keys kept)."""
     if isinstance(value, float):
         return value * 1.37
+    if isinstance(value, str) and FORMATTED.fullmatch(value):
+        return re.sub(r"\d+\.\d+", lambda m: f"{1.37 * float(m.group()):.4f}", value)
     if ints and isinstance(value, int) and not isinstance(value, bool):
         return value * 3
     if isinstance(value, dict):
