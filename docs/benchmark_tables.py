@@ -192,18 +192,18 @@ def _coverage_mce(records: dict[str, Record]) -> dict[str, str]:
 
 @renderer("noise_check_study")
 def _noise_check_study(records: dict[str, Record]) -> dict[str, str]:
-    (name, rec), = records.items()
-    rows = []
-    for c in result(rec).get("cells", []):
+    rows, cells = [], [c for rec in records.values() for c in result(rec).get("cells", [])]
+    for c in cells:
         for ref, rates in c["rates"].items():
             rows.append([c["cell"], num(c["slope"], 2), c["runs"], count(c["n_items"]),
                          f"{num(c['mean_statistic'], 1)} ({c['df']})",
                          num(c["mean_boot_mean"], 1), ref.removeprefix("p_"),
                          *(num(v) for v in rates.values())])
-    levels = list(result(rec)["cells"][0]["rates"]["p_chi2"]) if rows else []
+    levels = list(cells[0]["rates"]["p_chi2"]) if rows else []
     body = table(["cell", "slope", "runs", "items", "mean LR (df)", "mean bootstrap LR",
-                  "reference", *(f"at {lv}" for lv in levels)], rows) if rows else missing(name)
-    return {"run": run_line(name, rec), "table": body}
+                  "reference", *(f"at {lv}" for lv in levels)], rows) if rows else ""
+    run = "\n\n".join(run_line(n, rec) for n, rec in records.items())
+    return {"run": run, "table": body}
 
 
 @renderer("sbc_study")
