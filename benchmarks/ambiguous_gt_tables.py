@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
 from noisycal.datasets import load_chaosnli, load_cifar10_logits, load_cifar10h
@@ -141,7 +141,7 @@ def mcts_convergence(z: np.ndarray, pi: np.ndarray, n_cal: int, n_rep: int) -> p
     return pd.DataFrame(rows)
 
 
-def within_seed(datasets: list[str], interval: str) -> int:
+def within_seed(datasets: list[str], interval: str, publish: bool = False) -> int:
     """Seed 0's table with a 90% interval on the expected-form ECE_true of every row."""
     result = {}
     for name in datasets:
@@ -162,7 +162,7 @@ def within_seed(datasets: list[str], interval: str) -> int:
               f"(interval={interval!r}):")
         print(out.round(2).to_string())
         result[name] = out.reset_index().to_dict("records")
-    write_result(f"ambiguous_gt_within_{interval}", result)
+    write_result(f"ambiguous_gt_within_{interval}", result, publish=publish)
     return 0
 
 
@@ -189,9 +189,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the within-split 90%% intervals of ECE_true (expected "
                              "form) on seed 0: 'auto' (the library's inverted interval) "
                              "and/or 'bootstrap' (percentile, 1,000 replicates)")
+    add_publish_argument(parser)
     args = parser.parse_args(argv)
     if args.within_seed:
-        return within_seed(args.datasets, args.within_seed)
+        return within_seed(args.datasets, args.within_seed, args.publish)
     if args.quick:
         args.seeds, args.n_draws, args.mcts_reps = 2, 20, 10
     pd.set_option("display.width", 250)
@@ -219,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         conv = mcts_convergence(z, pi, n_cal, args.mcts_reps)
         print(conv.to_string(index=False))
         result[name]["mcts"] = conv.to_dict("records")
-    write_result("ambiguous_gt_mcts" if args.mcts_only else "ambiguous_gt", result)
+    write_result("ambiguous_gt_mcts" if args.mcts_only else "ambiguous_gt", result,
+                 publish=args.publish)
     return 0
 
 

@@ -8,6 +8,8 @@ also the status of the ECE against the posterior target from the same fit (the c
 fit -> target -> Estimate).
 
 Run: ``python benchmarks/bad_modes_study.py --seeds 30`` (about 5 minutes on 2 cores).
+Results are printed and written to ``benchmarks/output/bad_modes_study.json``
+(``--publish``: also ``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import warnings
 from collections import Counter
 
 import numpy as np
+from _output import add_publish_argument, write_result  # benchmarks/_output.py
 
 import noisycal as nc
 
@@ -95,7 +98,7 @@ def run_kclass(name: str, seed: int, n: int) -> str:
     return nc.DawidSkene(4).fit(sim.annotations, seed=seed).status
 
 
-def summary(name: str, statuses: list[str], bad: bool, extra: str = "") -> None:
+def summary(name: str, statuses: list[str], bad: bool, extra: str = "") -> dict:
     counts = Counter(statuses)
     flagged = sum(counts[c] for c in CHANNEL_CODES)
     non_ok = sum(v for k, v in counts.items() if k != "ok")
@@ -104,6 +107,9 @@ def summary(name: str, statuses: list[str], bad: bool, extra: str = "") -> None:
     value = rate if bad else flagged / len(statuses)
     print(f"| {name} | {len(statuses)} | {label} {value:.2f} | "
           f"{', '.join(f'{k} {v}' for k, v in counts.most_common())} |{extra}")
+    return {"design": name, "runs": len(statuses), "bad": bad,
+            "statuses": dict(counts.most_common()), "channel_flags": flagged,
+            "non_ok": non_ok}
 
 
 def main() -> None:
@@ -112,7 +118,9 @@ def main() -> None:
     parser.add_argument("--n-items", type=int, default=2000)
     parser.add_argument("--nuts", action="store_true", help="also NUTS on two designs")
     parser.add_argument("--only", default="", help="run the designs whose name has this")
+    add_publish_argument(parser)
     args = parser.parse_args()
+    rows = []
     warnings.simplefilter("ignore")
     t0 = time.time()
     print("| design | runs | rate | fit statuses | ECE vs posterior target |")
@@ -121,24 +129,33 @@ def main() -> None:
         fits, ests = zip(*(run_binary(name, s, args.n_items, "em")
                            for s in range(args.seeds)), strict=True)
         ok_est = sum(e == "ok" for e in ests)
-        summary(name, list(fits), name in BINARY_BAD, f" {ok_est} ok Estimates |")
+        rows.append(summary(name, list(fits), name in BINARY_BAD, f" {ok_est} ok Estimates |")
+                    | {"method": "em", "ok_estimates": ok_est})
     for name in (d for d in ("K=4 good (acc 0.7-0.9)", "K=4 weak (acc 0.5-0.6)",
                              "K=4 adversarial (4th permuted)", "K=4 near-random 4th")
                  if args.only in d):
         fits = [run_kclass(name, s, args.n_items // 2) for s in range(args.seeds)]
-        summary(name, fits, "good" not in name and "weak" not in name, " |")
+        rows.append(summary(name, fits, "good" not in name and "weak" not in name, " |")
+                    | {"method": "em", "ok_estimates": None})
     ds = nc.datasets.load_dawid_skene_1979()
     for model in () if args.only else (nc.DawidSkene(4), nc.OneCoinDawidSkene(4)):
         fit = model.fit(ds)
         print(f"| 1979 data, {type(model).__name__} EM | 1 | | {fit.status} | |")
+        rows.append({"design": f"1979 data, {type(model).__name__}", "runs": 1, "bad": False,
+                     "statuses": {fit.status: 1}, "method": "em", "ok_estimates": None})
     if args.nuts:
         for name in (d for d in ("good J=3", "adversarial (3rd swapped)") if args.only in d):
             k = max(3, args.seeds // 5)
             fits, ests = zip(*(run_binary(name, s, args.n_items, "nuts") for s in range(k)),
                              strict=True)
-            summary(f"NUTS: {name}", list(fits), name in BINARY_BAD,
-                    f" {sum(e == 'ok' for e in ests)} ok Estimates |")
+            ok_est = sum(e == "ok" for e in ests)
+            rows.append(summary(f"NUTS: {name}", list(fits), name in BINARY_BAD,
+                                f" {ok_est} ok Estimates |")
+                        | {"method": "nuts", "ok_estimates": ok_est})
     print(f"\n{time.time() - t0:.0f} s")
+    write_result("bad_modes_study", {"seeds": args.seeds, "n_items": args.n_items,
+                                     "nuts": args.nuts, "only": args.only, "rows": rows,
+                                     "seconds": time.time() - t0}, publish=args.publish)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ import time
 import warnings
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 from scipy import optimize
 from scipy.special import log_softmax, logsumexp, softmax
 
@@ -167,6 +167,7 @@ def main() -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="n = 2,000, K = 20")
     ap.add_argument("--skip-dirichlet", action="store_true")
+    add_publish_argument(ap)
     args = ap.parse_args()
     n, K = (2000, 20) if args.quick else (args.n, args.k)
     rng = np.random.default_rng(args.seed)
@@ -310,7 +311,7 @@ def main() -> dict:
               f"with one BLAS thread {1e3 * t_sp / max(1, int(sp.nit)):.1f} ms, scipy with "
               f"the default BLAS threads {1e3 * t_plain / max(1, int(sp_plain.nit)):.1f} ms "
               f"({sp_plain.nit} iterations)")
-    write_result("bench_calibrators", result)
+    write_result("bench_calibrators", result, publish=args.publish)
     return result
 
 

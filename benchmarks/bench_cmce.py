@@ -30,7 +30,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 from scipy.special import softmax
 
 import noisycal as nc
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--k", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3)
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     n, K = args.n or (5000 if args.quick else 50000), args.k
     rng = np.random.default_rng(0)
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         "t_sort": t_sort, "ratio_cmce_sort": t_cmce / t_sort,
         "peak_bytes": peak, "input_bytes": P.nbytes, "ratio_memory": peak / P.nbytes,
         "t_ts": t_ts, "t_softmax": t_sm, "ts_evaluations": steps,
-        "ratio_ts_per_step": ratio_ts})
+        "ratio_ts_per_step": ratio_ts}, publish=args.publish)
     return 0
 
 

@@ -14,7 +14,9 @@ slower). This is the cost of reading the data block by block and of the extra pa
 is for data that does not fit in memory or lives on a cluster, where the baseline cannot
 run at all.
 
-Run: ``python benchmarks/bench_dask.py [--n 1000000] [--k 10] [--rows 131072]``.
+Run: ``python benchmarks/bench_dask.py [--n 1000000] [--k 10] [--rows 131072]``. Results are
+printed and written to ``benchmarks/output/bench_dask.json`` (``--publish``: also
+``benchmarks/results/``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import time
 
 import numpy as np
+from _output import add_publish_argument, write_result  # benchmarks/_output.py
 
 import noisycal as nc
 
@@ -58,7 +61,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", default=None, help="run the cases whose name contains this")
+    add_publish_argument(ap)
     a = ap.parse_args()
+    rows = []
     import dask
     import dask.array as da
 
@@ -81,6 +86,12 @@ def main() -> None:
             if same and r0.interval is not None:
                 assert np.allclose(r0.interval, r1.interval, rtol=0, atol=1e-10), name
             print(f"{name:44s} {t0:9.2f} {t1:9.2f} {t1 / t0:10.2f}")
+            rows.append({"case": name, "numpy_s": t0, "dask_s": t1, "ratio": t1 / t0,
+                         "same_interval_checked": bool(same and r0.interval is not None)})
+    write_result("bench_dask", {"n": a.n, "k": a.k, "rows_per_block": a.rows,
+                                "blocks": int(dP.numblocks[0]), "threads": a.threads,
+                                "reps": a.reps, "dask": dask.__version__, "cases": rows},
+                 publish=a.publish)
 
 
 if __name__ == "__main__":

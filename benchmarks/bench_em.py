@@ -69,7 +69,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 import pandas as pd
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 import jax
 
@@ -479,6 +479,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          "headline (crowd-kit runs once: 30-60 s per fit)")
     ap.add_argument("--breakdown", action="store_true",
                     help="also time noisycal's jitted EM loop, E-step and M-step alone")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.n = [100_000]
@@ -520,7 +521,7 @@ def main(argv: list[str] | None = None) -> dict:
         },
         "sizes": results,
     }
-    write_result("bench_em", result)
+    write_result("bench_em", result, publish=args.publish)
     return result
 
 

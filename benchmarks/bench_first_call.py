@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 _FIT_CODE = r"""
 import json, sys, time
@@ -173,6 +173,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="PYTHONPATH of the child processes (default: inherited)")
     ap.add_argument("--crowdkit-python", default="/tmp/ck/bin/python")
     ap.add_argument("--name", default="bench_first_call")
+    add_publish_argument(ap)
     return ap.parse_args(argv)
 
 
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  noisycal {mode} first fit / crowd-kit first fit: {ratio:.1f}x")
             result[mode]["ratio_to_crowdkit"] = ratio
     result["load_1min_end"] = os.getloadavg()[0]
-    write_result(args.name, result)
+    write_result(args.name, result, publish=args.publish)
     return result
 
 

@@ -45,7 +45,7 @@ import jax
 import noisycal as nc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _output import write_result  # noqa: E402
+from _output import add_publish_argument, write_result  # noqa: E402
 from bench_nuts_patterns import K, load  # noqa: E402
 
 TARGET_RATIO = 3.0
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-samples", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="2 chains x (100 + 100)")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.num_chains, args.num_warmup, args.num_samples = 2, 100, 100
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict:
            "max_mean_channel_difference": diff,
            "runs": {k: {kk: vv for kk, vv in v.items() if kk != "confusion"}
                     for k, v in runs.items()}}
-    write_result("bench_hierarchical", res)
+    write_result("bench_hierarchical", res, publish=args.publish)
     return res
 
 

@@ -38,7 +38,7 @@ import platform
 import time
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
 from noisycal.calibrators.isotonic import (
@@ -62,6 +62,7 @@ def main() -> dict:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    add_publish_argument(ap)
     args = ap.parse_args()
     from sklearn.isotonic import IsotonicRegression
 
@@ -124,7 +125,7 @@ def main() -> dict:
           + (f"  (scipy compiled PAV {t_scipy:.3f} s)" if t_scipy is not None else ""))
     print(f"  adversarial sequence (stack finish):          {t_adv:8.3f} s"
           + (f"  (scipy {t_scipy_adv:.3f} s)" if t_scipy_adv is not None else ""))
-    write_result("bench_isotonic", result)
+    write_result("bench_isotonic", result, publish=args.publish)
     return result
 
 

@@ -84,7 +84,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 import jax
 
@@ -351,7 +351,7 @@ def bench_memory(args: argparse.Namespace) -> dict:
     result = {"n": args.n, "n_classes": args.n_classes, "memory_boot": args.memory_boot,
               "load_avg_at_start": list(load), "noisycal": nc.__version__,
               "noisycal_path": os.path.dirname(nc.__file__), "cases": rows}
-    write_result("bench_metrics_memory", result)
+    write_result("bench_metrics_memory", result, publish=args.publish)
     return result
 
 
@@ -421,6 +421,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="device counts of the Poisson bootstrap (1: this process; more: "
                          "forced host devices in a fresh process; default 1 2)")
     ap.add_argument("--poisson-case", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     if args.n is None:
         args.n = 10_000_000 if args.memory or args.memory_case else 1_000_000
@@ -545,7 +546,7 @@ def main(argv: list[str] | None = None) -> dict:
         "targets": {str(k): v for k, v in TARGETS.items()},
         "uncertainty_calibration": ucal,
     }
-    write_result("bench_metrics", result)
+    write_result("bench_metrics", result, publish=args.publish)
     return result
 
 

@@ -70,7 +70,7 @@ import warnings
 from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 from scipy.optimize import linear_sum_assignment
 
 import jax
@@ -240,6 +240,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--num-chains", type=int, default=4, help="chains, run sequentially (4)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="smoke run: 200 warmup + 200 draws")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.num_samples, args.num_warmup = 200, 200
@@ -354,7 +355,7 @@ def main(argv: list[str] | None = None) -> dict:
         result["speedup"] = {"cold": cold, "warm": warm}
         result["meets_target"] = {"cold": cold >= TARGET_SPEEDUP, "warm": warm >= TARGET_SPEEDUP}
         result["agreement"] = agr
-    write_result("bench_nuts", result)
+    write_result("bench_nuts", result, publish=args.publish)
     return result
 
 

@@ -54,7 +54,7 @@ from noisycal.engines.patterns import pattern_data
 from noisycal.models.dawid_skene import default_priors, make_data
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _output import write_result  # noqa: E402
+from _output import add_publish_argument, write_result  # noqa: E402
 
 K = 10
 
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--num-samples", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="2 chains x (100 + 100)")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.num_chains, args.num_warmup, args.num_samples = 2, 100, 100
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
                ratio_cold=fc / pc, ratio_warm=fw / pw, public_fit_s=t_public,
                public_status=fit.status, max_z=float(z.max()), n_entries=int(z.size),
                max_item_posterior_diff=post_diff, load=os.getloadavg())
-    write_result("bench_nuts_patterns", res)
+    write_result("bench_nuts_patterns", res, publish=args.publish)
     return res
 
 

@@ -37,7 +37,7 @@ import argparse
 import time
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
 from noisycal.metrics.binned.bins import equal_width_bins
@@ -158,6 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--level", type=float, default=0.9)
     ap.add_argument("--big", type=int, default=2_000_000, help="Monte Carlo draws of ECE_B")
     ap.add_argument("--out", default="bound_study", help="name of the JSON result")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     pop = populations(args.n_bins, args.big)
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> dict:
                   f"{failed[f'K={K}, n={n}']} EM fits not ok)", flush=True)
     result = {"args": vars(args), "population": pop, "failed_fits": failed,
               "table": table, "seconds": time.perf_counter() - t0}
-    write_result(args.out, result)
+    write_result(args.out, result, publish=args.publish)
     return result
 
 

@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 from scipy.special import softmax
 
 import noisycal as nc
@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--maps", default="TS,VS,Dirichlet")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     maps = [m for m in args.maps.split(",") if m]
     for m in maps:
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"wall time {time.perf_counter() - t0:.0f} s")
     result = {"seeds": args.seeds, "rows": rows,
               "best": {k: list(v) for k, v in best.items()}}
-    write_result("cifar10n_targets", result)
+    write_result("cifar10n_targets", result, publish=args.publish)
     return result
 
 

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 import pandas as pd
-from _output import OUTPUT_DIR, write_result  # benchmarks/_output.py (run as a script)
+from _output import OUTPUT_DIR, add_publish_argument, write_result  # benchmarks/_output.py
 
 from noisycal import calibrators as cal
 from noisycal.datasets import load_cifar10_logits
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mr-tight", action="store_true",
                     help="only MR (MSP, C) with degenerate_tol=(1e-12, 1e-12) at every alpha "
                          "(rows with in-set mass above 0.99999 rescaled too)")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     try:
         d = load_cifar10_logits("densenet40")
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     write_result(name, {
         "n_splits": n_splits, "ada_steps": args.ada_steps,
         "seconds": time.perf_counter() - t0, "table": table.reset_index().to_dict("records"),
-        "accuracy_base": float(np.mean(d.logits_test.argmax(1) == d.y_test))})
+        "accuracy_base": float(np.mean(d.logits_test.argmax(1) == d.y_test))},
+        publish=args.publish)
     (OUTPUT_DIR / f"{name}.txt").write_text(table.to_string() + "\n")
     return 0
 

@@ -37,7 +37,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _output import OUTPUT_DIR, write_result  # benchmarks/_output.py (run as a script)
+from _output import OUTPUT_DIR, add_publish_argument, write_result  # benchmarks/_output.py
 from cmce_cifar10_table import with_extra_baselines  # benchmarks/ (run as a script)
 from scipy.special import softmax
 
@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave out a method (repeatable), e.g. --skip 'Platt (OvR)'")
     ap.add_argument("--only", action="append", default=[], metavar="METHOD",
                     help="run only these methods (repeatable)")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     z, test, record = model_logits(args)
@@ -166,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     (OUTPUT_DIR / f"{name}.txt").write_text(table.to_string() + "\n")
     write_result(name, {"args": vars(args), "model": record,
                         "seconds": time.perf_counter() - t0,
-                        "table": table.reset_index().to_dict("records")})
+                        "table": table.reset_index().to_dict("records")},
+                 publish=args.publish)
     return 0
 
 

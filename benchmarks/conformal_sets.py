@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 from scipy.special import softmax
 
 import noisycal as nc
@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--splits", type=int, default=20)
     ap.add_argument("--mapie-python", default=None)
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     result = {"alpha": ALPHA, "simulation": simulation(args.seeds)}
     try:
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
         split0 = None
     if args.mapie_python and split0 is not None:
         result["mapie"] = mapie_agreement(args.mapie_python, split0)
-    write_result("conformal_sets", result)
+    write_result("conformal_sets", result, publish=args.publish)
     return result
 
 

@@ -37,7 +37,7 @@ import time
 import warnings
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 from coverage_study import (
     BETA,
     NS,
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--only", default="", help="comma-separated parts of scenario names")
     ap.add_argument("--cells", default="", help="scenario:ece:n[:reps],... in this order")
     ap.add_argument("--tag", default="")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     wanted = [w for w in args.only.split(",") if w] or [""]
     cells = _parse_cells(args.cells)
@@ -169,7 +170,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                   f"{row['mean_width']:.4f} | {row['mean_value']:.4f} | "
                   f"{row['mean_bins_in_mce']:.1f} | {row['estimate_outside']:.2f} | "
                   f"{row['seconds']:.0f} |", flush=True)
-        write_result(f"coverage_mce_{tag}", {"rows": results, "reps": args.reps})
+        write_result(f"coverage_mce_{tag}", {"rows": results, "reps": args.reps},
+                     publish=args.publish)
     print(f"\n{time.perf_counter() - t0:.0f} s")
     return results
 

@@ -179,7 +179,7 @@ def summarise(runs: list, pop: float, kinds: tuple) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from _output import write_result  # benchmarks/_output.py (run as a script)
+    from _output import add_publish_argument, write_result  # benchmarks/_output.py
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=100)
@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--kinds", default="default,fixed,true,refit,bootstrap,bound",
                     help=f"comma-separated, of {', '.join(KINDS)}")
     ap.add_argument("--tag", default="grid")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     cells = ([c.rsplit("/", 1) for c in args.cells.split(",")] if args.cells
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> dict:
                       f"ok {s['share_ok']:.2f}) lo>pop {s['low_above']:.2f} "
                       f"hi<pop {s['high_below']:.2f} width {s['mean_width']} "
                       f"outside-own {s['outside_own']:.2f}", flush=True)
-        write_result(f"coverage_nc_ece_{args.tag}", result)
+        write_result(f"coverage_nc_ece_{args.tag}", result, publish=args.publish)
     return result
 
 

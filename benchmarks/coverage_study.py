@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                          "10-class/classwise/hard:0.08:500:200), run in this order instead "
                          "of the grid; reps defaults to --reps")
     ap.add_argument("--tag", default="", help="name of the json output (default from --only)")
+    _publish_argument(ap)
     args = ap.parse_args(argv)
     reps = 60 if args.quick else args.reps
     ns = tuple(n for n in NS if n <= 2000) if args.quick else NS
@@ -283,17 +284,26 @@ def main(argv: list[str] | None = None) -> list[dict]:
                   f"{row['mean_value']:.4f} | {row['mean_plugin']:.4f} | "
                   f"{row['seconds']:.0f} | {row['reps']} | {row['low_above_truth']:.3f} | "
                   f"{row['high_below_truth']:.3f} |", flush=True)
-        _write(tag, results, reps)            # after every cell: a partial run keeps its rows
+        # after every cell: a partial run keeps its rows
+        _write(tag, results, reps, getattr(args, "publish", False))
     print(f"\n{time.perf_counter() - t0:.0f} s")
     return results
 
 
-def _write(tag: str, results: list, reps: int) -> None:
+def _publish_argument(ap: argparse.ArgumentParser) -> None:
+    try:
+        from _output import add_publish_argument  # benchmarks/_output.py (run as a script)
+    except ImportError:  # imported as a module by the tests
+        return
+    add_publish_argument(ap)
+
+
+def _write(tag: str, results: list, reps: int, publish: bool = False) -> None:
     try:
         from _output import write_result  # benchmarks/_output.py (run as a script)
     except ImportError:
         return
-    write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps})
+    write_result(f"coverage_study_{tag}", {"rows": results, "reps": reps}, publish=publish)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ import jax
 import noisycal as nc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _output import write_result  # noqa: E402
+from _output import add_publish_argument, write_result  # noqa: E402
 from bench_em import simulate as simulate_ratings  # noqa: E402
 from bench_em import true_parameters  # noqa: E402
 from bench_metrics import simulate as simulate_probs  # noqa: E402
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--only", nargs="+", default=["em", "ece", "ece_sharded", "nuts"],
                     choices=["em", "ece", "ece_sharded", "nuts"])
     ap.add_argument("--seed", type=int, default=0)
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     f = 0.01 if args.quick else 1.0
     print(f"gpu_suite: jax {jax.__version__}, backend {jax.default_backend()}, devices "
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append(run("NUTS DS K=10, CIFAR-10N 5,000",
                         lambda s, seed: nuts_workload(s, seed), f, cs, args.seed))
     write_result("gpu_suite", {"rows": rows, "quick": args.quick,
-                               "backend": jax.default_backend()})
+                               "backend": jax.default_backend()}, publish=args.publish)
     return {"rows": rows}
 
 

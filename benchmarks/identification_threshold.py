@@ -47,7 +47,7 @@ import time
 import warnings
 
 import numpy as np
-from _output import write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 import noisycal as nc
 from noisycal.engines.identification import dawid_skene_identification
@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=30, help="data sets per design")
     ap.add_argument("--population", action="store_true", help="r on 200,000 items")
+    add_publish_argument(ap)
     args = ap.parse_args(argv)
     out: dict = {"seeds": args.seeds, "candidates": CANDIDATES, "designs": {}}
     t0 = time.perf_counter()
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.population:
             out["population"] = population()
     out["seconds"] = time.perf_counter() - t0
-    write_result("identification_threshold", out)
+    write_result("identification_threshold", out, publish=args.publish)
     return out
 
 

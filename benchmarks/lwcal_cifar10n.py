@@ -19,16 +19,21 @@ Needs the shared data (``$NOISYCAL_DATA`` or ``../shared/data``).
 
 Usage::
 
-    python benchmarks/lwcal_cifar10n.py
+    python benchmarks/lwcal_cifar10n.py [--publish]
+
+Results are printed and written to ``benchmarks/output/lwcal_cifar10n.json``
+(``--publish``: also ``benchmarks/results/``).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _output import add_publish_argument, write_result  # benchmarks/_output.py
 from scipy.special import softmax
 
 import noisycal as nc
@@ -42,6 +47,9 @@ def _data_dir() -> Path:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_publish_argument(ap)
+    args = ap.parse_args()
     d = _data_dir()
     logits = np.load(d / "cifar10_logits" / "densenet40_c10.npz")
     c10n = np.load(d / "cifar10n" / "cifar10n.npz")
@@ -79,6 +87,8 @@ def main() -> None:
         "oracle isotonic, clean labels": C.IsotonicCalibration().fit(probs=p_cal,
                                                                      target=clean),
     }
+    error_rates = [float(np.mean(A[:, j] != clean)) for j in range(3)]
+    rows = []
     print(f"{'method':40s} {'ECE':>7s} {'Brier':>7s} {'NLL':>7s}")
     for name, cal in methods.items():
         q = p_test if cal is None else cal.predict_proba(probs=p_test)
@@ -89,6 +99,13 @@ def main() -> None:
         brier = float(np.mean((q - y_test) ** 2))
         nll = float(-np.mean(y_test * np.log(qc) + (1 - y_test) * np.log(1 - qc)))
         print(f"{name:40s} {100 * ece:7.3f} {brier:7.4f} {nll:7.4f}")
+        rows.append({"method": name, "ece": ece, "brier": brier, "nll": nll})
+    write_result("lwcal_cifar10n", {
+        "n_calibration": int(len(p_cal)), "n_test": int(len(p_test)),
+        "annotator_error_rates": error_rates, "ds_status": fit.status,
+        "gated_rho": float(methods["GatedLWCal, annotator 1"].rho_),
+        "gated_disagreement": float(methods["GatedLWCal, annotator 1"].disagreement_),
+        "rows": rows}, publish=args.publish)
 
 
 if __name__ == "__main__":

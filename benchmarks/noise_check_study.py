@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--n-binary", type=int, default=2000)
     ap.add_argument("--n-kclass", type=int, default=2000)
     ap.add_argument("--out", default="noise_check_study")
+    ap.add_argument("--publish", action="store_true",
+                    help="also write benchmarks/results/<out>.json (committed)")
     args = ap.parse_args(argv)
     cells = [c for c in args.cells.split(",") if c]
     slopes = [float(s) for s in args.slopes.split(",") if s]
@@ -183,21 +185,21 @@ def main(argv: list[str] | None = None) -> dict:
                 continue
             out.append(run_cell(cell, 0.0, args.cifar_runs, truth[0].shape[0], truth))
             print_cell(out[-1])
-            save(args.out, out)
+            save(args.out, out, args.publish)
             continue
         n = args.n_binary if cell == "binary" else args.n_kclass
         for slope in slopes:
             out.append(run_cell(cell, slope, args.runs, n))
             print_cell(out[-1])
-            save(args.out, out)
+            save(args.out, out, args.publish)
     print(f"\nwall time {time.perf_counter() - t0:.0f} s")
     return {"cells": out}
 
 
-def save(name: str, cells: list[dict]) -> None:
+def save(name: str, cells: list[dict], publish: bool = False) -> None:
     from _output import write_result  # benchmarks/_output.py (run as a script)
 
-    write_result(name, {"cells": cells})
+    write_result(name, {"cells": cells}, publish=publish)
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ import numpy as np
 import noisycal as nc
 
 try:
-    from _output import write_result
+    from _output import add_publish_argument, write_result
 except ImportError:  # run from the repository root as a module
-    from benchmarks._output import write_result
+    from benchmarks._output import add_publish_argument, write_result
 
 SAMPLER = dict(num_chains=2, num_warmup=200, num_samples=200, thin=4)
 CELLS = {
@@ -87,11 +87,12 @@ def main() -> None:
     parser.add_argument("--n-sims", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="sbc_study")
+    add_publish_argument(parser)
     args = parser.parse_args()
     results: dict = {}
     for name in args.cells.split(","):
         results[name] = run_cell(name, args.n_sims, args.seed)
-        write_result(args.out, results)
+        write_result(args.out, results, publish=args.publish)
 
 
 if __name__ == "__main__":

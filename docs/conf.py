@@ -2,9 +2,10 @@
 
 Build: ``python -m sphinx -W --keep-going -b html docs docs/_build/html`` (or
 ``make -C docs html``). The API reference pages are written from the packages'
-``__all__`` by ``api_reference.py`` when this file is read, at the start of every build;
-the vignette gallery only includes the outputs that ``python docs/render_vignettes.py``
-cached in ``docs/gallery/``.
+``__all__`` by ``api_reference.py``, and the benchmark results pages from the benchmarks'
+published output (``benchmarks/results/``) by ``benchmark_pages.py``, when this file is
+read, at the start of every build; the vignette gallery only includes the outputs that
+``python docs/render_vignettes.py`` cached in ``docs/gallery/``.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ sys.path.insert(0, str(HERE.parent))  # the checkout's noisycal, installed or no
 sys.path.insert(0, str(HERE))
 
 import api_reference  # noqa: E402
+import benchmark_pages  # noqa: E402
 
 import noisycal  # noqa: E402
 
 # the API reference pages, written from the packages' __all__ before Sphinx looks for
 # source files (at builder-inited the file list and autosummary's stubs are already set)
 api_reference.write()
+# the benchmark results pages (docs/benchmarks/ and benchmarks.md), from the published JSON
+benchmark_pages.write()
 
 project = "noisycal"
 author = "the noisycal developers"
