@@ -68,6 +68,9 @@ class AnnotatorFit:
     annotations : Annotations or None
         The ratings the model was fitted on (for a grouped fit with channels per group,
         the ``"<annotator>|<group>"`` ratings), shared by copies and pickled with the fit.
+    engine : Method or None
+        The engine option object the fit ran (:mod:`noisycal.engines.methods`), so that
+        ``model.fit(annotations, method=fit.engine)`` refits with the same settings.
     """
 
     model: str
@@ -89,6 +92,7 @@ class AnnotatorFit:
     refit: Callable[[Any, int], tuple[dict, dict]] | None = field(default=None, repr=False,
                                                                   compare=False)
     annotations: Any = field(default=None, repr=False, compare=False)
+    engine: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
