@@ -61,13 +61,14 @@ def em_fits(ann: nc.Annotations, seed: int) -> dict:
               "one-coin": nc.OneCoinDawidSkene(),
               "class-conditional": nc.annotators.ClassConditionalDawidSkene(),
               "MACE": nc.annotators.MACE()}
-    return {name: m.fit(ann, n_starts=10, seed=seed) for name, m in models.items()}
+    return {name: m.fit(ann, method=nc.engines.EM(n_starts=10), seed=seed)
+            for name, m in models.items()}
 
 
 def nuts_fits(ann: nc.Annotations, names: tuple[str, ...], *, num_samples: int,
               seed: int) -> dict:
-    kw = dict(method="nuts", num_chains=2, num_warmup=num_samples,
-              num_samples=num_samples, seed=seed)
+    kw = dict(method=nc.engines.NUTS(num_chains=2, num_warmup=num_samples,
+                                     num_samples=num_samples), seed=seed)
     models = {"Dawid-Skene": nc.DawidSkene(),
               "one-coin": nc.OneCoinDawidSkene(),
               "class-conditional": nc.annotators.ClassConditionalDawidSkene(),

@@ -151,7 +151,11 @@ class HierarchicalDawidSkene(DawidSkene):
             The status is 'not_converged' when the largest R-hat is above the threshold
             or a transition diverged; 'diagnostics_unavailable' without R-hat.
         """
-        nuts = as_method(method, self._engines, where=type(self).__name__)
+        try:
+            nuts = as_method(method, self._engines, where=type(self).__name__)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: a point estimate of a hierarchical model's joint mode "
+                             "is not a useful summary") from None
         progress = check_progress(progress)
         if groups is not None:
             raise ValueError("groups= is for GroupedDawidSkene; HierarchicalDawidSkene has "

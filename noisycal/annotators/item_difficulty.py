@@ -270,7 +270,12 @@ class ItemDifficultyModel:
             relabelled, and they make the status 'not_converged' (as do an R-hat above
             the threshold and a divergent transition).
         """
-        nuts = as_method(method, (NUTS,), where=type(self).__name__)
+        try:
+            nuts = as_method(method, (NUTS,), where=type(self).__name__)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: the joint mode of a model with one random effect per "
+                             "item is degenerate (sigma_difficulty -> 0), so there is no EM "
+                             "or MAP fit") from None
         progress = check_progress(progress)
         if groups is not None:
             raise ValueError("groups= is for GroupedDawidSkene; ItemDifficultyModel has one "

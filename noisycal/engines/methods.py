@@ -448,5 +448,6 @@ def as_method(method: object, offered: tuple[type[Method], ...], *, where: str) 
         raise ValueError(f"method must be one of {names} or an engine object of "
                          f"noisycal.engines, got {type(method).__name__}")
     if type(method) not in offered:
-        raise ValueError(f"{where} has no {type(method).__name__} engine; it offers {names}")
+        raise ValueError(f"{where} has no {type(method).__name__} engine (method={method!r}); "
+                         f"it offers {names}")
     return method
