@@ -528,7 +528,9 @@ class GroupedDawidSkene(DawidSkene):
                          if f"{a}|{lv}" in seen]
                 if anchor is not None:  # the anchor's first (annotator, group) pair
                     j = annotator_index(ann, anchor)
-                    anchor = next(p for a, p in pairs if a == ann.annotators[j])
+                    anchor = next((p for a, p in pairs if a == ann.annotators[j]), None)
+                    if anchor is None:
+                        raise ValueError(f"anchor {ann.annotators[j]!r} has no ratings")
                 annotations = Annotations.from_arrays(ann.items[arr.item], who,
                                                       ann.classes[arr.label],
                                                       classes=ann.classes, items=ann.items,

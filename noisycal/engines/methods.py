@@ -1,5 +1,4 @@
-"""Inference engines as option objects: :class:`EM`, :class:`MLE`, :class:`MAP`, :class:`NUTS`,
-:class:`Moments` and :class:`GMM`.
+"""Inference engines as option objects, each holding and checking its own settings.
 
 Every annotator model's ``fit(annotations, *, method=...)`` takes one of these objects, or
 a string naming one with its defaults (``method="nuts"`` is ``NUTS()``); each object

@@ -251,7 +251,8 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
         Header: model, method, n_items, n_annotators, n_classes, n_ratings, n_params,
         loglik, then AIC and BIC (EM, MLE and moment fits) or draws, chains, max R-hat,
         divergences and elpd_loo, its se, p_loo and the number of Pareto k above 0.7
-        (NUTS), iterations, converged, status and message. Tables: ``prevalence``
+        (NUTS), iterations, converged, status, message and engine (the repr of
+        ``fit.engine``, the option object that ran). Tables: ``prevalence``
         (class proportions) and ``accuracy`` (each annotator's probability of reporting
         the true class, ``confusion[j, k, k]``, per class and their unweighted mean),
         with ``low``/``high`` when there are draws and ``r_hat``, ``ess_bulk``,

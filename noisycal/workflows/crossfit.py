@@ -20,6 +20,7 @@ from .._util.validation import (
 )
 from ..annotations.core import Annotations
 from ..correction.labels import fit_prevalence
+from ..engines.methods import Method
 from ..exceptions import IdentifiabilityWarning
 from ..intervals.estimate import Estimate
 from ..metrics.binned.bins import equal_width_bins, residual_ece, segment_stats
@@ -72,7 +73,7 @@ def _check_inputs(probs: ArrayLike, annotations: Annotations, items: ArrayLike |
 
 
 def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: np.ndarray,
-                 k: int, weights: str, method: Any, seed: Seed) -> Any:
+                 k: int, weights: str, method: Method | str | None, seed: Seed) -> Any:
     """Corrected target of the test fold from channels fitted on the other folds."""
     fit = model.fit(annotations.subset(train), method=method, seed=seed)
     if fit.status not in ("ok", "boundary"):
@@ -84,7 +85,7 @@ def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: 
 
 
 def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = None,
-                    method: Any = None, n_folds: int | None = None,
+                    method: Method | str | None = None, n_folds: int | None = None,
                     folds: ArrayLike | None = None, n_bins: int = 10, weights: str = "iv",
                     level: float = 0.9, seed: Seed = 0,
                     items: ArrayLike | None = None) -> Estimate:
