@@ -263,8 +263,9 @@ class DawidSkene:
             ``engine`` holds the option object that ran. Its status also checks every
             fitted channel: 'adversarial_channel', 'degenerate_channel'
             (:mod:`noisycal.engines.checks`). NUTS fits: 'not_converged' when the largest
-            R-hat (after relabelling) exceeds ``NUTS.rhat_threshold`` or a transition
-            diverged, 'diagnostics_unavailable' without R-hat; they are not checked for
+            R-hat (after relabelling) exceeds the engine's ``rhat_threshold`` (is
+            strictly greater than it) or a transition diverged; 'diagnostics_unavailable'
+            without R-hat (one chain, fewer than 4 draws); they are not checked for
             weak identification (EM and MLE fits are, see ``EM.weak_threshold``).
 
         Raises
