@@ -181,9 +181,9 @@ def part2(args: argparse.Namespace) -> dict:
 
 # %%
 def sbc(args: argparse.Namespace):
+    nuts = nc.engines.NUTS(num_chains=2, num_warmup=200, num_samples=200, rhat_threshold=1.05)
     res = nc.annotators.sbc(nc.DawidSkene(), n_items=30, n_annotators=3, n_classes=2,
-                            n_sims=args.n_sims, num_warmup=200, num_samples=200,
-                            seed=args.seed)
+                            n_sims=args.n_sims, method=nuts, seed=args.seed)
     print(f"\nsimulation-based calibration of Dawid-Skene NUTS ({args.n_sims} "
           f"simulations): status {res.status}")
     tests = res.tests.sort_values("chi2_p")
