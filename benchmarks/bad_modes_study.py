@@ -45,10 +45,10 @@ def binary_design(name: str) -> tuple[np.ndarray, np.ndarray, dict]:
         "near-random J=3 (a=b=0.5)": ([0.1, 0.15, 0.5], [0.85, 0.9, 0.5], {}),
         "near-random J=4 (a=b=0.5)": ([0.1, 0.15, 0.2, 0.5], [0.85, 0.9, 0.8, 0.5], {}),
         "swapped mode: anchor adversarial": ([0.8, 0.1, 0.15], [0.2, 0.85, 0.9],
-                                             {"orientation": "anchor", "anchor": 0}),
+                                             {"anchor": 0}),
         "swapped mode: moment start on adversarial anchor": (
             [0.8, 0.1, 0.15], [0.2, 0.85, 0.9],
-            {"orientation": "anchor", "anchor": 0, "init": "moments"}),
+            {"anchor": 0, "init": "moments"}),
         "swapped mode: majority adversarial": ([0.1, 0.85, 0.8], [0.85, 0.15, 0.2], {}),
     }
     a, b, opts = designs[name]
@@ -77,10 +77,12 @@ def run_binary(name: str, seed: int, n: int, method: str) -> tuple[str, str]:
     a, b, opts = binary_design(name)
     toy = nc.simulate.gaussian_toy(n, a=a, b=b, seed=seed)
     ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
+    anchor = opts.get("anchor")
     if method == "nuts":
-        opts = {k: v for k, v in opts.items() if k != "init"}
-        opts.update(num_chains=2, num_warmup=300, num_samples=300, progress_bar=False)
-    fit = nc.DawidSkene(2).fit(ann, method=method, seed=seed, **opts)
+        engine = nc.engines.NUTS(num_chains=2, num_warmup=300, num_samples=300)
+    else:
+        engine = nc.engines.EM(**{k: v for k, v in opts.items() if k != "anchor"})
+    fit = nc.DawidSkene(2).fit(ann, method=engine, anchor=anchor, seed=seed)
     est = nc.ece(toy.z, nc.targets.posterior(None, fit), n_bins=10,
                  interval=nc.intervals.Bootstrap(n_boot=50), seed=seed)
     return fit.status, est.status

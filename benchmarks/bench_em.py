@@ -8,8 +8,8 @@ rated once by every one of J annotators (default n = 1,000,000, J = 5, K = 5, so
 5,000,000 ratings), for exactly ``--iters`` (20) EM iterations from one start, the
 soft majority vote (each item's share of ratings in each class):
 
-* noisycal: ``nc.DawidSkene(n_classes=K).fit(ann, init="soft_vote", n_starts=1,
-  max_iter=20, tol=1e-300, seed=seed)``. ``tol=1e-300`` makes it run all 20 iterations
+* noisycal: ``nc.DawidSkene(n_classes=K).fit(ann, method=nc.engines.EM(init="soft_vote",
+  n_starts=1, max_iter=20, tol=1e-300), seed=seed)``. ``tol=1e-300`` makes it run all 20 iterations
   (``fit.n_iter`` is checked); the ``not_converged`` ConvergenceWarning this gives is
   expected and silenced. The timed call is the whole public ``fit``: soft-vote start,
   packing the index arrays, the jitted EM loop, orientation of the classes and the
@@ -146,7 +146,8 @@ def fit_noisycal(ann: nc.Annotations, n_classes: int, iters: int, seed: int
         warnings.simplefilter("ignore", nc.ConvergenceWarning)
         c0, t0 = time.process_time(), time.perf_counter()
         fit = nc.DawidSkene(n_classes=n_classes).fit(
-            ann, init="soft_vote", n_starts=1, max_iter=iters, tol=1e-300, seed=seed)
+            ann, method=nc.engines.EM(init="soft_vote", n_starts=1, max_iter=iters, tol=1e-300),
+            seed=seed)
         t, c = time.perf_counter() - t0, time.process_time() - c0
     if fit.n_iter != iters:
         raise RuntimeError(f"noisycal ran {fit.n_iter} iterations, not {iters}")

@@ -53,15 +53,15 @@ TARGET_RATIO = 3.0
 
 def timed_fit(kind: str, ann: nc.Annotations, args: argparse.Namespace) -> tuple[float, dict]:
     """Seconds of one public fit and its summary."""
-    kw = dict(num_chains=args.num_chains, num_warmup=args.num_warmup,
-              num_samples=args.num_samples, seed=args.seed, progress_bar=False)
+    kw = dict(method=nc.engines.NUTS(num_chains=args.num_chains, num_warmup=args.num_warmup,
+                                     num_samples=args.num_samples), seed=args.seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         if kind == "hierarchical":
             fit = nc.annotators.HierarchicalDawidSkene(n_classes=K).fit(ann, **kw)
         else:
-            fit = nc.DawidSkene(n_classes=K).fit(ann, method="nuts", **kw)
+            fit = nc.DawidSkene(n_classes=K).fit(ann, **kw)
         seconds = time.perf_counter() - t0
     steps = fit.details["sample_stats"]["num_steps"]
     return seconds, {"seconds": seconds, "status": fit.status, "message": fit.message,

@@ -11,9 +11,8 @@ each confusion row k ~ Dirichlet(beta[k]) with beta[k, k] = 2.5 K = 10 and 1 els
 Both run NUTS in float64 with the same chains, warmup and draws (default 4 chains run
 one after another, 1000 warmup + 1000 draws each) and seed.
 
-* noisycal: ``nc.DawidSkene(n_classes=4).fit(ann, method="nuts", num_chains=4,
-  num_warmup=1000, num_samples=1000, progress_bar=False, seed=seed,
-  chain_method="sequential")``. Its model
+* noisycal: ``nc.DawidSkene(n_classes=4).fit(ann, method=nc.engines.NUTS(num_chains=4,
+  num_warmup=1000, num_samples=1000, chain_method="sequential"), seed=seed)``. Its model
   marginalises the true class with ``logsumexp``. The timed call is the whole public
   ``fit``: a short MAP-EM (4 starts) that gives the chains their starting point, the
   jitted potential, NUTS, relabelling every draw to the majority-vote class order,
@@ -100,9 +99,9 @@ def fit_noisycal(ann: nc.Annotations, args: argparse.Namespace) -> tuple[float, 
         warnings.simplefilter("always")
         t0 = time.perf_counter()
         fit = nc.DawidSkene(n_classes=N_CLASSES).fit(
-            ann, method="nuts", num_chains=args.num_chains, num_warmup=args.num_warmup,
-            num_samples=args.num_samples, progress_bar=False, seed=args.seed,
-            chain_method="sequential")
+            ann, method=nc.engines.NUTS(num_chains=args.num_chains, num_warmup=args.num_warmup,
+                                        num_samples=args.num_samples, chain_method="sequential"),
+            seed=args.seed)
         seconds = time.perf_counter() - t0
     C, S = int(fit.details["chains"]), args.num_samples
     prev = np.asarray(fit.draws["prevalence"])[:, 0, :].reshape(C, S, N_CLASSES)

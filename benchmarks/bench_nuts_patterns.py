@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"({n / pd_.data.n_items:.1f} items per pattern)")
     settings = dict(num_chains=args.num_chains, num_warmup=args.num_warmup,
                     num_samples=args.num_samples, seed=args.seed, progress_bar=False,
-                    chain_method="vectorized", orientation="vote", anchor=0, gold=None)
+                    chain_method="vectorized", target_accept_prob=0.8, max_tree_depth=10,
+                    dense_mass=False, orientation="vote", anchor=0, gold=None)
 
     def run(collapsed: bool) -> tuple[float, object]:
         t0 = time.perf_counter()
@@ -147,9 +148,10 @@ def main(argv: list[str] | None = None) -> dict:
             times[label] = (cold, warm, nd)
             print(f"{label:>8}: cold {cold:8.2f} s   warm {warm:8.2f} s")
         t0 = time.perf_counter()
-        fit = nc.DawidSkene(K).fit(ann, method="nuts", num_chains=args.num_chains,
-                                   num_warmup=args.num_warmup, num_samples=args.num_samples,
-                                   progress_bar=False, seed=args.seed)
+        fit = nc.DawidSkene(K).fit(ann, method=nc.engines.NUTS(num_chains=args.num_chains,
+                                                               num_warmup=args.num_warmup,
+                                                               num_samples=args.num_samples),
+                                   seed=args.seed)
         t_public = time.perf_counter() - t0
     (pc, pw, a), (fc, fw, b) = times["patterns"], times["full"]
     print(f"public fit (MAP-EM start + NUTS + summaries, warm program): {t_public:.2f} s; "

@@ -57,7 +57,7 @@ def load() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def targets_for(ratings: np.ndarray, clean: np.ndarray, seed: int) -> tuple[dict, str]:
     ann = nc.Annotations.from_wide(ratings, classes=np.arange(10))
-    fit = nc.DawidSkene(n_classes=10).fit(ann, n_starts=3, seed=seed)
+    fit = nc.DawidSkene(n_classes=10).fit(ann, method=nc.engines.EM(n_starts=3), seed=seed)
     out = {
         "clean": nc.targets.hard(clean, n_classes=10),
         "voted": nc.targets.voted(ann),

@@ -137,9 +137,9 @@ def one_run(design: str, n: int, seed: int, kinds: tuple) -> dict:
         }
         for k in kinds:
             if k == "credible":
-                nuts = nc.DawidSkene(K).fit(ann, method="nuts", num_chains=2,
-                                            num_warmup=300, num_samples=300,
-                                            progress_bar=False, seed=seed)
+                nuts = nc.DawidSkene(K).fit(ann,
+                                            method=nc.engines.NUTS(num_chains=2, num_warmup=300,
+                                                                   num_samples=300), seed=seed)
                 calls[k] = lambda nuts=nuts: nc.ece(p, nc.targets.corrected(ann, nuts),
                                                     interval="credible", **kw)
             try:

@@ -67,8 +67,9 @@ def em_workload(n: int, seed: int) -> tuple[float, object]:
     def fit() -> object:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return nc.DawidSkene(5).fit(a, init="soft_vote", n_starts=1, max_iter=20,
-                                        tol=1e-300, seed=seed)
+            return nc.DawidSkene(5).fit(a, method=nc.engines.EM(init="soft_vote", n_starts=1,
+                                                                max_iter=20, tol=1e-300),
+                                        seed=seed)
     return t_build, fit
 
 
@@ -103,8 +104,8 @@ def nuts_workload(scale: float, seed: int) -> tuple[float, object]:
     def fit() -> object:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return nc.DawidSkene(10).fit(a, method="nuts", num_chains=4, num_warmup=1000,
-                                         num_samples=1000, progress_bar=False, seed=seed)
+            return nc.DawidSkene(10).fit(a, method=nc.engines.NUTS(num_chains=4, num_warmup=1000,
+                                                                   num_samples=1000), seed=seed)
     return 0.0, fit
 
 

@@ -70,7 +70,8 @@ def ds_case(n: int, prev: list[float], conf: np.ndarray, *, p_rate: float = 1.0,
         sim = nc.simulate.dawid_skene(n, prev, conf, p_rate=p_rate, seed=seed)
         one = model == "one_coin"
         cls = nc.OneCoinDawidSkene if one else nc.DawidSkene
-        fit = cls(len(prev)).fit(sim.annotations, seed=seed, weak_threshold=0.0)
+        fit = cls(len(prev)).fit(sim.annotations, seed=seed,
+                                 method=nc.engines.EM(weak_threshold=0.0))
         idf = dawid_skene_identification(sim.annotations, fit.group_prevalence,
                                          fit.confusion, one_coin=one, threshold=0.0)
         return idf.relative_information, fit.status
@@ -84,11 +85,11 @@ def grouped_case(n: int, mus: list[float], conf: np.ndarray, method: str) -> cal
     def run(seed: int) -> tuple[float, str]:
         sim = nc.simulate.dawid_skene(n, prev, conf, group_probs=gp, seed=seed)
         if method == "gmm":
-            fit = nc.HuiWalter().fit(sim.annotations, groups=sim.group, method="gmm",
-                                     weak_threshold=0.0)
+            fit = nc.HuiWalter().fit(sim.annotations, groups=sim.group,
+                                     method=nc.engines.GMM(weak_threshold=0.0))
         else:
             fit = nc.GroupedDawidSkene(2).fit(sim.annotations, groups=sim.group, seed=seed,
-                                              weak_threshold=0.0)
+                                              method=nc.engines.EM(weak_threshold=0.0))
         ident = fit.details["identification"]
         r = ident.get("relative_information", np.nan)
         if method != "gmm" and not ident["checked"]:
@@ -103,7 +104,7 @@ def toy_case(n: int) -> callable:
     def run(seed: int) -> tuple[float, str]:
         t = nc.simulate.gaussian_toy(n, seed=seed)
         ann = nc.Annotations.from_wide(t.annotations, classes=[0, 1])
-        fit = nc.DawidSkene(2).fit(ann, seed=seed, weak_threshold=0.0)
+        fit = nc.DawidSkene(2).fit(ann, seed=seed, method=nc.engines.EM(weak_threshold=0.0))
         idf = dawid_skene_identification(ann, fit.group_prevalence, fit.confusion,
                                          threshold=0.0)
         return idf.relative_information, fit.status
@@ -158,7 +159,8 @@ def population(n: int = 200_000) -> dict:
     out = {}
     for name, (prev, conf, p_rate) in POPULATION.items():
         sim = nc.simulate.dawid_skene(n, prev, conf, p_rate=p_rate, seed=0)
-        fit = nc.DawidSkene(len(prev)).fit(sim.annotations, n_starts=3, weak_threshold=0.0)
+        fit = nc.DawidSkene(len(prev)).fit(sim.annotations,
+                                           method=nc.engines.EM(n_starts=3, weak_threshold=0.0))
         r = dawid_skene_identification(sim.annotations, fit.group_prevalence,
                                        fit.confusion, threshold=0.0).relative_information
         out[name] = r

@@ -16,11 +16,11 @@ Cells (each run draws fresh items, classifier scores and ratings from a seeded g
   groups) is the truth, and every run redraws the true classes and the labels from it
   with the real design and scores (K = 10).
 
-Each binary and K-class null run (slope 0) calls ``noise_check(method='bootstrap',
+Each binary and K-class null run (slope 0) calls ``noise_check(test='bootstrap',
 n_boot=99)`` and reads three p-values off the one call: the bootstrap p-value, the
 chi-square p-value of the same statistic, and the Bartlett-corrected p-value from the
-first 19 bootstrap statistics (what ``method='bartlett'`` computes with its default
-``n_boot``). The runs with slope > 0 and the CIFAR-10N cell call ``method='bartlett'``
+first 19 bootstrap statistics (what ``test='bartlett'`` computes with its default
+``n_boot``). The runs with slope > 0 and the CIFAR-10N cell call ``test='bartlett'``
 (19 data sets) and add the chi-square p-value of the same statistic.
 Printed: rejection rates at 0.01, 0.05 and 0.10 with their binomial standard errors,
 and seconds per run.
@@ -83,7 +83,8 @@ def cifar10n_truth(n_groups: int = 5) -> tuple[np.ndarray, np.ndarray, object, n
     ratings = d.labels[lg.val_train_idx]
     ann = nc.Annotations.from_wide(ratings, classes=np.arange(10))
     groups = score_groups(probs, n_groups)
-    fit = nc.GroupedDawidSkene(10).fit(ann, groups=groups, n_starts=5, seed=0)
+    fit = nc.GroupedDawidSkene(10).fit(ann, groups=groups, method=nc.engines.EM(n_starts=5),
+                                       seed=0)
     return ratings, probs, fit, groups
 
 
@@ -117,7 +118,7 @@ def run_cell(cell: str, slope: float, runs: int, n: int, truth: object = None) -
             if cell == "cifar10n":
                 ratings, probs, fit, groups = truth
                 ann = cifar10n_null(fit, groups, ratings.shape, seed)
-                res = noise_check(ann, probs, method="bartlett", seed=seed)
+                res = noise_check(ann, probs, test="bartlett", seed=seed)
                 row = {"p_bartlett": res.p_value, "statistic": res.statistic, "df": res.df,
                        "p_chi2": float(chi2.sf(res.statistic, res.df)),
                        "boot_mean": float(res.details["boot_statistics"].mean())}
@@ -125,10 +126,10 @@ def run_cell(cell: str, slope: float, runs: int, n: int, truth: object = None) -
                 data = binary_data if cell == "binary" else kclass_data
                 ann, scores = data(n, slope, seed)
                 if slope == 0:
-                    res = noise_check(ann, scores, method="bootstrap", n_boot=99, seed=seed)
+                    res = noise_check(ann, scores, test="bootstrap", n_boot=99, seed=seed)
                     row = three_p_values(res)
                 else:
-                    res = noise_check(ann, scores, method="bartlett", seed=seed)
+                    res = noise_check(ann, scores, test="bartlett", seed=seed)
                     row = {"p_bartlett": res.p_value, "statistic": res.statistic,
                            "df": res.df, "p_chi2": float(chi2.sf(res.statistic, res.df)),
                            "boot_mean": float(res.details["boot_statistics"].mean())}

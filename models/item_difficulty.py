@@ -122,7 +122,7 @@ def joint_log_likelihood(params: dict, data: DSData) -> jax.Array:
     return class_log_likelihood(params, data) + log_prev
 
 
-def log_likelihood(params: dict, data: DSData) -> jax.Array:
+def log_likelihood(params: dict, data: DSData, gold: jax.Array | None = None) -> jax.Array:
     """Marginal log-likelihood ``sum_i log sum_k prevalence[k] exp(ll[i, k])``.
 
     Parameters
@@ -130,8 +130,12 @@ def log_likelihood(params: dict, data: DSData) -> jax.Array:
     params : dict
         As in :func:`joint_log_likelihood`.
     data : DSData
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown): such an item contributes
+        ``log prevalence[gold] + ll[i, gold]`` instead of the sum over classes
+        (:func:`~noisycal.models.dawid_skene.item_log_likelihood`).
     """
-    return jnp.sum(item_log_likelihood(joint_log_likelihood(params, data)))
+    return jnp.sum(item_log_likelihood(joint_log_likelihood(params, data), gold))
 
 
 def population_accuracy(ability: jax.Array, sigma_difficulty: jax.Array, n_classes: int, *,
@@ -174,7 +178,8 @@ def population_confusion(ability: jax.Array, sigma_difficulty: jax.Array,
 def item_difficulty(item: jax.Array, annotator: jax.Array, label: jax.Array | None = None, *,
                     n_items: int, n_annotators: int, n_classes: int,
                     alpha: jax.Array | None = None, ability_loc: float = 1.0,
-                    ability_scale: float = 1.0, sigma_scale: float = 1.0) -> None:
+                    ability_scale: float = 1.0, sigma_scale: float = 1.0,
+                    gold: jax.Array | None = None) -> None:
     """NumPyro item-difficulty model with the true class marginalised by logsumexp.
 
     Parameters
@@ -191,6 +196,9 @@ def item_difficulty(item: jax.Array, annotator: jax.Array, label: jax.Array | No
         Normal prior on ``mu_ability``.
     sigma_scale : float, default=1.0
         Half-normal prior scale of ``sigma_ability`` and ``sigma_difficulty``.
+    gold : int array of shape (n_items,), optional
+        Known true classes (``-1`` where unknown): those items enter the likelihood with
+        their class (observed labels only).
 
     Examples
     --------
@@ -219,6 +227,9 @@ def item_difficulty(item: jax.Array, annotator: jax.Array, label: jax.Array | No
     difficulty = numpyro.deterministic("difficulty", sigma_d * d_raw)
     params = {"prevalence": prevalence, "ability": ability, "difficulty": difficulty}
     if label is None:
+        if gold is not None:
+            raise ValueError("gold applies to observed labels; simulation (label=None) "
+                             "draws every true class")
         with numpyro.plate("item", n_items, dim=-1):
             y = numpyro.sample("y", dist.Categorical(prevalence))
         p = 1.0 / K + (1.0 - 1.0 / K) * jax.nn.sigmoid(ability[annotator] - difficulty[item])
@@ -227,7 +238,8 @@ def item_difficulty(item: jax.Array, annotator: jax.Array, label: jax.Array | No
             numpyro.sample("label", dist.Categorical(probs))
         return
     data = DSData(item, annotator, label, jnp.zeros(n_items, jnp.int32), n_items, J, K, 1)
-    numpyro.factor("loglik", log_likelihood(params, data))
+    numpyro.factor("loglik", log_likelihood(params, data,
+                                            None if gold is None else jnp.asarray(gold)))
 
 
 MODELS = {"item_difficulty": item_difficulty}

@@ -69,8 +69,18 @@ def _hw_sample(n=400, seed=0):
 
 
 def _gmm(**kwargs):
+    from noisycal.engines import GMM
+
     A, g = _hw_sample()
-    return _hw(A, groups=kwargs.pop("groups", g), method="gmm", **kwargs)
+    fields = {k: kwargs.pop(k) for k in ("weight", "min_gap", "min_separation", "n_starts",
+                                         "max_iter", "weak_threshold") if k in kwargs}
+    return _hw(A, groups=kwargs.pop("groups", g), method=GMM(**fields), **kwargs)
+
+
+def _engine(name, **fields):
+    from noisycal import engines
+
+    return getattr(engines, name)(**fields)
 
 
 def _triple(A=None, **kwargs):
@@ -166,10 +176,11 @@ CASES = [
     ("engines_hw_mom_none_groups",
      lambda: _hw(groups=np.array(["a"] * 6 + ["b"] * 5 + [None], dtype=object)), R,
      ValueError, r"groups"),
-    ("engines_hw_mom_weight_option", lambda: _hw(weight="efficient"), R, ValueError,
-     r"weight"),
+    ("engines_hw_mom_weight_option", lambda: _hw(method=_engine("Moments", weight="efficient")),
+     R, TypeError, r"weight"),
     ("engines_hw_mom_seed_option", lambda: _hw(seed=3), R, ValueError, r"seed"),
-    ("engines_hw_mom_n_starts_option", lambda: _hw(n_starts=2), R, ValueError, r"n_starts"),
+    ("engines_hw_mom_n_starts_option", lambda: _hw(method=_engine("Moments", n_starts=2)), R,
+     TypeError, r"n_starts"),
     ("engines_hw_mom_three_groups", lambda: _hw(groups=np.repeat([0, 1, 2], 4)), R,
      ValueError, r"groups"),
     ("engines_hw_groups_length", lambda: _hw(groups=[0, 1]), R, ValueError, r"groups"),
@@ -206,7 +217,8 @@ CASES = [
     ("engines_hw_gmm_weight_unknown", lambda: _gmm(weight="optimal"), R, ValueError,
      r"weight"),
     ("engines_hw_gmm_equal_groups_status",
-     lambda: _hw(groups=np.tile([0, 1, 2], 4), method="gmm", n_starts=1), "status", None,
+     lambda: _hw(groups=np.tile([0, 1, 2], 4), method=_engine("GMM", n_starts=1)), "status",
+     None,
      r"not_identified"),
     # moment_triple
     ("engines_triple_two_columns", lambda: _triple(np.zeros((10, 2))), R, ValueError,
@@ -304,16 +316,23 @@ CASES = [
     ("engines_dsl_prior_scale_under_mle", lambda: _dsl(prior_scale=0.5, method="mle"), R,
      ValueError, r"prior_scale"),
     ("engines_dsl_method_unknown", lambda: _dsl(method="em"), R, ValueError, r"method"),
-    ("engines_dsl_nuts_option_under_mle", lambda: _dsl(num_chains=2), R, ValueError,
-     r"num_chains"),
-    ("engines_dsl_jacobian_under_mle", lambda: _dsl(jacobian=True), R, ValueError,
-     r"jacobian"),
-    ("engines_dsl_tol_str", lambda: _dsl(tol="1e-8"), R, ValueError, r"tol"),
+    ("engines_dsl_nuts_option_under_mle", lambda: _dsl(method=_engine("MLE", num_chains=2)),
+     R, TypeError, r"num_chains"),
+    ("engines_dsl_jacobian_under_mle", lambda: _dsl(method=_engine("MLE", jacobian=True)), R,
+     TypeError, r"jacobian"),
+    ("engines_dsl_weak_threshold_under_mle",
+     lambda: _dsl(method=_engine("MLE", weak_threshold=0.1)), R, ValueError,
+     r"weak_threshold"),
+    ("engines_dsl_nuts_progress_str", lambda: _dsl(method="nuts", progress="yes"), R,
+     ValueError, r"progress"),
+    ("engines_dsl_tol_str", lambda: _dsl(method=_engine("MLE", tol="1e-8")), R, ValueError,
+     r"tol"),
     ("engines_dsl_seed_2pow64", lambda: _dsl(seed=2**64), R, ValueError, r"seed"),
-    ("engines_dsl_nuts_num_chains_0", lambda: _dsl(method="nuts", num_chains=0), R,
+    ("engines_dsl_nuts_num_chains_0", lambda: _dsl(method=_engine("NUTS", num_chains=0)), R,
      ValueError, r"num_chains"),
-    ("engines_dsl_nuts_rhat_threshold_1", lambda: _dsl(method="nuts", rhat_threshold=1), R,
-     ValueError, r"rhat_threshold"),
+    ("engines_dsl_nuts_rhat_threshold_1",
+     lambda: _dsl(method=_engine("NUTS", rhat_threshold=1)), R, ValueError,
+     r"rhat_threshold"),
     ("engines_dsl_unknown_init_site", lambda: _dsl(init_params={"W_full": np.eye(3)}), R,
      ValueError, r"init_params"),
     # statuses and warnings of the engines

@@ -135,9 +135,9 @@ def _results():
     from noisycal.engines.density.nuts import run_nuts
 
     ds = nc.datasets.load_dawid_skene_1979()
-    em = nc.DawidSkene(4).fit(ds, n_starts=2, n_boot=20, seed=0)
-    nuts = nc.DawidSkene(4).fit(ds, method="nuts", num_chains=2, num_warmup=60,
-                                num_samples=60, progress_bar=False, seed=0)
+    em = nc.DawidSkene(4).fit(ds, method=nc.engines.EM(n_starts=2, n_boot=20), seed=0)
+    nuts = nc.DawidSkene(4).fit(ds, method=nc.engines.NUTS(num_chains=2, num_warmup=60,
+                                                           num_samples=60), seed=0)
     y = np.random.default_rng(0).normal(1.0, 2.0, 40)
 
     def normal(y):

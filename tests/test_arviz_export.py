@@ -20,8 +20,7 @@ az = import_arviz()
 CONF = np.array([[[0.85, 0.15], [0.25, 0.75]],
                  [[0.9, 0.1], [0.2, 0.8]],
                  [[0.75, 0.25], [0.1, 0.9]]])
-NUTS = dict(num_chains=2, num_warmup=150, num_samples=100, progress_bar=False,
-            rhat_threshold=1.2)
+NUTS = nc.engines.NUTS(num_chains=2, num_warmup=150, num_samples=100, rhat_threshold=1.2)
 
 
 def _ann():
@@ -48,7 +47,7 @@ def _fit_capturing_stats(model, ann):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ds_module, "sample_dawid_skene", capture)
-        fit = model.fit(ann, method="nuts", seed=1, **NUTS)
+        fit = model.fit(ann, method=NUTS, seed=1)
     if "sample_stats" not in fit.details:
         fit = dataclasses.replace(fit, details={**fit.details,
                                                 "sample_stats": seen["nd"].sample_stats})
@@ -224,7 +223,7 @@ def test_arviz_sample_stats_names_and_tree_depth():
 
 
 def test_em_fit_keeps_its_posterior_only_export(ann):
-    fit = nc.DawidSkene().fit(ann, n_starts=1)
+    fit = nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=1))
     idata = fit.to_arviz()
     assert idata.groups() == ["posterior"]
     assert idata.posterior["confusion"].shape == (1, 1, 3, 2, 2)
@@ -242,8 +241,9 @@ def test_soft_label_nuts_fit_exports_loglik_and_replicated_counts():
     p = np.exp(log_softmax(logits, axis=1))
     counts = np.stack([rng.multinomial(votes, row) for row in p])
     fit = nc.annotators.DirichletSoftLabels().fit(
-        logits=logits, counts=counts, method="nuts", num_chains=2, num_warmup=100,
-        num_samples=100, progress_bar=False, rhat_threshold=1.5, seed=0)
+        logits=logits, counts=counts,
+        method=nc.engines.NUTS(num_chains=2, num_warmup=100, num_samples=100, rhat_threshold=1.5),
+        seed=0)
     bare = fit.to_arviz()
     assert set(bare.groups()) == {"posterior", "sample_stats"}
     idata = fit.to_arviz(logits=logits, counts=counts, seed=0)

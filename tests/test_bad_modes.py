@@ -134,7 +134,7 @@ def test_label_swapped_modes_are_flagged(orientation):
     two adversarial annotators of three win: the fit is the mirror image of the truth
     (its prevalence 1 - mu) and the honest annotators come out adversarial."""
     if orientation == "anchor":
-        a, b, kw, honest = [0.8, 0.1, 0.15], [0.2, 0.85, 0.9], dict(orientation="anchor"), (1, 2)
+        a, b, kw, honest = [0.8, 0.1, 0.15], [0.2, 0.85, 0.9], dict(anchor=0), (1, 2)
     else:
         a, b, kw, honest = [0.1, 0.85, 0.8], [0.85, 0.15, 0.2], {}, (0,)
     toy, _, fit, _ = _toy_fit(a, b, seed=3, **kw)
@@ -238,9 +238,9 @@ def test_a_nuts_fit_of_an_adversarial_design_is_flagged():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # short chains: a loose R-hat threshold (convergence is not what is tested)
-        fit = nc.DawidSkene(2).fit(ann, method="nuts", num_chains=2, num_warmup=150,
-                                   num_samples=100, progress_bar=False, seed=0,
-                                   rhat_threshold=1.1)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=150,
+                                                               num_samples=100,
+                                                               rhat_threshold=1.1), seed=0)
     assert fit.status == "adversarial_channel", fit.message
     assert any("adversarial" in str(w.message) for w in caught)
     assert nc.targets.posterior(None, fit).status == "adversarial_channel"

@@ -200,8 +200,8 @@ def test_credible_interval_is_the_same_in_any_annotator_and_class_order(toy):
     t, ann, _ = toy
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: R-hat is not the point
-        fit = nc.DawidSkene(2).fit(ann, method="nuts", num_chains=2, num_warmup=100,
-                                   num_samples=50, progress_bar=False, seed=0)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=100,
+                                                               num_samples=50), seed=0)
     other = nc.Annotations.from_wide(t.annotations[:, [1, 2, 0]], classes=[1, 0],
                                      annotators=["y", "z", "x"])
     T, U = nc.targets.corrected(ann, fit), nc.targets.corrected(other, fit)
@@ -234,5 +234,5 @@ def test_the_fit_keeps_the_annotations_it_was_fitted_on(three):
     assert hw.annotations.n_items == A.shape[0]
     np.testing.assert_array_equal(hw.annotations.to_wide(), A)
     grouped = nc.GroupedDawidSkene(3, channels="group").fit(
-        ann, groups=np.arange(ann.n_items) % 2, n_starts=2)
+        ann, groups=np.arange(ann.n_items) % 2, method=nc.engines.EM(n_starts=2))
     assert grouped.annotations.annotators.tolist() == list(grouped.annotators)

@@ -86,7 +86,7 @@ def test_em_loglik_equals_numpyro_density_and_enumeration(model):
     item, who, lab = _tiny()
     ann = nc.Annotations.from_arrays(item, who, lab, classes=np.arange(3))
     M = ClassConditionalDawidSkene() if model == "class_conditional" else MACE()
-    fit = M.fit(ann, n_starts=2, max_iter=50)
+    fit = M.fit(ann, method=nc.engines.EM(n_starts=2, max_iter=50))
     prev, conf = fit.prevalence, fit.confusion
     brute = _enumerate(prev, conf, item, who, lab)
     np.testing.assert_allclose(fit.loglik, brute, rtol=1e-10)
@@ -163,7 +163,7 @@ def test_class_conditional_recovers_known_accuracies():
     acc = np.array([[0.9, 0.7, 0.6], [0.8, 0.8, 0.8], [0.6, 0.9, 0.7], [0.75, 0.6, 0.9],
                     [0.85, 0.65, 0.55]])
     ann, _ = simulate(prev, np.asarray(class_conditional_confusion(acc, K)), n, seed=1)
-    fit = ClassConditionalDawidSkene().fit(ann, n_starts=3)
+    fit = ClassConditionalDawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
     assert fit.model == "class_conditional" and fit.status == "ok", fit.message
     assert fit.n_params == J * K + K - 1
     est = fit.details["accuracy"]
@@ -187,7 +187,7 @@ def test_mace_finds_the_spammers():
     ann, y = simulate(np.array([0.4, 0.35, 0.25]), np.asarray(mace_confusion(spam, strat)),
                       n, seed=7)
     with pytest.warns(nc.IdentifiabilityWarning, match="degenerate"):
-        fit = MACE().fit(ann, n_starts=4)
+        fit = MACE().fit(ann, method=nc.engines.EM(n_starts=4))
     assert fit.model == "mace" and fit.n_params == J * K + K - 1
     # annotator 3 (spam 0.95) carries almost no information about the class
     assert fit.status == "degenerate_channel"
@@ -210,15 +210,15 @@ def test_class_conditional_against_full_dawid_skene():
     conf = np.tile(np.array([[0.7, 0.28, 0.02], [0.1, 0.8, 0.1], [0.02, 0.18, 0.8]]),
                    (J, 1, 1))
     ann, _ = simulate(prev, conf, n, seed=11)
-    ds = nc.DawidSkene().fit(ann, n_starts=3)
-    cc = ClassConditionalDawidSkene().fit(ann, n_starts=3)
+    ds = nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
+    cc = ClassConditionalDawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
     assert cc.loglik < ds.loglik - 20  # the constraint costs likelihood
     assert cc.bic > ds.bic  # and here the full model's extra parameters pay off
     # class-conditional truth: the smaller model wins on BIC though its loglik is lower
     acc = np.array([[0.8, 0.7, 0.9], [0.7, 0.85, 0.6], [0.9, 0.6, 0.75], [0.65, 0.8, 0.8]])
     ann, _ = simulate(prev, np.asarray(class_conditional_confusion(acc, K)), n, seed=12)
-    ds = nc.DawidSkene().fit(ann, n_starts=3)
-    cc = ClassConditionalDawidSkene().fit(ann, n_starts=3)
+    ds = nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
+    cc = ClassConditionalDawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
     assert cc.loglik <= ds.loglik + 1e-6
     assert cc.bic < ds.bic
     assert ds.n_params - cc.n_params == J * K * (K - 1) - J * K
@@ -227,9 +227,10 @@ def test_class_conditional_against_full_dawid_skene():
 def test_map_em_uses_the_priors():
     ann, _ = simulate(np.array([0.5, 0.5]), np.tile([[0.8, 0.2], [0.3, 0.7]], (3, 1, 1)),
                       40, seed=2)
-    ml = ClassConditionalDawidSkene().fit(ann, n_starts=2)
-    fit = ClassConditionalDawidSkene(accuracy_prior=(20.0, 2.0)).fit(ann, n_starts=2,
-                                                                     tol=1e-12)
+    ml = ClassConditionalDawidSkene().fit(ann, method=nc.engines.EM(n_starts=2))
+    fit = ClassConditionalDawidSkene(accuracy_prior=(20.0, 2.0)).fit(ann,
+                                                                     method=nc.engines.EM(n_starts=2,
+                                                                                          tol=1e-12))
     assert fit.details["map"] and not ml.details["map"]
     # at the MAP-EM fixed point, accuracy = (expected correct + a - 1) / (expected + a + b - 2)
     arr = ann.engine_arrays()
@@ -239,7 +240,7 @@ def test_map_em_uses_the_priors():
     want = (np.diagonal(counts, axis1=1, axis2=2) + 19.0) / (counts.sum(2) + 20.0)
     np.testing.assert_allclose(fit.details["accuracy"], want, rtol=1e-6)
     assert fit.details["accuracy"].mean() > ml.details["accuracy"].mean()
-    m = MACE(spam_prior=(1.0, 400.0)).fit(ann, n_starts=2)
+    m = MACE(spam_prior=(1.0, 400.0)).fit(ann, method=nc.engines.EM(n_starts=2))
     assert np.all(m.details["spam"] < 0.1)
 
 
@@ -281,10 +282,10 @@ def test_nuts_agrees_with_map_em(model):
         M = MACE(alpha=np.full(K, 2.0), spam_prior=(2.0, 2.0), strategy_prior=np.full(K, 2.0))
         key = "spam"
     ann, _ = simulate(prev, conf, n, seed=5)
-    em = M.fit(ann, n_starts=3)
+    em = M.fit(ann, method=nc.engines.EM(n_starts=3))
     with warnings.catch_warnings():  # short chains: R-hat may exceed 1.01
         warnings.simplefilter("ignore", nc.ConvergenceWarning)
-        nuts = M.fit(ann, method="nuts", num_chains=2, num_warmup=150, num_samples=150,
+        nuts = M.fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=150, num_samples=150),
                      seed=1)
     assert nuts.status in ("ok", "not_converged"), nuts.message
     draws = nuts.draws["confusion"]
@@ -313,7 +314,7 @@ def test_targets_and_ppc_work_on_the_fits(cls):
     acc = np.array([[0.85, 0.7, 0.8], [0.7, 0.8, 0.75], [0.9, 0.75, 0.7]])
     ann, y = simulate(np.array([0.4, 0.35, 0.25]),
                       np.asarray(class_conditional_confusion(acc, K)), 300, seed=9)
-    fit = cls().fit(ann, n_starts=2)
+    fit = cls().fit(ann, method=nc.engines.EM(n_starts=2))
     post = nc.targets.posterior(ann, fit)
     np.testing.assert_allclose(np.asarray(post.values), fit.item_posterior, rtol=1e-12)
     assert np.mean(fit.item_posterior.argmax(1) == y) > 0.8

@@ -9,8 +9,8 @@ import noisycal as nc
 from noisycal.annotators.checks.compare import ComparisonResult
 from noisycal.workflows.comparison import compare_calibration, mixture_interval
 
-NUTS = dict(method="nuts", num_chains=2, num_warmup=150, num_samples=150,
-            progress_bar=False, rhat_threshold=1.2, seed=0)
+NUTS = dict(method=nc.engines.NUTS(num_chains=2, num_warmup=150, num_samples=150,
+                                   rhat_threshold=1.2), seed=0)
 
 # full Dawid-Skene channels: class-specific, asymmetric confusions (one-coin cannot fit)
 DS_CONF = np.array([[[0.92, 0.06, 0.02], [0.40, 0.55, 0.05], [0.03, 0.30, 0.67]],
@@ -52,8 +52,9 @@ def one_coin_data():
 def em_fits():
     sim = nc.simulate.dawid_skene(300, PREV, DS_CONF, seed=3)
     ann = sim.annotations
-    return ann, {"ds": nc.DawidSkene(3).fit(ann, n_starts=2, seed=0),
-                 "one_coin": nc.OneCoinDawidSkene(3).fit(ann, n_starts=2, seed=0)}
+    return ann, {"ds": nc.DawidSkene(3).fit(ann, method=nc.engines.EM(n_starts=2), seed=0),
+                 "one_coin": nc.OneCoinDawidSkene(3).fit(ann, method=nc.engines.EM(n_starts=2),
+                                                         seed=0)}
 
 
 def test_loo_ranks_full_ds_first_on_ds_data(ds_data):

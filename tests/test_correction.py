@@ -76,7 +76,7 @@ def test_shifted_case_nc_ece_tracks_clean_ece():
 def test_corrected_target_from_a_dawid_skene_fit():
     t = nc.simulate.gaussian_toy(20_000, truth="shifted", seed=4)
     ann = nc.Annotations.from_wide(t.annotations)
-    fit = nc.DawidSkene().fit(ann, n_starts=3)
+    fit = nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
     np.testing.assert_allclose(fit.confusion[:, 0, 1], A_TOY, atol=0.02)
     np.testing.assert_allclose(fit.confusion[:, 1, 1], B_TOY, atol=0.02)
     est = nc.targets.corrected(ann, fit)
@@ -188,7 +188,7 @@ def test_theorem1_interval_covers_binned_ece():
 def test_bound_with_estimated_channels_and_oracle_channel_term():
     t = nc.simulate.gaussian_toy(20_000, truth="shifted", seed=5)
     ann = nc.Annotations.from_wide(t.annotations)
-    fit = nc.DawidSkene().fit(ann, n_starts=3)
+    fit = nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=3))
     U = nc.targets.corrected(ann, fit)
     est = nc.ece(t.z, U, n_bins=10,
                  interval=nc.intervals.Bound(true_channels=(A_TOY, B_TOY), same_sample=True),
@@ -203,8 +203,8 @@ def test_bound_with_estimated_channels_and_oracle_channel_term():
 def test_credible_interval_from_nuts_channels():
     t = nc.simulate.gaussian_toy(2000, truth="shifted", seed=9)
     ann = nc.Annotations.from_wide(t.annotations)
-    fit = nc.DawidSkene().fit(ann, method="nuts", num_chains=2, num_warmup=200,
-                              num_samples=200, progress_bar=False, rhat_threshold=1.1)
+    fit = nc.DawidSkene().fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=200,
+                                                          num_samples=200, rhat_threshold=1.1))
     U = nc.targets.corrected(ann, fit)
     cred = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
     assert cred.kind == "credible" and cred.method == "credible-eti"

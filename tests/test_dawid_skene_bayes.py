@@ -13,7 +13,8 @@ CONF = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.15, 0.85]],
 
 def test_gradient_mle_agrees_with_em_away_from_the_boundary():
     sim = nc.simulate.dawid_skene(1500, [0.4, 0.6], CONF, seed=1)
-    em = nc.DawidSkene().fit(sim.annotations, tol=1e-12, max_iter=5000, n_starts=3)
+    em = nc.DawidSkene().fit(sim.annotations,
+                             method=nc.engines.EM(n_starts=3, max_iter=5000, tol=1e-12))
     mle = nc.DawidSkene().fit(sim.annotations, method="mle", seed=0)
     assert mle.method == "mle" and mle.status == "ok"
     assert mle.loglik == pytest.approx(em.loglik, abs=1e-5)
@@ -25,7 +26,7 @@ def test_gradient_map_agrees_with_map_em():
     sim = nc.simulate.dawid_skene(300, [0.4, 0.6], CONF, seed=2)
     alpha, beta = np.full(2, 3.0), np.array([[5.0, 1.0], [1.0, 5.0]])
     model = nc.DawidSkene(alpha=alpha, beta=beta)
-    em = model.fit(sim.annotations, tol=1e-13, max_iter=10000, n_starts=2)
+    em = model.fit(sim.annotations, method=nc.engines.EM(n_starts=2, max_iter=10000, tol=1e-13))
     mle = model.fit(sim.annotations, method="mle")
     # both maximise log-likelihood + log prior density on the probability scale
     np.testing.assert_allclose(mle.confusion, em.confusion, atol=1e-4)
@@ -36,9 +37,10 @@ def test_nuts_small_recovers_simulated_channels():
     with warnings.catch_warnings():
         # a chain may land in the mirrored mode; the guard relabels it (and says so)
         warnings.simplefilter("ignore", nc.IdentifiabilityWarning)
-        fit = nc.DawidSkene().fit(sim.annotations, method="nuts", num_chains=2,
-                                  num_warmup=300, num_samples=300, progress_bar=False, seed=0,
-                                  rhat_threshold=1.05)  # short chains
+        fit = nc.DawidSkene().fit(sim.annotations,
+                                  method=nc.engines.NUTS(num_chains=2, num_warmup=300,
+                                                         num_samples=300, rhat_threshold=1.05),
+                                  seed=0)  # short chains
     assert fit.status == "ok", fit.message
     assert fit.method == "nuts" and fit.draws["confusion"].shape == (600, 3, 2, 2)
     sd = fit.draws["confusion"].std(0)
@@ -67,9 +69,9 @@ def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
 
     monkeypatch.setattr(nuts_engine, "sample_nuts", flipped)
     with pytest.warns(nc.IdentifiabilityWarning, match="relabelled"):
-        fit = nc.DawidSkene().fit(sim.annotations, method="nuts", num_chains=2,
-                                  num_warmup=200, num_samples=200, progress_bar=False,
-                                  rhat_threshold=1.05)
+        fit = nc.DawidSkene().fit(sim.annotations,
+                                  method=nc.engines.NUTS(num_chains=2, num_warmup=200,
+                                                         num_samples=200, rhat_threshold=1.05))
     assert fit.details["relabelled_chains"] == [1]
     assert fit.details["max_rhat"] < 1.05
     # 200 draws per chain on a small simulation: the posterior mean is within about two
@@ -81,8 +83,8 @@ def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
 def test_nuts_ds1979_stan_priors():
     """Posterior mean prevalence within 0.03 of (0.37, 0.41, 0.15, 0.07); R-hat < 1.01."""
     ann = nc.datasets.load_dawid_skene_1979()
-    fit = nc.DawidSkene(n_classes=4).fit(ann, method="nuts", num_chains=4, num_warmup=1000,
-                                         num_samples=1000, progress_bar=False, seed=0)
+    fit = nc.DawidSkene(n_classes=4).fit(ann, method=nc.engines.NUTS(num_chains=4, num_warmup=1000,
+                                                                     num_samples=1000), seed=0)
     print("DS-1979 NUTS prevalence", fit.prevalence.round(3), "max R-hat",
           round(fit.details["max_rhat"], 4), "min ESS", round(fit.details["min_ess_bulk"]))
     np.testing.assert_allclose(fit.prevalence, [0.37, 0.41, 0.15, 0.07], atol=0.03)
@@ -105,9 +107,9 @@ def test_nuts_credible_interval_coverage():
         warnings.simplefilter("ignore", nc.ConvergenceWarning)
         for r in range(40):
             sim = nc.simulate.dawid_skene(300, [0.4, 0.6], CONF, seed=900 + r)
-            fit = nc.DawidSkene().fit(sim.annotations, method="nuts", num_chains=2,
-                                      num_warmup=300, num_samples=300, progress_bar=False,
-                                      seed=r)
+            fit = nc.DawidSkene().fit(sim.annotations,
+                                      method=nc.engines.NUTS(num_chains=2, num_warmup=300,
+                                                             num_samples=300), seed=r)
             ci = fit.conf_int(level=0.9)
             c = ci[ci["parameter"] == "confusion"]
             truth = CONF.reshape(-1)
@@ -127,8 +129,8 @@ def test_nuts_honours_gold_labels():
     gold = {ann.items[i].item(): int(sim.true_class[i]) for i in idx}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        fit = nc.DawidSkene().fit(ann, method="nuts", gold=gold, num_chains=1,
-                                  num_warmup=150, num_samples=150, progress_bar=False)
+        fit = nc.DawidSkene().fit(ann, method=nc.engines.NUTS(num_chains=1, num_warmup=150,
+                                                              num_samples=150), gold=gold)
     assert fit.details["gold"]
     np.testing.assert_array_equal(fit.item_posterior[idx], np.eye(2)[sim.true_class[idx]])
     free = np.setdiff1d(np.arange(120), idx)

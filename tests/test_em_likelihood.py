@@ -97,7 +97,8 @@ def test_fit_loglik_numpyro_and_brute_force_agree(grouped):
     kw = {"groups": GROUP} if grouped else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)  # 4 items: over-parametrised
-        fit = model.fit(ann, n_starts=3, tol=1e-12, max_iter=5000, seed=0, **kw)
+        fit = model.fit(ann, method=nc.engines.EM(n_starts=3, max_iter=5000, tol=1e-12),
+                        seed=0, **kw)
     assert fit.status == "over_parametrised"
     prev, conf = fit.group_prevalence, fit.confusion
     brute = brute_force_loglik(prev, conf, group)
@@ -140,9 +141,9 @@ def test_gold_labels_enter_mle_like_em():
     model = nc.DawidSkene(alpha=alpha, beta=beta)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        em = model.fit(ann, gold=gold, n_starts=4, tol=1e-12, max_iter=5000)
-        mle = model.fit(ann, method="mle", gold=gold, tol=1e-12, max_iter=5000)
-        plain = model.fit(ann, method="mle", tol=1e-12, max_iter=5000)
+        em = model.fit(ann, gold=gold, method=nc.engines.EM(n_starts=4, max_iter=5000, tol=1e-12))
+        mle = model.fit(ann, method=nc.engines.MLE(max_iter=5000, tol=1e-12), gold=gold)
+        plain = model.fit(ann, method=nc.engines.MLE(max_iter=5000, tol=1e-12))
     idx = np.arange(0, 300, 5)
     np.testing.assert_array_equal(mle.item_posterior[idx], np.eye(3)[sim.true_class[idx]])
     assert mle.details["gold"] and not plain.details["gold"]

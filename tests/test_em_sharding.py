@@ -40,8 +40,8 @@ out = {}
 for name, model, kw in (("full", nc.DawidSkene(K), {}),
                         ("grouped", nc.GroupedDawidSkene(K), {"groups": groups}),
                         ("gold", nc.DawidSkene(K), {"gold": gold})):
-    fits = [model.fit(a, n_starts=2, max_iter=100, seed=1, devices=d, **kw)
-            for d in (None, 3)]
+    fits = [model.fit(a, method=nc.engines.EM(n_starts=2, max_iter=100, devices=d), seed=1,
+                      **kw) for d in (None, 3)]
     assert fits[0].details["n_patterns"] % 3 != 0, (name, fits[0].details["n_patterns"])
     out[name] = {
         "post": max(float(np.max(np.abs(f.item_posterior - fits[0].item_posterior)))
@@ -63,8 +63,8 @@ hit = rng.random(item2.size) < 0.8
 lab2 = np.where(hit, y2[item2], rng.integers(0, K, item2.size))
 a2 = nc.Annotations.from_arrays(item2, ann2, lab2, items=np.arange(n2),
                                 annotators=np.arange(J2), classes=np.arange(K))
-fits = [nc.DawidSkene(K).fit(a2, n_starts=1, max_iter=30, seed=1, devices=d)
-        for d in (None, 3)]
+fits = [nc.DawidSkene(K).fit(a2, method=nc.engines.EM(n_starts=1, max_iter=30, devices=d),
+                             seed=1) for d in (None, 3)]
 assert fits[0].details["n_patterns"] >= PROB_MIN_ITEMS, fits[0].details["n_patterns"]
 out["prob_scale"] = {
     "post": float(np.max(np.abs(fits[1].item_posterior - fits[0].item_posterior))),
@@ -91,10 +91,9 @@ def test_em_on_three_devices_equals_one_device():
 def test_bad_devices_raise(bad):
     a = nc.Annotations.from_arrays([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1])
     with pytest.raises(ValueError, match="devices"):
-        nc.DawidSkene(2).fit(a, devices=bad)
+        nc.DawidSkene(2).fit(a, method=nc.engines.EM(devices=bad))
 
 
 def test_devices_is_an_em_option():
-    a = nc.Annotations.from_arrays([0, 0, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1])
-    with pytest.raises(ValueError, match="devices applies to method='em'"):
-        nc.DawidSkene(2).fit(a, method="mle", devices=1)
+    with pytest.raises(TypeError, match="devices"):
+        nc.engines.MLE(devices=1)

@@ -73,7 +73,8 @@ nc.set_compilation_cache(sys.argv[1])
 rng = np.random.default_rng(0)
 y = rng.integers(0, 3, 150)
 wide = np.where(rng.random((150, 3)) < 0.8, y[:, None], rng.integers(0, 3, (150, 3)))
-fit = nc.DawidSkene(n_classes=3).fit(nc.Annotations.from_wide(wide), n_starts=2, seed=0)
+fit = nc.DawidSkene(n_classes=3).fit(nc.Annotations.from_wide(wide),
+                                     method=nc.engines.EM(n_starts=2), seed=0)
 print(json.dumps({"loglik": repr(fit.loglik), "hits": len(hits)}))
 """
 
@@ -147,9 +148,10 @@ def test_em_starts_and_bootstrap_show_a_bar_on_stderr_and_the_same_fit(capsys):
     import numpy as np
 
     ann, _ = _small_annotations()
-    quiet = nc.DawidSkene(n_classes=3).fit(ann, n_starts=3, n_boot=4, seed=1)
+    em = nc.engines.EM(n_starts=3, n_boot=4)
+    quiet = nc.DawidSkene(n_classes=3).fit(ann, method=em, seed=1)
     assert capsys.readouterr().err == ""
-    shown = nc.DawidSkene(n_classes=3).fit(ann, n_starts=3, n_boot=4, seed=1, progress=True)
+    shown = nc.DawidSkene(n_classes=3).fit(ann, method=em, seed=1, progress=True)
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "EM iterations, 3 starts [" in captured.err
@@ -161,26 +163,29 @@ def test_em_starts_and_bootstrap_show_a_bar_on_stderr_and_the_same_fit(capsys):
         np.testing.assert_array_equal(a, b)
 
 
-def test_nuts_progress_is_numpyros_bar():
-    from noisycal.engines.methods import method_options
+def test_nuts_and_mle_fits_show_a_bar_only_when_asked(capsys):
+    import warnings
 
-    base = {"num_chains": None, "num_warmup": None, "num_samples": None,
-            "rhat_threshold": None, "chain_method": None}
-    assert method_options("nuts", {**base, "progress_bar": None})["progress_bar"] is False
-    assert method_options("nuts", {**base, "progress_bar": None,
-                                   "progress": True})["progress_bar"] is True
-    assert method_options("nuts", {**base, "progress_bar": False,
-                                   "progress": True})["progress_bar"] is False
-    assert "progress" not in method_options("mle", {"max_iter": None, "tol": None,
-                                                    "weak_threshold": None,
-                                                    "progress": True})
+    import numpy as np
+
+    ann, _ = _small_annotations(n=40, K=2)
+    nuts = nc.engines.NUTS(num_chains=2, num_warmup=5, num_samples=5)
+    with warnings.catch_warnings():  # short chains: they do not converge
+        warnings.simplefilter("ignore")
+        quiet = nc.DawidSkene(2).fit(ann, method=nuts)
+        assert capsys.readouterr().err == ""
+        shown = nc.DawidSkene(2).fit(ann, method=nuts, progress=True)
+        assert "2 chains sample" in capsys.readouterr().err  # the chunked (tqdm) bar
+        nc.DawidSkene(2).fit(ann, method="mle", progress=True)
+        assert "L-BFGS-B iterations [" in capsys.readouterr().err
+    np.testing.assert_allclose(shown.draws["confusion"], quiet.draws["confusion"], rtol=1e-9)
 
 
 def test_noise_check_bootstrap_shows_a_bar_and_the_same_test(capsys):
     import numpy as np
 
     ann, scores = _small_annotations(n=150, K=2, J=3, seed=2)
-    kw = dict(n_groups=2, method="bootstrap", n_boot=3, n_starts=2, seed=0)
+    kw = dict(n_groups=2, test="bootstrap", n_boot=3, method=nc.engines.EM(n_starts=2), seed=0)
     quiet = nc.annotators.noise_check(ann, scores, **kw)
     assert capsys.readouterr().err == ""
     shown = nc.annotators.noise_check(ann, scores, progress=True, **kw)

@@ -117,8 +117,9 @@ PREV = np.array([0.5, 0.3, 0.2])
 @pytest.fixture(scope="module")
 def sim_fit():
     sim = nc.simulate.dawid_skene(400, PREV, CONF, p_rate=0.7, seed=5)
-    fit = HDS().fit(sim.annotations, num_chains=2, num_warmup=300, num_samples=300,
-                    seed=0, rhat_threshold=1.05)  # short chains
+    fit = HDS().fit(sim.annotations, method=nc.engines.NUTS(num_chains=2, num_warmup=300,
+                                                            num_samples=300, rhat_threshold=1.05),
+                    seed=0)  # short chains
     return sim, fit
 
 
@@ -162,8 +163,9 @@ def test_a_flipped_chain_is_relabelled_population_included(sim_fit, monkeypatch)
 
     monkeypatch.setattr(nuts_engine, "sample_nuts", flipped)
     with pytest.warns(nc.IdentifiabilityWarning, match="relabelled"):
-        again = HDS().fit(sim.annotations, num_chains=2, num_warmup=300, num_samples=300,
-                          seed=0, rhat_threshold=1.05)
+        again = HDS().fit(sim.annotations, method=nc.engines.NUTS(num_chains=2, num_warmup=300,
+                                                                  num_samples=300,
+                                                                  rhat_threshold=1.05), seed=0)
     assert again.details["relabelled_chains"] == [1]
     np.testing.assert_allclose(again.draws["confusion"], fit.draws["confusion"], rtol=1e-12)
     for k in ("mu", "sigma", "confusion"):
@@ -242,7 +244,8 @@ def test_agrees_with_importance_sampling_from_the_prior():
     assert 1.0 / np.sum(w ** 2) > 2500  # importance-sampling effective size
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.IdentifiabilityWarning)  # relabelled draws
-        fit = HDS().fit(ann, num_chains=4, num_warmup=400, num_samples=600, seed=2)
+        fit = HDS().fit(ann, method=nc.engines.NUTS(num_chains=4, num_warmup=400, num_samples=600),
+                        seed=2)
     assert fit.status == "ok", fit.message
     d = fit.draws
     nuts = {"prev0": d["prevalence"][:, 0, 0], "conf000": d["confusion"][:, 0, 0, 0],
@@ -273,11 +276,12 @@ def test_sparse_annotator_is_pooled_toward_the_population():
         lab.append(truth[i])
     ann = nc.Annotations.from_arrays(np.array(items), np.array(annot), np.array(lab),
                                      classes=[0, 1])
-    kw = dict(num_chains=2, num_warmup=200, num_samples=200, seed=0, rhat_threshold=1.05)
+    kw = dict(method=nc.engines.NUTS(num_chains=2, num_warmup=200, num_samples=200,
+                                     rhat_threshold=1.05), seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.IdentifiabilityWarning)
         hier = HDS().fit(ann, **kw)
-        ds = nc.DawidSkene().fit(ann, method="nuts", **kw)
+        ds = nc.DawidSkene().fit(ann, **kw)
     assert hier.status == "ok", hier.message
     pop = np.diagonal(hier.details["population"]["confusion"].mean(0)).mean()
     dense = np.diagonal(hier.confusion[:J], axis1=1, axis2=2).mean()

@@ -180,7 +180,7 @@ def test_gmm_equals_mom_on_exact_population_moments_two_groups():
     assert A.shape == (2000, 2)
     fits = [nc.HuiWalter().fit(A, groups=g),
             nc.HuiWalter().fit(A, groups=g, method="gmm"),
-            nc.HuiWalter().fit(A, groups=g, method="gmm", weight="efficient")]
+            nc.HuiWalter().fit(A, groups=g, method=nc.engines.GMM(weight="efficient"))]
     for fit in fits:
         assert fit.status == "ok"
         np.testing.assert_allclose(_theta_of(fit), theta, atol=1e-6)
@@ -194,7 +194,7 @@ def test_gmm_equals_mom_on_a_two_group_sample(weight):
     # L = 2 is exactly identified: GMM = MoM whenever MoM is feasible, whatever W
     A, g = _simulate(20_000, A4, B4, MU4[[0, 3]], seed=0)
     mom = nc.HuiWalter().fit(A, groups=g)
-    gmm = nc.HuiWalter().fit(A, groups=g, method="gmm", weight=weight)
+    gmm = nc.HuiWalter().fit(A, groups=g, method=nc.engines.GMM(weight=weight))
     assert mom.status == gmm.status == "ok"
     np.testing.assert_allclose(_theta_of(gmm), _theta_of(mom), atol=1e-5)
     assert gmm.loglik == pytest.approx(mom.loglik, rel=1e-8)
@@ -224,7 +224,7 @@ def test_gmm_recovers_exact_population_moments_four_groups(monkeypatch):
 def test_gmm_four_groups_on_a_sample():
     A, g = _simulate(20_000, A4, B4, MU4, seed=0)
     ident = nc.HuiWalter().fit(A, groups=g, method="gmm")
-    eff = nc.HuiWalter().fit(A, groups=g, method="gmm", weight="efficient")
+    eff = nc.HuiWalter().fit(A, groups=g, method=nc.engines.GMM(weight="efficient"))
     # Monte Carlo sd over 200 samples of this design: rates <= 0.0083, mu <= 0.012;
     # the tolerances are about 4 sd
     for fit in (ident, eff):
@@ -297,7 +297,7 @@ def test_gmm_identity_agrees_with_statsmodels_gmm():
 def test_efficient_weight_ridges_an_empty_cell_and_j_flags_misspecification():
     A, g = _simulate(20_000, A4, B4, MU4, seed=0)
     keep = ~((g == 0) & (A[:, 0] == 1) & (A[:, 1] == 0))  # empty (1, 0) cell in group 0
-    fit = nc.HuiWalter().fit(A[keep], groups=g[keep], method="gmm", weight="efficient")
+    fit = nc.HuiWalter().fit(A[keep], groups=g[keep], method=nc.engines.GMM(weight="efficient"))
     d = fit.details
     assert d["weight_ridge_groups"] == [0]
     assert np.all(np.isfinite(d["weight_matrix"]))
@@ -324,7 +324,7 @@ def test_gmm_reports_an_inverted_annotator_at_the_boundary(mu):
     # negative gap, so the constrained one sits at the gap bound
     A, g = _simulate(20_000, np.array([0.1, 0.6]), np.array([0.85, 0.4]), mu, seed=0)
     with pytest.warns(nc.IdentifiabilityWarning, match="boundary"):
-        fit = nc.HuiWalter().fit(A, groups=g, method="gmm", min_gap=1e-3)
+        fit = nc.HuiWalter().fit(A, groups=g, method=nc.engines.GMM(min_gap=1e-3))
     # its labels run against the class the other annotator and the groups imply: the
     # channel check reports it first, the boundary after it
     assert fit.status == "adversarial_channel" and "gap b2 - a2 at min_gap" in fit.message
@@ -344,7 +344,7 @@ def test_gmm_reports_not_identified_and_not_converged():
     assert fit.status == "not_identified"
     assert fit.details["group_mean_diff"] == (0.0, 0.0)
     with pytest.warns(nc.ConvergenceWarning, match="Iteration limit"):
-        fit = nc.HuiWalter().fit(A, groups=g, method="gmm", max_iter=2)
+        fit = nc.HuiWalter().fit(A, groups=g, method=nc.engines.GMM(max_iter=2))
     assert fit.status == "not_converged" and not fit.converged
 
 
@@ -387,7 +387,7 @@ def test_equal_count_groups_bad_input(kwargs, match):
         equal_count_groups(**kwargs)
 
 
-@pytest.mark.parametrize("groups, kwargs, match", [
+@pytest.mark.parametrize("groups, fields, match", [
     ([0] * 8, {}, "at least two groups"),
     (list("aabbccdd"), {}, "groups must be finite numbers"),
     ([0, 0, 1, 1, 2, 2, np.nan, 3], {}, "groups must be finite numbers"),
@@ -397,15 +397,26 @@ def test_equal_count_groups_bad_input(kwargs, match):
     ([0, 1] * 4, {"min_separation": 1.5}, "min_separation"),
     ([0, 1] * 4, {"n_starts": 0}, "n_starts"),
     ([0, 1] * 4, {"max_iter": 0}, "max_iter"),
-    ([0, 1] * 4, {"method": "em"}, "method"),
-    ([0, 1] * 4, {"method": "mom", "weight": "efficient"}, "applies only to method='gmm'"),
-    ([0, 1] * 4, {"method": "mom", "n_starts": 2}, "n_starts"),
 ])
-def test_gmm_bad_input(groups, kwargs, match):
+def test_gmm_bad_input(groups, fields, match):
     A = np.tile([[0.0, 1.0], [1.0, 1.0]], (4, 1))
-    kwargs = {"method": "gmm", **kwargs}
     with pytest.raises(ValueError, match=match):
-        nc.HuiWalter().fit(A, groups=np.asarray(groups), **kwargs)
+        nc.HuiWalter().fit(A, groups=np.asarray(groups), method=nc.engines.GMM(**fields))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"method": "em"}, ValueError, "HuiWalter has no EM engine"),
+    ({"method": "mom", "seed": 2}, ValueError, "seed applies only to the GMM engine"),
+    ({"gold": {0: 1}}, ValueError, "gold does not apply"),
+    ({"anchor": 0}, ValueError, "anchor does not apply"),
+    ({"progress": True}, ValueError, "progress=True does not apply"),
+])
+def test_refused_arguments_are_named(kwargs, error, match):
+    A = np.tile([[0.0, 1.0], [1.0, 1.0]], (4, 1))
+    with pytest.raises(error, match=match):
+        nc.HuiWalter().fit(A, groups=np.asarray([0, 1] * 4), **kwargs)
+    with pytest.raises(TypeError, match="weight"):
+        nc.engines.Moments(weight="efficient")  # a GMM option cannot reach the moments
 
 
 def test_gmm_fit_moments_bad_input():

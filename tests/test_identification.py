@@ -66,7 +66,7 @@ def test_weak_design_end_to_end(weak_toy):
     # the failure it reports: annotator 0 fitted at a = 0.35 against a true 0.10
     assert abs(fit.confusion[0, 0, 1] - 0.10) > 0.2
     # without the check the same estimates look fine: the check changes only the status
-    unchecked = nc.DawidSkene(2).fit(ann, weak_threshold=0.0)
+    unchecked = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(weak_threshold=0.0))
     assert unchecked.status == "ok"
     np.testing.assert_array_equal(unchecked.confusion, fit.confusion)
     assert unchecked.details["identification"]["relative_information"] == pytest.approx(

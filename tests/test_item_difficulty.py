@@ -135,8 +135,9 @@ def simulated():  # noqa: ANN201
     p = 0.5 + 0.5 * _sigmoid(TRUE_ABILITY[None] - d[:, None])
     A = np.where(rng.random((n, J)) < p, y[:, None], 1 - y[:, None])
     ann = nc.Annotations.from_wide(A)
-    fit = ItemDifficultyModel().fit(ann, num_chains=2, num_warmup=300, num_samples=300,
-                                    seed=0, rhat_threshold=1.05)
+    fit = ItemDifficultyModel().fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=300,
+                                                                num_samples=300,
+                                                                rhat_threshold=1.05), seed=0)
     return ann, fit, y, d
 
 
@@ -213,10 +214,52 @@ def test_loo_runs_on_the_items_own_likelihood(simulated):
 
 def test_other_methods_are_refused_with_the_reason():
     A = np.array([[0, 0, 1], [1, 1, 1], [0, 1, 0]])
-    with pytest.raises(ValueError, match="method must be 'nuts'.*degenerate"):
+    with pytest.raises(ValueError, match="ItemDifficultyModel has no EM engine.*degenerate"):
         ItemDifficultyModel().fit(nc.Annotations.from_wide(A), method="em")
+    with pytest.raises(ValueError, match="anchor does not apply.*names the classes itself"):
+        ItemDifficultyModel().fit(nc.Annotations.from_wide(A), anchor=0)
+    with pytest.raises(ValueError, match="groups"):
+        ItemDifficultyModel().fit(nc.Annotations.from_wide(A), groups=[0, 1, 0])
     with pytest.raises(ValueError, match="sigma_scale"):
         ItemDifficultyModel(sigma_scale=-1.0).fit(nc.Annotations.from_wide(A))
+
+
+def test_gold_items_enter_the_likelihood_with_their_class():
+    """As in the Dawid-Skene models: a gold item adds log prevalence[k] + ll[i, k] at its
+    known class k instead of the log of the sum over classes, in the NumPyro model too."""
+    from numpyro.infer.util import log_density
+
+    gold = np.array([-1, 2, -1])
+    with x64():
+        data, params = _tiny_data(), {k: jnp.asarray(v) for k, v in PARAMS.items()}
+        with_gold = float(log_likelihood(params, data, jnp.asarray(gold)))
+        joint = np.log(PARAMS["prevalence"]) + _brute_class_ll()
+        hand = (np.logaddexp.reduce(joint[0]) + joint[1, 2] + np.logaddexp.reduce(joint[2]))
+        assert with_gold == pytest.approx(hand, rel=1e-12)
+        kw = dict(n_items=3, n_annotators=2, n_classes=3)
+        sites = {"prevalence": PARAMS["prevalence"], "mu_ability": 0.2, "sigma_ability": 1.0,
+                 "sigma_difficulty": 1.0, "ability_raw": PARAMS["ability"] - 0.2,
+                 "difficulty_raw": PARAMS["difficulty"]}
+        lp = {g is None: float(log_density(item_difficulty, (ITEM, ANN, LAB),
+                                           {**kw, "gold": g}, sites)[0])
+              for g in (None, gold)}
+    no_gold = float(np.sum(np.logaddexp.reduce(joint, axis=1)))
+    assert lp[False] - lp[True] == pytest.approx(with_gold - no_gold, rel=1e-10)
+
+
+def test_a_nuts_fit_with_gold_clamps_the_gold_posteriors():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 40)
+    A = np.where(rng.random((40, 4)) < 0.8, y[:, None], 1 - y[:, None])
+    ann = nc.Annotations.from_wide(A)
+    gold = {0: int(y[0]), 5: int(1 - y[5])}  # one gold class against the ratings
+    nuts = nc.engines.NUTS(num_chains=1, num_warmup=60, num_samples=30)
+    with pytest.warns(nc.ConvergenceWarning, match="one chain"):
+        fit = ItemDifficultyModel().fit(ann, method=nuts, gold=gold, seed=0)
+    assert fit.details["gold"] and fit.engine == nuts
+    np.testing.assert_array_equal(fit.item_posterior[[0, 5]], np.eye(2)[[y[0], 1 - y[5]]])
+    assert fit.details["gold_index"][[0, 5]].tolist() == [y[0], 1 - y[5]]
+    assert (fit.details["gold_index"] >= 0).sum() == 2
 
 
 def test_flipped_draws_are_counted():

@@ -143,7 +143,7 @@ def test_refit_replicates_equal_hand_refits_for_three_classes():
     the public API). EM runs to tol 1e-15: at 1e-13 the two fits differ by ~2e-7."""
     n, n_boot = 800, 2
     P, y, ann, A = _sample(n, 2)
-    kw = dict(tol=1e-15, max_iter=50_000, n_starts=3, seed=0)
+    kw = dict(method=nc.engines.EM(tol=1e-15, max_iter=50_000, n_starts=3), seed=0)
     U = nc.targets.corrected(ann, nc.DawidSkene(3).fit(ann, **kw))
     est = {kind: _nc_ece(P, U, kind=kind, seed=7, interval=_refit(n_boot))
            for kind in ("top_label", "classwise")}
@@ -202,7 +202,8 @@ def test_refit_is_wider_when_the_channels_are_weak():
         # These channels are weak enough that the identification check can flag a fit
         # (relative information 0.0041 < 0.005 in one data set); this test is about the
         # refit's width, so the check is switched off (weak_threshold=0).
-        fit = nc.DawidSkene(3).fit(ann, seed=0, max_iter=20_000, weak_threshold=0.0)
+        fit = nc.DawidSkene(3).fit(ann, seed=0,
+                                   method=nc.engines.EM(max_iter=20_000, weak_threshold=0.0))
         assert fit.status == "ok"
         U = nc.targets.corrected(ann, fit)
         with warnings.catch_warnings():  # a refit whose channel is singular: reported
@@ -288,9 +289,9 @@ def test_credible_values_are_hand_computed_per_draw():
 def test_credible_interval_from_a_nuts_fit_contains_the_estimate():
     P, y, ann, A = _sample(400, 4)
     # two chains: one chain has no R-hat, and its fit's status is not 'ok'
-    fit = nc.DawidSkene(3).fit(ann, method="nuts", num_chains=2, num_warmup=150,
-                               num_samples=75, progress_bar=False, seed=0,
-                               rhat_threshold=1.1)
+    fit = nc.DawidSkene(3).fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=150,
+                                                           num_samples=75, rhat_threshold=1.1),
+                               seed=0)
     U = nc.targets.corrected(ann, fit)
     est = _nc_ece(P, U, interval=nc.intervals.Credible(), seed=1)
     assert est.status == "ok" and est.method == "credible-eti"
@@ -342,7 +343,7 @@ def test_cifar10n_ten_class_nc_ece_with_refitted_channels(cifar):
     z = lg.logits_val - lg.logits_val.max(1, keepdims=True)
     P = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     ann = nc.Annotations.from_wide(d.labels[idx], classes=np.arange(10))
-    fit = nc.DawidSkene(n_classes=10).fit(ann, n_starts=3, seed=0)
+    fit = nc.DawidSkene(n_classes=10).fit(ann, method=nc.engines.EM(n_starts=3), seed=0)
     U = nc.targets.corrected(ann, fit)
     assert U.details["weights_rule"] == "iv"
     clean = float(nc.ece(P, d.clean[idx], n_bins=10, interval=None))

@@ -40,7 +40,7 @@ def test_information_is_the_identification_checks():
     from noisycal.engines.patterns import pattern_data
 
     t, ann = _toy(3000, seed=1)
-    fit = nc.DawidSkene(2).fit(ann, tol=1e-13)
+    fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(tol=1e-13))
     infl = dawid_skene_influence(fit)
     arr = ann.engine_arrays()
     pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
@@ -61,7 +61,7 @@ def test_jacobian_equals_finite_differences_of_the_corrected_target():
     differences of the public corrected target with the moved channels given."""
     n = 2000
     t, ann = _toy(n, seed=2)
-    fit = nc.DawidSkene(2).fit(ann, tol=1e-12)
+    fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(tol=1e-12))
     U = nc.targets.corrected(ann, fit)
     alpha = np.asarray(U.details["weights"])
     infl = dawid_skene_influence(fit)
@@ -149,7 +149,7 @@ def test_hui_walter_influence_is_the_gmm_sandwich():
     t, ann = _toy(4000, seed=4)
     two = nc.Annotations.from_wide(t.annotations[:, :2], classes=[0, 1])
     g = nc.annotators.equal_count_groups(t.z, 3)
-    fit = nc.HuiWalter().fit(two, groups=g, method="gmm", weight="efficient")
+    fit = nc.HuiWalter().fit(two, groups=g, method=nc.engines.GMM(weight="efficient"))
     infl = hui_walter_influence(fit)
     theta = np.asarray(fit.details["theta"])
     _, cov, _ = sample_moments(t.annotations[:, :2].astype(float),

@@ -28,7 +28,7 @@ def test_replicates_equal_hand_refits(weights):
     target and its ECE (each by the public API)."""
     n, n_boot = 1500, 4
     t, ann = _toy(n, seed=3)
-    fit = nc.DawidSkene(2).fit(ann, tol=1e-13)
+    fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(tol=1e-13))
     T = nc.targets.corrected(ann, fit, weights=weights)
     est = nc.ece(t.z, T, n_bins=10, seed=7,
                  interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
@@ -37,7 +37,7 @@ def test_replicates_equal_hand_refits(weights):
     for b in (0, 3):
         idx = _resample(n, 7, n_boot, b)
         ann_b = nc.Annotations.from_wide(t.annotations[idx], classes=[0, 1])
-        fit_b = nc.DawidSkene(2).fit(ann_b, tol=1e-13)
+        fit_b = nc.DawidSkene(2).fit(ann_b, method=nc.engines.EM(tol=1e-13))
         T_b = nc.targets.corrected(ann_b, fit_b, weights=weights)
         hand = float(nc.ece(t.z[idx], T_b, n_bins=10, interval=None))
         assert est.replicates[b] == pytest.approx(hand, abs=1e-7)
@@ -49,7 +49,7 @@ def test_grouped_fit_replicate_equals_a_hand_refit():
     n, n_boot = 2000, 3
     t, ann = _toy(n, seed=5)
     groups = equal_width_bins(t.z, 5)
-    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, tol=1e-13)
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, method=nc.engines.EM(tol=1e-13))
     T = nc.targets.corrected(ann, fit)
     sizes = np.bincount(groups)
     assert T.details["prevalence"] == pytest.approx(
@@ -58,7 +58,7 @@ def test_grouped_fit_replicate_equals_a_hand_refit():
                  interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
     idx = _resample(n, 2, n_boot, 1)
     ann_b = nc.Annotations.from_wide(t.annotations[idx], classes=[0, 1])
-    fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=groups[idx], tol=1e-13)
+    fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=groups[idx], method=nc.engines.EM(tol=1e-13))
     T_b = nc.targets.corrected(ann_b, fit_b)
     hand = float(nc.ece(t.z[idx], T_b, n_bins=10, interval=None))
     assert est.replicates[1] == pytest.approx(hand, abs=1e-7)
@@ -69,10 +69,10 @@ def test_grouped_fit_replicate_equals_a_hand_refit():
 def test_a_given_prevalence_and_given_weights_stay_fixed():
     n, n_boot = 1500, 2
     t, ann = _toy(n, seed=8)
-    fit = nc.DawidSkene(2).fit(ann, tol=1e-13)
+    fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(tol=1e-13))
     idx = _resample(n, 0, n_boot, 0)
     ann_b = nc.Annotations.from_wide(t.annotations[idx], classes=[0, 1])
-    fit_b = nc.DawidSkene(2).fit(ann_b, tol=1e-13)
+    fit_b = nc.DawidSkene(2).fit(ann_b, method=nc.engines.EM(tol=1e-13))
     for kw in ({"prevalence": 0.3}, {"weights": [0.5, 0.3, 0.2]}):
         T = nc.targets.corrected(ann, fit, **kw)
         est = nc.ece(t.z, T, n_bins=10,
@@ -175,7 +175,7 @@ def test_a_score_group_missing_from_a_resample_is_not_a_failure():
     keep[np.flatnonzero(groups == groups.max())[2:]] = False
     z, A, g = t.z[keep], t.annotations[keep], groups[keep]
     ann = nc.Annotations.from_wide(A, classes=[0, 1])
-    fit = nc.GroupedDawidSkene(2).fit(ann, groups=g, tol=1e-13)
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=g, method=nc.engines.EM(tol=1e-13))
     n_boot = 40
     est = nc.ece(z, nc.targets.corrected(ann, fit), n_bins=10, seed=2,
                  interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
@@ -186,7 +186,7 @@ def test_a_score_group_missing_from_a_resample_is_not_a_failure():
     b = missed[0]
     idx = _resample(z.size, 2, n_boot, b)
     ann_b = nc.Annotations.from_wide(A[idx], classes=[0, 1])
-    fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=g[idx], tol=1e-13)
+    fit_b = nc.GroupedDawidSkene(2).fit(ann_b, groups=g[idx], method=nc.engines.EM(tol=1e-13))
     hand = float(nc.ece(z[idx], nc.targets.corrected(ann_b, fit_b), n_bins=10,
                         interval=None))
     assert est.replicates[b] == pytest.approx(hand, abs=1e-6)
@@ -207,7 +207,7 @@ def test_map_em_priors_follow_the_orientation():
     ann = nc.Annotations.from_wide(A, classes=[0, 1])
     # annotators 2-4 label against the class: the fit says so
     with pytest.warns(nc.IdentifiabilityWarning, match="adversarial channels"):
-        fit = model.fit(ann, orientation="anchor", tol=1e-14, max_iter=100_000)
+        fit = model.fit(ann, anchor=0, method=nc.engines.EM(max_iter=100_000, tol=1e-14))
     assert fit.status == "adversarial_channel"
     assert fit.details["channels"]["adversarial"] == (2, 3, 4)
     assert list(fit.details["latent_perm"]) == [1, 0]  # the swap this test is about
@@ -218,7 +218,7 @@ def test_map_em_priors_follow_the_orientation():
         idx = _resample(n, 7, 3, b)
         ann_b = nc.Annotations.from_wide(A[idx], classes=[0, 1])
         with pytest.warns(nc.IdentifiabilityWarning, match="adversarial channels"):
-            fit_b = model.fit(ann_b, orientation="anchor", tol=1e-14, max_iter=100_000)
+            fit_b = model.fit(ann_b, anchor=0, method=nc.engines.EM(max_iter=100_000, tol=1e-14))
         hand = float(nc.ece(z[idx], nc.targets.corrected(ann_b, fit_b, informative=mask),
                             n_bins=10, interval=None))
         assert est.replicates[b] == pytest.approx(hand, abs=1e-6)

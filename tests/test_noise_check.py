@@ -65,13 +65,15 @@ def test_score_groups_rank_confidences_that_round_to_one_by_the_mass_outside():
 # ----------------------------------------------------------------------- the statistic
 def test_statistic_df_and_p_value_against_the_public_fits(binary_null):
     ann, z = binary_null
-    res, _ = _check(ann, z, method="chi2")
+    res, _ = _check(ann, z, test="chi2")
     g = score_groups(z, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        shared = nc.GroupedDawidSkene(2).fit(ann, groups=g, n_starts=5, seed=1)
-        free = nc.GroupedDawidSkene(2, channels="group").fit(ann, groups=g, n_starts=10,
-                                                            seed=1)
+        shared = nc.GroupedDawidSkene(2).fit(ann, groups=g, method=nc.engines.EM(n_starts=5),
+                                             seed=1)
+        free = nc.GroupedDawidSkene(2, channels="group").fit(ann, groups=g,
+                                                             method=nc.engines.EM(n_starts=10),
+                                                             seed=1)
     d = res.details
     # df: 3 annotators x 5 groups minus 3 shared channels, 2 free entries each
     assert res.df == (15 - 3) * 2 * 1 == free.n_params - shared.n_params
@@ -105,7 +107,7 @@ def test_auto_uses_chi_square_only_for_dense_tables(binary_null):
 
 def test_bootstrap_p_value_counts_the_replicates(binary_null):
     ann, z = binary_null
-    res, _ = _check(ann, z, method="bootstrap", n_boot=39, seed=4)
+    res, _ = _check(ann, z, test="bootstrap", n_boot=39, seed=4)
     boot = res.details["boot_statistics"]
     assert res.p_value == (1 + np.sum(boot >= res.statistic)) / 40
     assert np.all(boot >= 0) and res.details["n_boot_failed"] == 0
@@ -115,14 +117,14 @@ def test_bootstrap_p_value_counts_the_replicates(binary_null):
 
 def test_same_seed_same_result_and_fit_reuse(binary_null):
     ann, z = binary_null
-    a, _ = _check(ann, z, method="bartlett", seed=7)
-    b, _ = _check(ann, z, method="bartlett", seed=7)
+    a, _ = _check(ann, z, test="bartlett", seed=7)
+    b, _ = _check(ann, z, test="bartlett", seed=7)
     assert a.p_value == b.p_value and a.statistic == b.statistic
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = nc.GroupedDawidSkene(2).fit(ann, groups=score_groups(z, 5), n_starts=5,
-                                          seed=0)
-    c, _ = _check(ann, z, fit=fit, method="bartlett", seed=7)
+        fit = nc.GroupedDawidSkene(2).fit(ann, groups=score_groups(z, 5),
+                                          method=nc.engines.EM(n_starts=5), seed=0)
+    c, _ = _check(ann, z, fit=fit, test="bartlett", seed=7)
     assert c.statistic == pytest.approx(a.statistic, abs=1e-4)
     assert c.p_value == pytest.approx(a.p_value, rel=1e-3)
 
@@ -136,7 +138,7 @@ def test_size_under_class_conditional_noise():
     p_chi2, p_bart = [], []
     for seed in range(runs):
         ann, z = STUDY.binary_data(1000, 0.0, 100 + seed)
-        res, _ = _check(ann, z, method="bartlett", seed=seed)
+        res, _ = _check(ann, z, test="bartlett", seed=seed)
         p_bart.append(res.p_value)
         p_chi2.append(chi2.sf(res.statistic, res.df))
     for p in (np.array(p_bart), np.array(p_chi2)):
@@ -165,11 +167,11 @@ def test_power_against_noise_that_rises_on_hard_items():
 @pytest.mark.slow
 def test_kclass_null_and_alternative():
     ann, probs = STUDY.kclass_data(2000, 0.0, 0)
-    null, _ = _check(ann, probs, method="bartlett", seed=0)
+    null, _ = _check(ann, probs, test="bartlett", seed=0)
     assert null.df == (15 - 3) * 4 * 3 and null.status == "ok" and null.p_value > 0.01
     assert null.details["grouping"] == "confidence"
     ann, probs = STUDY.kclass_data(2000, 0.6, 0)
-    alt, _ = _check(ann, probs, method="bartlett", seed=0)
+    alt, _ = _check(ann, probs, test="bartlett", seed=0)
     assert alt.status == REJECTED and alt.p_value < 1e-3
     acc = alt.groups["accuracy_group"].to_numpy()
     assert acc[0] < acc[-1] - 0.05  # the least confident group is labelled worst
@@ -179,7 +181,7 @@ def test_kclass_null_and_alternative():
 def test_not_tested_when_the_shared_fit_is_not_identified():
     toy = nc.simulate.gaussian_toy(300, seed=0)
     ann = nc.Annotations.from_wide(toy.annotations[:, :1], classes=[0, 1])
-    res, caught = _check(ann, toy.z, method="chi2")
+    res, caught = _check(ann, toy.z, test="chi2")
     assert res.status == "not_tested" and np.isnan(res.p_value) and res.method == "none"
     assert "not_identified" in res.message
     assert res.details["fit_status"] == "not_identified"
@@ -211,10 +213,10 @@ def test_with_noise_check_sets_the_status_every_estimate_carries(binary_null):
     ann, z = binary_null
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = nc.DawidSkene(2).fit(ann, n_starts=3, seed=0)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=3), seed=0)
     target = nc.targets.corrected(ann, fit)
     assert target.status == "ok"
-    ok, _ = _check(ann, z, method="chi2")
+    ok, _ = _check(ann, z, test="chi2")
     assert with_noise_check(target, ok) is target
     flagged = with_noise_check(target, _rejecting_check(ann, z))
     assert flagged.status == REJECTED
@@ -247,12 +249,12 @@ def test_with_noise_check_keeps_an_earlier_status_and_checks_items(binary_null):
 # ----------------------------------------------------------------------- bad inputs
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_groups": 1}, "n_groups must be >= 2"),
-    ({"method": "lr"}, "method must be one of"),
+    ({"test": "lr"}, "test must be one of"),
     ({"p_threshold": 0.0}, "p_threshold must satisfy"),
     ({"p_threshold": 5}, "p_threshold must satisfy"),
     ({"n_boot": 1}, "n_boot must be >= 2"),
     ({"batch_size": 0}, "batch_size must be >= 1"),
-    ({"tol": 0.0}, "tol must satisfy"),
+    ({"method": "mle"}, "noise_check has no MLE engine"),
     ({"seed": None}, "seed must be"),
 ])
 def test_bad_settings_name_the_argument(binary_null, kwargs, match):
@@ -276,7 +278,7 @@ def test_bad_data_name_the_argument(binary_null):
         noise_check(ann3, probs[:, 0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        marginal = nc.DawidSkene(2).fit(ann, n_starts=1, seed=0)
+        marginal = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=1), seed=0)
     with pytest.raises(ValueError, match="fit must be a maximum-likelihood GroupedDawidSkene"):
         noise_check(ann, z, fit=marginal)
 
@@ -327,7 +329,7 @@ def test_checked_target_runs_the_check(binary_null):
     ann, z = binary_null
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = nc.DawidSkene(2).fit(ann, n_starts=3, seed=0)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=3), seed=0)
         ok = nc.annotators.checked_target(nc.targets.corrected(ann, fit), ann, z)
     direct, _ = _check(ann, z)
     assert ok.status == "ok"
@@ -335,7 +337,7 @@ def test_checked_target_runs_the_check(binary_null):
     bad_ann, bad_z = STUDY.binary_data(1000, 0.4, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bad_fit = nc.DawidSkene(2).fit(bad_ann, n_starts=3, seed=0)
+        bad_fit = nc.DawidSkene(2).fit(bad_ann, method=nc.engines.EM(n_starts=3), seed=0)
         flagged = nc.annotators.checked_target(nc.targets.corrected(bad_ann, bad_fit),
                                                bad_ann, bad_z)
         est = nc.ece(bad_z, flagged, n_bins=10)

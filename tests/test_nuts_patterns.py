@@ -126,9 +126,9 @@ def test_nuts_fit_on_patterns_reports_every_item():
     # the log-likelihood the full data's
     item, ann, lab, group, gold, n, J, K, L = _ratings(6, n=150, J=3, K=2)
     a = _annotations(item, ann, lab, n, J, K)
-    fit = nc.DawidSkene(K).fit(a, method="nuts", num_chains=2, num_warmup=100,
-                               num_samples=100, progress_bar=False, seed=0,
-                               rhat_threshold=1.5)  # short chains: structure, not mixing
+    fit = nc.DawidSkene(K).fit(a, method=nc.engines.NUTS(num_chains=2, num_warmup=100,
+                                                         num_samples=100, rhat_threshold=1.5),
+                               seed=0)  # short chains: structure, not mixing
     post = np.asarray(fit.item_posterior)
     assert post.shape == (n, K)
     np.testing.assert_allclose(post.sum(axis=1), 1.0, atol=1e-12)

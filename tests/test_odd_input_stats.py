@@ -96,8 +96,8 @@ def test_dawid_skene_nuts_with_one_chain_is_not_ok():
                      [[0.85, 0.15], [0.25, 0.75]]])
     ann = nc.simulate.dawid_skene(60, [0.4, 0.6], conf, seed=0).annotations
     with pytest.warns(nc.ConvergenceWarning, match="one chain gives no between-chain R-hat"):
-        fit = nc.DawidSkene(2).fit(ann, method="nuts", num_chains=1, num_warmup=150,
-                                   num_samples=50, progress_bar=False, seed=0)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(num_chains=1, num_warmup=150,
+                                                               num_samples=50), seed=0)
     assert fit.status == "diagnostics_unavailable" and np.isnan(fit.details["max_rhat"])
 
 
@@ -122,13 +122,14 @@ def test_one_coin_on_two_items_is_over_parametrised_like_dawid_skene():
     # first) was 'ok'
     ann = nc.Annotations.from_wide(np.array([[0, 0, 0], [1, 1, 1]]))
     with pytest.warns(nc.IdentifiabilityWarning, match="saturated"):
-        full = nc.DawidSkene(2).fit(ann, n_starts=2, seed=0)
+        full = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=2), seed=0)
     with pytest.warns(nc.IdentifiabilityWarning, match="only 4 ratings inform the channels"):
-        one = nc.OneCoinDawidSkene(2).fit(ann, n_starts=2, seed=0)
+        one = nc.OneCoinDawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=2), seed=0)
     assert full.status == one.status == "over_parametrised" and one.n_params == 4
     # a third item: 9 - 3 = 6 ratings beyond the first of each, more than 4 parameters
     more = nc.Annotations.from_wide(np.array([[0, 0, 0], [1, 1, 1], [0, 0, 1]]))
-    assert nc.OneCoinDawidSkene(2).fit(more, n_starts=2, seed=0).status != "over_parametrised"
+    fit = nc.OneCoinDawidSkene(2).fit(more, method=nc.engines.EM(n_starts=2), seed=0)
+    assert fit.status != "over_parametrised"
 
 
 # ----------------------------------------------------------------------------- calibrator inputs

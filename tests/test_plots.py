@@ -388,7 +388,7 @@ def test_confusion_heatmap_of_a_fit_uses_its_ids_and_classes():
     long["annotator"] = np.array(["ann", "bob", "cid"])[long["annotator"]]
     long["label"] = np.array(["no", "yes"])[long["label"]]
     ann = nc.Annotations.from_long(long, item="item", annotator="annotator", label="label")
-    fit = nc.DawidSkene(n_classes=2).fit(ann, n_starts=1, seed=0)
+    fit = nc.DawidSkene(n_classes=2).fit(ann, method=nc.engines.EM(n_starts=1), seed=0)
     _, given = plt.subplots()
     (ax,) = nc.plots.confusion_heatmap(fit, annotators="bob", ax=given)
     assert ax is given and ax.get_title() == "annotator bob"

@@ -114,7 +114,7 @@ def test_correct_model_gives_ppp_away_from_0_and_1():
     ppps = []
     for seed in (0, 1, 2):
         sim = nc.simulate.dawid_skene(400, PREV3, CONF3, seed=seed)
-        fit = nc.DawidSkene().fit(sim.annotations, n_starts=2, seed=seed)
+        fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=2), seed=seed)
         check = nc.annotators.ppc(fit, sim.annotations, n_rep=200, seed=seed,
                                   discrepancies=["unanimity", "pairwise_agreement",
                                                  "kappa"])
@@ -126,7 +126,7 @@ def test_correct_model_gives_ppp_away_from_0_and_1():
 
 def test_item_difficulty_misfit_gives_an_extreme_unanimity_ppp():
     ann = _difficulty_annotations(400, 4, seed=0)
-    fit = nc.DawidSkene().fit(ann, n_starts=2)
+    fit = nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=2))
     check = nc.annotators.ppc(fit, ann, n_rep=200, seed=0, discrepancies="unanimity")
     row = check.table.iloc[0]
     # easy items are unanimous far more often than one channel per annotator predicts
@@ -136,7 +136,7 @@ def test_item_difficulty_misfit_gives_an_extreme_unanimity_ppp():
 
 def test_replicated_shares_match_the_model_and_observed_is_the_data():
     sim = nc.simulate.dawid_skene(300, PREV3, CONF3, seed=5)
-    fit = nc.DawidSkene().fit(sim.annotations, n_starts=2)
+    fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=2))
     check = nc.annotators.ppc(fit, sim.annotations, n_rep=300, seed=1,
                               discrepancies="class_shares")
     # class shares implied by the fitted model: prevalence @ mean channel (equal numbers
@@ -153,7 +153,7 @@ def test_replicated_shares_match_the_model_and_observed_is_the_data():
 
 def test_same_seed_same_check_and_plot():
     sim = nc.simulate.dawid_skene(150, PREV3, CONF3, seed=2)
-    fit = nc.DawidSkene().fit(sim.annotations, n_starts=1)
+    fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=1))
     scores = np.random.default_rng(0).dirichlet(np.ones(3), size=150)
     a = nc.annotators.ppc(fit, sim.annotations, n_rep=50, seed=3, scores=scores)
     b = nc.annotators.ppc(fit, sim.annotations, n_rep=50, seed=3, scores=scores)
@@ -173,13 +173,14 @@ def test_same_seed_same_check_and_plot():
 def test_grouped_fit_replicates_with_each_groups_prevalence():
     sim = nc.simulate.dawid_skene(300, PREV3, CONF3, seed=7)
     groups = np.arange(300) % 2
-    fit = nc.GroupedDawidSkene().fit(sim.annotations, groups=groups, n_starts=2)
+    fit = nc.GroupedDawidSkene().fit(sim.annotations, groups=groups,
+                                     method=nc.engines.EM(n_starts=2))
     check = nc.annotators.ppc(fit, sim.annotations, n_rep=100, seed=0,
                               discrepancies="class_shares")
     implied = fit.group_prevalence.mean(0) @ fit.confusion.mean(0)  # equal group sizes
     np.testing.assert_allclose(check.table["replicated_mean"], implied, rtol=0, atol=0.01)
     per_group = nc.GroupedDawidSkene(channels="group").fit(sim.annotations, groups=groups,
-                                                           n_starts=2)
+                                                           method=nc.engines.EM(n_starts=2))
     check = nc.annotators.ppc(per_group, sim.annotations, n_rep=50, seed=0,
                               discrepancies="annotator_agreement")
     assert len(check.table) == per_group.confusion.shape[0]  # one per annotator|group
@@ -190,8 +191,9 @@ def test_nuts_fit_uses_its_posterior_draws():
         -1, keepdims=True), seed=3)
     with warnings.catch_warnings():  # short chains: the check needs draws, not convergence
         warnings.simplefilter("ignore", nc.ConvergenceWarning)
-        fit = nc.DawidSkene().fit(sim.annotations, method="nuts", num_chains=2,
-                                  num_warmup=100, num_samples=50, progress_bar=False)
+        fit = nc.DawidSkene().fit(sim.annotations,
+                                  method=nc.engines.NUTS(num_chains=2, num_warmup=100,
+                                                         num_samples=50))
     check = nc.annotators.ppc(fit, sim.annotations, n_rep=500, seed=0,
                               discrepancies="unanimity")
     assert check.method == "posterior"
@@ -212,14 +214,14 @@ def test_nuts_fit_uses_its_posterior_draws():
 ])
 def test_bad_arguments_name_themselves(kwargs, match):
     sim = nc.simulate.dawid_skene(60, PREV3, CONF3, seed=0)
-    fit = nc.DawidSkene().fit(sim.annotations, n_starts=1)
+    fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=1))
     with pytest.raises(ValueError, match=match):
         nc.annotators.ppc(fit, sim.annotations, **kwargs)
 
 
 def test_bad_fit_or_annotations():
     sim = nc.simulate.dawid_skene(60, PREV3, CONF3, seed=0)
-    fit = nc.DawidSkene().fit(sim.annotations, n_starts=1)
+    fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=1))
     with pytest.raises(ValueError, match="fit"):
         nc.annotators.ppc("fit", sim.annotations)
     with pytest.raises(ValueError, match="annotations"):
@@ -244,7 +246,7 @@ def test_cifar10n_unanimity_misfit(cifar10n):
     replicated mean 0.59644, 90% range [0.59274, 0.59978], ppp 0.002.
     """
     ann = nc.Annotations.from_wide(cifar10n.labels)
-    fit = nc.DawidSkene(n_classes=10).fit(ann, n_starts=1, seed=0)
+    fit = nc.DawidSkene(n_classes=10).fit(ann, method=nc.engines.EM(n_starts=1), seed=0)
     check = nc.annotators.ppc(fit, ann, n_rep=200, seed=0,
                               discrepancies=["unanimity", "distinct_labels"])
     t = check.table.set_index("term")

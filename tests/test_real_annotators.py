@@ -18,7 +18,7 @@ def cifar10n():
 def test_dawid_skene_on_cifar10n(cifar10n):
     d = cifar10n
     ann = nc.Annotations.from_wide(d.labels, classes=np.arange(10))  # 3 annotator slots
-    fit = nc.DawidSkene(n_classes=10).fit(ann, n_starts=10, seed=0)
+    fit = nc.DawidSkene(n_classes=10).fit(ann, method=nc.engines.EM(n_starts=10), seed=0)
     assert fit.status == "ok"
     emp = np.zeros((3, 10, 10))
     for j in range(3):

@@ -82,14 +82,14 @@ def test_grouped_fit_predict_needs_groups():
                   [1, 1, 1], [0, 1, 0], [1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 0, 0]])
     ann = nc.Annotations.from_wide(A)
     groups = np.array([0, 1] * 6)
-    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, n_starts=2, seed=0)
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, method=nc.engines.EM(n_starts=2), seed=0)
     with pytest.raises(ValueError, match="groups is required"):
         fit.predict(ann)
     with pytest.raises(ValueError, match="groups is required"):
         nc.targets.posterior(ann, fit)
     np.testing.assert_allclose(fit.predict(ann, groups), fit.item_posterior, atol=1e-8)
     # one group: groups may be left out
-    one = nc.DawidSkene(2).fit(ann, n_starts=2, seed=0)
+    one = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=2), seed=0)
     np.testing.assert_allclose(one.predict(ann), one.item_posterior, atol=1e-8)
 
 

@@ -11,8 +11,9 @@ import noisycal as nc
 from noisycal.annotators.checks.sbc import SBC_MODELS, _design, rank_uniformity
 from noisycal.engines.density import nuts_program
 
-SIZES = dict(n_items=30, n_annotators=3, n_classes=2, n_sims=50, num_chains=2,
-             num_warmup=150, num_samples=150, thin=3)
+SIZES = dict(n_items=30, n_annotators=3, n_classes=2, n_sims=50, thin=3,
+             method=nc.engines.NUTS(num_chains=2, num_warmup=150, num_samples=150,
+                                    rhat_threshold=1.05))
 
 
 def test_chi_square_by_hand_and_exactly_uniform_ranks():
@@ -130,7 +131,9 @@ def test_a_small_sbc_of_the_hierarchical_model_passes():
     """A reduced run (8 simulations: each hierarchical fit costs about 7 s here, its
     chains often visiting the mirrored labelling, which the guard relabels): it catches
     gross inconsistencies between the simulating and the fitted model only."""
-    sizes = dict(SIZES, n_sims=8, num_warmup=60, num_samples=60, thin=2)
+    sizes = dict(SIZES, n_sims=8, thin=2,
+                 method=nc.engines.NUTS(num_chains=2, num_warmup=60, num_samples=60,
+                                        rhat_threshold=1.05))
     right = nc.annotators.sbc(nc.annotators.HierarchicalDawidSkene(), seed=0, **sizes)
     assert right.status == "ok", right.message
     # prevalence (2) + confusion (3 x 2 x 2) + sigma (2) scalar entries, 60 kept draws

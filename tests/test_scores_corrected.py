@@ -165,7 +165,9 @@ def test_cifar10n_densenet_brier_against_corrected_target(cifar):
     z = lg.logits_val - lg.logits_val.max(1, keepdims=True)
     P = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     ann = nc.Annotations.from_wide(d.labels[idx], classes=np.arange(10))
-    U = nc.targets.corrected(ann, nc.DawidSkene(n_classes=10).fit(ann, n_starts=3, seed=0),
+    U = nc.targets.corrected(ann, nc.DawidSkene(n_classes=10).fit(ann,
+                                                                  method=nc.engines.EM(n_starts=3),
+                                                                  seed=0),
                              weights="equal")  # the weights these numbers were pinned with
     clean = float(nc.brier(P, d.clean[idx], interval=None))
     est = nc.brier(P, U, interval=None)

@@ -50,9 +50,10 @@ def nuts_fit(data):
     # one chain: no R-hat, so the status is 'diagnostics_unavailable' (the draws are
     # what these tests use)
     with pytest.warns(nc.ConvergenceWarning, match="one chain"):
-        return DirichletSoftLabels().fit(logits=z_cal, counts=c_cal, method="nuts",
-                                         num_chains=1, num_warmup=150, num_samples=150,
-                                         progress_bar=False, seed=jax.random.key(0))
+        return DirichletSoftLabels().fit(logits=z_cal, counts=c_cal,
+                                         method=nc.engines.NUTS(num_chains=1, num_warmup=150,
+                                                                num_samples=150),
+                                         seed=jax.random.key(0))
 
 
 @pytest.fixture(scope="module")

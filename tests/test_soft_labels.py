@@ -9,6 +9,7 @@ import jax
 from numpyro.handlers import seed, substitute, trace
 from numpyro.infer.util import log_density
 
+import noisycal as nc
 from noisycal._util.jax import x64
 from noisycal.annotators.soft_labels import DirichletSoftLabels, SoftLabelFit
 from noisycal.models.soft_labels import (
@@ -180,10 +181,13 @@ def test_binary_positive_class_probabilities():
 def test_nuts_posterior_recovers_parameters(recovery_data):
     logits, counts = (a[:300] for a in recovery_data)
     fit = DirichletSoftLabels().fit(
-        logits=logits, counts=counts, method="nuts", num_chains=2, num_warmup=300,
-        num_samples=300, progress_bar=False, seed=jax.random.key(0), rhat_threshold=1.05,
-        chain_method="sequential",  # the draws this test was written for (run_nuts' default
-        # is now 'vectorized', whose floating-point path differs: R-hat 1.056 on this seed)
+        logits=logits, counts=counts, seed=jax.random.key(0),
+        method=nc.engines.NUTS(
+            num_chains=2, num_warmup=300, num_samples=300, rhat_threshold=1.05,
+            chain_method="sequential",  # the draws this test was written for (run_nuts'
+            # default is now 'vectorized', whose floating-point path differs: R-hat 1.056
+            # on this seed)
+        ),
     )
     assert fit.status == "ok", fit.message
     assert fit.draws["W"].shape == (600, K, K)
@@ -245,12 +249,16 @@ def test_fit_rejects_bad_data(small, change, match):
 def test_fit_rejects_bad_options(small):
     probs, counts = small
     model = DirichletSoftLabels()
-    with pytest.raises(ValueError, match="method"):
+    with pytest.raises(ValueError, match="DirichletSoftLabels has no EM engine"):
         model.fit(probs=probs, counts=counts, method="em")
-    with pytest.raises(ValueError, match="num_chains"):
-        model.fit(probs=probs, counts=counts, method="mle", num_chains=2)
-    with pytest.raises(ValueError, match="jacobian"):
-        model.fit(probs=probs, counts=counts, method="mle", jacobian=True)
+    with pytest.raises(TypeError, match="num_chains"):
+        model.fit(probs=probs, counts=counts, method=nc.engines.MLE(num_chains=2))
+    with pytest.raises(TypeError, match="jacobian"):
+        model.fit(probs=probs, counts=counts, method=nc.engines.MLE(jacobian=True))
+    with pytest.raises(ValueError, match="weak_threshold does not apply"):
+        model.fit(probs=probs, counts=counts, method=nc.engines.MLE(weak_threshold=0.1))
+    with pytest.raises(ValueError, match="progress"):
+        model.fit(probs=probs, counts=counts, progress="yes")
     with pytest.raises(ValueError, match="exactly one of probs= or logits="):
         model.fit(probs=probs, logits=np.log(probs), counts=counts)
     with pytest.raises(ValueError, match="exactly one of probs= or logits="):

@@ -18,15 +18,15 @@ def ds1979():
 
 @pytest.fixture(scope="module")
 def em(ds1979):
-    return nc.DawidSkene(4).fit(ds1979, n_starts=2, n_boot=40, seed=0)
+    return nc.DawidSkene(4).fit(ds1979, method=nc.engines.EM(n_starts=2, n_boot=40), seed=0)
 
 
 @pytest.fixture(scope="module")
 def nuts(ds1979):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.ConvergenceWarning)  # short chains
-        return nc.DawidSkene(4).fit(ds1979, method="nuts", num_chains=2, num_warmup=60,
-                                    num_samples=60, progress_bar=False, seed=0)
+        return nc.DawidSkene(4).fit(ds1979, method=nc.engines.NUTS(num_chains=2, num_warmup=60,
+                                                                   num_samples=60), seed=0)
 
 
 def test_em_header_and_tables_by_hand(em, ds1979, capsys):
@@ -99,7 +99,7 @@ def test_ten_classes_three_annotators_fit_in_88_columns():
     conf = np.tile(np.full((K, K), 0.2 / (K - 1)) + np.eye(K) * (0.8 - 0.2 / (K - 1)),
                    (3, 1, 1))
     ann = nc.simulate.dawid_skene(400, np.full(K, 0.1), conf, seed=0).annotations
-    fit = nc.DawidSkene(K).fit(ann, n_starts=1, n_boot=20, seed=0)
+    fit = nc.DawidSkene(K).fit(ann, method=nc.engines.EM(n_starts=1, n_boot=20), seed=0)
     text = str(fit.summary())
     assert max(len(line) for line in text.splitlines()) <= WIDTH
     assert len(fit.summary().table("accuracy")) == 3 * (K + 1)

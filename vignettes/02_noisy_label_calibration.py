@@ -71,11 +71,11 @@ def fit_channels(d: dict, *, num_samples: int, seed: int) -> dict:
     fits = {
         "Hui-Walter MoM (annotators 1-2)": nc.HuiWalter().fit(d["A"][:, :2], groups=groups),
         "Hui-Walter GMM (1-2, 4 rank groups)": nc.HuiWalter().fit(
-            d["A"][:, :2], groups=ranks, method="gmm", weight="efficient", seed=seed),
-        "Dawid-Skene EM": nc.DawidSkene().fit(ann, n_starts=10, seed=seed),
+            d["A"][:, :2], groups=ranks, method=nc.engines.GMM(weight="efficient"), seed=seed),
+        "Dawid-Skene EM": nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=10), seed=seed),
         "Dawid-Skene NUTS": nc.DawidSkene().fit(
-            ann, method="nuts", num_chains=2, num_warmup=num_samples,
-            num_samples=num_samples, progress_bar=False, seed=seed, rhat_threshold=1.05),
+            ann, method=nc.engines.NUTS(num_chains=2, num_warmup=num_samples,
+                                        num_samples=num_samples, rhat_threshold=1.05), seed=seed),
     }
     rows = []
     for name, f in fits.items():

@@ -61,13 +61,14 @@ def em_fits(ann: nc.Annotations, seed: int) -> dict:
               "one-coin": nc.OneCoinDawidSkene(),
               "class-conditional": nc.annotators.ClassConditionalDawidSkene(),
               "MACE": nc.annotators.MACE()}
-    return {name: m.fit(ann, n_starts=10, seed=seed) for name, m in models.items()}
+    return {name: m.fit(ann, method=nc.engines.EM(n_starts=10), seed=seed)
+            for name, m in models.items()}
 
 
 def nuts_fits(ann: nc.Annotations, names: tuple[str, ...], *, num_samples: int,
               seed: int) -> dict:
-    kw = dict(method="nuts", num_chains=2, num_warmup=num_samples,
-              num_samples=num_samples, seed=seed)
+    kw = dict(method=nc.engines.NUTS(num_chains=2, num_warmup=num_samples,
+                                     num_samples=num_samples), seed=seed)
     models = {"Dawid-Skene": nc.DawidSkene(),
               "one-coin": nc.OneCoinDawidSkene(),
               "class-conditional": nc.annotators.ClassConditionalDawidSkene(),
@@ -180,9 +181,9 @@ def part2(args: argparse.Namespace) -> dict:
 
 # %%
 def sbc(args: argparse.Namespace):
+    nuts = nc.engines.NUTS(num_chains=2, num_warmup=200, num_samples=200, rhat_threshold=1.05)
     res = nc.annotators.sbc(nc.DawidSkene(), n_items=30, n_annotators=3, n_classes=2,
-                            n_sims=args.n_sims, num_warmup=200, num_samples=200,
-                            seed=args.seed)
+                            n_sims=args.n_sims, method=nuts, seed=args.seed)
     print(f"\nsimulation-based calibration of Dawid-Skene NUTS ({args.n_sims} "
           f"simulations): status {res.status}")
     tests = res.tests.sort_values("chi2_p")

@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from .._util.types import ArrayLike
-from .._util.validation import check_array, check_choice
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array
 from ..annotations.core import Annotations
+from ..engines.methods import EM, NUTS, Method
 from ..engines.results import AnnotatorFit
 from .dawid_skene import DawidSkene
 
@@ -30,36 +31,39 @@ __all__ = ["ClassConditionalDawidSkene", "MACE"]
 
 
 def _positive(value: ArrayLike, name: str, shape: tuple, method: str) -> np.ndarray:
-    """A prior array of ``shape`` (a scalar is broadcast): positive, and >= 1 for EM."""
+    """A prior array of ``shape`` (a scalar is broadcast): positive, and >= 1 for EM
+    (``method``: the engine's name)."""
     arr = check_array(value, name, ndim=(0, len(shape)))
     if arr.ndim == 0:
         arr = np.full(shape, float(arr))
     if arr.shape != shape:
         raise ValueError(f"{name} must be a number or have shape {shape}, got {arr.shape}")
     if np.any(arr <= 0) or (method == "em" and np.any(arr < 1)):
-        low = ("positive" if method != "em" else ">= 1 with method='em' (MAP-EM adds the "
+        low = ("positive" if method != "em" else ">= 1 with the EM engine (MAP-EM adds the "
                "pseudo-counts prior - 1; NUTS accepts any positive values)")
         raise ValueError(f"{name} must be {low}, got min {arr.min():g}")
     return arr.astype(np.float64)
 
 
 class _ChannelModel(DawidSkene):
-    """Shared fit wrapper: 'em' and 'nuts' only, natural parameters in ``details``."""
+    """Shared fit wrapper: EM and NUTS only, natural parameters in ``details``."""
 
     _model = "constrained"
+    _engines = (EM, NUTS)
 
     def _n_params(self, K: int, J: int, L: int) -> int:
         return L * (K - 1) + J * K
 
-    def fit(self, annotations: Annotations, *, method: str = "em", **kwargs: Any
-            ) -> AnnotatorFit:  # noqa: D102
-        check_choice(method, "method", ("em", "nuts"))
-        if kwargs.get("groups") is not None:
-            raise ValueError(f"groups= is for GroupedDawidSkene, not {type(self).__name__}")
-        return super().fit(annotations, method=method, **kwargs)
+    def fit(self, annotations: Annotations, *, method: Method | str | None = None,
+            groups: ArrayLike | None = None, gold: dict | None = None,
+            anchor: object = None, seed: Seed = 0,
+            progress: bool = False) -> AnnotatorFit:  # noqa: D102
+        return super().fit(annotations, method=method, groups=groups, gold=gold,
+                           anchor=anchor, seed=seed, progress=progress)
 
     fit.__doc__ = (DawidSkene.fit.__doc__ or "").replace(
-        "method : {'em', 'mle', 'nuts'}", "method : {'em', 'nuts'}")
+        "method : EM, MLE or NUTS object, or {'em', 'mle', 'nuts'}, optional",
+        "method : EM or NUTS object, or {'em', 'nuts'}, optional")
 
     def _natural(self, confusion: np.ndarray) -> dict:
         raise NotImplementedError
@@ -106,7 +110,7 @@ class ClassConditionalDawidSkene(_ChannelModel):
     --------
     >>> import noisycal as nc
     >>> ann = nc.datasets.load_dawid_skene_1979()
-    >>> fit = nc.annotators.ClassConditionalDawidSkene().fit(ann, n_starts=2)
+    >>> fit = nc.annotators.ClassConditionalDawidSkene().fit(ann, method=nc.engines.EM(n_starts=2))
     >>> fit.model, fit.details["accuracy"].shape, fit.n_params
     ('class_conditional', (5, 4), 23)
     """
@@ -171,7 +175,7 @@ class MACE(_ChannelModel):
     --------
     >>> import noisycal as nc
     >>> ann = nc.datasets.load_dawid_skene_1979()
-    >>> fit = nc.annotators.MACE().fit(ann, n_starts=2)
+    >>> fit = nc.annotators.MACE().fit(ann, method=nc.engines.EM(n_starts=2))
     >>> fit.model, fit.details["spam"].shape, fit.details["strategy"].shape
     ('mace', (5,), (5, 4))
     """

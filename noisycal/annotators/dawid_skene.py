@@ -1,12 +1,14 @@
 """Annotator models: Dawid–Skene, one-coin Dawid–Skene and grouped Dawid–Skene.
 
-Model object -> ``fit(annotations, method=...)`` -> :class:`~noisycal.engines.results.AnnotatorFit`
-(statsmodels style). This module validates the arguments, dispatches to an engine and
-builds the result; the inference lives in :mod:`noisycal.engines` (EM and its starts in
-``em``, ``starts`` and ``resample``, relabelling in ``relabel``, gradient MLE and NUTS on
-the NumPyro model in ``ds_numpyro``, which argument belongs to which method in ``options``,
-the checks of fitted channels in ``channel_checks``). Methods: ``'em'`` (EM, or MAP-EM
-with Dirichlet priors), ``'mle'`` (gradient MLE/MAP, a cross-check of EM), ``'nuts'``.
+Model object -> ``fit(annotations, *, method=...)`` ->
+:class:`~noisycal.engines.results.AnnotatorFit` (statsmodels style). ``method`` is an
+engine option object of :mod:`noisycal.engines.methods` (:class:`~noisycal.engines.EM`,
+the default; :class:`~noisycal.engines.MLE`, a cross-check of EM;
+:class:`~noisycal.engines.NUTS`) or its string. This module validates the arguments,
+dispatches to an engine and builds the result; the inference lives in
+:mod:`noisycal.engines` (EM and its starts in ``em``, relabelling in ``relabel``, gradient
+MLE and NUTS on the NumPyro model in ``density.dawid_skene``, the checks of fitted
+channels in ``checks``).
 
 References
 ----------
@@ -26,6 +28,7 @@ import pandas as pd
 import jax
 
 from .._util.jax import as_key, x64
+from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_choice, check_int, check_seed
 from ..annotations.core import Annotations
@@ -42,12 +45,48 @@ from ..engines.density.dawid_skene import (
 from ..engines.em.starts import multistart_em, orient
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
-from ..engines.methods import check_anchor, method_options
+from ..engines.methods import EM, MLE, NUTS, Method, as_method
 from ..engines.patterns import pattern_data
 from ..engines.results import AnnotatorFit, checked_status, design_status, estimate_status, predict
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 
-__all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict"]
+__all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict",
+           "annotator_index"]
+
+
+def annotator_index(annotations: Annotations, anchor: object) -> int:
+    """The position of the annotator with id ``anchor`` in ``annotations.annotators``.
+
+    Parameters
+    ----------
+    annotations : Annotations
+    anchor : object
+        An annotator id, as in the annotations.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming ``anchor`` when no annotator has that id.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> ann = nc.Annotations.from_long({"item": [0, 0, 1], "annotator": ["a", "b", "a"],
+    ...                                 "label": [0, 1, 1]})
+    >>> annotator_index(ann, "b")
+    1
+    """
+    ids = np.asarray(annotations.annotators).tolist()
+    if isinstance(anchor, bool | np.bool_) or np.ndim(anchor) != 0 or anchor not in ids:
+        shown = ids if len(ids) <= 10 else [*ids[:10], "..."]
+        raise ValueError(f"anchor must be the id of an annotator of the annotations "
+                         f"{shown}, got {anchor!r}")
+    return ids.index(anchor)
+
 
 def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
     from noisycal.models.dawid_skene import make_data
@@ -105,13 +144,16 @@ class DawidSkene:
     --------
     >>> import noisycal as nc
     >>> ann = nc.datasets.load_dawid_skene_1979()
-    >>> fit = nc.DawidSkene(n_classes=4).fit(ann, init="soft_vote", n_starts=1)
+    >>> fit = nc.DawidSkene(n_classes=4).fit(
+    ...     ann, method=nc.engines.EM(init="soft_vote", n_starts=1))
     >>> fit.prevalence.round(2)
     array([0.4 , 0.42, 0.11, 0.07])
     """
 
     _model = "dawid_skene"
     _one_coin = False
+    #: The engines ``fit`` offers, its default first.
+    _engines: tuple[type[Method], ...] = (EM, MLE, NUTS)
 
     def __init__(self, n_classes: int | None = None, *, alpha: ArrayLike | None = None,
                  beta: ArrayLike | None = None) -> None:
@@ -187,131 +229,103 @@ class DawidSkene:
         return out
 
     # ------------------------------------------------------------------ fit
-    def fit(self, annotations: Annotations, *, method: str = "em",
+    def fit(self, annotations: Annotations, *, method: Method | str | None = None,
             groups: ArrayLike | None = None, gold: dict | None = None,
-            init: str | None = None, n_starts: int | None = None,
-            max_iter: int | None = None, tol: float | None = None, seed: Seed = 0,
-            n_boot: int | None = None, orientation: str = "vote", anchor: int | None = None,
-            num_chains: int | None = None, num_warmup: int | None = None,
-            num_samples: int | None = None, progress_bar: bool | None = None,
-            rhat_threshold: float | None = None, chain_method: str | None = None,
-            screen_gaps: bool | None = None, weak_threshold: float | None = None,
-            devices: object = None, progress: bool = False) -> AnnotatorFit:
+            anchor: object = None, seed: Seed = 0, progress: bool = False) -> AnnotatorFit:
         """Fit the model.
-
-        Arguments that belong to one method raise ``ValueError`` when given with another
-        (``n_starts`` with ``method='nuts'``, say); ``None`` means the method's default.
 
         Parameters
         ----------
         annotations : Annotations
-        method : {'em', 'mle', 'nuts'}, default='em'
-            The inference engine: EM (MAP-EM with priors), gradient MLE/MAP on the
-            NumPyro log density, or NUTS.
+        method : EM, MLE or NUTS object, or {'em', 'mle', 'nuts'}, optional
+            The inference engine and its settings (:mod:`noisycal.engines.methods`); a
+            string is the engine with its defaults. Default ``EM()`` (MAP-EM when the
+            model has priors).
         groups : array-like of shape (n_items,), optional
-            Group of each item (:class:`GroupedDawidSkene` only); no missing values.
+            Group of each item (:class:`GroupedDawidSkene` only, which needs it); no
+            missing values.
         gold : dict, optional
-            Known true classes ``{item id: class label}`` (every method): those items
+            Known true classes ``{item id: class label}`` (every engine): those items
             enter the likelihood with their class, and their posteriors are clamped.
-        init : {'mixed', 'soft_vote', 'moments'}, default='mixed'
-            EM starts: 'soft_vote' is Dawid & Skene's own start (each item's share of
-            ratings as its posterior); 'mixed' uses it for the first start and random
-            diagonal-dominant channels (rows ~ Dirichlet(1 + 4 e_k)) for the others.
-            'moments' (two classes, at least 3 annotators) puts the closed-form
-            triple-moment estimate ("Noisy-Label Calibration with Multiple Unreliable
-            Labels", Proposition D.2, anchored on ``anchor``) first, then the soft vote,
-            then random starts; when the moment solution does not exist it is left out
-            and ``details['moment_start']`` says why.
-        n_starts : int, default=10
-            EM starts, run vmapped in one jitted call; the best log-likelihood wins.
-        max_iter : int, default=1000
-            EM iterations, or L-BFGS iterations of ``method='mle'``.
-        tol : float, default=1e-8 (EM), 1e-9 (MLE)
-            EM stops when the mean log-likelihood per item changes by less than ``tol``;
-            MLE: relative tolerance on the objective.
+        anchor : annotator id, optional
+            Two classes: name the latent classes so that this annotator (an id of
+            ``annotations.annotators``) has a positive gap ``b - a``; None (default):
+            match them to the majority vote (Hungarian). The anchor is also the annotator
+            of EM's moment start (``EM(init='moments')``) and gap screen
+            (``EM(screen_gaps=True)``), which use the first annotator when it is None.
         seed : int or jax key, default=0
             Random EM starts and bootstrap refits, the MLE start, the NUTS chains.
-        n_boot : int, default=0
-            EM only: bootstrap refits over items (started from the fit) stored as
-            ``draws`` for :meth:`AnnotatorFit.conf_int`.
-        orientation : {'vote', 'anchor'}, default='vote'
-            How latent classes are named: matched to the majority vote (Hungarian), or,
-            for two classes, so that annotator ``anchor`` has a positive gap.
-        anchor : int, optional
-            Annotator index used by ``orientation='anchor'``, ``init='moments'`` and
-            ``screen_gaps=True`` (default 0); an error elsewhere.
-        num_chains, num_warmup, num_samples : int, default=4, 1000, 1000
-            NUTS settings.
-        progress, progress_bar : bool, default=False, None
-            Bars on stderr: EM starts and refits, NUTS (``progress_bar``: as ``progress``).
-        rhat_threshold : float, default=1.01
-            NUTS: the fit's status is 'not_converged' when the largest R-hat (computed
-            after relabelling) is strictly greater than it, or when any transition
-            diverged; 'diagnostics_unavailable' without R-hat (one chain, < 4 draws).
-        chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
-            NUTS: how chains run. 'vectorized' compiles the sampler once for all chains
-            (measured fastest on CPU for these small models); 'parallel' needs one JAX
-            device per chain.
-        screen_gaps : bool, default=False
-            EM, two classes: the acceptance rule of "Noisy-Label Calibration with
-            Multiple Unreliable Labels": orient every start by annotator ``anchor``'s
-            gap and choose the largest likelihood among the starts whose every gap
-            exceeds 1e-4; when no start passes, the best start is returned with status
-            'small_gap'. ``details['screened_starts']`` records which starts passed.
-        weak_threshold : float, default=0.005
-            EM and MLE: the status is 'weakly_identified' when the relative information
-            (observed over complete-data information, smallest eigenvalue) is below it;
-            ``details['identification']`` holds the numbers
-            (:mod:`noisycal.engines.identification`). NUTS fits are not checked.
-        devices : int or sequence of jax devices, optional
-            EM only: shard the rating patterns over these JAX devices (or the first
-            ``devices`` of ``jax.devices()``); the same fit up to the order of sums.
-            Default: one device. Bootstrap refits (``n_boot``) use one device.
+        progress : bool, default=False
+            A bar on stderr: EM starts and refits, L-BFGS iterations, NUTS transitions.
 
         Returns
         -------
         AnnotatorFit
-            Its status also checks every fitted channel: 'adversarial_channel',
-            'degenerate_channel' (:mod:`noisycal.engines.checks`).
+            ``engine`` holds the option object that ran. Its status also checks every
+            fitted channel: 'adversarial_channel', 'degenerate_channel'
+            (:mod:`noisycal.engines.checks`). NUTS fits: 'not_converged' when the largest
+            R-hat (after relabelling) exceeds the engine's ``rhat_threshold`` (is
+            strictly greater than it) or a transition diverged; 'diagnostics_unavailable'
+            without R-hat (one chain, fewer than 4 draws); they are not checked for
+            weak identification (EM and MLE fits are, see ``EM.weak_threshold``).
+
+        Raises
+        ------
+        ValueError
+            Naming the argument: an engine the model does not offer, ``groups`` for a
+            model without groups, an unknown ``anchor`` id, and other invalid input.
         """
-        # long only by its docstring (the arguments of three engines); the work is
-        # validation here and inference in the engines
-        check_choice(method, "method", ("em", "mle", "nuts"))
-        opts = method_options(method, dict(
-            init=init, n_starts=n_starts, n_boot=n_boot, screen_gaps=screen_gaps,
-            max_iter=max_iter, tol=tol, num_chains=num_chains, num_warmup=num_warmup,
-            num_samples=num_samples, progress_bar=progress_bar,
-            rhat_threshold=rhat_threshold, chain_method=chain_method,
-            weak_threshold=weak_threshold, devices=devices, progress=progress))
+        engine = as_method(method, self._engines, where=type(self).__name__)
+        progress = check_progress(progress)
         if groups is not None and self._model != "grouped":
-            raise ValueError("groups= is for GroupedDawidSkene")
+            raise ValueError(f"groups= is for GroupedDawidSkene, not {type(self).__name__} "
+                             "(one prevalence for every item)")
         if self._model == "grouped" and groups is None:
             raise ValueError("GroupedDawidSkene needs groups= (one group per item)")
         ann, group, L = self._check(annotations, groups)
         K, J = ann.n_classes, ann.n_annotators
-        anchor = check_anchor(orientation, anchor, opts, K, J)
+        orientation, anchor = self._anchor(ann, anchor, engine)
         seed = check_seed(seed)
-        alpha, beta = self._priors(K, J, method)
+        alpha, beta = self._priors(K, J, engine.name)
         gold_idx = self._gold(ann, gold)
         if J == 1 and L == 1:
-            return self._not_identified(ann, method, "one annotator and no groups: the "
+            return self._not_identified(ann, engine, "one annotator and no groups: the "
                                         "channel and the prevalence are not identified")
-        run = {"em": self._fit_em, "mle": self._fit_mle, "nuts": self._fit_nuts}[method]
-        return run(ann, group, L, alpha, beta, gold_idx, seed=seed, orientation=orientation,
-                   anchor=anchor, **opts)
+        run = {"em": self._fit_em, "mle": self._fit_mle, "nuts": self._fit_nuts}[engine.name]
+        return run(ann, group, L, alpha, beta, gold_idx, engine, seed=seed,
+                   orientation=orientation, anchor=anchor, progress=progress)
+
+    @staticmethod
+    def _anchor(ann: Annotations, anchor: object, engine: Method) -> tuple[str, int]:
+        """``(orientation, anchor index)``: 'anchor' and its index when ``anchor`` is given,
+        else 'vote' and 0 (the anchor of the moment start and the gap screen)."""
+        K, J = ann.n_classes, ann.n_annotators
+        if getattr(engine, "init", None) == "moments" and (K != 2 or J < 3):
+            raise ValueError("init='moments' needs two classes and at least 3 annotators, "
+                             f"got {K} classes and {J} annotators")
+        if getattr(engine, "screen_gaps", False) and K != 2:
+            raise ValueError("screen_gaps=True is the binary acceptance rule; it needs "
+                             f"two classes, got {K}")
+        if anchor is None:
+            return "vote", 0
+        if K != 2:
+            raise ValueError(f"anchor orients the latent classes by an annotator's gap b - a, "
+                             f"defined for two classes, got {K}; leave anchor=None (the "
+                             "majority-vote orientation)")
+        return "anchor", annotator_index(ann, anchor)
 
     # ------------------------------------------------------------------ helpers
     def _n_params(self, K: int, J: int, L: int) -> int:
         return L * (K - 1) + (J if self._one_coin else J * K * (K - 1))
 
-    def _not_identified(self, ann: Annotations, method: str, message: str) -> AnnotatorFit:
+    def _not_identified(self, ann: Annotations, engine: Method, message: str) -> AnnotatorFit:
         warnings.warn(message, IdentifiabilityWarning, stacklevel=3)
         K, J = ann.n_classes, ann.n_annotators
-        return AnnotatorFit(self._model, method, ann.classes, ann.annotators, ann.items,
+        return AnnotatorFit(self._model, engine.name, ann.classes, ann.annotators, ann.items,
                             np.full((1, K), np.nan), np.full((J, K, K), np.nan),
                             np.full((ann.n_items, K), np.nan), float("nan"),
                             self._n_params(K, J, 1), "not_identified", message, False, 0,
-                            annotations=ann)
+                            annotations=ann, engine=engine)
 
     def _design_status(self, ann: Annotations, L: int) -> tuple[str, str]:
         """Identification problems of the data design, whatever the estimates."""
@@ -351,47 +365,48 @@ class DawidSkene:
                             converged, n_iter, draws, details, annotations=ann, **extra)
 
     def _fit_em(self, ann: Annotations, group: np.ndarray | None, L: int,
-                alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
-                seed: Seed, orientation: str, anchor: int, init: str, n_starts: int,
-                max_iter: int, tol: float, n_boot: int, screen_gaps: bool,
-                weak_threshold: float, devices: tuple | None, progress: bool) -> AnnotatorFit:
+                alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None,
+                em: EM, *, seed: Seed, orientation: str, anchor: int,
+                progress: bool) -> AnnotatorFit:
         k_init, k_boot = jax.random.split(as_key(seed))
         ms = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
-                           init=init, n_starts=n_starts, max_iter=max_iter, tol=tol,
-                           rng_key=k_init, orientation=orientation, anchor=anchor,
-                           screen_gaps=screen_gaps, devices=devices, progress=progress)
-        draws, boot_info = (ms.refits(k_boot, n_boot, progress) if n_boot else (None, {}))
+                           init=em.init, n_starts=em.n_starts, max_iter=em.max_iter,
+                           tol=em.tol, rng_key=k_init, orientation=orientation, anchor=anchor,
+                           screen_gaps=em.screen_gaps, devices=em.devices, progress=progress)
+        draws, boot_info = (ms.refits(k_boot, em.n_boot, progress) if em.n_boot
+                            else (None, {}))
         status, message, chan = self._status(ann, ms.prevalence, ms.confusion, ms.post,
                                              ms.converged, L, ms.screened)
         status, message, ident = checked_status(status, message, lambda: ds_identification(
             ann, ms.prevalence, ms.confusion, group=group, gold=gold,
-            one_coin=self._one_coin, threshold=weak_threshold))
+            one_coin=self._one_coin, threshold=em.weak_threshold))
         self._warn("EM", status, message)
         details = {"start_objectives": ms.objective, "best_start": ms.best,
                    "n_patterns": ms.n_patterns, "map": alpha is not None or beta is not None,
                    "orientation": orientation, "groups": L,
                    "group_index": _group_index(group, ann.n_items), "prior_alpha": alpha,
                    "prior_beta": beta, "latent_perm": ms.perm, "gold": gold is not None,
-                   "max_iter": max_iter, "tol": tol, "identification": ident,
+                   "max_iter": em.max_iter, "tol": em.tol, "identification": ident,
                    "channels": chan, **boot_info}
-        if init == "moments":
+        if em.init == "moments":
             details["moment_start"] = ms.moment_note
-        if screen_gaps:
+        if em.screen_gaps:
             details["screened_starts"] = ms.screened
         return self._result(ann, "em", ms.prevalence, ms.confusion, ms.post, ms.loglik,
                             status, message, ms.converged, ms.n_iter, draws, details,
-                            bootstrap_refits=ms.refits)
+                            bootstrap_refits=ms.refits, engine=em)
 
     def _fit_mle(self, ann: Annotations, group: np.ndarray | None, L: int,
-                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None, *,
-                 seed: Seed, orientation: str, anchor: int, max_iter: int,
-                 tol: float, weak_threshold: float) -> AnnotatorFit:
+                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None,
+                 mle: MLE, *, seed: Seed, orientation: str, anchor: int,
+                 progress: bool) -> AnnotatorFit:
         use_prior = alpha is not None or beta is not None
         with x64():
             data = _ds_data(ann, group, L)
         prev, conf, post, res = fit_mle(
             data, ds_model_kwargs(data, L, alpha, beta, gold, one_coin=self._one_coin),
-            gold=gold, seed=seed, prior=use_prior, max_iter=max_iter, tol=tol)
+            gold=gold, seed=seed, prior=use_prior, max_iter=mle.max_iter, tol=mle.tol,
+            hessian=mle.hessian, progress=progress)
         perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation, anchor)
         post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
         status, message, chan = self._status(ann, prev, conf, post, res.converged, L)
@@ -399,7 +414,7 @@ class DawidSkene:
             status, message = res.status, res.message
         status, message, ident = checked_status(status, message, lambda: ds_identification(
             ann, prev, conf, group=group, gold=gold, one_coin=self._one_coin,
-            threshold=weak_threshold))
+            threshold=mle.weak_threshold))
         if status in ("unobserved_class", "not_identified", "over_parametrised",
                       "weakly_identified", "adversarial_channel", "degenerate_channel"):
             self._warn("MLE", status, message)
@@ -407,14 +422,13 @@ class DawidSkene:
                             bool(res.converged), int(res.n_iter), None,
                             {"map": use_prior, "orientation": orientation, "groups": L,
                              "group_index": _group_index(group, ann.n_items),
-                             "gold": gold is not None, "max_iter": max_iter, "tol": tol,
-                             "identification": ident, "channels": chan})
+                             "gold": gold is not None, "max_iter": mle.max_iter,
+                             "tol": mle.tol, "identification": ident, "channels": chan},
+                            engine=mle)
 
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
-                  alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, *, seed: Seed,
-                  orientation: str, anchor: int, num_chains: int, num_warmup: int,
-                  num_samples: int, progress_bar: bool, rhat_threshold: float,
-                  chain_method: str) -> AnnotatorFit:
+                  alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, nuts: NUTS, *,
+                  seed: Seed, orientation: str, anchor: int, progress: bool) -> AnnotatorFit:
         K, J = ann.n_classes, ann.n_annotators
         # every chain starts at the MAP-EM estimate under the same priors (4 starts)
         em = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
@@ -432,27 +446,26 @@ class DawidSkene:
             pd_.data, vote,
             ds_model_kwargs(pd_.data, L, alpha, beta, pd_.gold, one_coin=self._one_coin,
                             weights=pd_.counts),
-            init_params, gold=pd_.gold, num_chains=num_chains, num_warmup=num_warmup,
-            num_samples=num_samples, seed=seed, progress_bar=progress_bar,
-            chain_method=chain_method, orientation=orientation, anchor=anchor,
-            weights=pd_.counts, pattern=pd_.pattern)
+            init_params, gold=pd_.gold, seed=seed, progress_bar=progress, **nuts.sampler(),
+            orientation=orientation, anchor=anchor, weights=pd_.counts, pattern=pd_.pattern)
         diag = chain_diagnostics(nd, orientation, stacklevel=4)
         prev_d, conf_d = nd.prevalence.reshape(-1, L, K), nd.confusion.reshape(-1, J, K, K)
         st = self._design_status(ann, L)
-        st = st if st[0] != "ok" else chain_status(diag, rhat_threshold)
+        st = st if st[0] != "ok" else chain_status(diag, nuts.rhat_threshold)
         status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
         self._warn("NUTS", status, message)
         return self._result(ann, "nuts", prev_d.mean(0), conf_d.mean(0), nd.post, nd.loglik,
-                            status, message, status == "ok", num_warmup + num_samples,
+                            status, message, status == "ok", nuts.num_warmup + nuts.num_samples,
                             {"prevalence": prev_d, "confusion": conf_d},
-                            {"chains": num_chains, "max_rhat": diag["max_rhat"],
+                            {"chains": nuts.num_chains, "max_rhat": diag["max_rhat"],
                              "min_ess_bulk": diag["min_ess_bulk"],
                              "num_divergences": diag["num_divergences"],
                              "relabelled_chains": diag["switched"], "groups": L,
                              "group_index": _group_index(group, ann.n_items),
                              "gold": gold is not None, "channels": chan,
                              "sample_stats": nd.sample_stats,
-                             "identification": {"checked": False, "reason": NUTS_NOTE}})
+                             "identification": {"checked": False, "reason": NUTS_NOTE}},
+                            engine=nuts)
 
 
 class OneCoinDawidSkene(DawidSkene):
@@ -493,6 +506,7 @@ class GroupedDawidSkene(DawidSkene):
         ``details['channel_annotators']`` and ``details['channel_groups']`` name the
         annotator and group code behind each, so the fit reads ratings by their own
         annotator ids (:meth:`~noisycal.engines.results.AnnotatorFit.match`).
+        (``fit(anchor=...)`` takes the annotator's id and anchors its first pair).
     """
 
     _model = "grouped"
@@ -502,11 +516,13 @@ class GroupedDawidSkene(DawidSkene):
         super().__init__(n_classes, alpha=alpha, beta=beta)
         self.channels = channels
 
-    def fit(self, annotations: Annotations, **kwargs: Any) -> AnnotatorFit:  # noqa: D102
+    def fit(self, annotations: Annotations, *, method: Method | str | None = None,
+            groups: ArrayLike | None = None, gold: dict | None = None,
+            anchor: object = None, seed: Seed = 0,
+            progress: bool = False) -> AnnotatorFit:  # noqa: D102
         check_choice(self.channels, "channels", ("shared", "group"))
         behind = None
         if self.channels == "group" and isinstance(annotations, Annotations):
-            groups = kwargs.get("groups")
             ann, codes, L = self._check(annotations, groups)
             if codes is not None:
                 levels = np.unique(np.asarray(groups))
@@ -514,18 +530,24 @@ class GroupedDawidSkene(DawidSkene):
                 who = np.array([f"{ann.annotators[a]}|{levels[g]}" for a, g in
                                 zip(arr.annotator, codes[arr.item], strict=True)])
                 seen = set(who)  # annotator x group pairs, annotator-major, as they occur
-                order = [p for p in (f"{a}|{lv}" for a in ann.annotators for lv in levels)
-                         if p in seen]
+                pairs = [(a, f"{a}|{lv}") for a in ann.annotators for lv in levels
+                         if f"{a}|{lv}" in seen]
+                if anchor is not None:  # the anchor's first (annotator, group) pair
+                    j = annotator_index(ann, anchor)
+                    anchor = next((p for a, p in pairs if a == ann.annotators[j]), None)
+                    if anchor is None:
+                        raise ValueError(f"anchor {ann.annotators[j]!r} has no ratings")
                 annotations = Annotations.from_arrays(ann.items[arr.item], who,
                                                       ann.classes[arr.label],
                                                       classes=ann.classes, items=ann.items,
-                                                      annotators=order)
+                                                      annotators=[p for _, p in pairs])
                 # the annotator and group behind each channel, in that same order, so
                 # the fit reads ratings by their own annotator ids (AnnotatorFit.match)
                 pair = np.unique(arr.annotator.astype(np.int64) * L + codes[arr.item])
                 behind = {"channel_annotators": ann.annotators[pair // L],
                           "channel_groups": pair % L}
-        fit = super().fit(annotations, **kwargs)
+        fit = super().fit(annotations, method=method, groups=groups, gold=gold,
+                          anchor=anchor, seed=seed, progress=progress)
         if behind is None:
             return fit
         return dataclasses.replace(fit, details={**fit.details, **behind})

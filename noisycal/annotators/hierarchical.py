@@ -1,6 +1,6 @@
 """Hierarchical Dawid–Skene: annotator channels partially pooled, fitted by NUTS.
 
-Model object -> ``fit(annotations, method='nuts')`` ->
+Model object -> ``fit(annotations, method=NUTS(...))`` ->
 :class:`~noisycal.engines.results.AnnotatorFit`, like :class:`~noisycal.DawidSkene`. The
 NumPyro model is :func:`noisycal.models.hierarchical.hierarchical_dawid_skene`; the
 sampler, the rating-pattern collapsing, the label-switching guard and the chain
@@ -21,8 +21,9 @@ from scipy.special import softmax
 import jax
 
 from .._util.jax import as_key, x64
+from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
-from .._util.validation import check_array, check_choice, check_real, check_seed
+from .._util.validation import check_array, check_real, check_seed
 from ..annotations.core import Annotations
 from ..engines.checks import channel_status
 from ..engines.density.dawid_skene import (
@@ -34,7 +35,7 @@ from ..engines.density.dawid_skene import (
 from ..engines.density.diagnostics import import_arviz
 from ..engines.em.starts import multistart_em
 from ..engines.identification import NUTS_NOTE
-from ..engines.methods import method_options
+from ..engines.methods import NUTS, Method, as_method
 from ..engines.patterns import pattern_data
 from ..engines.results import AnnotatorFit
 from .dawid_skene import DawidSkene
@@ -73,10 +74,12 @@ class HierarchicalDawidSkene(DawidSkene):
     >>> import noisycal as nc
     >>> ann = nc.datasets.load_dawid_skene_1979()
     >>> fit = nc.annotators.HierarchicalDawidSkene(n_classes=4).fit(
-    ...     ann, num_chains=2, num_warmup=100, num_samples=100, seed=0)  # doctest: +SKIP
+    ...     ann, method=nc.engines.NUTS(num_chains=2, num_warmup=100, num_samples=100),
+    ...     seed=0)  # doctest: +SKIP
     """
 
     _model = "hierarchical_dawid_skene"
+    _engines = (NUTS,)
 
     def __init__(self, n_classes: int | None = None, *, alpha: ArrayLike | None = None,
                  mu_diag: float = 2.0, mu_off: float = 0.0, mu_scale: float = 1.0,
@@ -107,66 +110,72 @@ class HierarchicalDawidSkene(DawidSkene):
                 "sigma_scale": check_real(self.sigma_scale, "sigma_scale", minimum=0.0,
                                           strict=True)}
 
-    def fit(self, annotations: Annotations, *, method: str = "nuts",  # type: ignore[override]
-            gold: dict | None = None, num_chains: int | None = None,
-            num_warmup: int | None = None, num_samples: int | None = None, seed: Seed = 0,
-            progress: bool = False, progress_bar: bool | None = None,
-            rhat_threshold: float | None = None,
-            chain_method: str | None = None) -> AnnotatorFit:
+    def fit(self, annotations: Annotations, *, method: Method | str | None = None,
+            groups: ArrayLike | None = None, gold: dict | None = None,
+            anchor: object = None, seed: Seed = 0, progress: bool = False) -> AnnotatorFit:
         """Sample the posterior with NUTS.
 
         Parameters
         ----------
         annotations : Annotations
-        method : {'nuts'}, default='nuts'
+        method : NUTS object or 'nuts', optional
             The only engine (a point estimate of a hierarchical model's joint mode is
-            not a useful summary).
+            not a useful summary), with its settings; default ``NUTS()``. Its
+            ``rhat_threshold`` judges every site (prevalence, channels, population
+            log-odds and spreads, after relabelling).
+        groups : None
+            Refused: the model has one prevalence for every item (use
+            :class:`~noisycal.GroupedDawidSkene` for item groups).
         gold : dict, optional
             Known true classes ``{item id: class label}``: those items enter the
             likelihood with their class, and their posteriors are clamped.
-        num_chains, num_warmup, num_samples : int, default=4, 1000, 1000
-            NUTS settings.
+        anchor : annotator id, optional
+            Two classes: name the latent classes (the starting fit and every draw) so
+            that this annotator has a positive gap ``b - a``; None (default): by the
+            majority vote.
         seed : int or jax key, default=0
             The starting fit (MAP-EM of plain Dawid–Skene) and the chains.
-        progress, progress_bar : bool, default=False, None
-            A bar on stderr (``progress_bar``: as ``progress``).
-        rhat_threshold : float, default=1.01
-            The status is 'not_converged' when the largest R-hat (prevalence, channels,
-            population log-odds and spreads, after relabelling) is above it, or when any
-            transition diverged; 'diagnostics_unavailable' without R-hat.
-        chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
-            How chains run.
+        progress : bool, default=False
+            A bar on stderr over the NUTS transitions.
 
         Returns
         -------
         AnnotatorFit
-            ``model='hierarchical_dawid_skene'``, ``method='nuts'``; ``draws`` hold
-            ``prevalence`` and ``confusion`` (every annotator's channel); the population
-            is in ``details['population']``: ``mu`` (n_draws, K, K), the centred
-            population log-odds, ``sigma`` (n_draws, K), the row spreads, and
-            ``confusion`` (n_draws, K, K), ``softmax(mu[k])``, the channel of an
-            annotator with zero deviation (a typical annotator, not the mean of the
+            ``model='hierarchical_dawid_skene'``, ``method='nuts'``, ``engine`` the NUTS
+            object; ``draws`` hold ``prevalence`` and ``confusion`` (every annotator's
+            channel); the population is in ``details['population']``: ``mu`` (n_draws,
+            K, K), the centred population log-odds, ``sigma`` (n_draws, K), the row
+            spreads, and ``confusion`` (n_draws, K, K), ``softmax(mu[k])``, the channel of
+            an annotator with zero deviation (a typical annotator, not the mean of the
             annotators' channels). ``n_params`` counts the population parameters only.
+            The status is 'not_converged' when the largest R-hat is above the threshold
+            or a transition diverged; 'diagnostics_unavailable' without R-hat.
         """
-        check_choice(method, "method", ("nuts",))
-        opts = method_options("nuts", dict(
-            num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-            progress_bar=progress_bar, rhat_threshold=rhat_threshold,
-            chain_method=chain_method, progress=progress))
+        try:
+            nuts = as_method(method, self._engines, where=type(self).__name__)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: a point estimate of a hierarchical model's joint mode "
+                             "is not a useful summary") from None
+        progress = check_progress(progress)
+        if groups is not None:
+            raise ValueError("groups= is for GroupedDawidSkene; HierarchicalDawidSkene has "
+                             "one prevalence for every item")
         ann, _, _ = self._check(annotations, None)
         K, J = ann.n_classes, ann.n_annotators
+        orientation, anchor = self._anchor(ann, anchor, nuts)
         seed = check_seed(seed)
         priors = self._prior_kwargs(K)
         gold_idx = self._gold(ann, gold)
         if J == 1:
-            return self._not_identified(ann, "nuts", "one annotator: the channel and the "
+            return self._not_identified(ann, nuts, "one annotator: the channel and the "
                                         "prevalence are not identified")
-        return self._fit_hierarchical(ann, priors, gold_idx, seed=seed, **opts)
+        return self._fit_hierarchical(ann, priors, gold_idx, nuts, seed=seed,
+                                      orientation=orientation, anchor=anchor,
+                                      progress=progress)
 
-    def _fit_hierarchical(self, ann: Annotations, priors: dict, gold: np.ndarray | None, *,
-                          seed: Seed, num_chains: int, num_warmup: int, num_samples: int,
-                          progress_bar: bool, rhat_threshold: float,
-                          chain_method: str) -> AnnotatorFit:
+    def _fit_hierarchical(self, ann: Annotations, priors: dict, gold: np.ndarray | None,
+                          nuts: NUTS, *, seed: Seed, orientation: str, anchor: int,
+                          progress: bool) -> AnnotatorFit:
         from noisycal.models.dawid_skene import default_priors
         from noisycal.models.hierarchical import hierarchical_dawid_skene
 
@@ -176,7 +185,7 @@ class HierarchicalDawidSkene(DawidSkene):
         # to the hierarchical parameters
         em = multistart_em(ann, None, 1, priors["alpha"], default_priors(K)[1], gold,
                            one_coin=False, init="mixed", n_starts=4, max_iter=1000,
-                           tol=1e-8, rng_key=k_em, orientation="vote", anchor=0)
+                           tol=1e-8, rng_key=k_em, orientation=orientation, anchor=anchor)
         arr = ann.engine_arrays()
         with x64():
             pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
@@ -191,32 +200,31 @@ class HierarchicalDawidSkene(DawidSkene):
                   weights=np.asarray(pd_.counts, np.float64))
         nd = sample_dawid_skene(
             data, vote, mk, _init_params(em.prevalence, em.confusion), gold=pd_.gold,
-            num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-            seed=k_nuts, progress_bar=progress_bar, chain_method=chain_method,
-            orientation="vote", anchor=0, weights=pd_.counts, pattern=pd_.pattern,
+            seed=k_nuts, progress_bar=progress, **nuts.sampler(), orientation=orientation,
+            anchor=anchor, weights=pd_.counts, pattern=pd_.pattern,
             model=hierarchical_dawid_skene)
-        diag = chain_diagnostics(nd, "vote", stacklevel=4)
+        diag = chain_diagnostics(nd, orientation, stacklevel=4)
         population = _relabelled_population(nd)
         diag = _with_population_diagnostics(diag, population)
         prev_d, conf_d = nd.prevalence.reshape(-1, 1, K), nd.confusion.reshape(-1, J, K, K)
         st = self._design_status(ann, 1)
-        st = st if st[0] != "ok" else chain_status(diag, rhat_threshold)
+        st = st if st[0] != "ok" else chain_status(diag, nuts.rhat_threshold)
         status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
         self._warn("NUTS", status, message)
         flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in population.items()}
         flat["confusion"] = softmax(flat["mu"], axis=-1)  # float64, on the host
         return self._result(
             ann, "nuts", prev_d.mean(0), conf_d.mean(0), nd.post, nd.loglik, status,
-            message, status == "ok", num_warmup + num_samples,
+            message, status == "ok", nuts.num_warmup + nuts.num_samples,
             {"prevalence": prev_d, "confusion": conf_d},
-            {"chains": num_chains, "max_rhat": diag["max_rhat"],
+            {"chains": nuts.num_chains, "max_rhat": diag["max_rhat"],
              "min_ess_bulk": diag["min_ess_bulk"],
              "num_divergences": diag["num_divergences"],
              "relabelled_chains": diag["switched"], "groups": 1,
              "group_index": np.zeros(ann.n_items, np.int64), "gold": gold is not None,
              "channels": chan, "sample_stats": nd.sample_stats, "population": flat,
              "priors": priors, "n_patterns": int(data.n_items),
-             "identification": {"checked": False, "reason": NUTS_NOTE}})
+             "identification": {"checked": False, "reason": NUTS_NOTE}}, engine=nuts)
 
 
 def _init_params(prevalence: np.ndarray, confusion: np.ndarray) -> dict:

@@ -1,10 +1,10 @@
 """Hui–Walter: two binary annotators and score groups (Hui & Walter, 1980).
 
-:class:`HuiWalter` is the user-facing model; ``fit(..., method='mom')`` inverts the six
-moments of two groups in closed form (Eqs. 13, D.3, D.5 of "Noisy-Label Calibration with
-Multiple Unreliable Labels"), ``method='gmm'`` is that paper's grouped GMM (Definition
-D.1): it minimises a quadratic form in the 3L group moments of L >= 2 ordered score groups
-over a compact constraint set. The estimators live in :mod:`noisycal.engines.moments`;
+:class:`HuiWalter` is the user-facing model; ``fit(..., method=Moments())`` inverts the
+six moments of two groups in closed form (Eqs. 13, D.3, D.5 of "Noisy-Label Calibration
+with Multiple Unreliable Labels"), ``method=GMM(...)`` is that paper's grouped GMM
+(Definition D.1): it minimises a quadratic form in the 3L group moments of L >= 2 ordered
+score groups over a compact constraint set. The estimators live in :mod:`noisycal.engines.moments`;
 this module validates the input, assembles the fit and its status, and defines
 :func:`equal_count_groups`.
 """
@@ -16,21 +16,19 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_choice, check_int, check_seed
 from ..annotations.core import Annotations
 from ..engines.checks import channel_status
-from ..engines.gmm import GMM_NOTE, active_constraints, check_open_unit, two_step_gmm
-from ..engines.identification import check_weak_threshold, hui_walter_identification
+from ..engines.gmm import GMM_NOTE, active_constraints, two_step_gmm
+from ..engines.identification import hui_walter_identification
+from ..engines.methods import GMM, Method, Moments, as_method
 from ..engines.moments import hui_walter_inverse, moment_jacobian, sample_moments
 from ..engines.results import AnnotatorFit, checked_status
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 __all__ = ["HuiWalter", "equal_count_groups"]
-
-#: The options that only ``method='gmm'`` uses, with their defaults.
-_GMM_DEFAULTS = {"weight": "identity", "min_gap": 1e-4, "min_separation": 1e-5,
-                 "n_starts": 5, "seed": 0, "max_iter": 500}
 
 
 class HuiWalter:
@@ -40,11 +38,11 @@ class HuiWalter:
     ``b_j = P(A_j = 1 | Y = 1)`` in every group; group g has prevalence
     ``mu_g = P(Y = 1 | G = g)``; the annotators are independent given Y.
 
-    - ``fit(annotations, groups=g, method='mom')`` (two groups) inverts the six group
+    - ``fit(annotations, groups=g, method=Moments())`` (two groups) inverts the six group
       moments in closed form (Hui & Walter, 1980; Eqs. D.3, D.5). Infeasible inverses are
       reported with status ``'infeasible_mom'``, never as numbers that look fine.
-    - ``fit(annotations, groups=g, method='gmm')`` (L >= 2 groups ordered by score) is the
-      constrained grouped GMM of Definition D.1. With L = 2 it equals the MoM solution
+    - ``fit(annotations, groups=g, method=GMM(...))`` (L >= 2 groups ordered by score) is
+      the constrained grouped GMM of Definition D.1. With L = 2 it equals the MoM solution
       whenever that is feasible (the model is exactly identified); with L > 2 it has 2L - 4
       over-identifying restrictions. statsmodels' GMM (``sandbox.regression.gmm``)
       optimises without constraints, so the same objective is minimised here with
@@ -60,82 +58,70 @@ class HuiWalter:
     :class:`~noisycal.GroupedDawidSkene`.
     """
 
-    def fit(self, annotations: Annotations | ArrayLike, *, groups: ArrayLike,
-            method: str = "mom", weight: str = "identity", min_gap: float = 1e-4,
-            min_separation: float = 1e-5, n_starts: int = 5, seed: Seed = 0,
-            max_iter: int = 500, weak_threshold: float | None = None) -> AnnotatorFit:
+    def fit(self, annotations: Annotations | ArrayLike, *, method: Method | str | None = None,
+            groups: ArrayLike | None = None, gold: dict | None = None, anchor: object = None,
+            seed: Seed = 0, progress: bool = False) -> AnnotatorFit:
         """Fit the channels and group prevalences.
 
         Parameters
         ----------
         annotations : Annotations or array-like of shape (n_items, 2)
             0/1 labels of two annotators who rate every item.
+        method : Moments or GMM object, or {'mom', 'gmm'}, optional
+            The estimator and its settings (:mod:`noisycal.engines.methods`): the
+            closed-form method of moments (default ``Moments()``) or the constrained GMM
+            (:class:`~noisycal.engines.GMM`: weight, bounds, starts, iterations).
         groups : array-like of shape (n_items,)
-            Group of each item. ``'mom'`` needs exactly two distinct values; ``'gmm'`` needs
-            at least two numeric values, **ordered by score**: the sorted labels are the
-            groups from lowest to highest score (for example :func:`equal_count_groups`),
-            because the separation constraint compares the first and last.
-        method : {'mom', 'gmm'}, default='mom'
-            The estimator: closed-form method of moments or constrained GMM.
-        weight : {'identity', 'efficient'}, default='identity'
-            ``'gmm'`` only. The identity weight, or the two-step weight: a first step with
-            the identity, then W_n = the inverse of the estimated covariance of the moment
-            vector (block diagonal over groups; block g is the inverse of the plug-in
-            covariance of ``(A1, A2, A1 A2)`` in group g divided by n_g, with a small
-            ridge when a block is singular, see ``details['weight_ridge_groups']``). With
-            this scaling Q_n at the estimate is Hansen's J statistic, asymptotically
-            chi-squared with 2L - 4 degrees of freedom at an interior point.
-        min_gap : float, default=1e-4
-            ``'gmm'`` only. Lower bound on each gap b_j - a_j (the admission
-            threshold for delta_j); in (0, 1).
-        min_separation : float, default=1e-5
-            ``'gmm'`` only. Lower bound on mu_L - mu_1 (a value of the paper's
-            tables); in (0, 1).
-        n_starts : int, default=5
-            ``'gmm'`` only. Seeded random starts besides the closed-form start.
+            Group of each item (required). ``Moments`` needs exactly two distinct
+            values; ``GMM`` needs at least two numeric values, **ordered by score**: the
+            sorted labels are the groups from lowest to highest score (for example
+            :func:`equal_count_groups`), because the separation constraint compares the
+            first and last.
+        gold : None
+            Refused: the moment estimators use no item's class.
+        anchor : None
+            Refused: the classes are named by the constraint that both annotators' gaps
+            ``b_j - a_j`` are positive.
         seed : int or JAX key, default=0
-            ``'gmm'`` only. Seed of the random starts.
-        max_iter : int, default=500
-            ``'gmm'`` only. SLSQP iteration limit per start.
-        weak_threshold : float, default=0.005
-            Both methods: the status is ``'weakly_identified'`` when the relative
-            information (the inverse GMM sandwich covariance from the moment Jacobian
-            over the complete-data information, smallest eigenvalue) is below it;
-            ``details['identification']`` holds the numbers
-            (:mod:`noisycal.engines.identification`).
+            ``GMM`` only: seed of its random starts (the moment inverse is closed form;
+            it refuses a seed other than 0).
+        progress : bool, default=False
+            Refused when True: the fit is a closed-form inverse or a few SLSQP starts,
+            with no bar.
 
         Returns
         -------
         AnnotatorFit
-            ``status`` is, for ``'gmm'``: ``'ok'``; ``'boundary'`` when a constraint is
-            active at the estimate (``details['active_constraints']`` lists them: a gap at
-            ``min_gap``, the separation at ``min_separation``, a mu_g at 0 or 1, a_j at 0 or
-            b_j at 1); ``'not_converged'`` when the optimiser failed; ``'not_identified'``
-            when both annotators have exactly the same mean in the two extreme groups;
-            ``'adversarial_channel'`` or ``'degenerate_channel'`` (both methods, replacing
-            'ok' or 'boundary') when an annotator's fitted channel is worse than chance or
-            carries no evidence about the class (:mod:`noisycal.engines.checks`);
-            ``'weakly_identified'`` (both methods, replacing 'ok' or 'boundary') when the
-            moment Jacobian is nearly singular (see ``weak_threshold``). ``annotations``
-            holds the fitted ratings (built from an array: items 0..n-1, annotators and
-            classes 0 and 1).
+            ``engine`` holds the option object that ran. ``status`` is, for GMM:
+            ``'ok'``; ``'boundary'`` when a constraint is active at the estimate
+            (``details['active_constraints']`` lists them: a gap at ``min_gap``, the
+            separation at ``min_separation``, a mu_g at 0 or 1, a_j at 0 or b_j at 1);
+            ``'not_converged'`` when the optimiser failed; ``'not_identified'`` when both
+            annotators have exactly the same mean in the two extreme groups;
+            ``'adversarial_channel'`` or ``'degenerate_channel'`` (both estimators,
+            replacing 'ok' or 'boundary') when an annotator's fitted channel is worse than
+            chance or carries no evidence about the class
+            (:mod:`noisycal.engines.checks`); ``'weakly_identified'`` (both, replacing
+            'ok' or 'boundary') when the moment Jacobian is nearly singular (see the
+            engine's ``weak_threshold``). ``annotations`` holds the fitted ratings (built
+            from an array: items 0..n-1, annotators and classes 0 and 1).
 
         Raises
         ------
         ValueError
-            For invalid input, naming the argument: among others ``groups`` with missing
-            values (NaN, None), and any ``'gmm'``-only option changed from its default
-            under ``method='mom'``.
+            For invalid input, naming the argument: among others ``groups`` missing or
+            with missing values (NaN, None), an engine other than Moments or GMM, and
+            ``gold``, ``anchor``, ``progress=True``, or a seed other than 0 with Moments.
 
         Warns
         -----
         IdentifiabilityWarning
-            ``'mom'``: the inverse is infeasible. ``'gmm'``: status ``'not_identified'``,
-            or ``'boundary'`` with a gap or the separation at its lower bound (the
+            Moments: the inverse is infeasible. GMM: status ``'not_identified'``, or
+            ``'boundary'`` with a gap or the separation at its lower bound (the
             identifying conditions). A boundary at 0 or 1 alone does not warn. Both:
             an adversarial or degenerate channel, or weak identification.
         ConvergenceWarning
-            ``'gmm'``: the optimiser did not converge.
+            GMM: the optimiser did not converge.
 
         Notes
         -----
@@ -149,31 +135,27 @@ class HuiWalter:
         L + 4. Item posteriors and the log-likelihood use the per-group prevalence.
         """
         # (over 80 lines only because of the numpydoc docstring above; the body is short)
-        check_choice(method, "method", ("mom", "gmm"))
-        given = {"weight": weight, "min_gap": min_gap, "min_separation": min_separation,
-                 "n_starts": n_starts, "seed": seed, "max_iter": max_iter}
-        if method == "mom":
-            _refuse_gmm_options(given)
+        engine = as_method(method, (Moments, GMM), where="HuiWalter")
+        if gold is not None:
+            raise ValueError("gold does not apply to HuiWalter: its moment estimators use "
+                             "no item's class")
+        if anchor is not None:
+            raise ValueError("anchor does not apply to HuiWalter: the classes are named by "
+                             "the constraint that both annotators' gaps b_j - a_j are "
+                             "positive")
+        if check_progress(progress):
+            raise ValueError("progress=True does not apply to HuiWalter: the fit is a "
+                             "closed-form inverse or a few SLSQP starts, with no bar")
+        if groups is None:
+            raise ValueError("HuiWalter needs groups= (the group of each item)")
+        if isinstance(engine, Moments) and not _same(seed, 0):
+            raise ValueError("seed applies only to the GMM engine's random starts; the "
+                             "moment inverse (Moments) is closed form")
         A, ann = _as_two_annotators(annotations)
-        levels, gi = _group_index(groups, A.shape[0], method)
-        weak = check_weak_threshold(weak_threshold)
-        if method == "mom":
-            return _fit_mom(A, gi, levels, ann, weak)
-        opts = {"weight": check_choice(weight, "weight", ("identity", "efficient")),
-                "min_gap": check_open_unit(min_gap, "min_gap"),
-                "min_separation": check_open_unit(min_separation, "min_separation"),
-                "n_starts": check_int(n_starts, "n_starts", minimum=1),
-                "seed": check_seed(seed), "max_iter": check_int(max_iter, "max_iter", minimum=1)}
-        return _fit_gmm(A, gi, levels, ann, weak, **opts)
-
-
-def _refuse_gmm_options(given: dict) -> None:
-    """Under ``method='mom'`` every GMM-only option must keep its default."""
-    changed = [k for k in _GMM_DEFAULTS if not _same(given[k], _GMM_DEFAULTS[k])]
-    if changed:
-        verb = "applies" if len(changed) == 1 else "apply"
-        raise ValueError(f"{', '.join(changed)} {verb} only to method='gmm', got "
-                         "method='mom'")
+        levels, gi = _group_index(groups, A.shape[0], engine.name)
+        if isinstance(engine, Moments):
+            return _fit_mom(A, gi, levels, ann, engine)
+        return _fit_gmm(A, gi, levels, ann, engine, seed=check_seed(seed))
 
 
 def _same(x: object, y: object) -> bool:
@@ -201,17 +183,18 @@ def _group_index(groups: ArrayLike, n_items: int, method: str) -> tuple[np.ndarr
     if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
         raise ValueError("groups must be finite, found an infinite value")
     if method == "gmm" and g.dtype.kind not in "biuf":
-        raise ValueError("groups must be finite numbers ordered by score for "
-                         f"method='gmm', got dtype {g.dtype}")
+        raise ValueError("groups must be finite numbers ordered by score for the GMM "
+                         f"engine, got dtype {g.dtype}")
     try:
         levels, gi = np.unique(g, return_inverse=True)
     except TypeError as exc:  # mixed types that do not sort
         raise ValueError(f"groups must be labels of one type that sort: {exc}") from exc
     gi = gi.reshape(-1)
     if method == "mom" and levels.size != 2:
-        raise ValueError(f"groups must contain exactly two groups, got {levels.size}")
+        raise ValueError(f"groups must contain exactly two groups for the Moments engine "
+                         f"(GMM takes more), got {levels.size}")
     if levels.size < 2:
-        raise ValueError("groups must contain at least two groups for method='gmm', got "
+        raise ValueError("groups must contain at least two groups for the GMM engine, got "
                          f"{levels.size}")
     return levels, gi
 
@@ -268,7 +251,7 @@ def _identify(theta: np.ndarray, jac: np.ndarray, weight: np.ndarray, cov: np.nd
 
 
 def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations,
-             weak: float) -> AnnotatorFit:
+             mom: Moments) -> AnnotatorFit:
     """Closed-form Hui–Walter fit on two groups."""
     q, cov, counts = sample_moments(A, gi, 2)
     theta, status, message = hui_walter_inverse(q)
@@ -286,22 +269,22 @@ def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations
         post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
     solved = status == "ok"
     status, message = _identify(theta, jac, np.eye(6), cov, counts, ann, post, status,
-                                message, weak, details)
+                                message, mom.weak_threshold, details)
     return AnnotatorFit("hui_walter", "mom", ann.classes, ann.annotators, ann.items, prev,
                         conf, post, loglik, 6, status, message, solved, 0, None, details,
-                        annotations=ann)
+                        annotations=ann, engine=mom)
 
 
 def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations,
-             weak: float, *, weight: str,
-             min_gap: float, min_separation: float, n_starts: int, seed: Seed, max_iter: int
-             ) -> AnnotatorFit:
+             gmm: GMM, *, seed: Seed) -> AnnotatorFit:
     """Constrained grouped GMM on L >= 2 ordered groups (Definition D.1)."""
     L = levels.size
+    weight, min_gap, min_separation = gmm.weight, gmm.min_gap, gmm.min_separation
+    n_starts = gmm.n_starts
     q, cov, counts = sample_moments(A, gi, L)
     sol, details = two_step_gmm(q, cov, counts, weight=weight, min_gap=min_gap,
                                 min_separation=min_separation, n_starts=n_starts, seed=seed,
-                                max_iter=max_iter)
+                                max_iter=gmm.max_iter)
     theta = sol.theta
     jac = moment_jacobian(theta, L)
     diff = (float(q[3 * L - 3] - q[0]), float(q[3 * L - 2] - q[1]))
@@ -322,10 +305,10 @@ def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations
     prev, conf = _channels(theta)
     post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
     status, message = _identify(theta, jac, details["weight_matrix"], cov, counts, ann, post,
-                                status, message, weak, details)
+                                status, message, gmm.weak_threshold, details)
     return AnnotatorFit("hui_walter", "gmm", ann.classes, ann.annotators, ann.items, prev,
                         conf, post, loglik, L + 4, status, message, sol.success, sol.n_iter,
-                        None, details, annotations=ann)
+                        None, details, annotations=ann, engine=gmm)
 
 
 def _gmm_status(success: bool, optimizer_message: str, theta: np.ndarray,
@@ -388,7 +371,7 @@ def equal_count_groups(scores: ArrayLike, n_groups: int = 2, *, odd: str = "high
     -------
     ndarray of shape (n_items,), dtype int64
         Group of each item in input order, ``0`` (lowest scores) to ``n_groups - 1``; the
-        labels are ordered by score, as ``HuiWalter.fit(method='gmm')`` requires.
+        labels are ordered by score, as ``HuiWalter.fit(method=GMM())`` requires.
 
     Raises
     ------

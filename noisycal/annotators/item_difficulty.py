@@ -1,6 +1,6 @@
 """The item-difficulty annotator model, fitted by NUTS.
 
-Model object -> ``fit(annotations, method='nuts')`` ->
+Model object -> ``fit(annotations, method=NUTS(...))`` ->
 :class:`~noisycal.engines.results.AnnotatorFit` with ``model='item_difficulty'``. The
 NumPyro model and its likelihood are :mod:`noisycal.models.item_difficulty`; the sampler
 is :func:`noisycal.engines.density.nuts.sample_nuts` (its compiled programs are cached, so refits
@@ -15,6 +15,7 @@ Paun, S., Carpenter, B., Chamberlain, J., Hovy, D., Kruschwitz, U. and Poesio, M
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -23,13 +24,15 @@ import jax
 import jax.numpy as jnp
 
 from .._util.jax import as_key, x64
+from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_real, check_seed
 from ..annotations.core import Annotations
 from ..engines.checks import channel_status
 from ..engines.density.diagnostics import convergence_status, diagnostics_table
-from ..engines.density.nuts import check_sampler_options, sample_nuts
+from ..engines.density.nuts import sample_nuts
 from ..engines.identification import NUTS_NOTE
+from ..engines.methods import NUTS, Method, as_method
 from ..engines.relabel import hungarian_perm
 from ..engines.results import AnnotatorFit
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
@@ -63,17 +66,25 @@ def _per_draw(fn: Any, draws: dict, data: Any, batch_size: int = 64) -> np.ndarr
         return np.asarray(out)
 
 
-def _posteriors(params: dict, data: Any) -> jax.Array:
+def _posteriors(params: dict, data: Any, gold: np.ndarray | None = None) -> jax.Array:
+    """Item posteriors; an item with a known class (``gold >= 0``) is clamped to it."""
     from noisycal.models.item_difficulty import joint_log_likelihood
 
-    return jax.nn.softmax(joint_log_likelihood(params, data), axis=1)
+    post = jax.nn.softmax(joint_log_likelihood(params, data), axis=1)
+    if gold is None:
+        return post
+    known = jnp.asarray(gold) >= 0
+    onehot = jax.nn.one_hot(jnp.where(known, jnp.asarray(gold), 0), data.n_classes,
+                            dtype=post.dtype)
+    return jnp.where(known[:, None], onehot, post)
 
 
-def _item_ll(params: dict, data: Any) -> jax.Array:
+def _item_ll(params: dict, data: Any, gold: np.ndarray | None = None) -> jax.Array:
     from noisycal.models.dawid_skene import item_log_likelihood
     from noisycal.models.item_difficulty import joint_log_likelihood
 
-    return item_log_likelihood(joint_log_likelihood(params, data))
+    return item_log_likelihood(joint_log_likelihood(params, data),
+                               None if gold is None else jnp.asarray(gold))
 
 
 def _flat_draws(fit: AnnotatorFit) -> dict:
@@ -85,15 +96,17 @@ def _flat_draws(fit: AnnotatorFit) -> dict:
 def item_loglik(fit: AnnotatorFit) -> np.ndarray:
     """Each item's log-likelihood under each posterior draw, shape (n_draws, n_items).
 
-    The true class is marginalised and the item's own difficulty draw used (the
-    pointwise log-likelihood of ``az.loo``: one item, all its ratings, left out).
+    The true class is marginalised (taken at its known class for a gold item) and the
+    item's own difficulty draw used (the pointwise log-likelihood of ``az.loo``: one
+    item, all its ratings, left out).
 
     Parameters
     ----------
     fit : AnnotatorFit
         A NUTS fit of :class:`ItemDifficultyModel`, with its annotations.
     """
-    return _per_draw(_item_ll, _flat_draws(fit), _data(fit.annotations))
+    return _per_draw(partial(_item_ll, gold=fit.details.get("gold_index")), _flat_draws(fit),
+                     _data(fit.annotations))
 
 
 def replicate_item_ratings(fit: AnnotatorFit, rng_key: Any) -> np.ndarray:
@@ -213,84 +226,105 @@ class ItemDifficultyModel:
                 "alpha": alpha, "ability_loc": loc, "ability_scale": scale,
                 "sigma_scale": sigma}
 
-    def fit(self, annotations: Annotations, *, method: str = "nuts", num_chains: int = 4,
-            num_warmup: int = 1000, num_samples: int = 1000, seed: Seed = 0,
-            progress_bar: bool = False, rhat_threshold: float = 1.01,
-            chain_method: str = "vectorized") -> AnnotatorFit:
+    def fit(self, annotations: Annotations, *, method: Method | str | None = None,
+            groups: ArrayLike | None = None, gold: dict | None = None,
+            anchor: object = None, seed: Seed = 0, progress: bool = False) -> AnnotatorFit:
         """Sample the posterior with NUTS.
 
         Parameters
         ----------
         annotations : Annotations
-        method : {'nuts'}, default='nuts'
-            Only NUTS: the joint mode of a model with one random effect per item is
-            degenerate (``sigma_difficulty -> 0`` with every difficulty at 0 has unbounded
-            density), so there is no MAP or EM fit to offer.
-        num_chains, num_warmup, num_samples : int, default=4, 1000, 1000
+        method : NUTS object or 'nuts', optional
+            The only engine, with its settings (default ``NUTS()``): the joint mode of a
+            model with one random effect per item is degenerate (``sigma_difficulty -> 0``
+            with every difficulty at 0 has unbounded density), so there is no MAP or EM
+            fit to offer. Its ``rhat_threshold`` judges every site, per-item difficulties
+            included.
+        groups : None
+            Refused: the model has one prevalence for every item.
+        gold : dict, optional
+            Known true classes ``{item id: class label}``: those items enter the
+            likelihood with their class (as in the other models), and their posteriors
+            are clamped.
+        anchor : None
+            Refused: the model names the classes itself (every annotator's accuracy is
+            above chance, so no labelling of the classes mirrors another).
         seed : int or jax key, default=0
-        progress_bar : bool, default=False
-        rhat_threshold : float, default=1.01
-            The status is 'not_converged' when the largest R-hat (every site, per-item
-            difficulties included) exceeds it, a transition diverged, or draws sit in a
-            permuted labelling (see Returns).
-        chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
+        progress : bool, default=False
+            A bar on stderr over the NUTS transitions.
 
         Returns
         -------
         AnnotatorFit
-            ``model='item_difficulty'``; ``item_posterior`` from the full model averaged
-            over draws; ``confusion`` the population-averaged channels (class Notes);
-            ``details``: ``channel`` (what ``confusion`` is), the draws of
-            ``ability_draws`` (D, J), ``difficulty_draws`` (D, n_items),
+            ``model='item_difficulty'``, ``engine`` the NUTS object; ``item_posterior``
+            from the full model averaged over draws; ``confusion`` the population-averaged
+            channels (class Notes); ``details``: ``channel`` (what ``confusion`` is), the
+            draws of ``ability_draws`` (D, J), ``difficulty_draws`` (D, n_items),
             ``mu_ability_draws``, ``sigma_ability_draws``, ``sigma_difficulty_draws``,
             posterior means ``ability`` and ``difficulty``, ``max_rhat``,
-            ``min_ess_bulk``, ``num_divergences``, ``flipped_draws``: the label-switching
-            guard counts draws whose item posteriors match the majority vote better under
-            a permutation of the classes. The model has no relabelling symmetry (every
-            accuracy is above chance), so such draws sit in a poor mode rather than a
-            mirror image: they are not relabelled, and they make the status
-            'not_converged'.
+            ``min_ess_bulk``, ``num_divergences``, ``gold_index`` (each item's known class
+            index, -1 where unknown; None without gold), ``flipped_draws``: the
+            label-switching guard counts draws whose item posteriors match the majority
+            vote (the gold class where known) better under a permutation of the classes.
+            The model has no relabelling symmetry (every accuracy is above chance), so
+            such draws sit in a poor mode rather than a mirror image: they are not
+            relabelled, and they make the status 'not_converged' (as do an R-hat above
+            the threshold and a divergent transition).
         """
-        if method != "nuts":
-            raise ValueError(f"method must be 'nuts', got {method!r}: the joint mode of a "
-                             "model with one random effect per item is degenerate "
-                             "(sigma_difficulty -> 0), so there is no EM or MAP fit")
-        C, W, S = check_sampler_options(num_chains, num_warmup, num_samples, chain_method,
-                                        progress_bar, rhat_threshold)
+        try:
+            nuts = as_method(method, (NUTS,), where=type(self).__name__)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: the joint mode of a model with one random effect per "
+                             "item is degenerate (sigma_difficulty -> 0), so there is no EM "
+                             "or MAP fit") from None
+        progress = check_progress(progress)
+        if groups is not None:
+            raise ValueError("groups= is for GroupedDawidSkene; ItemDifficultyModel has one "
+                             "prevalence for every item")
+        if anchor is not None:
+            raise ValueError("anchor does not apply to ItemDifficultyModel: the model names "
+                             "the classes itself (every accuracy is above chance, so no "
+                             "other labelling of the classes fits as well)")
         check_seed(seed)
-        ann, _, _ = DawidSkene(self.n_classes)._check(annotations, None)
+        ds = DawidSkene(self.n_classes)
+        ann, _, _ = ds._check(annotations, None)
+        gold_idx = ds._gold(ann, gold)
         K, J, n = ann.n_classes, ann.n_annotators, ann.n_items
+        C, W, S = nuts.num_chains, nuts.num_warmup, nuts.num_samples
         from noisycal.models.item_difficulty import item_difficulty, population_confusion
 
         mk = self.model_kwargs(n, J, K)
+        if gold_idx is not None:
+            mk["gold"] = gold_idx
         data = _data(ann)
         vote = np.asarray(ann.majority_vote(tie="lowest"))
+        if gold_idx is not None:
+            vote = np.where(gold_idx >= 0, gold_idx, vote)
         samples, stats = sample_nuts(
             item_difficulty, model_args=(data.item, data.annotator, data.label),
-            model_kwargs=mk, init_params=self._init(ann, vote), num_chains=C, num_warmup=W,
-            num_samples=S, rng_key=as_key(seed), progress_bar=bool(progress_bar),
-            chain_method=chain_method, target_accept_prob=0.8, max_tree_depth=10,
-            dense_mass=False, sample_stats=True)
+            model_kwargs=mk, init_params=self._init(ann, vote), rng_key=as_key(seed),
+            progress_bar=progress, **nuts.sampler(), sample_stats=True)
         flat = {k: v.reshape(C * S, *v.shape[2:]) for k, v in samples.items()}
-        post_d = _per_draw(_posteriors, flat, data)
+        post_d = _per_draw(partial(_posteriors, gold=gold_idx), flat, data)
         flipped = self._flipped(post_d, vote, K)
         with x64():
             conf_d = np.asarray(population_confusion(jnp.asarray(flat["ability"]),
                                                      jnp.asarray(flat["sigma_difficulty"]), K))
         post = post_d.mean(0)
         status, message, diag = self._status(samples, stats, flipped, C, S,
-                                             float(rhat_threshold))
+                                             nuts.rhat_threshold)
         status, message, chan = channel_status(status, message, conf_d.mean(0), ann, post)
         if status not in ("ok", "boundary"):
             cls = ConvergenceWarning if status in ("not_converged", "diagnostics_unavailable") \
                 else IdentifiabilityWarning
             warnings.warn(f"item_difficulty NUTS: {message}", cls, stacklevel=2)
         mean = {k: flat[k].mean(0) for k in ("prevalence", "ability", "difficulty")}
-        loglik = float(np.sum(_per_draw(_item_ll, {k: v[None] for k, v in mean.items()},
-                                        data)))
+        loglik = float(np.sum(_per_draw(partial(_item_ll, gold=gold_idx),
+                                        {k: v[None] for k, v in mean.items()}, data)))
         details = {"chains": C, **diag, "flipped_draws": int(flipped.sum()),
                    "relabelled_chains": [], "groups": 1,
-                   "group_index": np.zeros(n, np.int64), "gold": False, "channels": chan,
+                   "group_index": np.zeros(n, np.int64), "gold": gold_idx is not None,
+                   "gold_index": gold_idx, "channels": chan,
                    "channel": "population-averaged: one-coin with accuracy 1/K + "
                               "(1 - 1/K) E_d[logistic(ability_j - d)], "
                               "d ~ N(0, sigma_difficulty)",
@@ -307,7 +341,7 @@ class ItemDifficultyModel:
                             flat["prevalence"].mean(0)[None], conf_d.mean(0), post, loglik,
                             (K - 1) + J + n + 3, status, message, status == "ok", W + S,
                             {"prevalence": flat["prevalence"][:, None], "confusion": conf_d},
-                            details, annotations=ann)
+                            details, annotations=ann, engine=nuts)
 
     @staticmethod
     def _init(ann: Annotations, vote: np.ndarray) -> dict:

@@ -2,7 +2,9 @@
 
 :class:`DirichletSoftLabels` fits the Dirichlet-multinomial model of
 ``noisycal.models.soft_labels`` to annotator vote counts and a classifier's
-predictions, by maximum likelihood, MAP or NUTS, and returns a :class:`SoftLabelFit`.
+predictions, by maximum likelihood, MAP or NUTS (the engine objects
+:class:`~noisycal.engines.MLE`, :class:`~noisycal.engines.MAP` and
+:class:`~noisycal.engines.NUTS`), and returns a :class:`SoftLabelFit`.
 """
 
 from __future__ import annotations
@@ -15,21 +17,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
+from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
-from .._util.validation import check_array, check_choice, check_int, check_seed, predictions
+from .._util.validation import check_array, check_int, check_seed, predictions
+from ..engines.identification import WEAK_THRESHOLD
+from ..engines.methods import MAP, MLE, NUTS, Method, as_method
 
 __all__ = ["DirichletSoftLabels", "SoftLabelFit"]
-
-_MAP_OPTIONS = ("max_iter", "tol", "init_params", "hessian")
-_ENGINE_OPTIONS = {
-    "mle": _MAP_OPTIONS,
-    "map": _MAP_OPTIONS + ("jacobian",),
-    "nuts": (
-        "num_chains", "num_warmup", "num_samples", "progress_bar", "init_params",
-        "chain_method", "target_accept_prob", "max_tree_depth", "dense_mass",
-        "rhat_threshold",
-    ),
-}
 
 
 def _log_predictions(probs: ArrayLike | None, logits: ArrayLike | None) -> tuple[np.ndarray, bool]:
@@ -108,6 +102,10 @@ class SoftLabelFit:
         The prior scale of the model that was fitted.
     engine_result : MLEResult or NUTSResult
         The engine's full result (covariance, diagnostics, samples).
+    engine : MLE, MAP or NUTS
+        The engine option object the fit ran, so that
+        ``DirichletSoftLabels().fit(..., method=fit.engine)`` refits with the same
+        settings.
     """
 
     W: np.ndarray
@@ -123,6 +121,7 @@ class SoftLabelFit:
     n_classes: int
     prior_scale: float
     engine_result: Any = field(repr=False)
+    engine: Any = field(default=None, repr=False)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -343,6 +342,8 @@ class DirichletSoftLabels:
     >>> probs = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]] * 20)
     >>> counts = np.array([[6, 3, 1], [2, 6, 2], [1, 1, 8]] * 20)
     >>> fit = DirichletSoftLabels().fit(probs=probs, counts=counts, method="map")
+    >>> fit.engine
+    MAP()
     >>> fit.predict_proba(probs=probs).shape
     (60, 3)
 
@@ -376,16 +377,10 @@ class DirichletSoftLabels:
     def __repr__(self) -> str:
         return f"DirichletSoftLabels(prior_scale={self.prior_scale:g})"
 
-    def fit(
-        self,
-        *,
-        logits: ArrayLike | None = None,
-        probs: ArrayLike | None = None,
-        counts: ArrayLike,
-        method: str = "mle",
-        seed: Seed = 0,
-        **options: Any,
-    ) -> SoftLabelFit:
+    def fit(self, *, logits: ArrayLike | None = None, probs: ArrayLike | None = None,
+            counts: ArrayLike, method: Method | str | None = None,
+            init_params: dict | None = None, seed: Seed = 0,
+            progress: bool = False) -> SoftLabelFit:
         """Fit the calibration map and concentration.
 
         Parameters
@@ -401,37 +396,44 @@ class DirichletSoftLabels:
             information about the overdispersion ``kappa``; a target (``targets.soft``)
             holds only the normalised shares and would lose it. ``probs=``/``logits=`` are
             the classifier's predictions, as everywhere.
-        method : {'mle', 'map', 'nuts'}, default='mle'
-            Maximum likelihood, posterior mode, or NUTS posterior sampling.
+        method : MLE, MAP or NUTS object, or {'mle', 'map', 'nuts'}, optional
+            The engine and its settings (:mod:`noisycal.engines.methods`): maximum
+            likelihood (default ``MLE()``; its ``weak_threshold`` does not apply), the
+            posterior mode under the Normal priors (:class:`~noisycal.engines.MAP`, with
+            ``jacobian`` and ``hessian``), or NUTS posterior sampling (every
+            :class:`~noisycal.engines.NUTS` field reaches the sampler,
+            :func:`noisycal.engines.density.nuts.run_nuts`).
+        init_params : dict, optional
+            Starting values by site name (constrained scale): the optimiser's start, or
+            every chain's (:func:`noisycal.engines.density.mle.fit_map`,
+            :func:`~noisycal.engines.density.nuts.run_nuts`).
         seed : int or jax key, default=0
             Randomness of the engine (NUTS draws; initialisation).
-        **options
-            Engine options. ``'mle'``/``'map'``: ``max_iter``, ``tol``, ``init_params``,
-            ``hessian`` (and ``jacobian`` for ``'map'``), see
-            :func:`noisycal.engines.density.mle.fit_map`. ``'nuts'``: ``num_chains``,
-            ``num_warmup``, ``num_samples``, ``progress_bar``, ``init_params``,
-            ``chain_method``, ``target_accept_prob``, ``max_tree_depth``, ``dense_mass``,
-            ``rhat_threshold``, see :func:`noisycal.engines.density.nuts.run_nuts`.
+        progress : bool, default=False
+            A bar on stderr: L-BFGS iterations, or NUTS transitions.
 
         Returns
         -------
         SoftLabelFit
+            ``method`` the engine's name, ``engine`` the object.
 
         Raises
         ------
         ValueError
-            On invalid predictions or counts, an unknown method, or an option the method
-            does not take.
+            On invalid predictions or counts, an engine the model does not offer, a
+            ``prior_scale`` other than 1 with MLE (which has no prior), or an MLE
+            ``weak_threshold`` (this model has no identification check).
         """
         # (over 80 lines only because of the numpydoc docstring above; the body is short)
-        method = check_choice(method, "method", tuple(_ENGINE_OPTIONS))
-        unknown = sorted(set(options) - set(_ENGINE_OPTIONS[method]))
-        if unknown:
-            raise ValueError(f"unknown option(s) {unknown} for method={method!r}; allowed: "
-                             f"{list(_ENGINE_OPTIONS[method])}")
-        if method == "mle" and self.prior_scale != 1.0:
-            raise ValueError(f"prior_scale={self.prior_scale:g} applies only to method='map' "
-                             "or 'nuts' (a maximum likelihood fit has no prior)")
+        engine = as_method(method, (MLE, MAP, NUTS), where="DirichletSoftLabels")
+        progress = check_progress(progress)
+        if isinstance(engine, MLE):
+            if self.prior_scale != 1.0:
+                raise ValueError(f"prior_scale={self.prior_scale:g} applies only to the MAP "
+                                 "or NUTS engine (a maximum likelihood fit has no prior)")
+            if engine.weak_threshold != WEAK_THRESHOLD:
+                raise ValueError("weak_threshold does not apply to DirichletSoftLabels: it "
+                                 "has no identification check")
         log_p, _ = _log_predictions(probs, logits)
         n_items, n_classes = log_p.shape
         c = _check_counts(counts, n_items, n_classes)
@@ -439,26 +441,31 @@ class DirichletSoftLabels:
         from noisycal.models.soft_labels import dirichlet_soft_labels
 
         model_kwargs = {"prior_scale": self.prior_scale}
-        if method in ("mle", "map"):
+        if isinstance(engine, MLE | MAP):
             from ..engines.density.mle import fit_map
 
             res = fit_map(dirichlet_soft_labels, model_args=(log_p, c),
-                          model_kwargs=model_kwargs, seed=seed, prior=method == "map",
-                          **options)
+                          model_kwargs=model_kwargs, init_params=init_params, seed=seed,
+                          max_iter=engine.max_iter, tol=engine.tol,
+                          prior=isinstance(engine, MAP),
+                          jacobian=getattr(engine, "jacobian", False),
+                          hessian=engine.hessian, progress=progress)
             W = np.asarray(res.params["W"])
             b = np.asarray(res.params["b"])
             kappa = float(res.params["kappa"])
             std_errors = {k: np.asarray(res.std_errors[k]) for k in ("W", "b", "kappa")}
             return SoftLabelFit(
                 W=W, b=b, kappa=kappa, draws=None, std_errors=std_errors, loglik=res.loglik,
-                status=res.status, message=res.message, method=method, n_items=n_items,
+                status=res.status, message=res.message, method=engine.name, n_items=n_items,
                 n_classes=n_classes, prior_scale=self.prior_scale, engine_result=res,
+                engine=engine,
             )
 
         from ..engines.density.nuts import run_nuts
 
         res = run_nuts(dirichlet_soft_labels, model_args=(log_p, c), model_kwargs=model_kwargs,
-                       seed=seed, **options)
+                       seed=seed, progress_bar=progress, init_params=init_params,
+                       rhat_threshold=engine.rhat_threshold, **engine.sampler())
         flat = res.flat_samples()
         draws = {k: np.asarray(flat[k]) for k in ("W", "b", "kappa")}
         W, b = draws["W"].mean(axis=0), draws["b"].mean(axis=0)
@@ -467,8 +474,8 @@ class DirichletSoftLabels:
         return SoftLabelFit(
             W=W, b=b, kappa=kappa, draws=draws, std_errors=std_errors,
             loglik=_loglik(W, b, kappa, log_p, c), status=res.status, message=res.message,
-            method=method, n_items=n_items, n_classes=n_classes,
-            prior_scale=self.prior_scale, engine_result=res,
+            method=engine.name, n_items=n_items, n_classes=n_classes,
+            prior_scale=self.prior_scale, engine_result=res, engine=engine,
         )
 
 

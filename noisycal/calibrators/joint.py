@@ -18,6 +18,7 @@ from .._util.types import ArrayLike, Seed
 from .._util.validation import check_choice, check_int, check_n_bins, check_real, check_seed
 from ..annotations.core import Annotations
 from ..annotators import DawidSkene, GroupedDawidSkene
+from ..engines.methods import EM
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning, NoisycalWarning
 from ..metrics.binned.bins import equal_width_bins
 from ._base import check_alignment, check_unit_scores
@@ -93,7 +94,9 @@ class JointMap(_BinnedMap):
         How the latent class is named: annotator ``anchor`` has a positive gap
         ``b_j - a_j > 0``, or the latent classes are matched to the majority vote.
     anchor : int, default=0
-        Position of the anchor annotator in ``annotations.annotators``.
+        Position of the anchor annotator in ``annotations.annotators``; with
+        ``orientation='vote'`` it must stay 0 (the starts are then screened by the first
+        annotator's gap).
 
     Attributes
     ----------
@@ -240,9 +243,16 @@ class JointMap(_BinnedMap):
 
     def _fit_em(self, ann: Annotations, bins: np.ndarray, n_nonempty: int) -> object:
         """The grouped (or, with one non-empty bin, marginal) shared-channel EM fit."""
-        kwargs = dict(method="em", n_starts=self.n_starts, max_iter=self.max_iter,
-                      tol=self.tol, seed=self.seed, orientation=self.orientation,
-                      anchor=self.anchor, screen_gaps=True)
+        anchor = check_int(self.anchor, "anchor", minimum=0)
+        if anchor >= ann.n_annotators:
+            raise ValueError(f"anchor must index an annotator (0..{ann.n_annotators - 1}), "
+                             f"got {anchor}")
+        if self.orientation == "vote" and anchor != 0:
+            raise ValueError("anchor applies only with orientation='anchor' (with 'vote' the "
+                             f"starts are screened by the first annotator's gap), got {anchor}")
+        kwargs = dict(method=EM(n_starts=self.n_starts, max_iter=self.max_iter, tol=self.tol,
+                                screen_gaps=True), seed=self.seed,
+                      anchor=ann.annotators[anchor] if self.orientation == "anchor" else None)
         # The engine warns about a rejected fit itself; collect its warnings and report the
         # status once, from fit, pointing at the caller.
         with warnings.catch_warnings(record=True) as caught:

@@ -14,7 +14,9 @@
   :mod:`~noisycal.engines.density.dawid_skene` drives both for the Dawid–Skene family.
 - :mod:`~noisycal.engines.moments` (Hui–Walter moments and inverse, the three-annotator
   moment estimator) and :mod:`~noisycal.engines.gmm` (the constrained grouped GMM, J test).
-- :mod:`~noisycal.engines.methods` (which fit argument belongs to which method) and
+- :mod:`~noisycal.engines.methods` (the engines as option objects: :class:`EM`, :class:`MLE`,
+  :class:`MAP`, :class:`NUTS`, :class:`Moments`, :class:`GMM`, taken by every model's
+  ``fit(method=...)``) and
   :mod:`~noisycal.engines.results` (the fit result type, :class:`AnnotatorFit`; its
   statuses in :mod:`~noisycal.engines.status`, its printable summary in
   :mod:`~noisycal.engines.summary`).
@@ -28,10 +30,10 @@ from .._util.lazy import attach
 if TYPE_CHECKING:
     from .density.mle import MLEResult, fit_map
     from .density.nuts import NUTSResult, convergence_status, run_nuts
-    from .methods import EM, MLE, NUTS
+    from .methods import EM, GMM, MAP, MLE, NUTS, Moments
     from .results import AnnotatorFit
 
-__all__ = ["EM", "MLE", "NUTS", "AnnotatorFit", "MLEResult", "fit_map", "NUTSResult", "run_nuts",
-           "convergence_status"]
+__all__ = ["EM", "MLE", "MAP", "NUTS", "Moments", "GMM", "AnnotatorFit", "MLEResult",
+           "fit_map", "NUTSResult", "run_nuts", "convergence_status"]
 
 __getattr__, __dir__ = attach(__name__, __file__)

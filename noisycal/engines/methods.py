@@ -1,16 +1,20 @@
-"""Inference engines as option objects: :class:`EM`, :class:`MLE` and :class:`NUTS`.
+"""Inference engines as option objects, each holding and checking its own settings.
 
 Every annotator model's ``fit(annotations, *, method=...)`` takes one of these objects, or
 a string naming one with its defaults (``method="nuts"`` is ``NUTS()``); each object
 checks its own fields when it is made, so a setting of one engine cannot reach another.
-A model that has no such engine refuses it by name (:func:`as_method`).
+A model that has no such engine refuses it by name (:func:`as_method`). The fit keeps the
+object it ran (``fit.engine``), so ``model.fit(other, method=fit.engine)`` refits with the
+same settings.
 
-(Transition: :func:`method_options` still reads the old keyword arguments of
-``DawidSkene.fit``.)
-
-``DawidSkene.fit`` takes the arguments of three engines; :func:`method_options` rejects
-the ones that do not apply to the chosen method (a ``ValueError`` naming them) and fills
-in and validates the ones that do.
+- :class:`EM`: multi-start EM or MAP-EM (the Dawid–Skene family).
+- :class:`MLE`: gradient maximum likelihood (MAP where the model object has priors) on the
+  NumPyro log density.
+- :class:`MAP`: the posterior mode under the model's priors, for the models whose priors
+  are always on (:class:`~noisycal.annotators.DirichletSoftLabels`).
+- :class:`NUTS`: the No-U-Turn sampler.
+- :class:`Moments` and :class:`GMM`: Hui–Walter's closed-form method of moments and the
+  constrained grouped GMM (:class:`~noisycal.annotators.HuiWalter`).
 """
 
 from __future__ import annotations
@@ -21,135 +25,27 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._util.jax import check_devices
-from .._util.progress import check_progress
 from .._util.validation import check_choice, check_int, check_real
 from .density.nuts import check_sampler_options
+from .gmm import check_open_unit
 from .identification import WEAK_THRESHOLD, check_weak_threshold
 
-__all__ = ["EM", "MLE", "NUTS", "Method", "as_method", "EM_INITS", "CHAIN_METHODS",
-           "EM_DEFAULTS", "ITER_DEFAULTS", "NUTS_DEFAULTS", "check_anchor", "method_options"]
-
-#: EM-only arguments of ``fit`` and their defaults.
-EM_DEFAULTS = {"init": "mixed", "n_starts": 10, "n_boot": 0, "screen_gaps": False,
-               "devices": None}
-#: Arguments of EM and gradient MLE (defaults by method).
-ITER_DEFAULTS = {"em": {"max_iter": 1000, "tol": 1e-8, "weak_threshold": WEAK_THRESHOLD},
-                 "mle": {"max_iter": 1000, "tol": 1e-9, "weak_threshold": WEAK_THRESHOLD}}
-#: NUTS-only arguments of ``fit`` and their defaults.
-NUTS_DEFAULTS = {"num_chains": 4, "num_warmup": 1000, "num_samples": 1000,
-                 "progress_bar": True, "rhat_threshold": 1.01, "chain_method": "vectorized"}
+__all__ = ["EM", "MLE", "MAP", "NUTS", "Moments", "GMM", "Method", "as_method", "EM_INITS",
+           "CHAIN_METHODS", "GMM_WEIGHTS"]
 
 
-def method_options(method: str, given: dict[str, Any]) -> dict[str, Any]:
-    """Reject the arguments of other methods, fill in and validate this method's.
-
-    Parameters
-    ----------
-    method : {'em', 'mle', 'nuts'}
-    given : dict
-        Every method-specific argument of ``fit`` by name, ``None`` when not given, and
-        optionally ``progress`` (every method): EM gets it as ``progress``, NUTS as the
-        default of ``progress_bar``; MLE shows no bar.
-
-    Returns
-    -------
-    dict
-        This method's arguments, defaults filled in, validated.
-
-    Raises
-    ------
-    ValueError
-        Naming an argument given for a method it does not apply to, or a bad value.
-
-    Examples
-    --------
-    >>> method_options("mle", {"n_starts": None, "max_iter": 50, "tol": None,
-    ...                        "weak_threshold": None})
-    {'max_iter': 50, 'tol': 1e-09, 'weak_threshold': 0.005}
-    """
-    given = dict(given)
-    progress = given.pop("progress", None)
-    progress = check_progress(False if progress is None else progress)
-    if method == "nuts" and given.get("progress_bar") is None:
-        given["progress_bar"] = progress
-    owners = {**{k: "'em'" for k in EM_DEFAULTS},
-              **{k: "'em' or 'mle'" for k in ITER_DEFAULTS["em"]},
-              **{k: "'nuts'" for k in NUTS_DEFAULTS}}
-    allowed = {"em": {**EM_DEFAULTS, **ITER_DEFAULTS["em"]}, "mle": ITER_DEFAULTS["mle"],
-               "nuts": NUTS_DEFAULTS}[method]
-    for name, value in given.items():
-        if value is not None and name not in allowed:
-            raise ValueError(f"{name} applies to method={owners[name]} only; it has no "
-                             f"effect with method={method!r}")
-    opts = {k: (d if given[k] is None else given[k]) for k, d in allowed.items()}
-    if "max_iter" in opts:
-        opts["max_iter"] = check_int(opts["max_iter"], "max_iter", minimum=1)
-        opts["tol"] = check_real(opts["tol"], "tol", minimum=0.0, strict=True)
-        opts["weak_threshold"] = check_weak_threshold(opts["weak_threshold"])
-    if method == "em":
-        check_choice(opts["init"], "init", ("mixed", "soft_vote", "moments"))
-        opts["n_starts"] = check_int(opts["n_starts"], "n_starts", minimum=1)
-        opts["n_boot"] = check_int(opts["n_boot"], "n_boot", minimum=0)
-        if not isinstance(opts["screen_gaps"], bool | np.bool_):
-            raise ValueError("screen_gaps must be True or False, got "
-                             f"{opts['screen_gaps']!r}")
-        opts["screen_gaps"] = bool(opts["screen_gaps"])
-        opts["devices"] = check_devices(opts["devices"])
-        opts["progress"] = progress
-    if method == "nuts":
-        c, w, s = check_sampler_options(
-            opts["num_chains"], opts["num_warmup"], opts["num_samples"],
-            opts["chain_method"], opts["progress_bar"], opts["rhat_threshold"],
-            min_warmup=1)
-        opts.update(num_chains=c, num_warmup=w, num_samples=s)
-    return opts
-
-
-def check_anchor(orientation: str, anchor: object, opts: dict, K: int, J: int) -> int:
-    """The anchor annotator where it is used (else ``anchor`` must not be given).
-
-    Parameters
-    ----------
-    orientation : {'vote', 'anchor'}
-        How latent classes are named.
-    anchor : object
-        The ``anchor`` argument of ``fit`` (None when not given).
-    opts : dict
-        The method's options (:func:`method_options`); ``init`` and ``screen_gaps``
-        decide whether an anchor is used.
-    K, J : int
-        Classes and annotators.
-
-    Returns
-    -------
-    int
-        The anchor's index (0 where no anchor is used).
-    """
-    check_choice(orientation, "orientation", ("vote", "anchor"))
-    init, screen = opts.get("init"), opts.get("screen_gaps", False)
-    if orientation == "anchor" and K != 2:
-        raise ValueError(f"orientation='anchor' is defined for two classes, got {K}")
-    if init == "moments" and (K != 2 or J < 3):
-        raise ValueError("init='moments' needs two classes and at least 3 annotators, "
-                         f"got {K} classes and {J} annotators")
-    if screen and K != 2:
-        raise ValueError("screen_gaps=True is the binary acceptance rule; it needs "
-                         f"two classes, got {K}")
-    if not (orientation == "anchor" or init == "moments" or screen):
-        if anchor is not None:
-            raise ValueError("anchor applies only with orientation='anchor', "
-                             "init='moments' or screen_gaps=True")
-        return 0
-    anchor = check_int(0 if anchor is None else anchor, "anchor", minimum=0)
-    if anchor >= J:
-        raise ValueError(f"anchor must index an annotator (0..{J - 1}), got {anchor}")
-    return anchor
+def _check_flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 #: How EM starts (see :class:`EM`).
 EM_INITS = ("mixed", "soft_vote", "moments")
 #: How NUTS runs several chains.
 CHAIN_METHODS = ("vectorized", "sequential", "parallel")
+#: The weight matrices of :class:`GMM`.
+GMM_WEIGHTS = ("identity", "efficient")
 
 
 class Method:
@@ -165,6 +61,21 @@ class Method:
         shown = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)  # type: ignore
                  if getattr(self, f.name) != f.default]
         return f"{type(self).__name__}({', '.join(shown)})"
+
+    def changed(self) -> list[str]:
+        """The names of the fields that differ from their defaults.
+
+        Returns
+        -------
+        list of str
+
+        Examples
+        --------
+        >>> EM(n_starts=3).changed()
+        ['n_starts']
+        """
+        return [f.name for f in fields(self)  # type: ignore[arg-type]
+                if getattr(self, f.name) != f.default]
 
 
 @dataclass(frozen=True, repr=False)
@@ -182,8 +93,10 @@ class EM(Method):
         Skene's own start); 'mixed': the soft vote first, then random diagonal-dominant
         channels (rows ~ Dirichlet(1 + 4 e_k)); 'moments' (two classes, at least 3
         annotators): the closed-form triple-moment estimate of "Noisy-Label Calibration
-        with Multiple Unreliable Labels" (Proposition D.2) first, then the soft vote, then
-        random starts.
+        with Multiple Unreliable Labels" (Proposition D.2, anchored on the fit's
+        ``anchor`` annotator, else the first) first, then the soft vote, then random
+        starts; when the moment solution does not exist it is left out and
+        ``details['moment_start']`` says why.
     n_starts : int, default=10
         Starts (at least 1).
     max_iter : int, default=1000
@@ -191,16 +104,24 @@ class EM(Method):
     tol : float, default=1e-8
         EM stops when the mean log-likelihood per item changes by less than ``tol``.
     n_boot : int, default=0
-        Bootstrap refits over items for ``conf_int`` (0: none; the intervals then come
-        from the observed information).
+        Bootstrap refits over items (started from the fit), stored as ``draws`` for
+        ``conf_int`` (0: none; ``fit.bootstrap_draws`` computes them on demand).
     screen_gaps : bool, default=False
-        Two classes: choose among the starts that pass the binary acceptance rule of the
-        gaps ``b_j - a_j``.
+        Two classes: the acceptance rule of "Noisy-Label Calibration with Multiple
+        Unreliable Labels": orient every start by the anchor annotator's gap (the fit's
+        ``anchor``, else the first annotator) and choose the largest likelihood among
+        the starts whose every gap exceeds 1e-4; when no start passes, the best start is
+        returned with status 'small_gap'. ``details['screened_starts']`` records which
+        starts passed.
     weak_threshold : float, default=0.005
-        The status is 'weakly_identified' when the relative information of the fit is
-        below it (:mod:`noisycal.engines.identification`).
+        The status is 'weakly_identified' when the relative information of the fit
+        (observed over complete-data information, smallest eigenvalue) is below it;
+        ``details['identification']`` holds the numbers
+        (:mod:`noisycal.engines.identification`).
     devices : int or sequence of jax devices, optional
-        Shard the rating patterns over these devices.
+        Shard the rating patterns over these devices (or the first ``devices`` of
+        ``jax.devices()``); the same fit up to the order of sums. Bootstrap refits use
+        one device.
 
     Examples
     --------
@@ -225,9 +146,7 @@ class EM(Method):
         self._set("max_iter", check_int(self.max_iter, "max_iter", minimum=1))
         self._set("tol", check_real(self.tol, "tol", minimum=0.0, strict=True))
         self._set("n_boot", check_int(self.n_boot, "n_boot", minimum=0))
-        if not isinstance(self.screen_gaps, bool | np.bool_):
-            raise ValueError(f"screen_gaps must be True or False, got {self.screen_gaps!r}")
-        self._set("screen_gaps", bool(self.screen_gaps))
+        self._set("screen_gaps", _check_flag(self.screen_gaps, "screen_gaps"))
         self._set("weak_threshold", check_weak_threshold(self.weak_threshold))
         self._set("devices", check_devices(self.devices))
 
@@ -236,17 +155,23 @@ class EM(Method):
 class MLE(Method):
     """Gradient maximum likelihood (or MAP with the model's priors) on the NumPyro log density.
 
-    L-BFGS on the model's unconstrained parameters (:mod:`noisycal.engines.density.mle`); a
-    cross-check of EM, and the point fit of models without a closed-form M-step.
+    L-BFGS on the model's unconstrained parameters (:func:`noisycal.engines.density.mle.fit_map`);
+    a cross-check of EM, and the point fit of models without a closed-form M-step. With
+    the Dawid–Skene family it is MAP when the model object has priors (``alpha`` or
+    ``beta``); :class:`~noisycal.annotators.DirichletSoftLabels`, whose prior is always
+    set, takes :class:`MAP` for its posterior mode.
 
     Parameters
     ----------
     max_iter : int, default=1000
         L-BFGS iterations.
     tol : float, default=1e-9
-        Gradient tolerance.
+        Relative tolerance on the objective.
     weak_threshold : float, default=0.005
-        As in :class:`EM`.
+        As in :class:`EM` (models with an identification check).
+    hessian : bool, default=True
+        Compute the Hessian at the optimum (standard errors, and the Newton-decrement
+        acceptance of an optimum L-BFGS stopped short of).
 
     Examples
     --------
@@ -259,16 +184,64 @@ class MLE(Method):
     max_iter: int = 1000
     tol: float = 1e-9
     weak_threshold: float = WEAK_THRESHOLD
+    hessian: bool = True
 
     def __post_init__(self) -> None:
         self._set("max_iter", check_int(self.max_iter, "max_iter", minimum=1))
         self._set("tol", check_real(self.tol, "tol", minimum=0.0, strict=True))
         self._set("weak_threshold", check_weak_threshold(self.weak_threshold))
+        self._set("hessian", _check_flag(self.hessian, "hessian"))
+
+
+@dataclass(frozen=True, repr=False)
+class MAP(Method):
+    """The posterior mode under the model's priors, by L-BFGS on the NumPyro log density.
+
+    The same optimiser as :class:`MLE` (:func:`noisycal.engines.density.mle.fit_map` with
+    ``prior=True``), for a model whose priors are part of its definition
+    (:class:`~noisycal.annotators.DirichletSoftLabels`' ``prior_scale``); its own object,
+    not an option of :class:`MLE`, so that a fit says which estimate it is
+    (``fit.method == 'map'``).
+
+    Parameters
+    ----------
+    max_iter : int, default=1000
+        L-BFGS iterations.
+    tol : float, default=1e-9
+        Relative tolerance on the objective.
+    jacobian : bool, default=False
+        Add the log Jacobian of the unconstrained-to-constrained map: the mode of the
+        posterior density of the unconstrained parameters (what NUTS explores) instead of
+        the usual mode on the constrained scale.
+    hessian : bool, default=True
+        As in :class:`MLE`.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> nc.engines.MAP(jacobian=True)
+    MAP(jacobian=True)
+    """
+
+    name: ClassVar[str] = "map"
+    max_iter: int = 1000
+    tol: float = 1e-9
+    jacobian: bool = False
+    hessian: bool = True
+
+    def __post_init__(self) -> None:
+        self._set("max_iter", check_int(self.max_iter, "max_iter", minimum=1))
+        self._set("tol", check_real(self.tol, "tol", minimum=0.0, strict=True))
+        self._set("jacobian", _check_flag(self.jacobian, "jacobian"))
+        self._set("hessian", _check_flag(self.hessian, "hessian"))
 
 
 @dataclass(frozen=True, repr=False)
 class NUTS(Method):
     """The No-U-Turn sampler on the model's NumPyro log density (float64).
+
+    Every field reaches the sampler of every model
+    (:func:`noisycal.engines.density.nuts.sample_nuts`).
 
     Parameters
     ----------
@@ -285,10 +258,13 @@ class NUTS(Method):
     dense_mass : bool, default=False
         Adapt a dense mass matrix instead of a diagonal one.
     chain_method : {'vectorized', 'sequential', 'parallel'}, default='vectorized'
-        How the chains run.
+        How the chains run: 'vectorized' compiles the sampler once for all chains
+        (measured fastest on CPU for these small models); 'parallel' needs one JAX
+        device per chain.
     rhat_threshold : float, default=1.01
         The fit's status is 'not_converged' when the largest R-hat exceeds it (or a
-        transition diverged).
+        transition diverged); 'diagnostics_unavailable' without R-hat (one chain, fewer
+        than 4 draws per chain).
 
     Examples
     --------
@@ -320,13 +296,111 @@ class NUTS(Method):
         self._set("target_accept_prob", float(p))
         self._set("max_tree_depth", check_int(self.max_tree_depth, "max_tree_depth",
                                               minimum=1))
-        if not isinstance(self.dense_mass, bool | np.bool_):
-            raise ValueError(f"dense_mass must be True or False, got {self.dense_mass!r}")
-        self._set("dense_mass", bool(self.dense_mass))
+        self._set("dense_mass", _check_flag(self.dense_mass, "dense_mass"))
         self._set("rhat_threshold", float(self.rhat_threshold))
 
+    def sampler(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`noisycal.engines.density.nuts.sample_nuts` this
+        object sets (every field but ``rhat_threshold``, which judges the draws).
 
-_SHORTHANDS: dict[str, type[Method]] = {cls.name: cls for cls in (EM, MLE, NUTS)}
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> sorted(NUTS().sampler())  # doctest: +NORMALIZE_WHITESPACE
+        ['chain_method', 'dense_mass', 'max_tree_depth', 'num_chains', 'num_samples',
+         'num_warmup', 'target_accept_prob']
+        """
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "rhat_threshold"}
+
+
+@dataclass(frozen=True, repr=False)
+class Moments(Method):
+    """Hui–Walter's closed-form method of moments: two annotators, two groups.
+
+    Inverts the six group moments (Hui & Walter, 1980; Eqs. 13, D.3 and D.5 of
+    "Noisy-Label Calibration with Multiple Unreliable Labels",
+    :func:`noisycal.engines.moments.hui_walter_inverse`); an infeasible inverse is a
+    status, never numbers that look fine.
+
+    Parameters
+    ----------
+    weak_threshold : float, default=0.005
+        The status is 'weakly_identified' when the relative information (the inverse GMM
+        sandwich covariance from the moment Jacobian over the complete-data information,
+        smallest eigenvalue) is below it.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> nc.engines.Moments()
+    Moments()
+    """
+
+    name: ClassVar[str] = "mom"
+    weak_threshold: float = WEAK_THRESHOLD
+
+    def __post_init__(self) -> None:
+        self._set("weak_threshold", check_weak_threshold(self.weak_threshold))
+
+
+@dataclass(frozen=True, repr=False)
+class GMM(Method):
+    """The constrained grouped GMM of Hui–Walter on L >= 2 ordered score groups.
+
+    Definition D.1 of "Noisy-Label Calibration with Multiple Unreliable Labels": a
+    quadratic form in the 3L group moments minimised over a compact constraint set by
+    SLSQP from a closed-form start and ``n_starts`` seeded random starts
+    (:func:`noisycal.engines.gmm.two_step_gmm`).
+
+    Parameters
+    ----------
+    weight : {'identity', 'efficient'}, default='identity'
+        The identity weight, or the two-step weight: a first step with the identity, then
+        the inverse of the estimated covariance of the moment vector (block diagonal over
+        groups, a small ridge where a block is singular). With it the objective at the
+        estimate is Hansen's J statistic, asymptotically chi-squared with 2L - 4 degrees
+        of freedom at an interior point.
+    min_gap : float, default=1e-4
+        Lower bound on each gap b_j - a_j; in (0, 1).
+    min_separation : float, default=1e-5
+        Lower bound on mu_L - mu_1; in (0, 1).
+    n_starts : int, default=5
+        Seeded random starts besides the closed-form start (the fit's ``seed``).
+    max_iter : int, default=500
+        SLSQP iterations per start.
+    weak_threshold : float, default=0.005
+        As in :class:`Moments`.
+
+    Examples
+    --------
+    >>> import noisycal as nc
+    >>> nc.engines.GMM(weight="efficient", n_starts=3)
+    GMM(weight='efficient', n_starts=3)
+    """
+
+    name: ClassVar[str] = "gmm"
+    weight: str = "identity"
+    min_gap: float = 1e-4
+    min_separation: float = 1e-5
+    n_starts: int = 5
+    max_iter: int = 500
+    weak_threshold: float = WEAK_THRESHOLD
+
+    def __post_init__(self) -> None:
+        check_choice(self.weight, "weight", GMM_WEIGHTS)
+        self._set("min_gap", check_open_unit(self.min_gap, "min_gap"))
+        self._set("min_separation", check_open_unit(self.min_separation, "min_separation"))
+        self._set("n_starts", check_int(self.n_starts, "n_starts", minimum=1))
+        self._set("max_iter", check_int(self.max_iter, "max_iter", minimum=1))
+        self._set("weak_threshold", check_weak_threshold(self.weak_threshold))
+
+
+_SHORTHANDS: dict[str, type[Method]] = {cls.name: cls for cls in (EM, MLE, MAP, NUTS, Moments,
+                                                                    GMM)}
 
 
 def as_method(method: object, offered: tuple[type[Method], ...], *, where: str) -> Method:
@@ -335,8 +409,8 @@ def as_method(method: object, offered: tuple[type[Method], ...], *, where: str) 
     Parameters
     ----------
     method : Method or str or None
-        An option object, or a string naming one with its defaults ('em', 'mle',
-        'nuts'); None: the model's first offered engine with its defaults.
+        An option object, or a string naming one with its defaults ('em', 'mle', 'map',
+        'nuts', 'mom', 'gmm'); None: the model's first offered engine with its defaults.
     offered : tuple of Method classes
         The engines the model offers, its default first.
     where : str
@@ -372,6 +446,7 @@ def as_method(method: object, offered: tuple[type[Method], ...], *, where: str) 
     if not isinstance(method, Method):
         raise ValueError(f"method must be one of {names} or an engine object of "
                          f"noisycal.engines, got {type(method).__name__}")
-    if not isinstance(method, offered):
-        raise ValueError(f"{where} has no {type(method).__name__} engine; it offers {names}")
+    if type(method) not in offered:
+        raise ValueError(f"{where} has no {type(method).__name__} engine (method={method!r}); "
+                         f"it offers {names}")
     return method

@@ -109,6 +109,9 @@ class AnnotatorFit:
     annotations : Annotations or None
         The ratings the model was fitted on (for a grouped fit with channels per group,
         the ``"<annotator>|<group>"`` ratings), shared by copies and pickled with the fit.
+    engine : Method or None
+        The engine option object the fit ran (:mod:`noisycal.engines.methods`), so that
+        ``model.fit(annotations, method=fit.engine)`` refits with the same settings.
 
     Notes
     -----
@@ -137,6 +140,7 @@ class AnnotatorFit:
     bootstrap_refits: Callable[..., tuple[dict, dict]] | None = field(
         default=None, repr=False, compare=False)
     annotations: Any = field(default=None, repr=False, compare=False)
+    engine: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
@@ -172,8 +176,8 @@ class AnnotatorFit:
     def bootstrap_draws(self, n_boot: int = 1000, *, seed: Seed = 0) -> Mapping[str, Any]:
         """Bootstrap refits over items of an EM fit, computed on demand (and cached).
 
-        The same refits as ``fit(..., n_boot=n_boot)`` would store in ``draws``: EM on
-        resampled items, started from the fitted posteriors (vmapped, seeded).
+        The same refits as ``fit(..., method=EM(n_boot=n_boot))`` would store in ``draws``:
+        EM on resampled items, started from the fitted posteriors (vmapped, seeded).
 
         Parameters
         ----------
@@ -308,7 +312,7 @@ class AnnotatorFit:
         >>> import numpy as np, noisycal as nc
         >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
         >>> ann = nc.simulate.dawid_skene(300, [0.6, 0.4], conf, seed=0).annotations
-        >>> fit = nc.DawidSkene(2).fit(ann, tol=1e-12)
+        >>> fit = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(tol=1e-12))
         >>> same = fit.refit(np.ones(fit.n_items))  # equal weights: the same data again
         >>> bool(np.abs(same.confusion - fit.confusion).max() < 1e-5)  # EM's tolerance
         True
@@ -479,8 +483,8 @@ class AnnotatorFit:
 
         NUTS fits: credible intervals from the posterior draws. EM fits: percentile
         bootstrap intervals from ``draws`` when the fit stored them
-        (``fit(..., n_boot=...)``), else from ``n_boot`` refits computed now with
-        ``seed`` (:meth:`bootstrap_draws`).
+        (``fit(..., method=EM(n_boot=...))``), else from ``n_boot`` refits computed now
+        with ``seed`` (:meth:`bootstrap_draws`).
 
         Parameters
         ----------

@@ -85,7 +85,7 @@ class Summary:
         rule, thin = "=" * WIDTH, "-" * WIDTH
         lines = [self.title.center(WIDTH).rstrip(), rule]
         pairs = [(k, _text(v)) for k, v in self.header.items()
-                 if k not in ("message", "model", "method") and v is not None]
+                 if k not in ("message", "model", "method", "engine") and v is not None]
         half = (len(pairs) + 1) // 2
         for left, right in zip_longest(pairs[:half], pairs[half:]):
             cell = f"{left[0] + ':':<15}{left[1]:>26}"
@@ -94,6 +94,8 @@ class Summary:
             lines.append(cell)
         if self.header.get("message"):
             lines += textwrap.wrap(f"message: {self.header['message']}", WIDTH)
+        if self.header.get("engine"):
+            lines += textwrap.wrap(f"engine: {self.header['engine']}", WIDTH)
         for t in self.tables:
             lines += [thin, *textwrap.wrap(t.attrs.get("caption", t.attrs.get("title", "")),
                                            WIDTH)]
@@ -249,7 +251,8 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
         Header: model, method, n_items, n_annotators, n_classes, n_ratings, n_params,
         loglik, then AIC and BIC (EM, MLE and moment fits) or draws, chains, max R-hat,
         divergences and elpd_loo, its se, p_loo and the number of Pareto k above 0.7
-        (NUTS), iterations, converged, status and message. Tables: ``prevalence``
+        (NUTS), iterations, converged, status, message and engine (the repr of
+        ``fit.engine``, the option object that ran). Tables: ``prevalence``
         (class proportions) and ``accuracy`` (each annotator's probability of reporting
         the true class, ``confusion[j, k, k]``, per class and their unweighted mean),
         with ``low``/``high`` when there are draws and ``r_hat``, ``ess_bulk``,
@@ -272,7 +275,8 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
         header.update(_nuts_header(fit, loo))
     else:
         header.update(aic=float(fit.aic), bic=float(fit.bic), iterations=int(fit.n_iter))
-    header.update(converged=bool(fit.converged), status=fit.status, message=fit.message)
+    header.update(converged=bool(fit.converged), status=fit.status, message=fit.message,
+                  engine=None if getattr(fit, "engine", None) is None else repr(fit.engine))
     kind = "credible-eti" if nuts else "bootstrap-percentile"
     caption = f" ({level * 100:g}% {kind} intervals)" if draws is not None else ""
     tables = [_prevalence_table(fit, draws, level), _accuracy_table(fit, draws, level)]

@@ -20,6 +20,7 @@ from .._util.validation import (
 )
 from ..annotations.core import Annotations
 from ..correction.labels import fit_prevalence
+from ..engines.methods import Method
 from ..exceptions import IdentifiabilityWarning
 from ..intervals.estimate import Estimate
 from ..metrics.binned.bins import equal_width_bins, residual_ece, segment_stats
@@ -72,9 +73,9 @@ def _check_inputs(probs: ArrayLike, annotations: Annotations, items: ArrayLike |
 
 
 def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: np.ndarray,
-                 k: int, weights: str, kw: dict) -> Any:
+                 k: int, weights: str, method: Method | str | None, seed: Seed) -> Any:
     """Corrected target of the test fold from channels fitted on the other folds."""
-    fit = model.fit(annotations.subset(train), **kw)
+    fit = model.fit(annotations.subset(train), method=method, seed=seed)
     if fit.status not in ("ok", "boundary"):
         raise ValueError(f"the channel fit on the folds other than {k} failed: "
                          f"{fit.status} ({fit.message})")
@@ -84,9 +85,10 @@ def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: 
 
 
 def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = None,
-                    n_folds: int | None = None, folds: ArrayLike | None = None,
-                    n_bins: int = 10, weights: str = "iv", level: float = 0.9, seed: Seed = 0,
-                    fit_kwargs: dict | None = None, items: ArrayLike | None = None) -> Estimate:
+                    method: Method | str | None = None, n_folds: int | None = None,
+                    folds: ArrayLike | None = None, n_bins: int = 10, weights: str = "iv",
+                    level: float = 0.9, seed: Seed = 0,
+                    items: ArrayLike | None = None) -> Estimate:
     r"""Cross-fitted NC-ECE with its finite-sample interval (binary).
 
     Items are split into F folds fixed before looking at the data (seeded, or given). For
@@ -113,7 +115,11 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     annotations : Annotations
         Two-class ratings.
     model : annotator model, optional
-        Fitted on every training fold; default ``DawidSkene()`` with EM.
+        Fitted on every training fold; default ``DawidSkene()``.
+    method : engine object or str, optional
+        The engine of every fold's fit (``model.fit(..., method=method)``, an object of
+        :mod:`noisycal.engines.methods` or its string); default the model's own (EM for
+        the Dawid–Skene family).
     n_folds : int, optional
         F, the number of seeded folds (default 5); not together with ``folds``.
     folds : array-like of shape (n_items,), optional
@@ -126,8 +132,6 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
         1 - eta.
     seed : int or jax key, default=0
         Seeds the fold assignment (and the fits).
-    fit_kwargs : dict, optional
-        Extra arguments of ``model.fit``.
     items : array-like of shape (n_items,), optional
         Item ids of ``probs`` (default: a pandas index), checked against
         ``annotations.items``.
@@ -152,14 +156,13 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, model: Any = 
     n = z.shape[0]
     fold, F = _fold_ids(folds, n_folds, n, seed)
     model = DawidSkene() if model is None else model
-    kw = {"seed": seed, **(fit_kwargs or {})}
     u = np.empty(n)
     radius, per_fold = 0.0, []
     for k in range(F):
         test = np.flatnonzero(fold == k)
         U, fit_status, fit_message = _fold_target(model, annotations,
                                                   np.flatnonzero(fold != k), test, k, weights,
-                                                  kw)
+                                                  method, seed)
         u[test] = U.values[:, 1]
         C = U.details["confusion"]
         B = target_range(U.details)

@@ -230,8 +230,8 @@ def compare(fits: Mapping[str, AnnotatorFit], annotations: Annotations, *,
     >>> import numpy as np, noisycal as nc
     >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
     >>> ann = nc.simulate.dawid_skene(200, [0.5, 0.5], conf, seed=0).annotations
-    >>> fits = {"ds": nc.DawidSkene().fit(ann, n_starts=2),
-    ...         "one_coin": nc.OneCoinDawidSkene().fit(ann, n_starts=2)}
+    >>> fits = {"ds": nc.DawidSkene().fit(ann, method=nc.engines.EM(n_starts=2)),
+    ...         "one_coin": nc.OneCoinDawidSkene().fit(ann, method=nc.engines.EM(n_starts=2))}
     >>> res = nc.annotators.compare(fits, ann, ic="bic")
     >>> round(sum(res.model_weights.values()), 12)
     1.0

@@ -48,6 +48,7 @@ from ..._util.validation import (
 )
 from ...annotations.core import Annotations
 from ...engines.em.dawid_skene import e_step, fit_em, m_step, run_em
+from ...engines.methods import EM, as_method
 from ...engines.results import AnnotatorFit
 from ...exceptions import NoisycalWarning
 from ..dawid_skene import GroupedDawidSkene
@@ -58,7 +59,7 @@ __all__ = ["NoiseCheck", "noise_check", "score_groups", "REJECTED", "MIN_EXPECTE
 
 #: Status of a check that rejects class-conditional noise.
 REJECTED = "noise_depends_on_score"
-#: ``method='auto'`` uses the chi-square reference only when every expected count of the
+#: ``test='auto'`` uses the chi-square reference only when every expected count of the
 #: (annotator, group, true class, observed label) table under the shared fit is at least
 #: this (Cochran's rule); otherwise the parametric bootstrap.
 MIN_EXPECTED_COUNT = 5.0
@@ -181,12 +182,12 @@ def _check_inputs(annotations: object, scores: ArrayLike) -> tuple[Annotations, 
     return annotations, p
 
 
-def _null_fit(ann: Annotations, groups: np.ndarray, L: int, fit: object, n_starts: int,
+def _null_fit(ann: Annotations, groups: np.ndarray, L: int, fit: object, em: EM,
               seed: Seed, progress: bool = False) -> AnnotatorFit:
     """The shared-channel fit: ``fit`` checked, or a new multistart EM fit."""
     if fit is None:
         return GroupedDawidSkene(ann.n_classes, channels="shared").fit(
-            ann, groups=groups, n_starts=n_starts, seed=seed, progress=progress)
+            ann, groups=groups, method=em, seed=seed, progress=progress)
     ok = (isinstance(fit, AnnotatorFit) and fit.model == "grouped" and fit.method == "em"
           and not fit.details.get("map", True) and fit.group_prevalence.shape[0] == L
           and all(np.array_equal(a, b) for a, b in (
@@ -299,10 +300,9 @@ def _observed(ann: Annotations, fit0: AnnotatorFit, groups: np.ndarray, L: int,
 
 
 def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFit | None = None,
-                n_groups: int = 5, method: str = "auto", p_threshold: float = 0.01,
-                n_boot: int | None = None, n_starts: int = 5, max_iter: int = 1000,
-                tol: float = 1e-8, batch_size: int = 1, seed: Seed = 0,
-                progress: bool = False) -> NoiseCheck:
+                n_groups: int = 5, test: str = "auto", p_threshold: float = 0.01,
+                n_boot: int | None = None, method: EM | str | None = None,
+                batch_size: int = 1, seed: Seed = 0, progress: bool = False) -> NoiseCheck:
     """Test whether annotator channels depend on a classifier's score.
 
     Class-conditional noise means that an annotator's label is independent of the
@@ -326,7 +326,7 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
         shared-channel fit; by default one is fitted here.
     n_groups : int, default=5
         Score groups L >= 2.
-    method : {'auto', 'chi2', 'bartlett', 'bootstrap'}, default='auto'
+    test : {'auto', 'chi2', 'bartlett', 'bootstrap'}, default='auto'
         The reference distribution of the statistic (see Notes): chi-square with ``df``
         degrees of freedom; chi-square after a bootstrap Bartlett correction; the
         parametric bootstrap itself; or 'chi2' when the tables are dense (every expected
@@ -337,12 +337,11 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     n_boot : int, optional
         Bootstrap data sets: default 19 for 'bartlett' and 99 for 'bootstrap' (whose
         smallest p-value is 1 / (n_boot + 1)); unused by 'chi2'.
-    n_starts : int, default=5
-        EM starts of the shared-channel fit (when ``fit`` is not given).
-    max_iter : int, default=1000
-        EM iterations of every refit.
-    tol : float, default=1e-8
-        EM tolerance of every refit (on the mean log-likelihood per item).
+    method : EM object or 'em', optional
+        The EM settings (:class:`~noisycal.engines.EM`): the shared-channel fit (when
+        ``fit`` is not given) runs it whole, and its ``max_iter`` and ``tol`` (on the
+        mean log-likelihood per item) bound every refit. Default ``EM(n_starts=5)``
+        (``'em'`` is ``EM()``, with 10 starts).
     batch_size : int, default=1
         Bootstrap data sets refitted at once under ``vmap``; one at a time is the
         fastest on CPU (the EM steps are scatter-adds), raise it on a GPU.
@@ -408,18 +407,18 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     >>> import noisycal as nc
     >>> toy = nc.simulate.gaussian_toy(600, seed=0)
     >>> ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
-    >>> res = nc.annotators.noise_check(ann, toy.z, n_groups=3, method="chi2")
+    >>> res = nc.annotators.noise_check(ann, toy.z, n_groups=3, test="chi2")
     >>> res.status, res.df
     ('ok', 12)
     """
     ann, p = _check_inputs(annotations, scores)
     L = check_int(n_groups, "n_groups", minimum=2)
-    check_choice(method, "method", ("auto", "chi2", "bartlett", "bootstrap"))
+    check_choice(test, "test", ("auto", "chi2", "bartlett", "bootstrap"))
     p_threshold = check_real(p_threshold, "p_threshold", minimum=0.0, maximum=1.0, strict=True)
     n_boot = None if n_boot is None else check_int(n_boot, "n_boot", minimum=2)
-    n_starts, max_iter, batch_size = (check_int(v, name, minimum=1) for v, name in (
-        (n_starts, "n_starts"), (max_iter, "max_iter"), (batch_size, "batch_size")))
-    tol = check_real(tol, "tol", minimum=0.0, strict=True)
+    em = EM(n_starts=5) if method is None else as_method(method, (EM,), where="noise_check")
+    max_iter, tol = em.max_iter, em.tol
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
     k_fit, k_boot = jax.random.split(as_key(check_seed(seed)))
     groups = score_groups(p, L)
     K, J = ann.n_classes, ann.n_annotators
@@ -430,7 +429,7 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     details = {"grouping": "probability" if p.ndim == 1 else "confidence",
                "group_index": groups, "items": ann.items}
     progress = check_progress(progress)
-    fit0 = _null_fit(ann, groups, L, fit, n_starts, k_fit, progress)
+    fit0 = _null_fit(ann, groups, L, fit, em, k_fit, progress)
     details["fit_status"] = fit0.status
     if fit0.status not in _USABLE_FIT:
         return _not_tested(p_threshold, df, details, f"the shared-channel fit's status is "
@@ -442,7 +441,7 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     stat = max(2.0 * (float(ll1.sum()) - float(ll0.sum())), 0.0)
     min_count = _expected_counts_min(fit0.group_prevalence, fit0.confusion, n_rated)
     dense = min_count >= MIN_EXPECTED_COUNT and bool(((n_rated > 0).sum(0) >= 3).all())
-    ref = method if method != "auto" else ("chi2" if dense else "bartlett")
+    ref = test if test != "auto" else ("chi2" if dense else "bartlett")
     conf1 = conf1.reshape(J, L, K, K).transpose(1, 0, 2, 3).copy()
     conf1[(n_rated == 0).T] = np.nan
     details.update(loglik_shared=float(ll0.sum()), loglik_group=float(ll1.sum()),

@@ -241,7 +241,7 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     >>> import numpy as np, noisycal as nc
     >>> conf = np.array([[[0.9, 0.1], [0.2, 0.8]]] * 3)
     >>> sim = nc.simulate.dawid_skene(200, [0.5, 0.5], conf, seed=0)
-    >>> fit = nc.DawidSkene().fit(sim.annotations, n_starts=2)
+    >>> fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=2))
     >>> check = nc.annotators.ppc(fit, sim.annotations, discrepancies="unanimity",
     ...                           n_rep=100, seed=0)
     >>> list(check.table.columns)

@@ -50,15 +50,20 @@ from ..._util.progress import ProgressBar, check_progress
 from ..._util.types import Seed
 from ..._util.validation import check_array, check_int, check_real, check_seed
 from ...engines.density.diagnostics import convergence_status
-from ...engines.density.nuts import check_sampler_options, sample_nuts
+from ...engines.density.nuts import sample_nuts
+from ...engines.methods import NUTS, as_method
 from ..dawid_skene import DawidSkene, OneCoinDawidSkene
 from ..hierarchical import HierarchicalDawidSkene
 from ..item_difficulty import ItemDifficultyModel
 
-__all__ = ["SBCSpec", "SBC_MODELS", "SBCResult", "sbc", "rank_uniformity"]
+__all__ = ["SBCSpec", "SBC_MODELS", "SBCResult", "sbc", "rank_uniformity", "SBC_RHAT",
+           "SBC_NUTS"]
 
-#: R-hat above which a simulation's fit counts as a diagnostics failure.
+#: R-hat above which a simulation's fit counts as a diagnostics failure (the
+#: ``rhat_threshold`` of :func:`sbc`'s default engine).
 SBC_RHAT = 1.05
+#: The engine of :func:`sbc` when none is given: short chains, judged at :data:`SBC_RHAT`.
+SBC_NUTS = NUTS(num_chains=2, num_warmup=500, num_samples=500, rhat_threshold=SBC_RHAT)
 #: Null replicates of the ECDF statistic (Monte Carlo p-values).
 N_NULL = 2000
 
@@ -290,17 +295,15 @@ def _entries(values: dict, params: tuple[str, ...], lead: int) -> tuple[list, np
 
 
 def _one_fit(spec: SBCSpec, truth: dict, item: np.ndarray, annotator: np.ndarray,
-             fit_kw: dict, key: Any, sizes: tuple[int, int, int, int]) -> dict:
+             fit_kw: dict, key: Any, nuts: NUTS, thin: int) -> dict:
     """Fit one simulated data set; ranks of the truth and the fit's diagnostics."""
     from numpyro.diagnostics import split_gelman_rubin
 
-    C, W, S, thin = sizes
+    C, S = nuts.num_chains, nuts.num_samples
     label = truth["label"].astype(np.int32)
     samples, div = sample_nuts(spec.model, model_args=(item, annotator, label),
-                               model_kwargs=fit_kw, init_params=None, num_chains=C,
-                               num_warmup=W, num_samples=S, rng_key=key,
-                               progress_bar=False, chain_method="vectorized",
-                               target_accept_prob=0.8, max_tree_depth=10, dense_mass=False)
+                               model_kwargs=fit_kw, init_params=None, rng_key=key,
+                               progress_bar=False, **nuts.sampler())
     names, by_chain = _entries(samples, spec.params, 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         rhat = split_gelman_rubin(by_chain) if C > 1 and S >= 4 else np.full(1, np.nan)
@@ -313,8 +316,8 @@ def _one_fit(spec: SBCSpec, truth: dict, item: np.ndarray, annotator: np.ndarray
             for k, v in flat.items()}
     _, draws = _entries(kept, spec.params, 1)
     _, true = _entries(truth, spec.params, 0)
-    status, _ = convergence_status(max_rhat, int(np.sum(div)), SBC_RHAT, num_chains=C,
-                                   num_samples=S)
+    status, _ = convergence_status(max_rhat, int(np.sum(div)), nuts.rhat_threshold,
+                                   num_chains=C, num_samples=S)
     return {"ranks": (draws < true).sum(axis=0), "names": names, "max_rhat": max_rhat,
             "num_divergences": int(np.sum(div)), "relabelled_draws": moved,
             "status": status}
@@ -342,7 +345,8 @@ class SBCResult:
     diagnostics : pandas.DataFrame
         Per simulation: ``max_rhat`` (split R-hat of the ranked parameters),
         ``num_divergences``, ``relabelled_draws`` (draws the label-switching guard
-        moved), ``status`` (the NUTS rule with R-hat threshold 1.05), ``seconds``.
+        moved), ``status`` (the NUTS rule with the engine's ``rhat_threshold``, 1.05 by
+        default), ``seconds``.
     p_threshold : float
     settings : dict
         Sizes, seed and design of the study.
@@ -381,17 +385,16 @@ class SBCResult:
 
 def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
         ratings_per_item: int | None = None, design: tuple | None = None,
-        n_sims: int = 100, num_chains: int = 2, num_warmup: int = 500,
-        num_samples: int = 500, thin: int = 5, seed: Seed = 0,
+        n_sims: int = 100, method: NUTS | str | None = None, thin: int = 5, seed: Seed = 0,
         prior_model: object = None, p_threshold: float = 0.01,
         n_bins: int | None = None, progress: bool = False) -> SBCResult:
     """Simulation-based calibration of a model's NUTS fit.
 
     Each simulation draws parameters and ratings from ``prior_model``'s prior (default
     ``model``), samples the posterior under ``model``'s priors with NUTS (random starts;
-    the chains run vectorized, one compiled program for every simulation), applies the
+    with vectorized chains one compiled program serves every simulation), applies the
     model's label-switching guard (Dawid–Skene: every draw relabelled to the majority
-    vote by Hungarian matching, the guard of ``fit(method='nuts')``; the number of moved
+    vote by Hungarian matching, the guard of ``fit(method=NUTS())``; the number of moved
     draws is in ``diagnostics``), thins the draws and ranks the truth among them.
 
     Parameters
@@ -405,7 +408,11 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     design : tuple (item, annotator) of int arrays, optional
         The ratings' design instead of ``ratings_per_item``.
     n_sims : int, default=100
-    num_chains, num_warmup, num_samples : int, default=2, 500, 500
+    method : NUTS object or 'nuts', optional
+        The sampler's settings, every field used; its ``rhat_threshold`` judges each
+        simulation's fit (``diagnostics['status']``). Default :data:`SBC_NUTS`:
+        ``NUTS(num_chains=2, num_warmup=500, num_samples=500, rhat_threshold=1.05)``
+        (``'nuts'`` is ``NUTS()``, whose threshold is 1.01).
     thin : int, default=5
         Keep every ``thin``-th draw of each chain, against autocorrelation (Talts et al.
         thin towards independent draws; ranks of correlated draws are not uniform).
@@ -428,7 +435,9 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     --------
     >>> import noisycal as nc
     >>> res = nc.annotators.sbc(nc.DawidSkene(), n_items=30, n_annotators=3, n_classes=2,
-    ...                         n_sims=3, num_warmup=150, num_samples=150, thin=3)
+    ...                         n_sims=3, thin=3, method=nc.engines.NUTS(
+    ...                             num_chains=2, num_warmup=150, num_samples=150,
+    ...                             rhat_threshold=1.05))
     >>> res.ranks.shape, res.n_draws   # 2 chains x 50 kept draws: ranks in 0..100
     ((3, 14), 100)
     """
@@ -441,8 +450,7 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     J = check_int(n_annotators, "n_annotators", minimum=1)
     K = check_int(n_classes, "n_classes", minimum=2)
     N = check_int(n_sims, "n_sims", minimum=2)
-    C, W, S = check_sampler_options(num_chains, num_warmup, num_samples, "vectorized",
-                                    False, 1.01)
+    nuts = SBC_NUTS if method is None else as_method(method, (NUTS,), where="sbc")
     thin = check_int(thin, "thin", minimum=1)
     p_threshold = check_real(p_threshold, "p_threshold", minimum=0.0, strict=True)
     if p_threshold >= 1:
@@ -459,14 +467,14 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
             t0 = time.perf_counter()
             k_truth, k_fit = jax.random.split(key)
             truth = _simulate(sim_spec, k_truth, item, annotator, sim_kw)
-            out = _one_fit(spec, truth, item, annotator, fit_kw, k_fit, (C, W, S, thin))
+            out = _one_fit(spec, truth, item, annotator, fit_kw, k_fit, nuts, thin)
             names = out["names"]
             ranks.append(out["ranks"])
             rows.append({k: out[k] for k in ("max_rhat", "num_divergences",
                                              "relabelled_draws", "status")}
                         | {"seconds": time.perf_counter() - t0})
             bar.update(1)
-    L = C * len(range(0, S, thin))
+    L = nuts.num_chains * len(range(0, nuts.num_samples, thin))
     ranks = pd.DataFrame(np.asarray(ranks), columns=names)
     ranks.index.name = "simulation"
     cut = p_threshold / (2 * len(names))
@@ -480,10 +488,13 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     message = (f"ranks not uniform (p < {cut:.2g}) for {bad}" if bad else "")
     if failed:
         message = "; ".join(m for m in (message, f"{failed} of {N} fits failed their "
-                                        "diagnostics (R-hat > 1.05 or divergences)") if m)
+                                        f"diagnostics (R-hat > {nuts.rhat_threshold:g} or "
+                                        "divergences)") if m)
     return SBCResult(ranks, L, tests, "non_uniform" if bad else "ok", message, diag,
                      p_threshold, {"n_items": n, "n_annotators": J, "n_classes": K,
-                                   "n_sims": N, "num_chains": C, "num_warmup": W,
-                                   "num_samples": S, "thin": thin, "seed": seed,
+                                   "n_sims": N, "num_chains": nuts.num_chains,
+                                   "num_warmup": nuts.num_warmup,
+                                   "num_samples": nuts.num_samples, "engine": nuts,
+                                   "thin": thin, "seed": seed,
                                    "item": item, "annotator": annotator,
                                    "model": type(model).__name__})

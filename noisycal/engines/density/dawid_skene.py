@@ -74,8 +74,8 @@ def _numpyro_model(model_kwargs: dict) -> Any:
 
 
 def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: Seed,
-            prior: bool, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray,
-                                                              np.ndarray, Any]:
+            prior: bool, max_iter: int, tol: float, hessian: bool = True,
+            progress: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
     """Gradient MLE (or MAP with ``prior=True``) of a Dawid–Skene model.
 
     Parameters
@@ -91,6 +91,8 @@ def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: See
         Maximise the log posterior instead of the log-likelihood.
     max_iter : int
     tol : float
+    hessian : bool, default=True
+    progress : bool, default=False
         See :func:`noisycal.engines.density.mle.fit_map`.
 
     Returns
@@ -106,7 +108,7 @@ def fit_mle(data: Any, model_kwargs: dict, *, gold: np.ndarray | None, seed: See
     with x64():
         res = fit_map(dawid_skene, model_args=(data.item, data.annotator, data.label),
                       model_kwargs=model_kwargs, seed=seed, prior=prior, max_iter=max_iter,
-                      tol=tol)
+                      tol=tol, hessian=hessian, progress=progress)
         prev = np.asarray(res.params["prevalence"]).reshape(L, K)
         conf = (np.asarray(one_coin_confusion(jnp.asarray(res.params["accuracy"]), K))
                 if model_kwargs["one_coin"] else np.asarray(res.params["confusion"]))
@@ -226,6 +228,7 @@ class NUTSDraws(NamedTuple):
 def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_params: dict, *,
                        gold: np.ndarray | None, num_chains: int, num_warmup: int,
                        num_samples: int, seed: Seed, progress_bar: bool, chain_method: str,
+                       target_accept_prob: float, max_tree_depth: int, dense_mass: bool,
                        orientation: str, anchor: int, weights: np.ndarray | None = None,
                        pattern: np.ndarray | None = None, model: Any = None) -> NUTSDraws:
     """Sample a Dawid–Skene model with NUTS and relabel every draw.
@@ -244,7 +247,8 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
         Starting values of the chains (constrained space).
     gold : int array of shape (n_items,), optional
     num_chains, num_warmup, num_samples, progress_bar, chain_method
-        Validated NUTS settings.
+    target_accept_prob, max_tree_depth, dense_mass
+        Validated NUTS settings (:meth:`noisycal.engines.methods.NUTS.sampler`).
     seed : int or jax key
     orientation, anchor
         See :func:`draw_perms`.
@@ -280,8 +284,9 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
             model_args=(data.item, data.annotator, data.label),
             model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
             num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),
-            progress_bar=progress_bar, chain_method=chain_method, target_accept_prob=0.8,
-            max_tree_depth=10, dense_mass=False, sample_stats=True)
+            progress_bar=progress_bar, chain_method=chain_method,
+            target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
+            dense_mass=dense_mass, sample_stats=True)
         diverging = stats["diverging"]
         prev_s = np.array(samples["prevalence"]).reshape(C, S, L, K)
         conf_s = np.array(samples["confusion"]).reshape(C, S, J, K, K)

@@ -251,7 +251,9 @@ def convergence_status(max_rhat: float, n_divergent: int, rhat_threshold: float,
     # no "NUTS: " prefix: DawidSkene's warning ("dawid_skene NUTS: ...") and the
     # calibration maps' message name the engine, which then read "NUTS: NUTS:"
     return "not_converged", ("; ".join(problems)
-                             + "; run longer chains, raise target_accept_prob or reparameterise")
+                             + "; run longer chains (num_warmup, num_samples), raise the "
+                             "target acceptance probability (method=NUTS("
+                             "target_accept_prob=0.95)) or reparameterise")
 
 
 def _rhat_unavailable(num_chains: int | None, num_samples: int | None) -> str:

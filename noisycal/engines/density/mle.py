@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from ..._util.jax import as_key, x64
+from ..._util.progress import ProgressBar, check_progress
 from ..._util.types import Seed
 from ..._util.validation import check_choice, check_int, check_seed
 from ...exceptions import ConvergenceWarning, IdentifiabilityWarning
@@ -238,6 +239,7 @@ def fit_map(
     prior: bool = True,
     jacobian: bool = False,
     hessian: bool = True,
+    progress: bool = False,
 ) -> MLEResult:
     """Maximum a posteriori (or maximum likelihood) fit of a NumPyro model.
 
@@ -274,6 +276,8 @@ def fit_map(
     hessian : bool, default=True
         Compute the Hessian at the optimum, for ``cov_unconstrained`` and
         ``std_errors`` (costly for very many parameters).
+    progress : bool, default=False
+        A bar on stderr over the L-BFGS-B iterations (at most ``max_iter``).
 
     Returns
     -------
@@ -304,6 +308,7 @@ def fit_map(
     # (over 80 lines only because of the numpydoc docstring above; the body is short)
     check_model_inputs(model, model_args, model_kwargs, init_params)
     max_iter, tol = _check_fit_options(max_iter, tol, prior, jacobian, hessian)
+    progress = check_progress(progress)
     key = as_key(check_seed(seed))
 
     with x64():
@@ -311,8 +316,10 @@ def fit_map(
             model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
             prior=bool(prior), jacobian=bool(jacobian), rng_key=key,
         )
-        result = _optimize(obj, max_iter=max_iter, tol=tol, prior=bool(prior),
-                           jacobian=bool(jacobian), hessian=bool(hessian))
+        with ProgressBar(max_iter, "L-BFGS-B iterations", enabled=progress) as bar:
+            result = _optimize(obj, max_iter=max_iter, tol=tol, prior=bool(prior),
+                               jacobian=bool(jacobian), hessian=bool(hessian),
+                               bar=bar if progress else None)
     if result.status != "ok":
         warnings.warn(f"fit_map: {result.message}", ConvergenceWarning,
                       stacklevel=user_stacklevel())
@@ -338,8 +345,10 @@ def _check_fit_options(max_iter: object, tol: object, prior: object, jacobian: o
 
 
 def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
-              max_iter: int, tol: float) -> tuple[np.ndarray, int, bool, str]:
-    """L-BFGS-B from ``x0``; returns ``(x, n_iter, success, message)``."""
+              max_iter: int, tol: float, bar: ProgressBar | None = None
+              ) -> tuple[np.ndarray, int, bool, str]:
+    """L-BFGS-B from ``x0``; returns ``(x, n_iter, success, message)`` (``bar``: one step
+    per iteration)."""
     if x0.shape[0] == 0:
         return x0, 0, True, "no free parameters"
     if not math.isfinite(fun(x0)[0]):
@@ -347,6 +356,7 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
     res = scipy.optimize.minimize(
         fun, x0, jac=True, method="L-BFGS-B",
         options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-10, "maxls": 50},
+        callback=None if bar is None else (lambda *_: bar.update(1)),
     )
     return np.asarray(res.x, dtype=np.float64), int(res.nit), bool(res.success), str(res.message)
 
@@ -386,7 +396,7 @@ def _std_errors(obj: Objective, x: np.ndarray, cov: np.ndarray | None,
 
 
 def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobian: bool,
-              hessian: bool) -> MLEResult:
+              hessian: bool, bar: ProgressBar | None = None) -> MLEResult:
     """Minimise ``-obj.objective`` with L-BFGS-B; then Hessian, covariance and summaries."""
     neg = jax.jit(jax.value_and_grad(lambda x: -obj.objective(x)))
     n = int(obj.x0.shape[0])
@@ -401,7 +411,7 @@ def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobia
         return f, g
 
     x, n_iter, success, opt_msg = _minimize(fun, np.asarray(obj.x0, dtype=np.float64),
-                                            max_iter=max_iter, tol=tol)
+                                            max_iter=max_iter, tol=tol, bar=bar)
     f_opt, g_opt = neg(jnp.asarray(x))
     f_opt, g_opt = float(f_opt), np.asarray(g_opt, dtype=np.float64)
     finite = math.isfinite(f_opt) and bool(np.all(np.isfinite(g_opt)))
