@@ -42,8 +42,9 @@ def binary():
     ann = sim.annotations
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        fits = {"ds": nc.DawidSkene(2).fit(ann, n_starts=2, seed=0),
-                "one_coin": nc.OneCoinDawidSkene(2).fit(ann, n_starts=2, seed=0)}
+        em = nc.engines.EM(n_starts=2)
+        fits = {"ds": nc.DawidSkene(2).fit(ann, method=em, seed=0),
+                "one_coin": nc.OneCoinDawidSkene(2).fit(ann, method=em, seed=0)}
     rng = np.random.default_rng(4)
     z = np.clip(0.5 + 0.35 * (2 * sim.true_class - 1) + rng.normal(0, 0.2, ann.n_items),
                 0.01, 0.99)
@@ -113,7 +114,8 @@ def test_ppc_refuses_ratings_the_fit_never_saw(binary):
     frame.loc[rows, "annotator"] = "newcomer"
     moved = nc.Annotations.from_long(frame, classes=[0, 1])
     renamed = _long(ann).assign(annotator=lambda f: f["annotator"].astype(str))
-    fit = nc.DawidSkene(2).fit(nc.Annotations.from_long(renamed, classes=[0, 1]), n_starts=1)
+    fit = nc.DawidSkene(2).fit(nc.Annotations.from_long(renamed, classes=[0, 1]),
+                               method=nc.engines.EM(n_starts=1))
     assert moved.n_ratings == fit.annotations.n_ratings  # the old fallback's condition
     with pytest.raises(ValueError, match=r"has not seen: \['newcomer'\]"):
         nc.annotators.ppc(fit, moved, n_rep=20, discrepancies="unanimity")
@@ -149,7 +151,7 @@ def test_compare_refuses_a_fit_of_other_data(binary):
     swapped = nc.Annotations.from_long(frame.assign(annotator=who), classes=[0, 1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        other = nc.DawidSkene(2).fit(swapped, n_starts=2, seed=0)
+        other = nc.DawidSkene(2).fit(swapped, method=nc.engines.EM(n_starts=2), seed=0)
     with pytest.raises(ValueError, match="fits must all be fitted on annotations: 'other'"
                        ".*ratings differ"):
         nc.annotators.compare({"ds": fits["ds"], "other": other}, ann, ic="bic")
@@ -165,7 +167,7 @@ def test_compare_refuses_gold_fits_against_plain_ones(binary):
     gold = {ann.items[i]: int(sim.true_class[i]) for i in range(40)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        with_gold = nc.DawidSkene(2).fit(ann, gold=gold, n_starts=2, seed=0)
+        with_gold = nc.DawidSkene(2).fit(ann, gold=gold, method=nc.engines.EM(n_starts=2), seed=0)
     with pytest.raises(ValueError, match=r"\['gold'\] were fitted with gold labels and "
                        r"\['one_coin'\] without"):
         nc.annotators.compare({"gold": with_gold, "one_coin": fits["one_coin"]}, ann,
@@ -199,7 +201,7 @@ def test_compare_calibration_ties_probs_to_the_fits_classes(binary):
     # fits listing their classes in other orders give the columns no one meaning
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        flipped = nc.OneCoinDawidSkene(2).fit(swapped, n_starts=2, seed=0)
+        flipped = nc.OneCoinDawidSkene(2).fit(swapped, method=nc.engines.EM(n_starts=2), seed=0)
     mixed = {"ds": fits["ds"], "flipped": flipped}
     nc.annotators.compare(mixed, ann, ic="bic")  # the same data: comparable
     with pytest.raises(ValueError, match="list their classes in different orders"):
@@ -213,7 +215,8 @@ def test_channels_per_group_work_through_the_match():
     groups = np.arange(ann.n_items) % 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.NoisycalWarning)
-        fit = nc.GroupedDawidSkene(2, channels="group").fit(ann, groups=groups, n_starts=2)
+        fit = nc.GroupedDawidSkene(2, channels="group").fit(
+            ann, groups=groups, method=nc.engines.EM(n_starts=2))
     assert fit.details["channel_annotators"].tolist() == [0, 0, 1, 1, 2, 2]
     m = fit.match(ann)  # the original annotator ids: each rating's channel by its group
     np.testing.assert_array_equal(m.channel, fit.annotations.annotator_index)

@@ -26,7 +26,7 @@ def _toy(n, seed):
 @pytest.fixture(scope="module")
 def toy():
     t, ann = _toy(600, seed=3)
-    return t, ann, nc.DawidSkene(2).fit(ann, tol=1e-15, max_iter=50_000)
+    return t, ann, nc.DawidSkene(2).fit(ann, method=nc.engines.EM(tol=1e-15, max_iter=50_000))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +90,8 @@ def test_refit_equals_a_hand_refit_of_a_resample(toy):
     for b in range(2):
         idx = np.repeat(np.arange(n), W[b].astype(int))
         hand = nc.DawidSkene(2).fit(nc.Annotations.from_wide(
-            t.annotations[idx], classes=[0, 1]), tol=1e-15, max_iter=50_000)
+            t.annotations[idx], classes=[0, 1]),
+            method=nc.engines.EM(tol=1e-15, max_iter=50_000))
         # both stop where the objective changes by < 1e-15: the estimates agree to ~1e-7
         np.testing.assert_allclose(res.confusion[b], hand.confusion, atol=1e-6)
         np.testing.assert_allclose(res.prevalence[b], hand.prevalence, atol=1e-6)
@@ -111,7 +112,7 @@ def test_refit_equals_a_hand_refit_of_a_resample(toy):
 def test_refit_of_a_grouped_fit_weighs_the_groups_by_the_replicate():
     t, ann = _toy(800, seed=5)
     groups = equal_width_bins(t.z, 3)
-    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, tol=1e-13)
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, method=nc.engines.EM(tol=1e-13))
     W = np.ones((1, ann.n_items))
     W[0, groups == 0] = 3.0
     res = fit.refit(W)
