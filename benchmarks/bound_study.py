@@ -99,7 +99,7 @@ def replicate(K: int, n: int, r: int, M: int, level: float, C4: np.ndarray) -> d
         rng = np.random.default_rng(10_000 + r)
         cum = np.cumsum(C4[:, sim.labels], axis=2)  # (J, n, K)
         A = (rng.random((C4.shape[0], n))[:, :, None] >= cum).sum(axis=2).clip(0, K - 1).T
-        probs, C = sim.probs, C4
+        probs = sim.probs
         true_kw, truth = dict(confusion=C4), C4
         kinds = ("top_label", "classwise")
     ann = nc.Annotations.from_wide(A, classes=np.arange(K))

@@ -27,7 +27,7 @@ Usage::
     python benchmarks/coverage_mce.py --cells binary/soft:0:500,10-class/top/hard:0.1:2000
 
 Writes ``benchmarks/output/coverage_mce_<tag>.json`` and prints a markdown table. A
-reduced version runs in ``tests/test_mce.py``.
+reduced version runs in ``tests/metrics/test_mce.py``.
 """
 
 from __future__ import annotations

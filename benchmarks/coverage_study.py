@@ -34,8 +34,8 @@ Usage::
         --cells 10-class/classwise/hard:0.08:500,binary/hard:0.05:500   # chosen cells
 
 Writes ``benchmarks/output/coverage_study.json`` and prints a markdown table. A reduced
-version runs in ``tests/test_inversion_coverage_binary.py`` and
-``tests/test_inversion_coverage_kclass.py``.
+version runs in ``tests/intervals/test_inversion_coverage_binary.py`` and
+``tests/intervals/test_inversion_coverage_kclass.py``.
 """
 
 from __future__ import annotations

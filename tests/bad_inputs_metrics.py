@@ -595,7 +595,7 @@ CASES = [
     ("metrics-smooth-target-fit-not-ok",
      lambda: nc.smooth_ece(_Z, _corrected_from_failed_fit(), interval=None), "status", None,
      r"target_not_converged"),
-    # issue 23: odd input that gave a number or crashed (tests/test_odd_input_metrics.py)
+    # issue 23: odd input that gave a number or crashed (tests/metrics/test_odd_input_metrics.py)
     ("metrics-cmce-label-series-misaligned",
      lambda: nc.cmce(pd.DataFrame(_P, index=list("abcd")),
                      pd.Series(_Y, index=list("dcba")), n_bins=2, interval=None),

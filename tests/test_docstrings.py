@@ -1,5 +1,6 @@
 """Documentation contracts: numpydoc Parameters sections and citations users can follow."""
 
+
 import importlib
 import inspect
 import pkgutil
@@ -87,3 +88,15 @@ def test_docstrings_cite_papers_by_title(name):
         if (inspect.isfunction(v) or inspect.isclass(v)) and v.__module__ == name]
         if _INTERNAL.search(inspect.getdoc(obj) or "")]
     assert not offenders, offenders
+
+
+def test_docstrings_cite_by_title_and_say_what_the_code_does():
+    from noisycal.annotators import DawidSkene, soft_labels
+    from noisycal.engines.moments import hui_walter_moments
+
+    fit_doc = inspect.getdoc(DawidSkene.fit)
+    assert "reaches it" not in fit_doc and "strictly greater than it" in fit_doc
+    src = inspect.getsource(soft_labels)
+    assert "[000]" not in src
+    doc = inspect.getdoc(hui_walter_moments)
+    assert "Eq. 13" in doc and "Noisy-Label Calibration with Multiple Unreliable Labels" in doc

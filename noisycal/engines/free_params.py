@@ -95,7 +95,7 @@ def posteriors_np(prevalence: np.ndarray, confusion: np.ndarray, data: Any, gold
     Notes
     -----
     The same numbers as :func:`noisycal.engines.em.dawid_skene.posteriors_at` (to round-off;
-    checked in tests/test_first_call.py) on the likelihood of
+    checked in tests/engines/test_first_call.py) on the likelihood of
     :func:`noisycal.models.dawid_skene.joint_log_likelihood`, without tracing and
     compiling a JAX program for one evaluation (0.4-0.7 s of a first fit).
     """

@@ -236,7 +236,7 @@ def _hessians(x0: jax.Array, B: jax.Array, post: jax.Array, weights: jax.Array,
               ) -> tuple[jax.Array, jax.Array]:
     """Negative Hessians of the log-likelihood and of the complete-data objective.
 
-    The autodiff reference of :func:`_information` (tests/test_first_call.py compares
+    The autodiff reference of :func:`_information` (tests/engines/test_first_call.py compares
     the two); a parametrisation whose entries are not affine in one free parameter each
     can fall back to it.
     """
@@ -353,7 +353,7 @@ def _information(x0: np.ndarray, B: np.ndarray, post: np.ndarray, w: np.ndarray,
       class has a one-hot posterior and no missing part).
 
     No tracing or compilation: the same numbers as the traced Hessians to round-off
-    (tests/test_first_call.py), at a fraction of a first call's time.
+    (tests/engines/test_first_call.py), at a fraction of a first call's time.
     """
     L, K = data.n_groups, data.n_classes
     item, ann, lab = (np.asarray(a) for a in (data.item, data.annotator, data.label))

@@ -10,6 +10,7 @@ import sys
 
 import numpy as np
 
+from .._util.items import match_columns
 from .._util.types import ArrayLike
 from .._util.validation import (
     check_choice,
@@ -124,21 +125,10 @@ def align_columns(probs: object, logits: object, classes: ArrayLike | None, targ
     if cols is None or not hasattr(x, "to_numpy"):
         return probs, logits
     want = _declared_classes(classes, target)
-    labels = list(cols)
-    if want is None or labels == want:
+    if want is None:
         return probs, logits
-    name = "probs" if probs is not None else "logits"
-    if len(labels) == len(want) and len(set(labels)) == len(labels) \
-            and set(labels) == set(want):
-        x = x[want]  # matched by label
-        return (x, None) if probs is not None else (None, x)
-    import pandas as pd
-
-    if isinstance(cols, pd.RangeIndex) and cols.start == 0 and cols.step == 1:
-        return probs, logits  # unlabelled columns: positional
-    raise ValueError(f"{name}: the DataFrame's column labels {labels} are not the classes "
-                     f"{want}; name the columns by class (they are matched by label), or "
-                     "pass a plain array (read by position)")
+    x = match_columns(x, want, "probs" if probs is not None else "logits")
+    return (x, None) if probs is not None else (None, x)
 
 
 def check_target_rows(T: np.ndarray, target: object, name: str = "target") -> None:

@@ -31,7 +31,7 @@ F on the 32-bit word: w = #{k : word >= ceil(2^32 F(k))}. That is the Poisson(1)
 to the 2^-32 resolution of the word (weights 0 to 12; P(w > 12) = 6e-11 < 2^-32 is cut
 off). A run on one device and one on D devices draw the same weights, and their
 replicates differ only by the order of floating-point summation (at most 1.3e-16 in
-``tests/test_bootstrap_sharding.py``, which requires 1e-10).
+``tests/metrics/binned/test_bootstrap_sharding.py``, which requires 1e-10).
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from ..._util.jax import x64
+from ...annotations.matching import positions
 from ...correction.labels import corrected_from_channels
 from ...exceptions import NotOffered
 
@@ -137,9 +138,7 @@ def _match(target: Any, fit_items: np.ndarray) -> tuple[np.ndarray, str]:
         if fit_items.size == target.n_items:
             return np.arange(target.n_items), "position (the target has no item ids)"
         return np.full(target.n_items, -1), "none (the target has no item ids)"
-    pos = {v: i for i, v in enumerate(np.asarray(fit_items).tolist())}
-    out = np.array([pos.get(v, -1) for v in np.asarray(items).tolist()], dtype=np.int64)
-    return out, "item id"
+    return positions(items, fit_items), "item id"
 
 
 def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarray,

@@ -24,7 +24,7 @@ How it is computed (exactly, not by binning the items):
 
 relplot (apple/ml-calibration) computes the same quantity with a 1001-point linearly
 binned kernel truncated at +-0.5, a 200-point Riemann sum and a 10-step bisection for the
-bandwidth; ``tests/test_smooth_ece.py`` compares the two.
+bandwidth; ``tests/metrics/test_smooth_ece.py`` compares the two.
 """
 
 from __future__ import annotations

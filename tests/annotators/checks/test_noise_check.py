@@ -22,7 +22,7 @@ from noisycal.annotators.checks.noise_check import REJECTED, NoiseCheck
 
 
 def _study():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "noise_check_study.py"
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "noise_check_study.py"
     spec = importlib.util.spec_from_file_location("noise_check_study", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["noise_check_study"] = mod

@@ -1,10 +1,21 @@
 """Noise-corrected targets (paper 003) and NC-ECE as the ECE with a corrected target."""
 
+
 import numpy as np
+import pandas as pd
 import pytest
 
+import jax.numpy as jnp
+
 import noisycal as nc
-from noisycal.correction import iv_weights, kclass_iv_weights
+from noisycal._util.jax import x64
+from noisycal.correction import (
+    corrected_from_channels,
+    fit_prevalence,
+    iv_weights,
+    kclass_iv_weights,
+    marginal_prevalence,
+)
 
 A_TOY, B_TOY = nc.simulate.GAUSSIAN_TOY_A, nc.simulate.GAUSSIAN_TOY_B
 
@@ -239,3 +250,49 @@ def test_cross_fitted_nc_ece():
         nc.workflows.nc_ece_crossfit(t.z[:10], ann)
     with pytest.raises(ValueError, match="n_folds"):
         nc.workflows.nc_ece_crossfit(t.z, ann, n_folds=1)
+
+
+def _grouped_data(n=150, seed=0):
+    """Two groups of unequal size and prevalence (100 items at 0.2, 50 at 0.8)."""
+    rng = np.random.default_rng(seed)
+    g = np.where(np.arange(n) < 100, "a", "b")
+    y = rng.random(n) < np.where(g == "a", 0.2, 0.8)
+    A = (rng.random((n, 3)) < np.where(y[:, None], [0.85, 0.8, 0.75],
+                                       [0.1, 0.2, 0.15])).astype(int)
+    ann = nc.Annotations.from_wide(A, classes=[0, 1])
+    z = np.clip(0.3 * y + 0.7 * rng.random(n), 0.0, 1.0)
+    return ann, z, pd.Series(g, index=ann.items)
+
+
+def test_fit_prevalence_weights_groups_by_size():
+    ann, _, g = _grouped_data()
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=g.to_numpy(), seed=0)
+    gp = np.asarray(fit.group_prevalence)[:, 1]
+    sizes = np.bincount(fit.details["group_index"])
+    assert sizes.tolist() == [100, 50]
+    assert fit_prevalence(fit) == pytest.approx(float(sizes @ gp / 150), rel=1e-12)
+    assert abs(fit_prevalence(fit) - gp.mean()) > 0.05  # the unweighted mean is different
+    with x64():
+        on_jax = float(marginal_prevalence(jnp.asarray(gp), jnp.asarray(sizes, float), xp=jnp))
+    assert on_jax == pytest.approx(fit_prevalence(fit), rel=1e-12)
+
+
+def test_corrected_from_channels_is_the_corrected_labels_formula_on_numpy_and_jax():
+    rng = np.random.default_rng(0)
+    A = (rng.random((30, 4)) < 0.5).astype(float)
+    A[rng.random((30, 4)) < 0.2] = np.nan
+    A[:, 0] = np.where(np.isnan(A[:, 0]), 1.0, A[:, 0])
+    a, b = np.array([0.1, 0.2, 0.3, 0.5]), np.array([0.9, 0.8, 0.7, 0.5])
+    t = nc.targets.corrected(A, a=a[:3].tolist() + [0.45], b=b[:3].tolist() + [0.9],
+                             informative=np.array([True, True, True, False]))
+    d = t.details
+    args = (d["ratings"], d["observed"], d["informative"], d["weights"], d["confusion"])
+    np.testing.assert_allclose(corrected_from_channels(*args), t.values, atol=1e-14)
+    with x64():
+        via_jax = corrected_from_channels(*(jnp.asarray(x) for x in args), xp=jnp)
+    np.testing.assert_allclose(np.asarray(via_jax), t.values, atol=1e-12)
+    # the binary closed form U = sum_j alpha_j (A_ij - a_j) / (b_j - a_j)
+    aa, bb = d["confusion"][:, 0, 1], d["confusion"][:, 1, 1]
+    w = np.where(d["observed"] & d["informative"], d["weights"], 0.0)
+    u = np.nansum(w * (np.nan_to_num(A) - aa) / (bb - aa), 1) / w.sum(1)
+    np.testing.assert_allclose(t.values[:, 1], u, atol=1e-12)

@@ -1,6 +1,7 @@
 """The engines' shared pieces: the one model-to-potential builder, the one NUTS convergence
 rule, and the moment/GMM estimators of ``noisycal.engines.moments``."""
 
+
 import inspect
 import math
 
@@ -199,3 +200,49 @@ def test_nuts_conf_int_is_the_equal_tailed_quantiles():
     assert ci.loc["sigma", "upper"] == pytest.approx(np.quantile(flat, 0.9), rel=1e-12)
     with pytest.raises(ValueError, match="level"):
         res.conf_int(level=90)
+
+
+def test_moment_start_uses_the_one_proposition_d2_helper(monkeypatch):
+    """moment_start takes its channels from moments.triple_channels (the helper
+    moment_triple uses), and the result is the formula written out."""
+    from noisycal.engines import moments
+    from noisycal.engines.em import starts
+
+    rng = np.random.default_rng(3)
+    y = rng.random(4000) < 0.4
+    a, b = np.array([0.1, 0.2, 0.15, 0.3]), np.array([0.85, 0.75, 0.9, 0.8])
+    A = (rng.random((4000, 4)) < np.where(y[:, None], b, a)).astype(int)
+    ann = nc.Annotations.from_wide(A, classes=[0, 1])
+    calls = []
+
+    def spy(*args, **kw):
+        calls.append(args)
+        return moments.triple_channels(*args, **kw)
+
+    monkeypatch.setattr(starts, "triple_channels", spy)
+    prev, conf, note = starts.moment_start(ann, None, 1, 0)
+    assert note == "" and len(calls) == 1
+    # the formula written out: delta_j = C_0j / (mu (1 - mu) delta_0), a = q - mu delta
+    X = A.astype(float)
+    mu, d0, _, _ = moments.triple_core(X[:, [0, 1, 2]])
+    D = X - X.mean(0)
+    delta = np.array([d0] + [np.mean(D[:, 0] * D[:, j]) / (mu * (1 - mu) * d0)
+                             for j in (1, 2, 3)])
+    a_hat = np.clip(X.mean(0) - mu * delta, 0.01, 0.99)
+    np.testing.assert_allclose(conf[:, 0, 1], a_hat, atol=1e-12)
+    np.testing.assert_allclose(conf[:, 1, 1], np.clip(a_hat + delta, 0.01, 0.99), atol=1e-12)
+
+
+def test_triple_channels_is_moment_triple():
+    from noisycal.engines.moments import moment_triple, triple_channels, triple_core
+
+    rng = np.random.default_rng(0)
+    y = rng.random(5000) < 0.3
+    A = np.column_stack([np.where(y, rng.random(5000) < b, rng.random(5000) < a)
+                         for a, b in [(0.1, 0.9), (0.2, 0.8), (0.05, 0.7)]]).astype(float)
+    mu, d1, C12, C13 = triple_core(A)
+    a, b, delta = triple_channels(mu, d1, np.array([0.0, C12, C13]), A.mean(0), 0)
+    ref = moment_triple(A)
+    np.testing.assert_array_equal(a, ref["a"])
+    np.testing.assert_array_equal(b, ref["b"])
+    np.testing.assert_allclose(b - a, delta, atol=1e-15)

@@ -2,7 +2,7 @@
 
 JAX sees four CPU devices only when ``XLA_FLAGS=--xla_force_host_platform_device_count=4``
 is set before it starts, so the sharded runs are compared with the one-device runs in a
-fresh Python process (as tests/test_em_sharding.py does for EM). The item counts are not
+fresh Python process (as tests/engines/test_em_sharding.py does for EM). The item counts are not
 multiples of 3 or 4, so every sharded run pads. The Poisson weights are checked by hand
 (Poisson(1) moments, counter-based: independent of the layout) and the Poisson interval
 against the exact multinomial bootstrap within Monte-Carlo error.

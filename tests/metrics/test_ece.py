@@ -1,9 +1,14 @@
 """Binned metrics: hand-computed cases, edge cases, peers, invariances, bad input."""
 
+
+import inspect
+
 import numpy as np
 import pytest
 
 import noisycal as nc
+from noisycal.intervals.bootstrap import replicate_weights
+from noisycal.metrics.binned import estimate as binned_estimate
 
 ATOL = 1e-12
 
@@ -428,3 +433,51 @@ def test_targets_outside_unit_interval_are_accepted():
     est = nc.ece(BAD_P, T, n_bins=2, interval=None)
     # bin 1 holds both items (conf .6, .7): mean conf .65, mean target (1.3 + 1.2)/2
     assert value(est) == pytest.approx(abs(1.25 - 0.65), abs=ATOL)
+
+
+def test_unused_parameters_are_gone():
+    assert "n" not in inspect.signature(replicate_weights).parameters
+    assert "n_bins" not in inspect.signature(binned_estimate._jackknife_items).parameters
+
+
+def test_paper_bin_counts_are_keyed_by_readable_names():
+    assert nc.metrics.PAPER_N_BINS == {"ambiguous_ground_truth": 15, "set_mass_conformal": 25,
+                                       "lwcal": 15, "noisy_label_calibration": 10}
+    doc = " ".join(nc.ece.__doc__.split())
+    assert "Confidence Calibration under Ambiguous Ground Truth" in doc
+    assert "LWCal" in doc and "Adaptive Set-Mass Calibration" in doc
+
+
+def test_bound_options_are_checked_and_belong_to_their_mode():
+    opts = nc.intervals.Bound(same_sample=False)
+    assert (opts.mode, opts.channel_radius, opts.true_channels, opts.same_sample,
+            opts.kind) == ("binned_only", None, None, False, "auto")
+    with pytest.raises(ValueError, match="same_sample must be True or False"):
+        nc.intervals.Bound(same_sample="no")
+    with pytest.raises(ValueError, match="mode='radius' needs"):
+        nc.intervals.Bound(mode="radius", same_sample=False)
+    A = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 1], [0, 1, 1]] * 10)
+    t = nc.targets.corrected(A, a=[0.1] * 3, b=[0.9] * 3)
+    z = np.linspace(0.05, 0.95, 40)
+    wide = nc.ece(z, t, interval=nc.intervals.Bound(same_sample=True))
+    narrow = nc.ece(z, t, interval=nc.intervals.Bound(same_sample=False))
+    assert wide.details["sampling_radius"] > narrow.details["sampling_radius"]
+    assert wide.details["same_sample"] is True
+
+
+def test_one_n_bins_rule_for_metrics_and_calibrators():
+    z, y = np.array([0.2, 0.8]), np.array([0, 1])
+    assert nc.ece(z, y, n_bins=20, interval=None).details["n_bins"] == 20
+    for call in (lambda: nc.ece(z, y, n_bins=21, interval=None),  # was allowed up to 100
+                 lambda: nc.calibrators.HistogramBinning(n_bins=21).fit(probs=z, target=y)):
+        with pytest.raises(ValueError, match="n_bins=21 is far above the 2 item"):
+            call()
+
+
+def test_slope_and_bootstrap_messages_name_their_arguments():
+    with pytest.raises(ValueError, match=r"^probs: "):
+        nc.calibration_slope(np.array([1.0, 0.5]), np.array([1, 0]))
+    from noisycal.intervals import bootstrap
+    from noisycal.metrics.scores import weighted_mean
+    with pytest.raises(ValueError, match=r"^arrays: "):
+        bootstrap(weighted_mean)

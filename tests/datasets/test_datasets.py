@@ -146,7 +146,7 @@ def test_data_dir_default_points_at_shared_data_in_this_checkout(monkeypatch):
     # In a source checkout whose ../shared/data exists, the package-relative fallback finds
     # it from any working directory.
     monkeypatch.delenv("NOISYCAL_DATA", raising=False)
-    shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    shared = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
     if not shared.is_dir():
         pytest.skip("no ../shared/data next to this checkout")
     monkeypatch.chdir("/")

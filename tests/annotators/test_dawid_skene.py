@@ -1,5 +1,6 @@
 """Dawid–Skene family fitted by EM: reference values, likelihood identity, recovery."""
 
+
 import numpy as np
 import pytest
 
@@ -457,3 +458,19 @@ def test_conf_int_bootstraps_on_demand(ds1979):
     for dup in (copy.copy(fit), copy.deepcopy(fit)):  # copies keep the refit
         np.testing.assert_array_equal(dup.conf_int(0.9, n_boot=200, seed=1)["low"],
                                       ci["low"])
+
+
+def test_grouped_fit_predict_needs_groups():
+    A = np.array([[0, 0, 0], [1, 1, 1], [1, 1, 0], [0, 0, 1], [1, 0, 1], [0, 0, 0],
+                  [1, 1, 1], [0, 1, 0], [1, 1, 1], [0, 0, 0], [1, 0, 1], [0, 0, 0]])
+    ann = nc.Annotations.from_wide(A)
+    groups = np.array([0, 1] * 6)
+    fit = nc.GroupedDawidSkene(2).fit(ann, groups=groups, method=nc.engines.EM(n_starts=2), seed=0)
+    with pytest.raises(ValueError, match="groups is required"):
+        fit.predict(ann)
+    with pytest.raises(ValueError, match="groups is required"):
+        nc.targets.posterior(ann, fit)
+    np.testing.assert_allclose(fit.predict(ann, groups), fit.item_posterior, atol=1e-8)
+    # one group: groups may be left out
+    one = nc.DawidSkene(2).fit(ann, method=nc.engines.EM(n_starts=2), seed=0)
+    np.testing.assert_allclose(one.predict(ann), one.item_posterior, atol=1e-8)

@@ -1,5 +1,6 @@
 """Bootstrap intervals: determinism, cluster resampling, interval rules, coverage."""
 
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -35,7 +36,7 @@ def test_cluster_bootstrap_of_duplicated_rows_equals_item_bootstrap():
     # every item appears twice; resampling clusters of the duplicated data draws the
     # same clusters as resampling items of the de-duplicated data (same key), so the
     # replicate ECEs coincide exactly (with the exact item bootstrap: the binned one
-    # draws its replicates differently, tests/test_bootstrap_binned.py).
+    # draws its replicates differently, tests/metrics/binned/test_bootstrap_binned.py).
     sim = nc.simulate.classifier(250, 3, seed=3)
     P2 = np.repeat(sim.probs, 2, axis=0)
     y2 = np.repeat(sim.labels, 2)
@@ -173,3 +174,25 @@ def test_bootstrap_coverage_of_population_binned_ece():
     print(f"population ECE {pop:.5f}; coverage {coverage:.3f} over {reps} replications")
     # nominal 0.9; 400 replications give a Monte-Carlo SE of 0.015, so +-0.05 is ~3 SE
     assert 0.85 <= coverage <= 0.95
+
+
+def test_multinomial_counts_is_the_one_bootstrap_draw():
+    """engines.resample.multinomial_counts: n draws with replacement over n units; the
+    item weights of resample_weights are exactly its draw."""
+    import jax
+    import jax.numpy as jnp
+
+    from noisycal._util.jax import x64
+    from noisycal.engines.em.resample import multinomial_counts, resample_weights
+
+    with x64():
+        key = jax.random.PRNGKey(7)
+        w = multinomial_counts(key, 50, dtype=jnp.float64)
+        assert w.shape == (50,) and w.dtype == jnp.float64 and float(w.sum()) == 50.0
+        idx = jax.random.randint(key, (50,), 0, 50, dtype=jnp.int32)
+        np.testing.assert_array_equal(np.asarray(w), np.bincount(np.asarray(idx), minlength=50))
+        pattern = jnp.arange(50) % 5
+        w_items, w_pat = resample_weights(key, pattern, 5)
+        np.testing.assert_array_equal(np.asarray(w_items), np.asarray(w))
+        np.testing.assert_array_equal(np.asarray(w_pat),
+                                      np.bincount(np.arange(50) % 5, weights=np.asarray(w)))

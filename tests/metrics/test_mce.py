@@ -161,7 +161,7 @@ def test_dask_input_equals_in_memory():
 def mce_study(study: object) -> object:
     """``benchmarks/coverage_mce.py`` as a module (it imports coverage_study, loaded by
     the ``study`` fixture, and benchmarks/_output.py)."""
-    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
     sys.path.insert(0, bench)
     try:
         spec = importlib.util.spec_from_file_location("coverage_mce", f"{bench}/coverage_mce.py")
