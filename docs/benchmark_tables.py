@@ -1225,3 +1225,40 @@ def _lwcal_protocol(records: dict[str, Record]) -> dict[str, str]:
     out["orderings"] = "\n".join(f"- {k}: {'holds' if v else 'does NOT hold'}"
                                  for k, v in r["orderings"].items())
     return out
+
+
+@renderer("layout_census")
+def _layout_census(records: dict[str, Record]) -> dict[str, str]:
+    (name, rec), = records.items()
+    res = result(rec)
+    if not res:
+        return {"run": run_line(name, rec), "table": missing(name)}
+    now = res["current"]
+    base = res.get("baseline", {}).get("census")
+    head = ["measure"] + ([f"baseline ({res['baseline']['commit'][:7]})"] if base else []) \
+        + ["now"]
+
+    def row(label: str, get: Callable[[dict], object]) -> list[object]:
+        return [label] + ([get(base)] if base else []) + [get(now)]
+
+    rows = [row("modules", lambda c: count(c["modules"])),
+            row("lines", lambda c: count(c["lines"])),
+            row("import units (top-level files and folders)", lambda c: c["units"]),
+            row("edges between units", lambda c: c["unit_edges"]),
+            row("floors", lambda c: c["floors"]),
+            row("modules of 455 lines or more", lambda c: c["modules_455_or_more_lines"]),
+            row("longest module", lambda c: f"{c['longest_modules'][0][1]} "
+                                            f"({c['longest_modules'][0][0]})"),
+            row("private modules at the package top",
+                lambda c: len(c["top_level_private_modules"])),
+            row("most modules in one folder", lambda c: f"{c['most_modules_in_a_folder'][1]} "
+                                                        f"({c['most_modules_in_a_folder'][0]})")]
+    rows += [row(f"`nc.{m}` parameters", lambda c, m=m: c["metric_parameters"].get(m, "-"))
+             for m in now["metric_parameters"]]
+    rows += [row(f"`{m}.fit` parameters",
+                 lambda c, m=m: (f"{c['fit_parameters'][m]['n']}"
+                                 + (" + **kwargs" if c["fit_parameters"][m]["var_keyword"]
+                                    else "")) if m in c["fit_parameters"] else "-")
+             for m in now["fit_parameters"]]
+    return {"run": run_line(name, rec),
+            "table": table(head, rows, "l" + "r" * (len(head) - 1))}
