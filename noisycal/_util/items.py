@@ -15,9 +15,9 @@ import numpy as np
 
 from .types import ArrayLike
 
-__all__ = ["prediction_items", "check_item_ids", "check_items", "is_pandas",
-           "aligned_values", "checked_index", "match_columns", "check_same_ids", "item_ids_of",
-           "classes_of", "frame_classes"]
+__all__ = ["prediction_items", "check_item_ids", "check_items", "first_difference",
+           "is_pandas", "aligned_values", "checked_index", "match_columns", "check_same_ids",
+           "item_ids_of", "classes_of", "frame_classes"]
 
 
 def prediction_items(probs: Any, logits: Any, items: Any) -> np.ndarray | None:
@@ -87,14 +87,18 @@ def check_items(expected: ArrayLike | None, given: ArrayLike | None, what: str) 
     """
     if expected is None or given is None:
         return
-    e, g = np.asarray(expected), np.asarray(given)
-    if e.shape != g.shape or not all(x == y for x, y in zip(e.tolist(), g.tolist(),
-                                                            strict=True)):
-        first = next((i for i, (x, y) in enumerate(zip(e.tolist(), g.tolist(), strict=False))
-                      if x != y), min(e.size, g.size))
+    e, g = np.asarray(expected).tolist(), np.asarray(given).tolist()
+    if e != g:
         raise ValueError(f"{what}: the predictions' item ids do not match the target's "
-                         f"items (first difference at position {first}); align them, e.g. "
-                         "probs.loc[target.items]")
+                         f"items (first difference at position {first_difference(e, g)}); "
+                         "align them, e.g. probs.loc[target.items]")
+
+
+def first_difference(a: list, b: list) -> int:
+    """The first position where two id lists differ (the shorter length when one is a
+    prefix of the other); the one comparison behind every item-order message."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)))
 
 
 def is_pandas(x: object) -> bool:
@@ -125,7 +129,7 @@ def check_same_ids(expected: ArrayLike | None, given: ArrayLike | None, name: st
     if len(e) != len(g):
         where = f"{len(g)} rows for {len(e)} items"
     else:
-        i = next(k for k, (a, b) in enumerate(zip(e, g, strict=True)) if a != b)
+        i = first_difference(e, g)
         where = f"first difference at position {i}: {g[i]!r} where {whose} item is {e[i]!r}"
     raise ValueError(f"{name}: its index does not list {whose} item ids in their order "
                      f"({where}); align it, e.g. {name}.loc[items], or pass a plain array "

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._util.items import checked_index, item_ids_of
+from .._util.items import checked_index, first_difference, item_ids_of
 from .._util.types import ArrayLike
 from .._util.validation import check_array, check_labels, user_stacklevel
 from ..exceptions import IdentifiabilityWarning
@@ -372,7 +372,7 @@ def check_alignment(pred: object, pred_name: str, other: object, other_name: str
         if len(given) != len(ids):
             where = f"{pred_name} has {len(given)} items, {other_name} {len(ids)}"
         else:
-            i = next(k for k, (a, b) in enumerate(zip(given, ids, strict=True)) if a != b)
+            i = first_difference(given, ids)
             where = f"first difference at position {i}: {given[i]!r} vs {ids[i]!r}"
         raise ValueError(f"{other_name} is not aligned with {pred_name}: the index of "
                          f"{pred_name} and the items of {other_name} differ ({where}); "
