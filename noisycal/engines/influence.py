@@ -1,8 +1,10 @@
 r"""Per-item influence of a Dawid–Skene-family fit on its parameters (the sandwich).
 
 A maximum-likelihood estimate :math:`\hat\theta` of the free parameters (the free
-parametrisation of :mod:`noisycal.engines.identification`: interior entries of each
-probability row moved against the row's largest entry) satisfies, to first order,
+parametrisation of :mod:`noisycal.engines.free_params`: interior entries of each
+probability row moved against the row's largest entry; for a constrained channel its own
+coordinates, a one-coin accuracy, a class-conditional accuracy per annotator and class,
+or MACE's spamming probability and strategy rows) satisfies, to first order,
 
 .. math:: \hat\theta - \theta_0 \approx \sum_i \phi_i, \qquad
           \phi_i = H^{-1} s_i, \quad s_i = \nabla_\theta \ell_i(\hat\theta), \quad
@@ -16,6 +18,12 @@ information when the model holds. A statistic computed from the same items and t
 estimated channels then has the influence ``own term + D phi_i`` (D its derivative in
 theta), which is how :mod:`noisycal.metrics.nc.delta` carries the channel
 estimation error, and its correlation with the items' own terms, into NC-ECE.
+
+One path serves every channel of the family (Dawid–Skene, one-coin, grouped,
+class-conditional, MACE): the per-item marginal log-likelihood of
+:func:`noisycal.models.dawid_skene.item_log_likelihood` at the confusion that
+:func:`~noisycal.engines.free_params.channel_from_flat` makes of the model's own
+coordinates, differentiated by JAX.
 
 Items with identical rating patterns have identical scores, so everything is computed
 once per pattern (:func:`noisycal.engines.patterns.pattern_data`). Entries held fixed by
@@ -41,7 +49,17 @@ import jax.numpy as jnp
 from .._util.jax import x64
 
 __all__ = ["ChannelInfluence", "FreeParameters", "channel_influence", "dawid_skene_influence",
-           "hui_walter_influence", "params_from_free", "boundary_moves", "RULE_OF_THREE"]
+           "hui_walter_influence", "params_from_free", "boundary_moves", "RULE_OF_THREE",
+           "CHANNELS"]
+
+#: The channel of each model whose influence is its marginal likelihood's sandwich: the
+#: ``one_coin`` switch of :mod:`noisycal.engines.free_params` (False: full confusion
+#: matrices; True: one-coin accuracies; or the constrained channel's name).
+CHANNELS = {"dawid_skene": False, "grouped": False, "one_coin": True,
+            "class_conditional": "class_conditional", "mace": "mace"}
+#: Models of :data:`CHANNELS` whose influence is offered for EM fits only (their NUTS fits
+#: are not linearised yet).
+EM_ONLY = ("class_conditional", "mace")
 
 
 class ChannelInfluence(NamedTuple):
@@ -49,9 +67,11 @@ class ChannelInfluence(NamedTuple):
 
     Attributes
     ----------
-    x0 : ndarray of shape (L * K + J * K * K,) or (L * K + J,)
-        The flat parameters at the estimate: group prevalence rows, then the confusion
-        matrices (one-coin: the accuracies).
+    x0 : ndarray of shape (L * K + m,)
+        The flat parameters at the estimate: group prevalence rows, then the channel's
+        coordinates (:func:`~noisycal.engines.free_params.channel_flat`: the confusion
+        matrices, m = J K K; one-coin accuracies, m = J; class-conditional accuracies,
+        m = J K; MACE's spamming probabilities then strategy rows, m = J + J K).
     basis : ndarray of shape (x0.size, p)
         The free directions: ``x = x0 + basis @ theta`` (theta = 0 at the estimate).
     names : tuple of str
@@ -66,8 +86,9 @@ class ChannelInfluence(NamedTuple):
         The observed information ``H`` (negative Hessian of the log-likelihood).
     covariance : ndarray of shape (p, p)
         The sandwich ``sum_i phi_i phi_i^T``.
-    one_coin : bool
-        Whether the confusion part of ``x0`` holds one accuracy per annotator.
+    one_coin : bool or {'class_conditional', 'mace'}
+        The channel the confusion part of ``x0`` parametrises (False: the confusion
+        matrices; True: one accuracy per annotator; see :data:`CHANNELS`).
     shape : tuple of int
         ``(L, J, K)``.
     boundary_moves : ndarray of shape (r, x0.size)
@@ -85,14 +106,15 @@ class ChannelInfluence(NamedTuple):
     counts: np.ndarray
     information: np.ndarray
     covariance: np.ndarray
-    one_coin: bool
+    one_coin: bool | str
     shape: tuple[int, int, int]
     boundary_moves: np.ndarray
 
     @property
     def parametrisation(self) -> FreeParameters:
         """The map from free coordinates to the parameters (:class:`FreeParameters`)."""
-        return FreeParameters(tuple(int(v) for v in self.shape), bool(self.one_coin))
+        channel = self.one_coin if isinstance(self.one_coin, str) else bool(self.one_coin)
+        return FreeParameters(tuple(int(v) for v in self.shape), channel)
 
 
 @dataclass(frozen=True)
@@ -107,7 +129,7 @@ class FreeParameters:
     ----------
     shape : tuple of int
         ``(L, J, K)``.
-    one_coin : bool
+    one_coin : bool or {'class_conditional', 'mace'}
 
     Examples
     --------
@@ -121,7 +143,7 @@ class FreeParameters:
     """
 
     shape: tuple[int, int, int]
-    one_coin: bool
+    one_coin: bool | str
 
     def __call__(self, theta: jax.Array, x0: jax.Array, basis: jax.Array) -> dict:
         """``{'prevalence', 'confusion'}`` at ``theta`` (JAX-traceable)."""
@@ -129,7 +151,7 @@ class FreeParameters:
 
 
 def params_from_free(theta: jax.Array, x0: jax.Array, basis: jax.Array, shape: tuple,
-                     one_coin: bool) -> dict:
+                     one_coin: bool | str) -> dict:
     """The model parameters ``{'prevalence', 'confusion'}`` at free coordinates ``theta``.
 
     Entries that no free direction moves stay at ``x0`` exactly (a select, so a zero entry
@@ -142,26 +164,26 @@ def params_from_free(theta: jax.Array, x0: jax.Array, basis: jax.Array, shape: t
         As in :class:`ChannelInfluence`.
     shape : tuple of int
         ``(L, J, K)``.
-    one_coin : bool
+    one_coin : bool or {'class_conditional', 'mace'}
+        The channel (:func:`~noisycal.engines.free_params.channel_from_flat`).
 
     Returns
     -------
     dict
         ``prevalence`` (L, K) and ``confusion`` (J, K, K).
     """
-    from noisycal.models.dawid_skene import one_coin_confusion
+    from .free_params import channel_from_flat
 
     L, J, K = shape
     moved = jnp.any(basis != 0, axis=1)
     x = jnp.where(moved, x0 + basis @ theta, x0)
     prev = x[:L * K].reshape(L, K)
-    conf = one_coin_confusion(x[L * K:], K) if one_coin else x[L * K:].reshape(J, K, K)
-    return {"prevalence": prev, "confusion": conf}
+    return {"prevalence": prev, "confusion": channel_from_flat(x[L * K:], one_coin, J, K)}
 
 
 @partial(jax.jit, static_argnames=("sizes", "shape", "one_coin"))
 def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arrays: tuple,
-                        *, sizes: tuple, shape: tuple, one_coin: bool
+                        *, sizes: tuple, shape: tuple, one_coin: bool | str
                         ) -> tuple[jax.Array, jax.Array]:
     from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
 
@@ -184,13 +206,18 @@ def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arr
 
 
 def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
-    """The per-item influence of a Dawid–Skene, one-coin or grouped fit (see module doc).
+    """The per-item influence of a Dawid–Skene-family fit (see the module docstring).
+
+    Dawid–Skene, one-coin and grouped fits (EM, MLE; NUTS fits linearised at their
+    posterior mean) and EM fits of the class-conditional and MACE channels
+    (:data:`CHANNELS`), each in its own free coordinates: the scores and the Hessian are
+    those of the same marginal likelihood at the confusion the coordinates make.
 
     Parameters
     ----------
     fit : AnnotatorFit
         A fit of the Dawid–Skene family with finite estimates and its ``annotations``
-        (the data it was fitted on). NUTS fits are linearised at their posterior mean.
+        (the data it was fitted on).
     annotations : Annotations, optional
         The data the fit was made on, when the fit does not carry them.
 
@@ -198,11 +225,18 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     -------
     ChannelInfluence, or str
         A string says why no influence could be computed (no fitted data, gold labels,
-        too many free parameters, an information matrix that is not positive
-        definite).
+        a model or engine not covered, too many free parameters, an information matrix
+        that is not positive definite).
+
+    Notes
+    -----
+    A coordinate within :data:`~noisycal.engines.free_params.MIN_COUNT` expected events
+    of 0 or 1 (a MACE annotator fitted never to spam, an accuracy fitted at 1) is held
+    fixed, as for Dawid–Skene: its sandwich variance is 0 and its rule-of-three move is
+    in ``boundary_moves``, which the NC-ECE turns into a status when it matters.
     """
     from .em.dawid_skene import split_data
-    from .free_params import free_parameters
+    from .free_params import channel_flat, free_parameters
     from .identification import MAX_FREE
     from .patterns import pattern_data
 
@@ -211,15 +245,23 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
         return "the fit does not carry the annotations it was fitted on"
     if fit.details.get("gold"):
         return "fits with gold labels are not supported"
-    if fit.model not in ("dawid_skene", "one_coin", "grouped"):
+    if fit.model == "item_difficulty":
+        return ("the channel influence of an 'item_difficulty' fit is not implemented: the "
+                "model has no maximum-likelihood fit (NUTS only; its joint mode is "
+                "degenerate) and its channels vary by item, so a sandwich would need the "
+                "likelihood with each item's difficulty integrated out")
+    if fit.model not in CHANNELS:
         return f"the channel influence of a {fit.model!r} fit is not implemented"
+    if fit.model in EM_ONLY and fit.method != "em":
+        return (f"the channel influence of a {fit.model!r} fit is offered for EM fits; "
+                f"this fit is by {fit.method!r}")
     prev = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))
     conf = np.asarray(fit.confusion, dtype=np.float64)
     if not (np.all(np.isfinite(prev)) and np.all(np.isfinite(conf))):
         return "the fit has no finite estimates"
     L, K = prev.shape
     J = conf.shape[0]
-    one_coin = fit.model == "one_coin"
+    one_coin = CHANNELS[fit.model]
     group = np.asarray(fit.details.get("group_index", np.zeros(ann.n_items, np.int64)))
     arr = ann.engine_arrays()
     with x64():
@@ -230,12 +272,15 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     labels = {"prevalence": [f"prevalence[{g}, {k}]" for g in range(L) for k in range(K)],
               "confusion": [f"confusion[{j}, {t}, {o}]" for j in range(J) for t in range(K)
                             for o in range(K)],
-              "accuracy": [f"accuracy[{j}]" for j in range(J)]}
+              "accuracy": [f"accuracy[{j}]" for j in range(J)],
+              "class_accuracy": [f"accuracy[{j}, {k}]" for j in range(J) for k in range(K)],
+              "spam": [f"spam[{j}]" for j in range(J)],
+              "strategy": [f"strategy[{j}, {k}]" for j in range(J) for k in range(K)]}
     _, B, names, n_conf = free_parameters(prev, conf, pd_.data, w, None, one_coin=one_coin,
                                           labels=labels)
     if len(names) > MAX_FREE:
         return f"more than MAX_FREE={MAX_FREE} free parameters"
-    x0 = np.concatenate([prev.ravel(), conf[:, 0, 0] if one_coin else conf.ravel()])
+    x0 = np.concatenate([prev.ravel(), channel_flat(conf, one_coin)])
     arrays, sizes = split_data(pd_.data)
     with x64():
         scores, info = _scores_and_hessian(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(w),
@@ -259,25 +304,30 @@ RULE_OF_THREE = 3.0
 
 
 def boundary_moves(x0: np.ndarray, basis: np.ndarray, totals: np.ndarray, offset: int,
-                   one_coin: bool) -> np.ndarray:
+                   one_coin: bool | str) -> np.ndarray:
     """Moves of the channel entries the free parametrisation holds fixed at the boundary.
 
     Each confusion entry that no free direction moves and that lies on the small side of
-    its row (an entry other than the row's largest; for one-coin fits an accuracy within
-    ``MIN_COUNT / N`` of 1) is moved to ``RULE_OF_THREE / N`` (N the row's expected items,
-    capped at half the room to the reference entry), the mass taken from the row's
-    largest entry.
+    its row (an entry other than the row's largest) is moved to ``RULE_OF_THREE / N`` (N
+    the row's expected items, capped at half the room to the reference entry), the mass
+    taken from the row's largest entry. A held accuracy (one-coin: N the annotator's
+    expected ratings; class-conditional: those of items of the class) above 0.5 is moved
+    down by ``RULE_OF_THREE / N`` (capped at half its distance to chance, 1 / K), one
+    below 0.5 up by as much (capped at half its distance to 0.5). A held MACE spamming
+    probability is moved away from its boundary by ``RULE_OF_THREE / N`` (N the
+    annotator's ratings, capped at a quarter), and a held strategy entry of an annotator
+    who spams like a row's small entry (N its expected spam ratings).
 
     Parameters
     ----------
     x0 : ndarray
-        Flat parameters (prevalence rows, then the channels).
+        Flat parameters (prevalence rows, then the channel's coordinates).
     basis : ndarray of shape (x0.size, p)
     totals : ndarray of shape (J, K)
-        Expected items behind each confusion row (one-coin: the rows are summed).
+        Expected items behind each confusion row.
     offset : int
         Where the channels start in ``x0`` (L * K).
-    one_coin : bool
+    one_coin : bool or {'class_conditional', 'mace'}
 
     Returns
     -------
@@ -286,20 +336,62 @@ def boundary_moves(x0: np.ndarray, basis: np.ndarray, totals: np.ndarray, offset
     moved = np.any(basis != 0, axis=1)
     out = []
     J, K = totals.shape
-    if one_coin:
+
+    def accuracy_move(i: int, N: float, x: float) -> None:
+        if moved[i] or N <= 0:
+            return
+        step = (-min(RULE_OF_THREE / N, 0.5 * (x - 1.0 / K)) if x > 0.5
+                else min(RULE_OF_THREE / N, 0.5 * (0.5 - x)))
+        if step != 0:
+            out.append(np.zeros_like(x0))
+            out[-1][i] = step
+
+    if one_coin is True:
         for j in range(J):
             i, N = offset + j, float(totals[j].sum())
+            # as before: only an accuracy near 1 (a one-coin fit is above chance)
             if not moved[i] and N > 0 and x0[i] > 0.5:
                 out.append(np.zeros_like(x0))
                 out[-1][i] = -min(RULE_OF_THREE / N, 0.5 * (x0[i] - 1.0 / K))
         return np.array(out).reshape(-1, x0.size)
-    rows = x0[offset:].reshape(J * K, K)
-    for r in range(J * K):
-        N = float(totals.ravel()[r])
+    if one_coin == "class_conditional":
+        for r in range(J * K):
+            accuracy_move(offset + r, float(totals.ravel()[r]), float(x0[offset + r]))
+        return np.array(out).reshape(-1, x0.size)
+    if one_coin == "mace":
+        spam_free = np.zeros(J, bool)
+        for j in range(J):
+            i, N = offset + j, float(totals[j].sum())
+            spam_free[j] = moved[i]
+            if moved[i] or N <= 0:
+                continue
+            out.append(np.zeros_like(x0))
+            step = min(RULE_OF_THREE / N, 0.25)
+            out[-1][i] = step if x0[i] < 0.5 else -step
+        # strategy rows: entries held on the small side, of annotators whose spam is free
+        rows = x0[offset + J:].reshape(J, K)
+        n_spam = x0[offset:offset + J] * totals.sum(axis=1)
+        out += _row_moves(x0, moved, rows, n_spam, offset + J, spam_free)
+        return np.array(out).reshape(-1, x0.size)
+    out += _row_moves(x0, moved, x0[offset:].reshape(J * K, K), totals.ravel(), offset,
+                      np.ones(J * K, bool))
+    return np.array(out).reshape(-1, x0.size)
+
+
+def _row_moves(x0: np.ndarray, moved: np.ndarray, rows: np.ndarray, totals: np.ndarray,
+               offset: int, use: np.ndarray) -> list[np.ndarray]:
+    """Rule-of-three moves of the held small entries of probability rows (R, K) starting
+    at ``offset`` in ``x0`` (rows with ``use[r]`` False skipped)."""
+    out = []
+    R, K = rows.shape
+    for r in range(R):
+        N = float(totals[r])
+        if not use[r] or N <= 0:
+            continue
         ref = int(np.argmax(rows[r]))
         for k in range(K):
             i = offset + r * K + k
-            if k == ref or moved[i] or N <= 0:
+            if k == ref or moved[i]:
                 continue
             step = min(RULE_OF_THREE / N, 0.5 * (rows[r, ref] - rows[r, k]))
             if step <= 0:
@@ -307,7 +399,7 @@ def boundary_moves(x0: np.ndarray, basis: np.ndarray, totals: np.ndarray, offset
             v = np.zeros_like(x0)
             v[i], v[offset + r * K + ref] = step, -step
             out.append(v)
-    return np.array(out).reshape(-1, x0.size)
+    return out
 
 
 def scipy_cho_solve(chol: np.ndarray, rhs: np.ndarray) -> np.ndarray:
