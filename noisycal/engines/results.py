@@ -213,8 +213,10 @@ class AnnotatorFit:
         again; ``phi_i`` (one row per rating pattern) and the sandwich covariance
         ``sum_i phi_i phi_i^T`` are what the default interval of a noise-corrected ECE
         propagates (:mod:`noisycal.metrics.nc.delta`). Dawid–Skene, one-coin and grouped
-        fits (EM, MLE; NUTS fits linearised at their posterior mean): the sandwich of the
-        marginal likelihood (:func:`noisycal.engines.influence.dawid_skene_influence`);
+        fits (EM, MLE; NUTS fits linearised at their posterior mean) and EM fits of the
+        class-conditional and MACE channels: the sandwich of the marginal likelihood in
+        the model's own free coordinates
+        (:func:`noisycal.engines.influence.dawid_skene_influence`);
         Hui–Walter moment and GMM fits: the GMM sandwich
         (:func:`noisycal.engines.influence.hui_walter_influence`).
 
@@ -261,7 +263,7 @@ class AnnotatorFit:
         under those weights: the same model, priors, iteration limit and tolerance, started
         from the fitted posteriors so the class labelling is kept. All rows run in one
         compiled loop. Offered by EM fits of the Dawid–Skene family (Dawid–Skene,
-        one-coin, grouped) without gold labels.
+        one-coin, grouped, class-conditional, MACE) without gold labels.
 
         Parameters
         ----------
@@ -321,6 +323,7 @@ class AnnotatorFit:
         """
         from .._util.progress import ProgressBar, check_progress
         from .em.resample import weighted_refits
+        from .influence import CHANNELS
 
         refusal = self._refit_refusal()
         if refusal:
@@ -349,7 +352,7 @@ class AnnotatorFit:
                 out = weighted_refits(
                     W, jnp.asarray(post0), jnp.asarray(perm, jnp.int32), data, alpha, beta,
                     jnp.asarray(pattern, jnp.int32), jnp.asarray(group, jnp.int32),
-                    one_coin=self.model == "one_coin",
+                    one_coin=CHANNELS[self.model],
                     max_iter=int(self.details.get("max_iter", 1000)),
                     tol=float(self.details.get("tol", 1e-8)), draw=draw,
                     statistic=statistic, args=jax.tree.map(jnp.asarray, args),
@@ -363,9 +366,12 @@ class AnnotatorFit:
 
     def _refit_refusal(self) -> str:
         """Why this fit cannot be refitted ('' when it can)."""
-        if self.method != "em" or self.model not in ("dawid_skene", "one_coin", "grouped"):
+        from .influence import CHANNELS
+
+        if self.method != "em" or self.model not in CHANNELS:
             return ("refit refits Dawid-Skene-family channels by EM (dawid_skene, one_coin, "
-                    f"grouped); this fit is {self.model!r} by {self.method!r}")
+                    f"grouped, class_conditional, mace); this fit is {self.model!r} by "
+                    f"{self.method!r}")
         if self.details.get("gold"):
             return "fits with gold labels are not refitted yet"
         if self.annotations is None:
