@@ -180,3 +180,22 @@ def test_refit_equals_a_hand_refit_of_a_resample(name):
         off = (1 - np.diagonal(c, axis1=1, axis2=2)) / (K - 1)
         np.testing.assert_allclose(c[:, 0, 1], off[:, 0], atol=1e-12)
     np.testing.assert_allclose(fit.refit(np.ones(n)).confusion, fit.confusion, atol=1e-5)
+
+
+def test_a_class_conditional_accuracy_fitted_at_one_is_held_at_the_boundary():
+    """accuracy[0, 0] = 1: EM fits it at 1, it is held fixed, and its move is the rule of
+    three down from 1, 3 / N with N the expected class-0 items annotator 0 rated."""
+    acc = ACCURACY.copy()
+    acc[0, 0] = 1.0
+    conf = np.asarray(class_conditional_confusion(acc, K), dtype=np.float64)
+    ann = nc.simulate.dawid_skene(600, PREVALENCE, conf, seed=11).annotations
+    fit = nc.annotators.ClassConditionalDawidSkene(K).fit(
+        ann, method=nc.engines.EM(n_starts=3, tol=1e-12))
+    infl = fit.influence()
+    assert fit.details["accuracy"][0, 0] > 1 - 1e-6
+    assert "accuracy[0, 0]" not in infl.names and len(infl.names) == (K - 1) + 3 * K - 1
+    L = 1
+    assert infl.boundary_moves.shape == (1, L * K + 3 * K)
+    N = fit.item_posterior[:, 0].sum()          # annotator 0 rated every item once
+    np.testing.assert_allclose(infl.boundary_moves[0, L * K], -3.0 / N, rtol=1e-9)
+    assert np.count_nonzero(infl.boundary_moves) == 1
