@@ -23,6 +23,14 @@ never sees. Defaults follow rater: ``mu_diag = 2``, ``mu_off = 0``, ``mu_scale =
 ``sigma_scale = 1``. Where rater has one scale per (row, column) entry, this model has
 one per row (K scales), which is what keeps the sum-to-zero form exact.
 
+The centred parametrisation samples each annotator's log-odds ``e[j, k] ~ N(mu_free[k],
+sigma[k]^2 I)`` directly (``confusion[j, k] = softmax(B e[j, k])``): the same model, a
+different geometry. Non-centred suits annotators with few ratings (the likelihood leaves
+the deviations near their prior, a funnel in the centred form), centred suits annotators
+with many ("A General Framework for the Parametrization of Hierarchical Models";
+"Hamiltonian Monte Carlo for Hierarchical Models"); ``centered=`` of
+:func:`hierarchical_dawid_skene` picks it annotator by annotator.
+
 The latent class is marginalised by the one Dawid–Skene likelihood
 (:func:`noisycal.models.dawid_skene.log_likelihood`), so item weights (rating-pattern
 counts) and gold classes work as in :func:`~noisycal.models.dawid_skene.dawid_skene`.
@@ -34,6 +42,10 @@ Categorical Ratings: The R Package rater". The R Journal 15(3).
 Paun, S., Carpenter, B., Chamberlain, J., Hovy, D., Kruschwitz, U. and Poesio, M.
 (2018). "Comparing Bayesian Models of Annotation". Transactions of the Association for
 Computational Linguistics 6, 571-585 (the hierarchical Dawid–Skene model, Sec. 2).
+Papaspiliopoulos, O., Roberts, G. O. and Sköld, M. (2007). "A General Framework for the
+Parametrization of Hierarchical Models". Statistical Science 22(1), 59-73.
+Betancourt, M. and Girolami, M. (2015). "Hamiltonian Monte Carlo for Hierarchical
+Models". In Current Trends in Bayesian Methodology with Applications, CRC Press.
 """
 
 from __future__ import annotations
@@ -121,7 +133,8 @@ def hierarchical_dawid_skene(item: jax.Array, annotator: jax.Array,
                              alpha: jax.Array | None = None, mu_diag: float = 2.0,
                              mu_off: float = 0.0, mu_scale: float = 1.0,
                              sigma_scale: float = 1.0, gold: jax.Array | None = None,
-                             weights: jax.Array | None = None) -> None:
+                             weights: jax.Array | None = None,
+                             centered: tuple[bool, ...] | None = None) -> None:
     """NumPyro hierarchical Dawid–Skene model, latent class marginalised by logsumexp.
 
     Sites: ``prevalence`` (1, K) ~ Dirichlet(alpha); ``mu_free`` (K, K-1) ~ N(B^T m_k,
@@ -129,6 +142,12 @@ def hierarchical_dawid_skene(item: jax.Array, annotator: jax.Array,
     deterministic ``mu`` (K, K), the centred population log-odds ``B mu_free[k]``, and
     ``confusion`` (J, K, K) (:func:`hierarchical_confusion`). See the module docstring
     for the parametrisation and its relation to the R package rater.
+
+    With ``centered``, annotator j's row of ``z`` is instead its own log-odds in the
+    basis where ``centered[j]`` is True, ``z[j, k] ~ N(mu_free[k], sigma[k]^2 I)`` and
+    ``confusion[j, k] = softmax(B z[j, k])`` (the centred parametrisation); the model
+    puts the same distribution on every confusion matrix either way, only the geometry
+    NUTS samples differs ("Hamiltonian Monte Carlo for Hierarchical Models").
 
     Parameters
     ----------
@@ -152,6 +171,9 @@ def hierarchical_dawid_skene(item: jax.Array, annotator: jax.Array,
         Known true classes (``-1`` where unknown), observed data only.
     weights : array of shape (n_items,), optional
         Item multiplicities (rating-pattern counts), observed data only.
+    centered : tuple of bool of length n_annotators, optional
+        Which annotators are centred (a tuple, so that it is a static input of the
+        compiled sampler); None (default): none, the non-centred model.
 
     Examples
     --------
@@ -175,10 +197,24 @@ def hierarchical_dawid_skene(item: jax.Array, annotator: jax.Array,
     mu_free = numpyro.sample("mu_free", dist.Normal(loc, mu_scale).to_event(2))
     with numpyro.plate("class", K, dim=-1):
         sigma = numpyro.sample("sigma", dist.HalfNormal(sigma_scale))
-    with numpyro.plate("annotator", J, dim=-1):
-        z = numpyro.sample("z", dist.Normal(jnp.zeros((K, K - 1)), 1.0).to_event(2))
+    if centered is None or not any(centered):  # non-centred: every annotator
+        with numpyro.plate("annotator", J, dim=-1):
+            z = numpyro.sample("z", dist.Normal(jnp.zeros((K, K - 1)), 1.0).to_event(2))
+        confusion = hierarchical_confusion(mu_free, sigma, z)
+    else:
+        if len(centered) != J:
+            raise ValueError(f"centered must have one entry per annotator ({J}), got "
+                             f"{len(centered)}")
+        c = np.asarray(centered, bool)[:, None, None]  # (J, 1, 1), a constant
+        scale = jnp.broadcast_to(sigma[:, None], (K, K - 1))
+        loc = jnp.where(c, mu_free[None], 0.0)
+        with numpyro.plate("annotator", J, dim=-1):
+            z = numpyro.sample("z", dist.Normal(loc, jnp.where(c, scale[None], 1.0))
+                               .to_event(2))
+        eta = jnp.where(c, z, mu_free[None] + sigma[None, :, None] * z)
+        confusion = jax.nn.softmax(eta @ jnp.asarray(B.T, dtype=eta.dtype), axis=-1)
     numpyro.deterministic("mu", mu_free @ jnp.asarray(B.T))
-    confusion = numpyro.deterministic("confusion", hierarchical_confusion(mu_free, sigma, z))
+    confusion = numpyro.deterministic("confusion", confusion)
     rate_given_channel(item, annotator, label, prevalence, confusion,
                        jnp.zeros(n_items, jnp.int32), n_items=n_items, n_groups=1, gold=gold,
                        weights=weights)

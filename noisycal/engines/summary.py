@@ -29,6 +29,7 @@ import pandas as pd
 from .._util.html import escape, fmt, frame_html
 from .._util.stats import equal_tailed
 from .._util.validation import check_level
+from .density.arviz_export import extra_posterior
 from .density.diagnostics import import_arviz, min_credible_draws
 
 __all__ = ["Summary", "fit_summary", "fit_loo", "parameter_frame", "parameter_intervals",
@@ -256,7 +257,13 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
         (class proportions) and ``accuracy`` (each annotator's probability of reporting
         the true class, ``confusion[j, k, k]``, per class and their unweighted mean),
         with ``low``/``high`` when there are draws and ``r_hat``, ``ess_bulk``,
-        ``ess_tail`` (ArviZ, rank-normalised) for NUTS fits.
+        ``ess_tail`` (ArviZ, rank-normalised) for NUTS fits; a NUTS fit with posterior
+        variables of its own (:func:`~noisycal.engines.density.arviz_export.extra_posterior`:
+        the hierarchical model's population) adds a ``population`` table, one row per
+        entry: ``parameter`` (the ArviZ name without its ``population_`` prefix), its
+        coordinates (``true``, ``observed``), ``estimate``
+        (the posterior mean), ``sd``, ``low``/``high``, ``r_hat``, ``ess_bulk``,
+        ``ess_tail``.
     """
     level = check_level(level)
     if loo is not None and not isinstance(loo, bool | np.bool_):
@@ -285,6 +292,11 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
                            "confusion[j, k, k]; 'mean' averages the classes" + caption)
     if nuts and "chains" in fit.details and fit.draws is not None:
         _add_mcmc_columns(tables, fit)
+        extra = extra_posterior(fit)
+        if extra:
+            tables.append(_extra_table(fit, extra, level, draws is not None))
+            tables[-1].attrs.update(title="population", caption="population (posterior "
+                                    "mean, sd)" + caption)
     return Summary(f"{fit.model} fit by {fit.method}", header, tuple(tables))
 
 
@@ -342,20 +354,50 @@ def _accuracy_table(fit: Any, draws: Mapping[str, Any] | None, level: float
     return _with_interval(frame, vals, level)
 
 
+def _extra_table(fit: Any, extra: Mapping[str, tuple[np.ndarray, tuple[str, ...]]],
+                 level: float, intervals: bool) -> pd.DataFrame:
+    """One row per entry of a model's own posterior variables, with R-hat and ESS."""
+    labels = {"class": fit.classes, "true": fit.classes, "observed": fit.classes,
+              "annotator": fit.annotators}
+    dims = list(dict.fromkeys(d for _, vdims in extra.values() for d in vdims))
+    columns: dict[str, list] = {"parameter": [], **{d: [] for d in dims}}
+    flat = []
+    for name, (values, vdims) in extra.items():
+        for idx in np.ndindex(*values.shape[1:]):
+            columns["parameter"].append(name.removeprefix("population_"))
+            where = dict(zip(vdims, idx, strict=True))
+            for d in dims:
+                columns[d].append(labels[d][where[d]] if d in where else None)
+        flat.append(values.reshape(len(values), -1))
+    values = np.concatenate(flat, axis=1)
+    frame = pd.DataFrame({k: np.asarray(v, dtype=object) for k, v in columns.items()})
+    frame["estimate"] = values.mean(0)
+    frame["sd"] = values.std(0, ddof=1) if len(values) > 1 else np.nan
+    if intervals:
+        _with_interval(frame, values, level)
+    _mcmc_columns(frame, values, int(fit.details["chains"]))
+    return frame
+
+
+def _mcmc_columns(table: pd.DataFrame, values: np.ndarray, c: int) -> None:
+    """R-hat and bulk/tail ESS of every column of ``values`` (n_draws, P), split by chain."""
+    az = import_arviz()
+    by_chain = values.reshape(c, -1, values.shape[-1])
+    data = az.convert_to_dataset({"x": by_chain})
+    with warnings.catch_warnings():
+        # constant rows (a class no annotator confuses) give NaN R-hat: reported as NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rhat = (np.asarray(az.rhat(data, method="rank")["x"]) if c > 1
+                else np.full(values.shape[-1], np.nan))
+        table["r_hat"] = rhat
+        table["ess_bulk"] = np.asarray(az.ess(data, method="bulk")["x"])
+        table["ess_tail"] = np.asarray(az.ess(data, method="tail")["x"])
+
+
 def _add_mcmc_columns(tables: list[pd.DataFrame], fit: Any) -> None:
     """R-hat and bulk/tail ESS of every table row, from the draws split by chain."""
     c = int(fit.details["chains"])
     prev = np.asarray(fit.draws["prevalence"], np.float64)
     acc = _accuracy_values(np.asarray(fit.draws["confusion"], np.float64))
-    az = import_arviz()
     for table, values in zip(tables, (prev.reshape(len(prev), -1), acc), strict=True):
-        by_chain = values.reshape(c, -1, values.shape[-1])
-        data = az.convert_to_dataset({"x": by_chain})
-        with warnings.catch_warnings():
-            # constant rows (a class no annotator confuses) give NaN R-hat: reported as NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rhat = (np.asarray(az.rhat(data, method="rank")["x"]) if c > 1
-                    else np.full(values.shape[-1], np.nan))
-            table["r_hat"] = rhat
-            table["ess_bulk"] = np.asarray(az.ess(data, method="bulk")["x"])
-            table["ess_tail"] = np.asarray(az.ess(data, method="tail")["x"])
+        _mcmc_columns(table, values, c)

@@ -4,7 +4,9 @@ A NUTS fit of a Dawid–Skene family model becomes an ``arviz.InferenceData`` wi
 groups ArviZ's model checks need:
 
 - ``posterior``: ``prevalence`` (group, class) and ``confusion`` (annotator, true,
-  observed), the same names as every other fitting method;
+  observed), the same names as every other fitting method, plus a model's own variables
+  (the hierarchical model's population: ``population_mu``, ``population_sigma``,
+  ``population_confusion``; see :func:`extra_posterior`);
 - ``sample_stats``: ``energy``, ``diverging``, ``tree_depth``, ``n_steps``,
   ``step_size``, ``acceptance_rate`` and ``lp`` of every draw (when the sampler kept
   them, see :func:`arviz_sample_stats`);
@@ -36,7 +38,38 @@ from ..._util.jax import as_key, x64
 from ..._util.types import Seed
 
 __all__ = ["arviz_sample_stats", "item_loglik_draws", "replicate_ratings",
-           "annotator_inference_data", "em_inference_data", "soft_label_inference_data"]
+           "annotator_inference_data", "em_inference_data", "soft_label_inference_data",
+           "extra_posterior"]
+
+
+def extra_posterior(fit: Any) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
+    """A fit's posterior variables beyond ``prevalence`` and ``confusion``.
+
+    A model with more parameters than the channels and the prevalence (the population of
+    the hierarchical model) puts a function ``fit -> {name: (draws, dims)}`` in
+    ``fit.details['arviz']['posterior']``; its draws have shape (n_draws, ...) in the
+    order of ``fit.draws``, and its dims name the trailing axes with the coordinates of
+    :func:`annotator_inference_data` ('class', 'annotator', 'true', 'observed').
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+
+    Returns
+    -------
+    dict of str to (ndarray, tuple of str)
+        Empty for a model without such variables.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> extra_posterior(SimpleNamespace(details={}))
+    {}
+    """
+    hook = (fit.details.get("arviz") or {}).get("posterior")
+    if hook is None:
+        return {}
+    return {k: (np.asarray(v, np.float64), tuple(d)) for k, (v, d) in hook(fit).items()}
 
 
 def arviz_sample_stats(stats: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
@@ -205,11 +238,14 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
     by_chain = {"prevalence": prev.reshape(c, -1, *prev.shape[1:]),
                 "confusion": conf.reshape(c, -1, *conf.shape[1:])}
     S = by_chain["prevalence"].shape[1]
+    dims = {"prevalence": ["group", "class"], "confusion": ["annotator", "true", "observed"]}
+    for name, (values, vdims) in extra_posterior(fit).items():
+        by_chain[name] = values.reshape(c, S, *values.shape[1:])
+        dims[name] = list(vdims)
     groups: dict[str, Any] = {"posterior": by_chain}
     stats = arviz_sample_stats(fit.details.get("sample_stats"))
     if stats:
         groups["sample_stats"] = stats
-    dims = {"prevalence": ["group", "class"], "confusion": ["annotator", "true", "observed"]}
     coords: dict[str, Any] = {
         "group": np.arange(prev.shape[1]), "class": fit.classes, "annotator": fit.annotators,
         "true": fit.classes, "observed": fit.classes}
