@@ -280,7 +280,7 @@ def with_target_status(est: Estimate, target: object) -> Estimate:
     # every status of the target, prefixed, beside the Estimate's own (which it outranks)
     ours = tuple(f"{TARGET_PREFIX}{s}" for s in target.statuses)
     return dataclasses.replace(est, status=ours[0], message=message,
-                               statuses=ours + est.statuses)
+                               statuses=ours + tuple(getattr(est, "statuses", (est.status,))))
 
 
 def target_kind(target: object) -> str:

@@ -178,7 +178,7 @@ def test_exporters_refuse_unknown_columns_and_bad_digits():
 def test_report_exports_its_default_columns(table):
     md = table.to_markdown().splitlines()
     assert md[0] == ("| target | metric | estimate | low | high | level | interval | "
-                     "estimator | status | message |")
+                     "estimator | statuses | message |")
     assert len(md) == 2 + len(table)
     assert md[2].startswith(f"| labels | ECE | {table['estimate'].iloc[0]:.4f} | "
                             f"{table['low'].iloc[0]:.4f} | {table['high'].iloc[0]:.4f} | 90% "
