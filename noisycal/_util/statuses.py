@@ -66,7 +66,7 @@ def severity(status: str) -> tuple[int, float]:
     """
     if status == "ok":
         return (2, 0.0)
-    if status.startswith(TARGET_PREFIX) and status != TARGET_PREFIX:
+    if status.startswith(TARGET_PREFIX) and len(status) > len(TARGET_PREFIX):
         return (0, severity(status[len(TARGET_PREFIX):])[1])
     return (1, float(_RANK.get(status, _UNLISTED)))
 

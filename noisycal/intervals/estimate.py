@@ -180,11 +180,12 @@ class Estimate:
         given = (str(self.status), *self.statuses)
         distance = outside_interval(self.value, self.interval)
         outside = distance != 0.0 and not math.isnan(distance)
-        if outside and "estimate_outside_interval" not in given:
+        outside_status = "estimate_outside_interval"
+        if outside and outside_status not in given:
             message = _outside_message(self.name, self.value, *self.interval, distance,
                                        self.kind, self.method)
             object.__setattr__(self, "message", join_messages(self.message, message))
-            given += ("estimate_outside_interval",)
+            given += (outside_status,)
             if self.status == "ok":  # the only status: a warning (a failed one warned)
                 warnings.warn(message, NumericalWarning, stacklevel=_user_stacklevel())
         statuses = ordered_statuses(given)

@@ -278,8 +278,8 @@ def with_target_status(est: Estimate, target: object) -> Estimate:
     if est.message:
         message += f"; {est.message}"
     # every status of the target, prefixed, beside the Estimate's own (which it outranks)
-    ours = tuple(f"{TARGET_PREFIX}{s}" for s in target.statuses)
-    return dataclasses.replace(est, status=ours[0], message=message,
+    ours = tuple(f"{TARGET_PREFIX}{s}" for s in target.statuses)  # status comes first
+    return dataclasses.replace(est, status=f"target_{status}", message=message,
                                statuses=ours + tuple(getattr(est, "statuses", (est.status,))))
 
 
