@@ -85,11 +85,17 @@ def design_problems(label_counts: np.ndarray, classes: np.ndarray, n_params: int
 def design_status(label_counts: np.ndarray, classes: np.ndarray, n_params: int,
                   n_ratings: int, *, J: int, L: int, n_items: int | None = None
                   ) -> tuple[str, str]:
-    """The most severe of :func:`design_problems` (same parameters), or ('ok', '').
+    """The most severe of :func:`design_problems`, or ('ok', '').
+
+    Parameters
+    ----------
+    label_counts, classes, n_params, n_ratings, J, L, n_items
+        As for :func:`design_problems`.
 
     Returns
     -------
     (status, message)
+        The first problem :func:`design_problems` finds, else ('ok', '').
     """
     found = design_problems(label_counts, classes, n_params, n_ratings, J=J, L=L,
                             n_items=n_items)
@@ -140,7 +146,12 @@ def estimate_problems(prevalence: np.ndarray, confusion: np.ndarray, converged: 
 
 def estimate_status(prevalence: np.ndarray, confusion: np.ndarray, converged: bool
                     ) -> tuple[str, str]:
-    """The most severe of :func:`estimate_problems` (same parameters), or ('ok', '').
+    """The most severe of :func:`estimate_problems`, or ('ok', '').
+
+    Parameters
+    ----------
+    prevalence, confusion, converged
+        As for :func:`estimate_problems`.
 
     Returns
     -------
