@@ -185,9 +185,9 @@ class Estimate:
             message = _outside_message(self.name, self.value, *self.interval, distance,
                                        self.kind, self.method)
             object.__setattr__(self, "message", join_messages(self.message, message))
-            given += (outside_status,)
-            if self.status == "ok":  # the only status: a warning (a failed one warned)
+            if ordered_statuses(given) == ("ok",):  # the only status: warn (failures did)
                 warnings.warn(message, NumericalWarning, stacklevel=_user_stacklevel())
+            given += (outside_status,)
         statuses = ordered_statuses(given)
         object.__setattr__(self, "statuses", statuses)
         object.__setattr__(self, "status", statuses[0])

@@ -61,3 +61,11 @@ def test_replace_keeps_the_statuses_already_there_and_does_not_repeat_the_messag
 def test_html_lists_every_status():
     est = _quiet(value=0.05, interval=(0.01, 0.04), level=0.9, status="weak_channels")
     assert "statuses weak_channels, estimate_outside_interval" in est._repr_html_()
+
+
+def test_an_estimate_given_another_status_only_in_statuses_does_not_warn_either():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = Estimate("ECE", 0.05, (0.01, 0.04), 0.9, "bootstrap", n=100,
+                       statuses=("no_bins",))
+    assert est.statuses == ("no_bins", "estimate_outside_interval")
