@@ -130,6 +130,7 @@ def calibration_report(data: Data, *, n_boot: int, n_draws: int,
             "low": est.low, "high": est.high, "level": est.level,
             "interval": f"{est.kind} ({est.method})" if est.kind else None,
             "n_boot": est.n_boot, "n": est.n, "status": est.status,
+            "statuses": ", ".join(est.statuses),  # every status that applies, worst first
         })
     table = pd.DataFrame(rows)
     named = {
@@ -148,7 +149,7 @@ def wide(table: pd.DataFrame) -> pd.DataFrame:
             text += f" [{row['low']:.4f}, {row['high']:.4f}]"
         elif pd.notna(row["level"]):
             text += " [no finite interval]"
-        return text + ("" if row["status"] == "ok" else f" ({row['status']})")
+        return text + ("" if row["status"] == "ok" else f" ({row['statuses']})")
 
     cells = table.assign(cell=table.apply(cell, axis=1))
     out = cells.pivot(index="metric", columns="target", values="cell")
@@ -255,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
               f"= {oracle.value:.4f}")
     for _, row in table.iterrows():
         if row["status"] != "ok":
-            print(f"note: {row['metric']} against {row['target']}: status {row['status']}")
+            print(f"note: {row['metric']} against {row['target']}: "
+                  f"status {row['statuses']}")
         elif pd.notna(row["level"]) and not (np.isfinite(row["low"])
                                              and np.isfinite(row["high"])):
             print(f"note: {row['metric']} against {row['target']}: the {row['interval']} "

@@ -80,10 +80,14 @@ def frame_html(frame: Any, *, digits: int = 4, index: bool = False) -> str:
     return _table(header, rows, digits, index_header=index)
 
 
-def _status_html(status: str, message: str) -> str:
+def _status_html(status: str, message: str, statuses: Sequence[str] = ()) -> str:
     if status == "ok":
         return "status <b>ok</b>"
-    text = f'<span style="{_WARN}">status {html.escape(status)}</span>'
+    if len(statuses) > 1:  # every status that applies, most severe first
+        text = (f'<span style="{_WARN}">statuses '
+                f'{html.escape(", ".join(statuses))}</span>')
+    else:
+        text = f'<span style="{_WARN}">status {html.escape(status)}</span>'
     return text + (f": {html.escape(message)}" if message else "")
 
 
@@ -122,7 +126,8 @@ def estimate_html(est: Any) -> str:
         rows.append(("interval kind", how))
     rows += [(k, v) for k, v in (("estimator", est.estimator), ("estimand", est.estimand),
                                  ("n", est.n), ("n_boot", est.n_boot)) if v not in ("", None)]
-    parts = [_table(None, rows, index_header=True), _status_html(est.status, est.message)]
+    parts = [_table(None, rows, index_header=True), _status_html(est.status, est.message,
+                             getattr(est, "statuses", ()))]
     if est.bins is not None:
         parts.append(f"<details><summary>per-bin table ({len(est.bins)} rows)</summary>"
                      f"{frame_html(est.bins)}</details>")
@@ -147,7 +152,8 @@ def fit_html(fit: Any) -> str:
     diag = [[fmt(a), *np.diagonal(c).tolist()] for a, c in
             zip(np.asarray(fit.annotators).tolist(), np.asarray(fit.confusion), strict=True)]
     diag, more = _cut(diag, "annotators")
-    parts = [html.escape(head), _status_html(fit.status, fit.message),
+    parts = [html.escape(head), _status_html(fit.status, fit.message,
+                             getattr(fit, "statuses", ())),
              _table(["", *classes], prev, index_header=True),
              "P(observed = true), confusion[j, k, k]:",
              _table(["annotator", *classes], diag, index_header=True), html.escape(more)]
@@ -162,7 +168,8 @@ def target_html(target: Any) -> str:
     rows, more = _cut(rows, "items")
     head = (f"{target.n_items} items, {target.n_classes} classes"
             + ("" if target.is_probability else "; rows leave the probability simplex"))
-    parts = [html.escape(head), _status_html(target.status, target.message),
+    parts = [html.escape(head), _status_html(target.status, target.message,
+                             getattr(target, "statuses", ())),
              _table(["item", *[fmt(c) for c in frame.columns]], rows, index_header=True),
              html.escape(more)]
     return _block(f"Target ({target.kind})", parts)

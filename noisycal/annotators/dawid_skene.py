@@ -47,7 +47,15 @@ from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
 from ..engines.methods import EM, MLE, NUTS, Method, as_method
 from ..engines.patterns import pattern_data
-from ..engines.results import AnnotatorFit, checked_status, design_status, estimate_status, predict
+from ..engines.results import (
+    AnnotatorFit,
+    checked_status,
+    design_problems,
+    estimate_problems,
+    every_status,
+    first_status,
+    predict,
+)
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "GroupedDawidSkene", "predict",
@@ -327,26 +335,43 @@ class DawidSkene:
                             self._n_params(K, J, 1), "not_identified", message, False, 0,
                             annotations=ann, engine=engine)
 
-    def _design_status(self, ann: Annotations, L: int) -> tuple[str, str]:
+    def _design_problems(self, ann: Annotations, L: int) -> list[tuple[str, str]]:
         """Identification problems of the data design, whatever the estimates."""
         K, J = ann.n_classes, ann.n_annotators
         seen = np.bincount(ann.engine_arrays().label, minlength=K)
-        return design_status(seen, ann.classes, self._n_params(K, J, L), ann.n_ratings,
-                             J=J, L=L, n_items=ann.n_items)
+        return design_problems(seen, ann.classes, self._n_params(K, J, L), ann.n_ratings,
+                               J=J, L=L, n_items=ann.n_items)
 
     def _status(self, ann: Annotations, prev: np.ndarray, conf: np.ndarray, post: np.ndarray,
                 converged: bool, L: int, screened: np.ndarray | None = None
-                ) -> tuple[str, str, dict]:
-        """Status, message and ``details['channels']``: estimates, design, gap screen,
-        channels."""
-        st = "nonfinite", "the estimates are not finite"
-        if np.all(np.isfinite(prev)) and np.all(np.isfinite(conf)):
-            st = self._design_status(ann, L)
-            st = st if st[0] != "ok" else estimate_status(prev, conf, converged)
-        if screened is not None and not screened.any() and st[0] in ("ok", "boundary"):
-            st = "small_gap", (f"no EM start passed the gap screen (every oriented gap > "
-                               f"{GAP_THRESHOLD:g})")
-        return channel_status(*st, conf, ann, post)
+                ) -> tuple[str, str, dict, list[tuple[str, str]]]:
+        """Status, message, ``details['channels']`` and the other statuses found:
+        estimates, design, gap screen, channels."""
+        finite = bool(np.all(np.isfinite(prev)) and np.all(np.isfinite(conf)))
+        found = [] if finite else [("nonfinite", "the estimates are not finite")]
+        found += self._design_problems(ann, L)
+        if screened is not None and not screened.any():
+            found.append(("small_gap", (f"no EM start passed the gap screen (every "
+                                        f"oriented gap > {GAP_THRESHOLD:g})")))
+        if finite:
+            found += estimate_problems(prev, conf, converged)
+        first, rest = first_status(found)
+        status, message, chan = channel_status(*first, conf, ann, post)
+        return status, message, chan, [*rest, first]
+
+    def _nuts_status(self, ann: Annotations, L: int, diag: dict, nuts: NUTS,
+                     conf: np.ndarray, post: np.ndarray
+                     ) -> tuple[str, str, dict, tuple[str, ...]]:
+        """Status, message, ``details['channels']`` and statuses of a NUTS fit: design,
+        chains, channels; one warning for a non-ok status."""
+        chains = chain_status(diag, nuts.rhat_threshold)  # its message names relabelling
+        found = self._design_problems(ann, L) + ([chains] if chains[0] != "ok" else [])
+        first, rest = first_status(found)
+        first = chains if first[0] == "ok" else first
+        status, message, chan = channel_status(*first, conf, ann, post)
+        self._warn("NUTS", status, message)
+        status, message, statuses = every_status(status, message, *rest, first, chains)
+        return status, message, chan, statuses
 
     def _warn(self, engine: str, status: str, message: str) -> None:
         """One warning for a non-ok status (stacklevel points at the user's fit call)."""
@@ -375,12 +400,14 @@ class DawidSkene:
                            screen_gaps=em.screen_gaps, devices=em.devices, progress=progress)
         draws, boot_info = (ms.refits(k_boot, em.n_boot, progress) if em.n_boot
                             else (None, {}))
-        status, message, chan = self._status(ann, ms.prevalence, ms.confusion, ms.post,
-                                             ms.converged, L, ms.screened)
+        status, message, chan, seen = self._status(ann, ms.prevalence, ms.confusion,
+                                                   ms.post, ms.converged, L, ms.screened)
+        seen.append((status, message))
         status, message, ident = checked_status(status, message, lambda: ds_identification(
             ann, ms.prevalence, ms.confusion, group=group, gold=gold,
             one_coin=self._one_coin, threshold=em.weak_threshold))
         self._warn("EM", status, message)
+        status, message, statuses = every_status(status, message, *seen)
         details = {"start_objectives": ms.objective, "best_start": ms.best,
                    "n_patterns": ms.n_patterns, "map": alpha is not None or beta is not None,
                    "orientation": orientation, "groups": L,
@@ -394,7 +421,7 @@ class DawidSkene:
             details["screened_starts"] = ms.screened
         return self._result(ann, "em", ms.prevalence, ms.confusion, ms.post, ms.loglik,
                             status, message, ms.converged, ms.n_iter, draws, details,
-                            bootstrap_refits=ms.refits, engine=em)
+                            bootstrap_refits=ms.refits, engine=em, statuses=statuses)
 
     def _fit_mle(self, ann: Annotations, group: np.ndarray | None, L: int,
                  alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None,
@@ -409,22 +436,24 @@ class DawidSkene:
             hessian=mle.hessian, progress=progress)
         perm = orient(post, conf, np.asarray(ann.majority_vote(tie="lowest")), orientation, anchor)
         post, prev, conf = post[:, perm], prev[:, perm], conf[:, perm, :]
-        status, message, chan = self._status(ann, prev, conf, post, res.converged, L)
+        status, message, chan, seen = self._status(ann, prev, conf, post, res.converged, L)
         if res.status != "ok" and status == "ok":
             status, message = res.status, res.message
+        seen += [(status, message), (res.status, res.message if res.status != "ok" else "")]
         status, message, ident = checked_status(status, message, lambda: ds_identification(
             ann, prev, conf, group=group, gold=gold, one_coin=self._one_coin,
             threshold=mle.weak_threshold))
         if status in ("unobserved_class", "not_identified", "over_parametrised",
                       "weakly_identified", "adversarial_channel", "degenerate_channel"):
             self._warn("MLE", status, message)
+        status, message, statuses = every_status(status, message, *seen)
         return self._result(ann, "mle", prev, conf, post, float(res.loglik), status, message,
                             bool(res.converged), int(res.n_iter), None,
                             {"map": use_prior, "orientation": orientation, "groups": L,
                              "group_index": _group_index(group, ann.n_items),
                              "gold": gold is not None, "max_iter": mle.max_iter,
                              "tol": mle.tol, "identification": ident, "channels": chan},
-                            engine=mle)
+                            engine=mle, statuses=statuses)
 
     def _fit_nuts(self, ann: Annotations, group: np.ndarray | None, L: int,
                   alpha: np.ndarray, beta: np.ndarray, gold: np.ndarray | None, nuts: NUTS, *,
@@ -450,10 +479,8 @@ class DawidSkene:
             orientation=orientation, anchor=anchor, weights=pd_.counts, pattern=pd_.pattern)
         diag = chain_diagnostics(nd, orientation, stacklevel=4)
         prev_d, conf_d = nd.prevalence.reshape(-1, L, K), nd.confusion.reshape(-1, J, K, K)
-        st = self._design_status(ann, L)
-        st = st if st[0] != "ok" else chain_status(diag, nuts.rhat_threshold)
-        status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
-        self._warn("NUTS", status, message)
+        status, message, chan, statuses = self._nuts_status(ann, L, diag, nuts,
+                                                            conf_d.mean(0), nd.post)
         return self._result(ann, "nuts", prev_d.mean(0), conf_d.mean(0), nd.post, nd.loglik,
                             status, message, status == "ok", nuts.num_warmup + nuts.num_samples,
                             {"prevalence": prev_d, "confusion": conf_d},
@@ -465,7 +492,7 @@ class DawidSkene:
                              "gold": gold is not None, "channels": chan,
                              "sample_stats": nd.sample_stats,
                              "identification": {"checked": False, "reason": NUTS_NOTE}},
-                            engine=nuts)
+                            engine=nuts, statuses=statuses)
 
 
 class OneCoinDawidSkene(DawidSkene):

@@ -25,11 +25,9 @@ from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_real, check_seed
 from ..annotations.core import Annotations
-from ..engines.checks import channel_status
 from ..engines.density.dawid_skene import (
     NUTSDraws,
     chain_diagnostics,
-    chain_status,
     sample_dawid_skene,
 )
 from ..engines.density.diagnostics import import_arviz
@@ -301,10 +299,8 @@ class HierarchicalDawidSkene(DawidSkene):
                          f"{CENTERED_MIN_RATINGS_PER_CLASS} ratings per class "
                          f"({CENTERED_MIN_RATINGS_PER_CLASS * K} for K={K})"}
         prev_d, conf_d = nd.prevalence.reshape(-1, 1, K), nd.confusion.reshape(-1, J, K, K)
-        st = self._design_status(ann, 1)
-        st = st if st[0] != "ok" else chain_status(diag, nuts.rhat_threshold)
-        status, message, chan = channel_status(*st, conf_d.mean(0), ann, nd.post)
-        self._warn("NUTS", status, message)
+        status, message, chan, statuses = self._nuts_status(ann, 1, diag, nuts,
+                                                            conf_d.mean(0), nd.post)
         flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in population.items()}
         flat["confusion"] = softmax(flat["mu"], axis=-1)  # float64, on the host
         return self._result(
@@ -321,7 +317,8 @@ class HierarchicalDawidSkene(DawidSkene):
              "channels": chan, "sample_stats": nd.sample_stats, "population": flat,
              "priors": priors, "n_patterns": int(data.n_items), "parametrisation": param,
              "arviz": {"posterior": _population_posterior},
-             "identification": {"checked": False, "reason": NUTS_NOTE}}, engine=nuts)
+             "identification": {"checked": False, "reason": NUTS_NOTE}}, engine=nuts,
+            statuses=statuses)
 
 
 def _init_params(prevalence: np.ndarray, confusion: np.ndarray,

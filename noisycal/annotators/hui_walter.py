@@ -25,7 +25,7 @@ from ..engines.gmm import GMM_NOTE, active_constraints, two_step_gmm
 from ..engines.identification import hui_walter_identification
 from ..engines.methods import GMM, Method, Moments, as_method
 from ..engines.moments import hui_walter_inverse, moment_jacobian, sample_moments
-from ..engines.results import AnnotatorFit, checked_status
+from ..engines.results import AnnotatorFit, checked_status, every_status
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 
 __all__ = ["HuiWalter", "equal_count_groups"]
@@ -235,19 +235,22 @@ def _channels(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _identify(theta: np.ndarray, jac: np.ndarray, weight: np.ndarray, cov: np.ndarray,
               counts: np.ndarray, ann: Annotations, post: np.ndarray, status: str,
-              message: str, threshold: float, details: dict) -> tuple[str, str]:
+              message: str, threshold: float, details: dict,
+              others: tuple[tuple[str, str], ...] = ()) -> tuple[str, str, tuple[str, ...]]:
     """The channel checks and the local identification check (status 'ok' or 'boundary'
     only; ``details['channels']`` and ``details['identification']``), warning if either
-    fails."""
+    fails; returns the status, message and every status (with ``others``)."""
+    seen = [*others, (status, message)]
     status, message, details["channels"] = channel_status(
         status, message, _channels(theta)[1], ann, post)
+    seen.append((status, message))
     status, message, details["identification"] = checked_status(status, message, lambda: (
         hui_walter_identification(theta, jac, weight, cov, counts,
                                   annotators=[str(a) for a in ann.annotators],
                                   threshold=threshold)))
     if status in ("weakly_identified", "adversarial_channel", "degenerate_channel"):
         warnings.warn(f"Hui-Walter: {message}", IdentifiabilityWarning, stacklevel=4)
-    return status, message
+    return every_status(status, message, *seen)
 
 
 def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations,
@@ -268,11 +271,11 @@ def _fit_mom(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations
     else:
         post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
     solved = status == "ok"
-    status, message = _identify(theta, jac, np.eye(6), cov, counts, ann, post, status,
-                                message, mom.weak_threshold, details)
+    status, message, statuses = _identify(theta, jac, np.eye(6), cov, counts, ann, post,
+                                          status, message, mom.weak_threshold, details)
     return AnnotatorFit("hui_walter", "mom", ann.classes, ann.annotators, ann.items, prev,
                         conf, post, loglik, 6, status, message, solved, 0, None, details,
-                        annotations=ann, engine=mom)
+                        annotations=ann, engine=mom, statuses=statuses)
 
 
 def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations,
@@ -301,35 +304,41 @@ def _fit_gmm(A: np.ndarray, gi: np.ndarray, levels: np.ndarray, ann: Annotations
         "jacobian_det": float(np.linalg.det(jac)) if L == 2 else None,
         "min_gap": min_gap, "min_separation": min_separation,
         "active_constraints": tuple(active), "note": GMM_NOTE})
-    status, message = _gmm_status(sol.success, sol.message, theta, diff, active)
+    status, message, others = _gmm_status(sol.success, sol.message, theta, diff, active)
     prev, conf = _channels(theta)
     post, loglik = _posterior_loglik(A, gi, prev, theta[[0, 2]], theta[[1, 3]])
-    status, message = _identify(theta, jac, details["weight_matrix"], cov, counts, ann, post,
-                                status, message, gmm.weak_threshold, details)
+    status, message, statuses = _identify(theta, jac, details["weight_matrix"], cov, counts,
+                                          ann, post, status, message, gmm.weak_threshold,
+                                          details, others)
     return AnnotatorFit("hui_walter", "gmm", ann.classes, ann.annotators, ann.items, prev,
                         conf, post, loglik, L + 4, status, message, sol.success, sol.n_iter,
-                        None, details, annotations=ann, engine=gmm)
+                        None, details, annotations=ann, engine=gmm, statuses=statuses)
 
 
 def _gmm_status(success: bool, optimizer_message: str, theta: np.ndarray,
-                diff: tuple[float, float],
-                active: list[str]) -> tuple[str, str]:
-    """Status and message of a GMM fit, warning where the identifying conditions fail."""
+                diff: tuple[float, float], active: list[str]
+                ) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """Status and message of a GMM fit, and the other problems found (most severe first),
+    warning for the first where the identifying conditions fail."""
+    found = []
     if max(abs(diff[0]), abs(diff[1])) <= 1e-12:
-        message = ("both annotators have the same mean in the lowest and highest groups, so "
-                   "the prevalences of the extreme groups cannot be separated")
-        warnings.warn(f"Hui-Walter GMM: {message}", IdentifiabilityWarning, stacklevel=4)
-        return "not_identified", message
+        found.append(("not_identified", (
+            "both annotators have the same mean in the lowest and highest groups, so the "
+            "prevalences of the extreme groups cannot be separated"), IdentifiabilityWarning))
     if not (success and np.all(np.isfinite(theta))):
-        message = f"the optimiser failed: {optimizer_message}"
-        warnings.warn(f"Hui-Walter GMM: {message}", ConvergenceWarning, stacklevel=4)
-        return "not_converged", message
+        found.append(("not_converged", f"the optimiser failed: {optimizer_message}",
+                      ConvergenceWarning))
     if active:
-        message = "the estimate is on the boundary of the parameter set: " + "; ".join(active)
-        if any("gap" in c or "separation" in c for c in active):
-            warnings.warn(f"Hui-Walter GMM: {message}", IdentifiabilityWarning, stacklevel=4)
-        return "boundary", message
-    return "ok", ""
+        gap = any("gap" in c or "separation" in c for c in active)
+        found.append(("boundary", ("the estimate is on the boundary of the parameter set: "
+                                   + "; ".join(active)),
+                      IdentifiabilityWarning if gap else None))
+    if not found:
+        return "ok", "", ()
+    status, message, category = found[0]
+    if category is not None:
+        warnings.warn(f"Hui-Walter GMM: {message}", category, stacklevel=4)
+    return status, message, tuple((code, text) for code, text, _ in found[1:])
 
 
 def _posterior_loglik(A: np.ndarray, gi: np.ndarray, prev: np.ndarray, a: np.ndarray,

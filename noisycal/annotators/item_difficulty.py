@@ -34,7 +34,7 @@ from ..engines.density.nuts import sample_nuts
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import NUTS, Method, as_method
 from ..engines.relabel import hungarian_perm
-from ..engines.results import AnnotatorFit
+from ..engines.results import AnnotatorFit, every_status
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
 from .dawid_skene import DawidSkene
 
@@ -313,7 +313,9 @@ class ItemDifficultyModel:
         post = post_d.mean(0)
         status, message, diag = self._status(samples, stats, flipped, C, S,
                                              nuts.rhat_threshold)
+        before = (status, message)
         status, message, chan = channel_status(status, message, conf_d.mean(0), ann, post)
+        status, message, statuses = every_status(status, message, before)
         if status not in ("ok", "boundary"):
             cls = ConvergenceWarning if status in ("not_converged", "diagnostics_unavailable") \
                 else IdentifiabilityWarning
@@ -341,7 +343,7 @@ class ItemDifficultyModel:
                             flat["prevalence"].mean(0)[None], conf_d.mean(0), post, loglik,
                             (K - 1) + J + n + 3, status, message, status == "ok", W + S,
                             {"prevalence": flat["prevalence"][:, None], "confusion": conf_d},
-                            details, annotations=ann, engine=nuts)
+                            details, annotations=ann, engine=nuts, statuses=statuses)
 
     @staticmethod
     def _init(ann: Annotations, vote: np.ndarray) -> dict:

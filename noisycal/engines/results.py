@@ -12,13 +12,23 @@ import pandas as pd
 
 from .._util.html import fit_html
 from .._util.jax import x64
+from .._util.statuses import ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_level, check_seed
 from ..annotations.core import Annotations
 from ..annotations.matching import FitIds, RatingMatch, match_ratings, positions
 from ..exceptions import NotOffered
 from .density.diagnostics import check_credible_draws
-from .status import BOUNDARY, checked_status, design_status, estimate_status
+from .status import (
+    BOUNDARY,
+    checked_status,
+    design_problems,
+    design_status,
+    estimate_problems,
+    estimate_status,
+    every_status,
+    first_status,
+)
 from .summary import Summary, fit_summary, parameter_frame, parameter_intervals
 
 if TYPE_CHECKING:
@@ -26,7 +36,8 @@ if TYPE_CHECKING:
 
 # the statuses live in .status and are re-exported here, where the fitters import them
 __all__ = ["AnnotatorFit", "ChannelRefits", "predict", "check_fit", "fit_ids",
-           "design_status", "estimate_status", "checked_status", "BOUNDARY"]
+           "design_status", "estimate_status", "checked_status", "BOUNDARY",
+           "design_problems", "estimate_problems", "every_status", "first_status"]
 
 
 class ChannelRefits(NamedTuple):
@@ -95,8 +106,10 @@ class AnnotatorFit:
         with its labels permuted, or carries no evidence about the class;
         ``details['channels']`` holds the numbers), ``'weakly_identified'``
         (:func:`checked_status`: the information is nearly singular at the estimate;
-        ``details['identification']`` holds the numbers).
+        ``details['identification']`` holds the numbers). The most severe of
+        ``statuses``.
     message : str
+        Why the statuses are not 'ok', the most severe first.
     converged : bool
     n_iter : int
     draws : mapping or None
@@ -112,6 +125,12 @@ class AnnotatorFit:
     engine : Method or None
         The engine option object the fit ran (:mod:`noisycal.engines.methods`), so that
         ``model.fit(annotations, method=fit.engine)`` refits with the same settings.
+    statuses : tuple of str
+        Every status that applies, most severe first and without repeats (the ranking
+        :data:`noisycal._util.statuses.SEVERITY`; for example ``('not_converged',
+        'boundary')``), merged with ``status``: ``('ok',)`` when none applies, so
+        ``status == statuses[0]`` always. The channel and identification checks run
+        only on a fit whose other statuses are at most ``'boundary'``.
 
     Notes
     -----
@@ -141,8 +160,12 @@ class AnnotatorFit:
         default=None, repr=False, compare=False)
     annotations: Any = field(default=None, repr=False, compare=False)
     engine: Any = field(default=None, repr=False, compare=False)
+    statuses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
         if self.draws is not None:
             object.__setattr__(self, "draws", MappingProxyType(dict(self.draws)))
@@ -621,8 +644,10 @@ class AnnotatorFit:
         return match_ratings(annotations, fit_ids(self), items=items, groups=groups)
 
     def __repr__(self) -> str:
+        status = (f"statuses={self.statuses!r}" if len(self.statuses) > 1
+                  else f"status={self.status!r}")
         return (f"AnnotatorFit(model={self.model!r}, method={self.method!r}, "
-                f"n_items={self.n_items}, status={self.status!r}, loglik={self.loglik:.4f})")
+                f"n_items={self.n_items}, {status}, loglik={self.loglik:.4f})")
 
     def _repr_html_(self) -> str:
         """HTML view for notebooks: sizes, fit statistics, status, prevalence, channels."""

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .._util.html import estimate_html, plugin_value
+from .._util.statuses import join_messages, ordered_statuses
 from ..exceptions import NumericalWarning
 
 __all__ = ["Estimate", "outside_interval", "OUTSIDE_RTOL", "OUTSIDE_ATOL"]
@@ -117,12 +118,13 @@ class Estimate:
         Per-bin table (binned metrics): group, bin, lo, hi, count, mean_conf,
         mean_target, gap and per-bin interval columns ``low``/``high``.
     status : str
-        ``'ok'`` or a short code saying what went wrong (e.g. ``'nonfinite'``). An
-        Estimate given status ``'ok'`` whose value lies outside its own interval (beyond
-        rounding, :func:`outside_interval`) gets ``'estimate_outside_interval'``, a
-        message saying by how much, and a :class:`~noisycal.NumericalWarning`.
+        ``'ok'`` or a short code saying what went wrong (e.g. ``'nonfinite'``): the most
+        severe of ``statuses``. An Estimate whose value lies outside its own interval
+        (beyond rounding, :func:`outside_interval`) gets ``'estimate_outside_interval'``
+        in ``statuses`` and a message saying by how much; when it is the only status, it
+        is ``status`` too and a :class:`~noisycal.NumericalWarning` is raised.
     message : str
-        Human-readable explanation of a non-ok status.
+        Human-readable explanation of the non-ok statuses, the most severe first.
     details : mapping
         Extra components (per-class values, settings such as ``n_bins``).
     replicates : ndarray or None
@@ -132,6 +134,24 @@ class Estimate:
     estimator : str
         How ``value`` was computed from the sample, e.g. ``'plug-in'``,
         ``'median-unbiased'`` or ``'MLE (GLM)'``.
+    statuses : tuple of str
+        Every status that applies, most severe first (the ranking
+        :data:`noisycal._util.statuses.SEVERITY`), without repeats: ``('ok',)`` when
+        none does, so ``status == statuses[0]`` always. Given statuses are merged with
+        ``status`` (and an estimate outside its interval), so
+        ``dataclasses.replace(est, status=...)`` keeps the ones already there.
+
+    Examples
+    --------
+    >>> from noisycal.intervals import Estimate
+    >>> Estimate("ECE", 0.02, (0.01, 0.04), 0.9, "bootstrap", n=100).statuses
+    ('ok',)
+    >>> est = Estimate("ECE", 0.05, (0.01, 0.04), 0.9, "bootstrap", n=100,
+    ...                status="target_not_converged", message="the target is not reliable")
+    >>> est.status
+    'target_not_converged'
+    >>> est.statuses
+    ('target_not_converged', 'estimate_outside_interval')
     """
 
     name: str
@@ -149,6 +169,7 @@ class Estimate:
     replicates: np.ndarray | None = field(default=None, repr=False)
     estimand: str = ""
     estimator: str = ""
+    statuses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "value", float(self.value))
@@ -156,14 +177,20 @@ class Estimate:
             lo, hi = self.interval
             object.__setattr__(self, "interval", (float(lo), float(hi)))
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        given = (str(self.status), *self.statuses)
         distance = outside_interval(self.value, self.interval)
-        if self.status == "ok" and distance != 0.0 and not math.isnan(distance):
+        outside = distance != 0.0 and not math.isnan(distance)
+        outside_status = "estimate_outside_interval"
+        if outside and outside_status not in given:
             message = _outside_message(self.name, self.value, *self.interval, distance,
                                        self.kind, self.method)
-            object.__setattr__(self, "status", "estimate_outside_interval")
-            object.__setattr__(self, "message", f"{self.message}; {message}"
-                               if self.message else message)
-            warnings.warn(message, NumericalWarning, stacklevel=_user_stacklevel())
+            object.__setattr__(self, "message", join_messages(self.message, message))
+            if ordered_statuses(given) == ("ok",):  # the only status: warn (failures did)
+                warnings.warn(message, NumericalWarning, stacklevel=_user_stacklevel())
+            given += (outside_status,)
+        statuses = ordered_statuses(given)
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
 
     @property
     def low(self) -> float:
@@ -197,7 +224,9 @@ class Estimate:
                 text += ", channel error carried"
         if self.estimator and self.estimator != "plug-in":
             text += f", {self.estimator} estimate"
-        if self.status != "ok":
+        if len(self.statuses) > 1:
+            text += f" statuses={self.statuses!r}"
+        elif self.status != "ok":
             text += f" status={self.status!r}"
         return text
 
@@ -214,13 +243,15 @@ class Estimate:
         return pd.DataFrame([{
             "name": self.name, "value": self.value, "low": self.low, "high": self.high,
             "level": self.level, "kind": self.kind, "method": self.method, "n": self.n,
-            "status": self.status,
+            "status": self.status, "statuses": ", ".join(self.statuses),
         }])
 
     def summary(self) -> pd.DataFrame:
-        """A one-row table of the estimate (name, value, interval, level, method, n, status)."""
+        """A one-row table of the estimate (name, value, interval, level, method, n, status
+        and every status that applies, joined by ``', '``)."""
         return pd.DataFrame([{
             "name": self.name, "value": self.value, "low": self.low, "high": self.high,
             "level": self.level, "kind": self.kind, "method": self.method, "n": self.n,
             "n_boot": self.n_boot, "estimator": self.estimator, "status": self.status,
+            "statuses": ", ".join(self.statuses),
         }])

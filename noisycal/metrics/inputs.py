@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from .._util.items import match_columns
+from .._util.statuses import TARGET_PREFIX
 from .._util.types import ArrayLike
 from .._util.validation import (
     check_choice,
@@ -255,7 +256,10 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
 
 
 def with_target_status(est: Estimate, target: object) -> Estimate:
-    """``est`` with the status of a Target built from a failed fit (unchanged otherwise).
+    """``est`` with the statuses of a Target built from a failed fit (unchanged otherwise).
+
+    Each of the target's ``statuses`` becomes ``'target_<status>'``, ahead of the
+    Estimate's own statuses, which are kept after them.
 
     Parameters
     ----------
@@ -273,7 +277,10 @@ def with_target_status(est: Estimate, target: object) -> Estimate:
     message = f"the target is not reliable: it was {target.message}"
     if est.message:
         message += f"; {est.message}"
-    return dataclasses.replace(est, status=f"target_{status}", message=message)
+    # every status of the target, prefixed, beside the Estimate's own (which it outranks)
+    ours = tuple(f"{TARGET_PREFIX}{s}" for s in target.statuses)  # status comes first
+    return dataclasses.replace(est, status=f"target_{status}", message=message,
+                               statuses=ours + tuple(getattr(est, "statuses", (est.status,))))
 
 
 def target_kind(target: object) -> str:

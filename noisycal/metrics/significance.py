@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.statuses import ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_choice, check_int, check_seed
 from ..intervals.bootstrap import cluster_codes
@@ -48,9 +49,14 @@ class CalibrationTest:
         The 0.5, 0.9, 0.95 and 0.99 quantiles of the null distribution of the statistic.
     status, message : str
         'ok', or what went wrong: 'too_few_items' (fewer than ``MIN_TEST_ITEMS``
-        items or clusters), or a status carried from the target.
+        items or clusters), or a status carried from the target (``'target_<s>'``,
+        which outranks the test's own): the first of ``statuses``.
     details : mapping
         Settings (kind, n_bins, norm, strategy, target_kind).
+    statuses : tuple of str
+        Every status that applies, most severe first, without repeats
+        (:data:`noisycal._util.statuses.SEVERITY`); ``('ok',)`` when none does, so
+        ``status == statuses[0]`` always.
     """
 
     statistic: float
@@ -62,14 +68,20 @@ class CalibrationTest:
     status: str = "ok"
     message: str = ""
     details: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    statuses: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
         object.__setattr__(self, "null_quantiles", MappingProxyType(dict(self.null_quantiles)))
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
     def __repr__(self) -> str:
         text = (f"calibration test ({self.method}): statistic {self.statistic:.4f}, "
                 f"p = {self.p_value:.4g}, n = {self.n}")
+        if len(self.statuses) > 1:
+            return text + f", statuses={self.statuses!r}"
         return text + (f", status={self.status!r}" if self.status != "ok" else "")
 
     __str__ = __repr__

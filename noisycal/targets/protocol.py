@@ -55,6 +55,9 @@ class ChannelFit(Protocol):
     confusion : ndarray of shape (J, K, K)
     item_posterior : ndarray of shape (n_items, K)
     status, message : str
+        A fit may also offer ``statuses`` (every status that applies, most severe
+        first; an AnnotatorFit does): the targets built from it carry them all, and
+        fall back to ``(status,)`` when it has none.
     details : mapping
     annotations : Annotations or None
         The ratings the model was fitted on.

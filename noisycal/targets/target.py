@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._util.statuses import ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
     PROB_ATOL,
@@ -68,9 +69,15 @@ class Target:
     items : ndarray of shape (n_items,) or None
         Item ids of the rows (the annotations' item order), when known.
     status : str, default='ok'
-        Status of the fit the target was built from; not 'ok' when that fit failed.
+        Status of the fit the target was built from; not 'ok' when that fit failed. The
+        most severe of ``statuses``.
     message : str, default=''
         Why the status is not 'ok'.
+    statuses : tuple of str, default=()
+        Every status that applies (those of the fit, a rejected noise check), most
+        severe first and without repeats (:data:`noisycal._util.statuses.SEVERITY`);
+        merged with ``status``, and ``('ok',)`` when none applies, so ``status ==
+        statuses[0]`` always.
 
     Notes
     -----
@@ -85,9 +92,13 @@ class Target:
     items: np.ndarray | None = None
     status: str = "ok"
     message: str = ""
+    statuses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_choice(self.kind, "kind", _KINDS)
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
         v = check_array(self.values, "values", ndim=2)
         if v.shape[0] < 1 or v.shape[1] < 2:
             raise ValueError(f"values must have at least 1 row and 2 columns, got {v.shape}")
@@ -267,18 +278,26 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
                   details={"tie": tie, "n_ties": n_ties})
 
 
-def _fit_status(fit: Any, *, informative_checked: bool = False) -> tuple[str, str]:
+def _fit_status(fit: Any, *, informative_checked: bool = False
+                ) -> tuple[str, str, tuple[str, ...]]:
+    """The target's status, message and statuses from those of ``fit``."""
     status = str(getattr(fit, "status", "ok"))
     if fit is None or status == "ok":
-        return "ok", ""
-    if status == "small_gap" and informative_checked:
+        return "ok", "", ("ok",)
+    statuses = ordered_statuses(getattr(fit, "statuses", None) or (status,))
+    if informative_checked:
         # the corrected target has already checked every channel it uses (gap b - a, for
         # K > 2 the smallest singular value, > 1e-4, else ValueError): the fit's small
         # gaps are in annotators it excludes. Adversarial and degenerate channels are not
         # cleared so: the fit they come from may be in a bad mode as a whole
-        return "ok", ""
-    return status, (f"built from an annotator fit whose status is {status!r}: "
-                    f"{getattr(fit, 'message', '') or 'no message'}")
+        statuses = ordered_statuses(s for s in statuses if s != "small_gap")
+        if statuses == ("ok",):
+            return "ok", "", statuses
+    fit_statuses = ordered_statuses(getattr(fit, "statuses", None) or (status,))
+    described = (f"status {status!r}" if len(fit_statuses) < 2
+                 else f"statuses {', '.join(repr(s) for s in fit_statuses)}")
+    return statuses[0], (f"built from an annotator fit whose {described}: "
+                         f"{getattr(fit, 'message', '') or 'no message'}"), statuses
 
 
 def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
@@ -352,11 +371,11 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     values, det = corrected_labels(annotations, fit, confusion=confusion, a=a, b=b,
                                    weights=weights, prevalence=prevalence,
                                    informative=informative)
-    status, message = _fit_status(fit, informative_checked=True)
+    status, message, statuses = _fit_status(fit, informative_checked=True)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
     return Target(values, "corrected", classes=classes, details=det, items=items,
-                  status=status, message=message)
+                  status=status, message=message, statuses=statuses)
 
 
 def posterior(annotations: Annotations | None, fit: Any, *,
@@ -415,10 +434,10 @@ def posterior(annotations: Annotations | None, fit: Any, *,
     if not np.all(np.isfinite(post)):
         raise ValueError(f"fit: the item posteriors are not finite (status "
                          f"{fit.status!r}: {fit.message or 'no message'})")
-    status, message = _fit_status(fit)
+    status, message, statuses = _fit_status(fit)
     return Target(post, "posterior", classes=np.asarray(classes), items=items,
                   details={"model": fit.model, "method": fit.method, "status": fit.status},
-                  status=status, message=message)
+                  status=status, message=message, statuses=statuses)
 
 
 def from_matrix(values: ArrayLike, *, kind: str = "matrix", classes: ArrayLike | None = None,

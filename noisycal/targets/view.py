@@ -97,7 +97,11 @@ def select_rows(target: Any, index: object) -> Any:
 
 
 def target_repr(target: Any) -> str:
-    """``Target(kind=..., n_items=..., n_classes=...)`` plus a status that is not ok."""
+    """``Target(kind=..., n_items=..., n_classes=...)`` plus a status that is not ok (all
+    of them, ``statuses=(...)``, when several apply)."""
     text = (f"Target(kind={target.kind!r}, n_items={target.n_items}, "
             f"n_classes={target.n_classes}")
+    statuses = getattr(target, "statuses", (target.status,))
+    if len(statuses) > 1:
+        return text + f", statuses={tuple(statuses)!r})"
     return text + (f", status={target.status!r})" if target.status != "ok" else ")")

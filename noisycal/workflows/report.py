@@ -2,7 +2,8 @@
 
 :func:`report` computes each metric of ``metrics`` against each target and returns a
 :class:`Report`, a pandas DataFrame with one row per (target, metric): the estimate,
-its interval and level, the estimand, the estimator, the status and its message. It
+its interval and level, the estimand, the estimator, the status (with every other status
+that applies) and its message. It
 exports itself to Markdown, LaTeX and HTML (written here, so that neither ``tabulate``,
 which ``DataFrame.to_markdown`` needs, nor ``jinja2``, which ``DataFrame.to_latex`` and
 the ``Styler`` need, is a dependency) and draws a forest plot of the intervals
@@ -60,11 +61,12 @@ DEFAULT_METRICS = ("ece", "mce", "brier", "nll", "calibration_slope")
 
 #: The columns of a report, in order.
 COLUMNS = ("target", "metric", "estimate", "plugin", "low", "high", "level", "interval",
-           "estimator", "estimand", "n", "status", "message")
+           "estimator", "estimand", "n", "status", "statuses", "message")
 
-#: The columns the exporters write by default (the estimand, a sentence, is left out).
+#: The columns the exporters write by default (the estimand, a sentence, is left out;
+#: ``statuses`` lists every status of the row, its first entry being ``status``).
 EXPORT_COLUMNS = ("target", "metric", "estimate", "low", "high", "level", "interval",
-                  "estimator", "status", "message")
+                  "estimator", "statuses", "message")
 
 #: Status of a row whose metric refused the target (its message says why).
 NOT_APPLICABLE = "not_applicable"
@@ -219,7 +221,8 @@ def _row(name: str, metric: str, est: Estimate) -> dict[str, Any]:
             "plugin": est.value if plugin is None else plugin, "low": est.low,
             "high": est.high, "level": est.level, "interval": how or None,
             "estimator": est.estimator or None, "estimand": est.estimand or None,
-            "n": est.n, "status": est.status, "message": est.message}
+            "n": est.n, "status": est.status, "statuses": ", ".join(est.statuses),
+            "message": est.message}
 
 
 def report(probs: ArrayLike | None = None, target: object = None, *,
@@ -266,7 +269,10 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
         A DataFrame with one row per (target, metric) and the columns target, metric,
         estimate, plugin (the plug-in value, equal to the estimate unless the metric
         reports another estimator), low, high, level, interval (its kind and method),
-        estimator, estimand, n, status, message. A metric that refuses a target (a
+        estimator, estimand, n, status, statuses (every status of the Estimate that
+        applies, most severe first, joined by ``', '``: ``'ok'`` or, e.g.,
+        ``'target_not_converged, estimate_outside_interval'``; ``status`` is the first),
+        message. A metric that refuses a target (a
         ``ValueError``, e.g. a metric that needs targets in [0, 1] given a noise-corrected
         target) gives a row with status ``'not_applicable'``, NaN numbers and the error
         as message.
@@ -283,8 +289,8 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
     >>> import noisycal as nc
     >>> sim = nc.simulate.classifier(400, 3, seed=0)
     >>> table = nc.report(sim.probs, {"labels": sim.labels}, metrics=["brier", "nll"])
-    >>> list(table["metric"]), list(table["status"])
-    (['Brier', 'NLL'], ['ok', 'ok'])
+    >>> list(table["metric"]), list(table["status"]), list(table["statuses"])
+    (['Brier', 'NLL'], ['ok', 'ok'], ['ok', 'ok'])
     >>> print(table.to_markdown(columns=["target", "metric", "level"]))
     | target | metric | level |
     | --- | --- | --- |
@@ -318,7 +324,7 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
                 rows.append({**dict.fromkeys(COLUMNS), "target": name, "metric": label,
                              "estimate": math.nan, "plugin": math.nan, "low": math.nan,
                              "high": math.nan, "n": shape[0], "status": NOT_APPLICABLE,
-                             "message": str(err)})
+                             "statuses": NOT_APPLICABLE, "message": str(err)})
                 continue
             if not isinstance(est, Estimate):
                 raise ValueError(f"metrics: {label} returned {type(est).__name__}, not an "

@@ -178,7 +178,7 @@ def test_exporters_refuse_unknown_columns_and_bad_digits():
 def test_report_exports_its_default_columns(table):
     md = table.to_markdown().splitlines()
     assert md[0] == ("| target | metric | estimate | low | high | level | interval | "
-                     "estimator | status | message |")
+                     "estimator | statuses | message |")
     assert len(md) == 2 + len(table)
     assert md[2].startswith(f"| labels | ECE | {table['estimate'].iloc[0]:.4f} | "
                             f"{table['low'].iloc[0]:.4f} | {table['high'].iloc[0]:.4f} | 90% "
@@ -232,3 +232,22 @@ def test_forest_plot_misuse(table):
         nc.plots.forest_plot(table, ax=given)
     with pytest.raises(ValueError, match="no rows"):
         nc.plots.forest_plot(table.iloc[:0])
+
+
+# ------------------------------------------------------------------ every status
+def test_a_row_lists_every_status_of_its_estimate():
+    from noisycal.engines.results import AnnotatorFit
+
+    n, K = 6, 2
+    fit = AnnotatorFit("dawid_skene", "em", np.arange(K), np.arange(3), np.arange(n),
+                       np.full((1, K), 0.5), np.tile(np.eye(K), (3, 1, 1)),
+                       np.tile([0.7, 0.3], (n, 1)), -1.0, 7, "not_converged",
+                       "the iteration limit was reached", False, 1, statuses=("boundary",))
+    t = nc.targets.posterior(None, fit)
+    probs = np.array([0.2, 0.7, 0.1, 0.6, 0.5, 0.55])
+    table = nc.report(probs, {"posterior": t}, metrics=["brier", "nll"], interval=None)
+    assert list(table["status"]) == ["target_not_converged"] * 2
+    assert list(table["statuses"]) == ["target_not_converged, target_boundary"] * 2
+    md = table.to_markdown().splitlines()
+    assert md[0].endswith("| statuses | message |")
+    assert "| target_not_converged, target_boundary | the target is not reliable" in md[2]

@@ -63,9 +63,9 @@ def with_noise_check(target: Any, check: NoiseCheck) -> Any:
     note = {"statistic": check.statistic, "df": check.df, "p_value": check.p_value,
             "method": check.method, "status": check.status}
     details = {**target.details, "noise_check": note}
-    if target.status != "ok":
+    if target.status != "ok":  # the fit's statuses rank first, the rejection beside
         return dataclasses.replace(target, message=f"{target.message}; it was also {text}",
-                                   details=details)
+                                   details=details, statuses=(*target.statuses, REJECTED))
     return dataclasses.replace(target, status=REJECTED, message=text, details=details)
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..._util.items import aligned_values
 from ..._util.jax import as_key
+from ..._util.statuses import ordered_statuses
 from ..._util.types import ArrayLike, Seed
 from ..._util.validation import check_int, check_level, check_seed
 from ...annotations.core import Annotations
@@ -60,8 +61,11 @@ class PPCResult:
     n_rep : int
     status : str
         The fit's status: a check of a fit whose status is not ``'ok'`` is reported
-        with that status.
+        with that status (``'boundary'`` is reported as ``'ok'``).
     message : str
+    statuses : tuple of str
+        The fit's statuses (but ``'boundary'``), most severe first; ``('ok',)`` when
+        none applies, so ``status == statuses[0]`` always.
     """
 
     table: pd.DataFrame
@@ -71,6 +75,12 @@ class PPCResult:
     n_rep: int
     status: str = "ok"
     message: str = ""
+    statuses: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy ``table`` (a copy, with its ``attrs``)."""
@@ -273,7 +283,8 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     table.attrs.update(level=level, method=method)
     status = "ok" if fit.status in ("ok", "boundary") else fit.status
     message = "" if status == "ok" else f"the fit's status is {fit.status!r}: {fit.message}"
-    return PPCResult(table, rep, level, method, rep.shape[0], status, message)
+    statuses = tuple(s for s in getattr(fit, "statuses", (fit.status,)) if s != "boundary")
+    return PPCResult(table, rep, level, method, rep.shape[0], status, message, statuses)
 
 
 def _ranges(rep: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ..._util.jax import x64
+from ..._util.statuses import join_messages
 from .delta import LINEARITY_Z, UNBOUNDED, channel_noise, channel_term
 
 __all__ = ["target_columns", "fitted_channels", "carries_channel_error", "delta_cov_hook",
@@ -237,8 +238,11 @@ def with_channel_error(est: Any, details: dict, status: tuple[str, str]) -> Any:
             "channel draws make a used channel singular (an unbounded corrected target), "
             "more than the upper tail the interval may leave out")
     new = {**est.details, "channel_error": details}
-    if code == "ok" or est.status != "ok":
+    if code == "ok":
         return dataclasses.replace(est, details=new)
+    if est.status != "ok":  # the Estimate's own statuses come first, the channels' beside
+        return dataclasses.replace(est, details=new, statuses=est.statuses + (code,),
+                                   message=join_messages(est.message, message))
     return dataclasses.replace(est, details=new, status=code,
                                message=message + (f"; {est.message}" if est.message else ""))
 
@@ -368,19 +372,24 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
     failed = (f"{extra['n_failed']} of {n_boot} refits gave a channel that cannot be "
               "inverted (an unbounded corrected target in the test's draws)"
               if extra["n_failed"] else "")
-    status, message = est.status, est.message
-    if status == "ok" and weak is not None:
-        status, message = weak
+    status, message, also = est.status, est.message, ()
+    if weak is not None:
+        if status == "ok":
+            status, message = weak
+        else:  # kept beside the Estimate's own statuses
+            also, message = (weak[0],), join_messages(message, weak[1])
     if status == "ok" and extra["n_failed"] > 0.5 * (1.0 - level) * n_boot:
         status, message = "weak_channels", ("the fitted channels are too uncertain: "
                                             f"{failed}, more than the upper tail the "
                                             "interval may leave out")
     else:
+        if extra["n_failed"] > 0.5 * (1.0 - level) * n_boot:
+            also += ("weak_channels",)
         message = "; ".join(m for m in (message, failed) if m)
     return dataclasses.replace(est, value=value, interval=ci, level=level, kind="inversion",
                                method="refit replicates", n_boot=n_boot, details=det,
                                status=status, message=message, estimator=estimator,
-                               replicates=None)
+                               replicates=None, statuses=est.statuses + also)
 
 
 def nc_ece_named(est: Any) -> Any:
