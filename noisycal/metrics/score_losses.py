@@ -15,7 +15,8 @@ from ..intervals.estimate import Estimate
 from .binned.bins import CHUNK_ROWS
 
 __all__ = ["AFFINE_IN_TARGET", "leaves_unit_interval", "brier_form", "brier_losses",
-           "nll_losses", "nll_high_variance", "score_estimand", "SCORE_ESTIMATOR"]
+           "nll_losses", "nll_high_variance", "score_estimand", "SCORE_ESTIMATOR",
+           "OUTSIDE_STATUS", "score_floor", "with_floor_status"]
 
 #: Whether each score is affine in the target row T_i (then its mean against an unbiased
 #: target, such as the noise-corrected one, is unbiased for the mean against the clean
@@ -226,3 +227,79 @@ def nll_high_variance(est: Estimate) -> Estimate:
         msg += f"; here it is negative ({est.value:.4g})"
     warnings.warn(f"NLL: {msg}", NumericalWarning, stacklevel=user_stacklevel())
     return dataclasses.replace(est, message=f"{est.message}; {msg}" if est.message else msg)
+
+
+#: The status of a proper score whose estimate lies below the smallest value the score
+#: can take against any clean labels of the same predictions.
+OUTSIDE_STATUS = "outside_parameter_space"
+
+
+def score_floor(P: np.ndarray, logP: np.ndarray | None, score: str, binary: bool) -> float:
+    """The smallest mean score the predictions can get against any clean one-hot labels.
+
+    Each item's score is smallest when its label is its most probable class: the Brier
+    score ``||p_i||^2 - 2 max_k p_ik + 1`` (binary input: ``min(p_i^2, (1 - p_i)^2)``,
+    the half score) and the NLL ``-max_k log p_ik``. The mean of these is the floor of the
+    population score against the clean labels; an estimate below it lies outside the
+    parameter space.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, K)
+    logP : ndarray of shape (n, K) or None
+        Log-probabilities (the NLL; None: ``log P``).
+    score : {'brier', 'nll'}
+    binary : bool
+        1-D binary input (the Brier score's binary form).
+
+    Returns
+    -------
+    float
+    """
+    if score == "nll":
+        with np.errstate(divide="ignore"):
+            top = logP.max(axis=1) if logP is not None else np.log(P.max(axis=1))
+        return float(np.mean(-top))
+    if binary:
+        p = P[:, 1]
+        return float(np.mean(np.minimum(p**2, (1.0 - p) ** 2)))
+    return float(np.mean(np.sum(P**2, axis=1) - 2.0 * P.max(axis=1) + 1.0))
+
+
+def with_floor_status(est: Estimate, floor: float) -> Estimate:
+    """``est`` with status ``'outside_parameter_space'`` when its value lies below
+    ``floor`` (:func:`score_floor`), the message naming the likely cause.
+
+    Against clean labels a proper score cannot fall below ``floor``; a noise-corrected
+    target's estimate can, by chance at small n or because the correction's assumption
+    (annotator noise that does not depend on the classifier's score, with well-estimated
+    channels) fails; the message says which is likelier (whether the interval, too, lies
+    below the floor). The value and interval are kept; the status says the value is not
+    a score the predictions can have, and ``details['floor']`` holds ``floor``.
+
+    Parameters
+    ----------
+    est : Estimate
+    floor : float
+
+    Returns
+    -------
+    Estimate
+    """
+    tol = 1e-12 * max(1.0, abs(floor))
+    if not (np.isfinite(est.value) and est.value < floor - tol):
+        return est
+    msg = (f"the {est.name} {est.value:.4g} lies below {floor:.4g}, the smallest value it "
+           "can take against any clean labels of these predictions (each item labelled "
+           "with its most probable class): an estimate outside the parameter space. The "
+           "noise-corrected target is unbiased only when annotator noise does not depend "
+           "on the classifier's score and the channels are well estimated; test the first "
+           "with nc.annotators.noise_check(annotations, scores, fit=fit)")
+    if est.interval is not None and np.isfinite(est.high):
+        msg += ("; the whole interval lies below it too, so chance alone is an unlikely "
+                "explanation" if est.high < floor - tol else
+                "; the interval reaches above it, so chance at this sample size may explain "
+                "it")
+    details = {**est.details, "floor": floor}
+    return dataclasses.replace(est, message=f"{est.message}; {msg}" if est.message else msg,
+                               statuses=(*est.statuses, OUTSIDE_STATUS), details=details)

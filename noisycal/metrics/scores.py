@@ -37,6 +37,8 @@ from .score_losses import (
     nll_high_variance,
     nll_losses,
     score_estimand,
+    score_floor,
+    with_floor_status,
 )
 
 __all__ = ["brier", "nll", "mean_estimate", "weighted_mean", "AFFINE_IN_TARGET",
@@ -297,6 +299,8 @@ def brier(
             "the target leaves [0, 1] (noise-corrected), so the plain ||p - T||^2, quadratic "
             "in T and biased, was replaced by its affine form ||p||^2 - 2 p.T + 1, unbiased "
             "for the Brier score against the clean labels"))
+    if outside:
+        est = with_floor_status(est, score_floor(P, None, "brier", binary))
     return with_target_status(_named(est), target)
 
 
@@ -330,6 +334,10 @@ def nll(
     negative: the value and its interval are returned with a
     :class:`~noisycal.NumericalWarning`, ``details['high_variance'] = True`` and a
     message saying so. :func:`noisycal.brier` is the better-behaved score for such targets.
+    A value below the smallest NLL the predictions can have against any clean labels
+    (each item labelled with its most probable class) gets the status
+    ``'outside_parameter_space'`` (also for :func:`noisycal.brier`), its message naming
+    the likely cause.
 
     Parameters
     ----------
@@ -401,5 +409,5 @@ def nll(
     est = mean_estimate(losses, "NLL", interval=option, level=level, seed=seed,
                         cluster=cluster, details=details)
     if outside:
-        est = nll_high_variance(est)
+        est = with_floor_status(nll_high_variance(est), score_floor(P, logP, "nll", False))
     return with_target_status(_named(est), target)

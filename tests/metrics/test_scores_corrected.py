@@ -71,6 +71,44 @@ def test_nll_against_a_corrected_target_warns_high_variance():
         assert nc.nll(P3, np.array([0, 1]), interval=None).details["high_variance"] is False
 
 
+def test_a_score_below_its_floor_is_outside_the_parameter_space():
+    P = np.array([[0.9, 0.1], [0.8, 0.2]])
+    # floor: each item labelled with its most probable class
+    # Brier (0.82 - 1.8 + 1 + 0.68 - 1.6 + 1) / 2 = 0.05; NLL -(log 0.9 + log 0.8) / 2
+    low = nc.targets.from_matrix([[1.3, -0.3], [1.3, -0.3]], kind="corrected")
+    est = nc.brier(P, low, interval=None)
+    # (0.82 - 2 * 1.14 + 1 + 0.68 - 2 * 0.98 + 1) / 2
+    assert float(est) == pytest.approx(-0.37, abs=1e-12)
+    assert est.statuses == ("outside_parameter_space",)
+    assert est.details["floor"] == pytest.approx(0.05, abs=1e-12)
+    assert "noise_check" in est.message and "outside the parameter space" in est.message
+    with pytest.warns(nc.NumericalWarning, match="high variance"):
+        est = nc.nll(P, low, interval=None)
+    assert float(est) == pytest.approx(-(1.3 * np.log(0.9) - 0.3 * np.log(0.1)
+                                         + 1.3 * np.log(0.8) - 0.3 * np.log(0.2)) / 2,
+                                       abs=1e-12)
+    assert est.status == "outside_parameter_space"
+    assert est.details["floor"] == pytest.approx(-(np.log(0.9) + np.log(0.8)) / 2, abs=1e-12)
+    # a corrected target whose score stays above the floor: no status
+    fine = nc.targets.from_matrix([[1.1, -0.1], [0.2, 0.8]], kind="corrected")
+    est = nc.brier(P, fine, interval=None)
+    assert float(est) == pytest.approx(0.45, abs=1e-12) and est.statuses == ("ok",)
+    assert "floor" not in est.details
+    # the message says whether the interval lies below the floor as well
+    rng = np.random.default_rng(0)
+    n = 400
+    Pn = np.column_stack([np.full(n, 0.9), np.full(n, 0.1)])
+    Tn = nc.targets.from_matrix(np.tile([1.3, -0.3], (n, 1)) + rng.normal(0, 0.05, (n, 1))
+                                * np.array([1.0, -1.0]), kind="corrected")
+    est = nc.brier(Pn, Tn, interval="wald")
+    assert est.status == "outside_parameter_space" and est.high < est.details["floor"]
+    assert "chance alone is an unlikely explanation" in est.message
+    # clean labels can never fall below the floor
+    y = np.array([0, 1])
+    assert nc.brier(P, y, interval=None).statuses == ("ok",)
+    assert float(nc.brier(P, y, interval=None)) >= 0.05
+
+
 def _k3_draw(seed, n=1500):
     conf = np.array([[[0.8, 0.1, 0.1], [0.15, 0.7, 0.15], [0.1, 0.2, 0.7]],
                      [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.1, 0.7]],
