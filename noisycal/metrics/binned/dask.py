@@ -140,13 +140,14 @@ class RowBlocks:
         self.binary = probs.ndim == 1
         self.K = 2 if self.binary else int(probs.shape[1])
         self.classes = classes
-        if isinstance(target, Target):
+        checked = isinstance(target, Target)
+        if checked:
             T = as_target_matrix(target, self.n, self.K, "target", classes=classes)
-            check_target_rows(T, target)  # the blocks are not checked again
+            check_target_rows(T, target)  # with its kind; the blocks are not checked again
             target, self.classes = T, None  # checked against the Target's classes above
         if target is not None and not is_dask_array(target):
             target = np.asarray(target.to_numpy() if hasattr(target, "to_numpy") else target)
-            if target.ndim == 2:  # an in-memory target matrix, checked whole
+            if target.ndim == 2 and not checked:  # an in-memory target matrix, checked whole
                 check_target_rows(target.astype(np.float64, copy=False), target)
             target = da.from_array(target, chunks=(rows,) + target.shape[1:])
         if target is not None:

@@ -35,6 +35,8 @@ from ..score_losses import (
     leaves_unit_interval,
     nll_high_variance,
     nll_losses,
+    score_floor,
+    with_floor_status,
 )
 from .dask import RowBlocks, block_inputs, poisson_sums, refuse
 
@@ -53,6 +55,7 @@ def _score_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | N
                     kind="corrected" if corrected else None)),
                 "rows_off": bool(np.any(np.abs(T.sum(1) - 1) > PROB_ATOL)),
                 "negative": bool(np.any(T < -PROB_ATOL))}
+    logP = None
     if score == "brier":
         losses = brier_losses(P, T, labels, binary, affine)
     elif labels is not None:
@@ -62,8 +65,9 @@ def _score_block(p: np.ndarray, t: object, first: int, *, classes: ArrayLike | N
                                        check_target=False)
         losses = nll_losses(P, logP, T, None)
     if step == "sum":
+        floor = 0.0 if labels is not None else score_floor(P, logP, score, binary) * len(P)
         return {"sum": float(np.sum(losses)), "n": losses.shape[0],
-                "n_inf": int(np.sum(~np.isfinite(losses)))}
+                "n_inf": int(np.sum(~np.isfinite(losses))), "floor": floor}
     out = {"m2": float(np.sum((losses - mean) ** 2))}
     if n_boot:
         data = np.stack([np.ones_like(losses), losses], axis=1)[None]
@@ -124,6 +128,8 @@ def dask_score(score: str, probs: object, target: object, *, logits: object,
             "the target leaves [0, 1] (noise-corrected), so the plain ||p - T||^2, quadratic "
             "in T and biased, was replaced by its affine form ||p||^2 - 2 p.T + 1, unbiased "
             "for the Brier score against the clean labels"))
+    if outside:  # the smallest mean score against any clean labels, from the block sums
+        est = with_floor_status(est, sum(q["floor"] for q in parts) / n)
     return with_target_status(est, target)
 
 

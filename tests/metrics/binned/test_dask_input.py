@@ -175,6 +175,25 @@ def test_scores_point_and_wald_equal_in_memory(score, target):
 
 
 @pytest.mark.parametrize("score", ["brier", "nll"])
+def test_a_score_below_its_floor_has_the_same_status_in_row_blocks(score):
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.6, 0.95, 900)
+    P = np.column_stack([p, 1.0 - p])
+    T = nc.targets.from_matrix(np.tile([1.3, -0.3], (900, 1)), kind="corrected")
+    f = getattr(nc, score)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nc.NumericalWarning)
+        a = f(P, T, interval="wald")
+        b = f(_chunked(P, 250), T, interval="wald")
+    assert a.statuses == b.statuses == ("outside_parameter_space",)
+    assert abs(a.details["floor"] - b.details["floor"]) <= 1e-12
+    top = np.maximum(p, 1.0 - p)
+    floor = np.mean(-np.log(top)) if score == "nll" else np.mean(2 * (1 - top) ** 2)
+    assert a.details["floor"] == pytest.approx(floor, rel=1e-12)
+    assert a.message == b.message
+
+
+@pytest.mark.parametrize("score", ["brier", "nll"])
 def test_scores_poisson_bootstrap(score):
     P, T = _score_inputs("hard")
     f = getattr(nc, score)
