@@ -320,5 +320,5 @@ def test_targets_and_ppc_work_on_the_fits(cls):
     assert np.mean(fit.item_posterior.argmax(1) == y) > 0.8
     corr = nc.targets.corrected(ann, fit)
     assert np.asarray(corr.values).shape == (300, K)
-    res = nc.annotators.ppc(fit, ann, n_rep=50, seed=0)
-    assert len(res.table) > 0 and res.method == "parametric_bootstrap"
+    res = nc.annotators.ppc(fit, ann, n_rep=50, seed=0)  # EM refits of the model's own
+    assert len(res.table) > 0 and res.method == "bootstrap_refits" and res.message == ""

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from ..._util.items import aligned_values
-from ..._util.jax import as_key
-from ..._util.statuses import ordered_statuses
+from ..._util.jax import as_key, as_numpy_rng
+from ..._util.statuses import join_messages, ordered_statuses
 from ..._util.types import ArrayLike, Seed
-from ..._util.validation import check_int, check_level, check_seed
+from ..._util.validation import check_choice, check_int, check_level, check_seed
 from ...annotations.core import Annotations
 from ...engines.density.arviz_export import replicate_ratings
 from ...engines.results import AnnotatorFit, check_fit
@@ -53,11 +53,14 @@ class PPCResult:
     replicated : ndarray of shape (n_rep, n_rows)
         The discrepancies of every replicate, rows as in ``table``.
     level : float
-    method : {'posterior', 'parametric_bootstrap'}
+    method : {'posterior', 'bootstrap_refits', 'parametric_bootstrap'}
         ``'posterior'``: one replicate per posterior draw (NUTS fits);
-        ``'parametric_bootstrap'``: every replicate drawn at the point estimate
-        (EM and MLE fits), so parameter uncertainty is ignored and the replicated
-        range is narrower than a posterior one.
+        ``'bootstrap_refits'``: one replicate per EM refit on a bootstrap resample of the
+        items (EM fits that offer :meth:`~noisycal.engines.results.AnnotatorFit.refit`),
+        so the parameters vary from replicate to replicate as posterior draws do;
+        ``'parametric_bootstrap'``: every replicate drawn at the point estimate (a
+        plug-in check: parameter uncertainty is ignored and the replicated range is
+        narrower than a posterior one).
     n_rep : int
     status : str
         The fit's status: a check of a fit whose status is not ``'ok'`` is reported
@@ -175,30 +178,61 @@ def _fit_codes(fit: AnnotatorFit, ann: Annotations) -> tuple[np.ndarray, np.ndar
     return m.channel, m.label, group
 
 
-def _params(fit: AnnotatorFit, n_rep: int) -> tuple[np.ndarray, np.ndarray, str]:
-    """``n_rep`` parameter sets: evenly spaced posterior draws, or the estimate repeated."""
+#: What ``parameters=`` of :func:`ppc` may name.
+PARAMETERS = ("auto", "refits", "plug-in")
+
+
+def _params(fit: AnnotatorFit, n_rep: int, parameters: str,
+            seed: Any) -> tuple[np.ndarray, np.ndarray, str, str]:
+    """``n_rep`` parameter sets and the method: evenly spaced posterior draws, EM refits on
+    bootstrap resamples of the items, or the estimate repeated; and a note for the
+    message ('' when there is none)."""
     if fit.method == "nuts":
         prev, conf = np.asarray(fit.draws["prevalence"]), np.asarray(fit.draws["confusion"])
         idx = np.unique(np.round(np.linspace(0, prev.shape[0] - 1, min(n_rep, prev.shape[0])))
                         .astype(np.int64))
-        return prev[idx], conf[idx], "posterior"
-    prev = np.broadcast_to(fit.group_prevalence, (n_rep, *fit.group_prevalence.shape))
-    conf = np.broadcast_to(fit.confusion, (n_rep, *fit.confusion.shape))
-    return prev, conf, "parametric_bootstrap"
+        return prev[idx], conf[idx], "posterior", ""
+    refusal = fit._refit_refusal() if parameters != "plug-in" else ""
+    if parameters == "refits" and refusal:
+        raise ValueError(f"parameters='refits': {refusal}; use parameters='plug-in'")
+    if parameters == "plug-in" or refusal:
+        prev = np.broadcast_to(fit.group_prevalence, (n_rep, *fit.group_prevalence.shape))
+        conf = np.broadcast_to(fit.confusion, (n_rep, *fit.confusion.shape))
+        note = "" if parameters == "plug-in" else (
+            "a plug-in check (every replicate at the point estimate, parameter uncertainty "
+            f"ignored, so its p-values are more extreme than a posterior check's): {refusal}")
+        return prev, conf, "parametric_bootstrap", note
+    n = fit.n_items
+    import jax
+
+    rng = as_numpy_rng(jax.random.fold_in(seed, 2**20))  # apart from the replicates' keys
+    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_rep).astype(np.float64)
+    refits = fit.refit(weights)
+    bad = int(np.sum(~np.asarray(refits.converged)))
+    note = (f"{bad} of {n_rep} bootstrap refits stopped at EM's iteration limit before its "
+            "tolerance; their replicates are kept") if bad else ""
+    return (np.asarray(refits.group_prevalence), np.asarray(refits.confusion),
+            "bootstrap_refits", note)
 
 
 def ppc(fit: AnnotatorFit, annotations: Annotations, *,
         discrepancies: str | list[str] | None = None, n_rep: int = 500, level: float = 0.9,
-        seed: Seed = 0, scores: ArrayLike | None = None, n_bins: int = 5) -> PPCResult:
+        seed: Seed = 0, scores: ArrayLike | None = None, n_bins: int = 5,
+        parameters: str = "auto") -> PPCResult:
     """Posterior predictive check of a Dawid–Skene family fit.
 
     Replicates the ratings on the observed design from the fitted model: for each
     replicate, every item gets a true class drawn from its group's prevalence and every
     observed (item, annotator) pair a label drawn from that annotator's confusion row.
-    NUTS fits replicate once per posterior draw (a posterior predictive check); EM and
-    MLE fits replicate ``n_rep`` times at the point estimate (a parametric bootstrap,
-    which ignores parameter uncertainty, so its replicated ranges are narrower and its
-    p-values more extreme than a posterior check's).
+    NUTS fits replicate once per posterior draw (a posterior predictive check). EM fits
+    replicate once per EM refit on a bootstrap resample of the items (``parameters=
+    'refits'``, the default where the fit offers :meth:`AnnotatorFit.refit`): the
+    bootstrap distribution of the estimate stands in for the posterior, so the check asks
+    the question a NUTS fit's check asks and the two can be compared. Other fits (MLE, EM
+    with gold labels) and ``parameters='plug-in'`` replicate ``n_rep`` times at the point
+    estimate (a plug-in parametric bootstrap, which ignores parameter uncertainty, so its
+    replicated ranges are narrower and its p-values more extreme than a posterior
+    check's; the result's ``method`` and message say so).
 
     Parameters
     ----------
@@ -228,6 +262,12 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
         label.
     n_bins : int, default=5
         Equal-count score bins.
+    parameters : {'auto', 'refits', 'plug-in'}, default='auto'
+        Where the replicates' parameters come from for a fit without posterior draws:
+        ``'refits'``, ``n_rep`` EM refits on multinomial bootstrap resamples of the
+        fitted items (seeded by ``seed``); ``'plug-in'``, the point estimate every time;
+        ``'auto'``, refits where the fit offers them, else the plug-in (with a message).
+        NUTS fits always use their posterior draws.
 
     Returns
     -------
@@ -270,7 +310,8 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     design = make_design(item, a_idx, n_items=ann.n_items, n_annotators=J, n_classes=K,
                          scores=s, n_bins=n_bins)
     observed = discrepancy_values(labels[None], design, which)[0]
-    prev, conf, method = _params(fit, n_rep)
+    check_choice(parameters, "parameters", PARAMETERS)
+    prev, conf, method, note = _params(fit, n_rep, parameters, key)
     rep = _replicated(key, prev, conf, item, a_idx, ann.n_items, group, design, which)
     rows = discrepancy_rows(design, which, np.asarray(fit.annotators), np.asarray(fit.classes))
     lo, hi = _ranges(rep, level)
@@ -283,6 +324,7 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     table.attrs.update(level=level, method=method)
     status = "ok" if fit.status in ("ok", "boundary") else fit.status
     message = "" if status == "ok" else f"the fit's status is {fit.status!r}: {fit.message}"
+    message = join_messages(message, note)
     statuses = tuple(s for s in getattr(fit, "statuses", (fit.status,)) if s != "boundary")
     return PPCResult(table, rep, level, method, rep.shape[0], status, message, statuses)
 

@@ -118,10 +118,38 @@ def test_correct_model_gives_ppp_away_from_0_and_1():
         check = nc.annotators.ppc(fit, sim.annotations, n_rep=200, seed=seed,
                                   discrepancies=["unanimity", "pairwise_agreement",
                                                  "kappa"])
-        assert check.method == "parametric_bootstrap" and check.n_rep == 200
+        assert check.method == "bootstrap_refits" and check.n_rep == 200
         ppps.append(check.table["ppp"].to_numpy())
     ppps = np.array(ppps)
     assert np.all((ppps > 0.025) & (ppps < 0.975)), ppps
+
+
+def test_em_replicates_carry_the_parameters_uncertainty_or_say_they_do_not():
+    sim = nc.simulate.dawid_skene(300, PREV3, CONF3, seed=4)
+    fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.EM(n_starts=2))
+    which = ["unanimity", "class_shares"]
+    refits = nc.annotators.ppc(fit, sim.annotations, n_rep=300, seed=1, discrepancies=which)
+    plug = nc.annotators.ppc(fit, sim.annotations, n_rep=300, seed=1, discrepancies=which,
+                             parameters="plug-in")
+    assert (refits.method, plug.method) == ("bootstrap_refits", "parametric_bootstrap")
+    # class shares: the plug-in replicates vary only by sampling the true classes and
+    # labels; the refits add the prevalence's and channels' estimation error, which for a
+    # share is of the same order, so the replicated spread grows markedly
+    sd_r = refits.replicated.std(axis=0)
+    sd_p = plug.replicated.std(axis=0)
+    assert np.all(sd_r > 1.1 * sd_p), (sd_r, sd_p)
+    # the refits are EM refits on multinomial resamples: the same seed gives the same check
+    again = nc.annotators.ppc(fit, sim.annotations, n_rep=300, seed=1, discrepancies=which)
+    np.testing.assert_array_equal(again.replicated, refits.replicated)
+    with pytest.raises(ValueError, match="parameters must be one of"):
+        nc.annotators.ppc(fit, sim.annotations, parameters="bootstrap")
+    # a fit that cannot be refitted: 'auto' falls back to the plug-in and says so,
+    # 'refits' refuses by name
+    mle = nc.DawidSkene().fit(sim.annotations, method="mle")
+    auto = nc.annotators.ppc(mle, sim.annotations, n_rep=50, discrepancies="unanimity")
+    assert auto.method == "parametric_bootstrap" and "a plug-in check" in auto.message
+    with pytest.raises(ValueError, match="parameters='refits'"):
+        nc.annotators.ppc(mle, sim.annotations, n_rep=50, parameters="refits")
 
 
 def test_item_difficulty_misfit_gives_an_extreme_unanimity_ppp():
