@@ -24,6 +24,7 @@ from ..._util.validation import check_choice, check_int, check_level, check_seed
 from ...annotations.core import Annotations
 from ...engines.density.arviz_export import replicate_ratings
 from ...engines.results import AnnotatorFit, check_fit
+from ...exceptions import NotOffered
 from .discrepancies import (
     DISCREPANCIES,
     discrepancy_rows,
@@ -192,22 +193,27 @@ def _params(fit: AnnotatorFit, n_rep: int, parameters: str,
         idx = np.unique(np.round(np.linspace(0, prev.shape[0] - 1, min(n_rep, prev.shape[0])))
                         .astype(np.int64))
         return prev[idx], conf[idx], "posterior", ""
-    refusal = fit._refit_refusal() if parameters != "plug-in" else ""
-    if parameters == "refits" and refusal:
-        raise ValueError(f"parameters='refits': {refusal}; use parameters='plug-in'")
-    if parameters == "plug-in" or refusal:
+    refits, refusal = None, ""
+    if parameters != "plug-in":  # the fit's own refit, or its reason for refusing one
+        import jax
+
+        n = fit.n_items
+        rng = as_numpy_rng(jax.random.fold_in(seed, 2**20))  # apart from the replicates'
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_rep).astype(np.float64)
+        try:
+            refits = fit.refit(weights)
+        except NotOffered as exc:
+            if parameters == "refits":
+                raise ValueError(f"parameters='refits': {exc}; use parameters='plug-in'") \
+                    from None
+            refusal = str(exc)
+    if refits is None:
         prev = np.broadcast_to(fit.group_prevalence, (n_rep, *fit.group_prevalence.shape))
         conf = np.broadcast_to(fit.confusion, (n_rep, *fit.confusion.shape))
         note = "" if parameters == "plug-in" else (
             "a plug-in check (every replicate at the point estimate, parameter uncertainty "
             f"ignored, so its p-values are more extreme than a posterior check's): {refusal}")
         return prev, conf, "parametric_bootstrap", note
-    n = fit.n_items
-    import jax
-
-    rng = as_numpy_rng(jax.random.fold_in(seed, 2**20))  # apart from the replicates' keys
-    weights = rng.multinomial(n, np.full(n, 1.0 / n), size=n_rep).astype(np.float64)
-    refits = fit.refit(weights)
     bad = int(np.sum(~np.asarray(refits.converged)))
     note = (f"{bad} of {n_rep} bootstrap refits stopped at EM's iteration limit before its "
             "tolerance; their replicates are kept") if bad else ""
