@@ -80,18 +80,18 @@ def draw(K: int, calibrated: bool, n: int, seed: int) -> tuple[np.ndarray, np.nd
     return sim.probs, sim.labels
 
 
-def population(K: int, calibrated: bool) -> float:
-    """The population binned ECE against the true labels."""
+def population(K: int, calibrated: bool, n_bins: int = N_BINS) -> float:
+    """The population binned ECE against the true labels (``n_bins`` equal-width bins)."""
     if K == 2:
-        return nc.simulate.population_binned_ece(N_BINS, slope=1.0 if calibrated else 0.5)
-    tot, N = np.zeros(N_BINS), 0
+        return nc.simulate.population_binned_ece(n_bins, slope=1.0 if calibrated else 0.5)
+    tot, N = np.zeros(n_bins), 0
     for s in range(10):
         sim = nc.simulate.classifier(400_000, K, temperature=1.0 if calibrated else 0.6,
                                      seed=10_000 + s)
         top, c = sim.probs.argmax(1), sim.probs.max(1)
-        tot += np.bincount(equal_width_bins(c, N_BINS),
+        tot += np.bincount(equal_width_bins(c, n_bins),
                            weights=sim.true_probs[np.arange(c.size), top] - c,
-                           minlength=N_BINS)
+                           minlength=n_bins)
         N += c.size
     return float(np.abs(tot / N).sum())
 

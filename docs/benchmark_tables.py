@@ -174,6 +174,33 @@ def _coverage_nc_ece(records: dict[str, Record]) -> dict[str, str]:
     return {"run": run_line(name, rec), "table": body}
 
 
+@renderer("coverage_nc_ece_models")
+def _coverage_nc_ece_models(records: dict[str, Record]) -> dict[str, str]:
+    rows = []
+    for rec in records.values():
+        if rec is None:
+            continue
+        res = result(rec)
+        for cell, s in res.get("cells", {}).items():
+            for f in res.get("fits", []):
+                x = s.get(f)
+                if not x:
+                    continue
+                st = ", ".join(f"{k} {v}" for k, v in sorted(
+                    x.get("statuses", {}).items(), key=lambda kv: -kv[1]))
+                rows.append([cell, num(s["population_ece"], 4), f, x["runs"],
+                             num(x["coverage"], 2),
+                             num(x["coverage_ok"], 2) if x["coverage_ok"] is not None else "-",
+                             num(x["share_ok"], 2),
+                             f"{num(x['low_above'], 2)} / {num(x['high_below'], 2)}",
+                             num(x["mean_width"], 3), num(x["mean_value"], 4), st])
+    body = table(["design", "ECE", "interval", "runs", "coverage", "ok-only", "share ok",
+                  "low above / high below", "width", "mean value", "statuses"],
+                 rows) if rows else ""
+    return {"run": "\n\n".join(run_line(n, rec) for n, rec in records.items()),
+            "table": body}
+
+
 @renderer("coverage_mce")
 def _coverage_mce(records: dict[str, Record]) -> dict[str, str]:
     (name, rec), = records.items()

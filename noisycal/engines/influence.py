@@ -31,6 +31,10 @@ the free parametrisation (fewer than one item or rating expected on a side) cont
 no uncertainty: with so few events a rate's sampling distribution is not normal, and a
 rate fitted at the boundary has no score there.
 
+A NUTS fit's influence is that of its posterior mean, from its draws
+(:func:`posterior_influence`, the Bayesian infinitesimal jackknife): one path for every
+model fitted by NUTS, the hierarchical and item-difficulty models included.
+
 A fit offers its influence as :meth:`~noisycal.engines.results.AnnotatorFit.influence`
 (the fit protocol, :class:`~noisycal.targets.ChannelFit`).
 """
@@ -49,16 +53,16 @@ import jax.numpy as jnp
 from .._util.jax import x64
 
 __all__ = ["ChannelInfluence", "FreeParameters", "channel_influence", "dawid_skene_influence",
-           "hui_walter_influence", "params_from_free", "boundary_moves", "RULE_OF_THREE",
-           "CHANNELS"]
+           "hui_walter_influence", "posterior_influence", "params_from_free",
+           "boundary_moves", "RULE_OF_THREE", "CHANNELS", "MIN_INFLUENCE_DRAWS"]
 
 #: The channel of each model whose influence is its marginal likelihood's sandwich: the
 #: ``one_coin`` switch of :mod:`noisycal.engines.free_params` (False: full confusion
 #: matrices; True: one-coin accuracies; or the constrained channel's name).
 CHANNELS = {"dawid_skene": False, "grouped": False, "one_coin": True,
             "class_conditional": "class_conditional", "mace": "mace"}
-#: Models of :data:`CHANNELS` whose influence is offered for EM fits only (their NUTS fits
-#: are not linearised yet).
+#: Models of :data:`CHANNELS` whose sandwich is offered for EM fits only (their NUTS fits
+#: get :func:`posterior_influence`).
 EM_ONLY = ("class_conditional", "mace")
 
 
@@ -208,8 +212,9 @@ def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arr
 def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
     """The per-item influence of a Dawid–Skene-family fit (see the module docstring).
 
-    Dawid–Skene, one-coin and grouped fits (EM, MLE; NUTS fits linearised at their
-    posterior mean) and EM fits of the class-conditional and MACE channels
+    Dawid–Skene, one-coin and grouped fits (EM, MLE, MAP; also a NUTS fit linearised at
+    its posterior mean, though :func:`channel_influence` gives NUTS fits
+    :func:`posterior_influence`) and EM fits of the class-conditional and MACE channels
     (:data:`CHANNELS`), each in its own free coordinates: the scores and the Hessian are
     those of the same marginal likelihood at the confusion the coordinates make.
 
@@ -246,10 +251,11 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     if fit.details.get("gold"):
         return "fits with gold labels are not supported"
     if fit.model == "item_difficulty":
-        return ("the channel influence of an 'item_difficulty' fit is not implemented: the "
-                "model has no maximum-likelihood fit (NUTS only; its joint mode is "
-                "degenerate) and its channels vary by item, so a sandwich would need the "
-                "likelihood with each item's difficulty integrated out")
+        return ("an 'item_difficulty' fit has no sandwich influence: the model has no "
+                "maximum-likelihood fit (NUTS only; its joint mode is degenerate) and its "
+                "channels vary by item, so a sandwich would need the likelihood with each "
+                "item's difficulty integrated out; its NUTS fit's influence comes from the "
+                "posterior draws")
     if fit.model not in CHANNELS:
         return f"the channel influence of a {fit.model!r} fit is not implemented"
     if fit.model in EM_ONLY and fit.method != "em":
@@ -501,7 +507,12 @@ def hui_walter_influence(fit: Any, annotations: Any = None) -> ChannelInfluence 
 
 
 def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
-    """The per-item influence of any supported annotator fit (see the module docstring).
+    """The per-item influence of any supported annotator fit.
+
+    NUTS fits of every model: the Bayesian infinitesimal jackknife from the draws
+    (:func:`posterior_influence`); EM, MLE and MAP fits of the Dawid–Skene family: the
+    sandwich of the marginal likelihood (:func:`dawid_skene_influence`); Hui–Walter moment
+    and GMM fits: the GMM sandwich (:func:`hui_walter_influence`).
 
     Parameters
     ----------
@@ -515,4 +526,131 @@ def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | s
     """
     if getattr(fit, "model", None) == "hui_walter":
         return hui_walter_influence(fit, annotations)
+    if getattr(fit, "method", None) == "nuts":
+        return posterior_influence(fit, annotations)
     return dawid_skene_influence(fit, annotations)
+
+
+def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
+    r"""The per-item influence of a NUTS fit on its posterior mean, from its draws.
+
+    The Bayesian infinitesimal jackknife (Giordano and Broderick, "The Bayesian
+    infinitesimal jackknife for variance"): weighting item i's likelihood by
+    :math:`w_i` moves the posterior mean of the parameters :math:`\theta` at
+    :math:`w = 1` by
+
+    .. math:: \frac{\partial E_w[\theta]}{\partial w_i} =
+              \mathrm{Cov}_{\text{post}}(\theta, \ell_i(\theta)),
+
+    :math:`\ell_i` item i's log-likelihood, so the posterior mean has the influence
+    :math:`\phi_i = \mathrm{Cov}(\theta, \ell_i)` (centred over the items) and the
+    frequentist covariance :math:`\sum_i \phi_i\phi_i^T` (the bootstrap's, to first
+    order), both estimated from the draws. This holds for every model whose likelihood
+    is a product over items: Dawid–Skene, one-coin, grouped, class-conditional, MACE,
+    the hierarchical model (the annotators' channels are the parameters; the population
+    parameters only shrink them) and item difficulty (the population-averaged channels,
+    each item's log-likelihood under its own difficulty,
+    ``fit.details['arviz']['log_likelihood']``). Under a prior that shrinks, the
+    influence is that of the shrunk posterior mean, not of an MLE.
+
+    The parameters are the prevalence rows and full confusion matrices in the
+    coordinates of :func:`dawid_skene_influence` with ``one_coin=False``: every entry of
+    a row moved against the row's largest entry at the posterior mean (a constrained
+    channel's draws stay in its family; the covariance then lies in it). No entry is
+    held fixed: the posterior has spread at the boundary (``boundary_moves`` is empty).
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+        A fit with ``method='nuts'``, its draws and its ``annotations``.
+    annotations : Annotations, optional
+        The data the fit was made on, when the fit does not carry them.
+
+    Returns
+    -------
+    ChannelInfluence, or str
+        A string says why there is none (no draws, no fitted data, gold labels, fewer
+        than :data:`MIN_INFLUENCE_DRAWS` draws, more than ``MAX_FREE`` parameters).
+
+    Notes
+    -----
+    Each :math:`\phi_i` carries Monte Carlo error of relative size about
+    :math:`1/\sqrt{S}` (S draws); summed over the items this inflates the covariance by
+    about p / S (p free parameters), upward: the interval is wider, not narrower.
+    ``information`` is the inverse of the covariance (pseudo-inverse).
+    """
+    from .identification import MAX_FREE
+    from .patterns import pattern_data
+
+    ann = annotations if annotations is not None else getattr(fit, "annotations", None)
+    if ann is None:
+        return "the fit does not carry the annotations it was fitted on"
+    if fit.details.get("gold"):
+        return "fits with gold labels are not supported"
+    draws = fit.draws
+    if fit.method != "nuts":
+        return f"the posterior influence needs a NUTS fit; this fit is by {fit.method!r}"
+    if draws is None or "confusion" not in draws:
+        return "this NUTS fit keeps no posterior draws of the channels"
+    conf_d = np.asarray(draws["confusion"], np.float64)
+    prev = np.atleast_2d(np.asarray(fit.group_prevalence, dtype=np.float64))
+    L, K = prev.shape
+    prev_d = np.asarray(draws["prevalence"], np.float64).reshape(len(conf_d), L, K)
+    S, J = conf_d.shape[:2]
+    if S < MIN_INFLUENCE_DRAWS:
+        return (f"{S} posterior draws; the influence from draws needs at least "
+                f"{MIN_INFLUENCE_DRAWS}")
+    conf = np.asarray(fit.confusion, dtype=np.float64)
+    if not (np.all(np.isfinite(prev)) and np.all(np.isfinite(conf))
+            and np.all(np.isfinite(conf_d)) and np.all(np.isfinite(prev_d))):
+        return "the fit has no finite estimates"
+    x0 = np.concatenate([prev.ravel(), conf.ravel()])
+    rows = x0.reshape(-1, K)
+    ref = np.argmax(rows, axis=1)
+    free = np.ones(rows.shape, bool)
+    free[np.arange(rows.shape[0]), ref] = False
+    free = free.ravel()
+    p = int(free.sum())
+    if p > MAX_FREE:
+        return f"more than MAX_FREE={MAX_FREE} free parameters"
+    basis = np.zeros((x0.size, p))
+    cols = np.flatnonzero(free)
+    basis[cols, np.arange(p)] = 1.0
+    basis[(cols // K) * K + ref[cols // K], np.arange(p)] = -1.0
+    # a draw's coordinates: its free entries' moves (a row's moves sum to zero)
+    x = np.concatenate([prev_d.reshape(S, -1), conf_d.reshape(S, -1)], axis=1)
+    theta = (x - x0)[:, cols]
+    hook = (fit.details.get("arviz") or {}).get("log_likelihood")
+    if hook is not None:              # a model with its own per-item likelihood
+        ll = np.asarray(hook(fit), np.float64)
+        pattern = np.arange(ll.shape[1])
+        counts = np.ones(ll.shape[1], np.int64)
+    else:
+        from .density.arviz_export import item_loglik_draws
+
+        arr = ann.engine_arrays()
+        group = np.asarray(fit.details.get("group_index", np.zeros(ann.n_items, np.int64)))
+        with x64():
+            pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                               n_annotators=J, n_classes=K, group=group if L > 1 else None,
+                               n_groups=L)
+            ll = item_loglik_draws(prev_d, conf_d, pd_.data)
+        pattern, counts = np.asarray(pd_.pattern), np.asarray(pd_.counts)
+    if not np.all(np.isfinite(ll)):
+        return "an item's log-likelihood is not finite at a posterior draw"
+    tc = theta - theta.mean(axis=0)
+    phi = (ll - ll.mean(axis=0)).T @ tc / (S - 1)              # (n_patterns, p)
+    w = counts.astype(np.float64)
+    phi = phi - (w @ phi) / w.sum()                              # centred over the items
+    cov = (phi * w[:, None]).T @ phi
+    names = ([f"prevalence[{g}, {k}]" for g in range(L) for k in range(K)]
+             + [f"confusion[{j}, {t}, {o}]" for j in range(J) for t in range(K)
+                for o in range(K)])
+    return ChannelInfluence(x0, basis, tuple(names[i] for i in cols), phi, pattern, counts,
+                            np.linalg.pinv(cov), cov, False, (L, J, K),
+                            np.zeros((0, x0.size)))
+
+
+#: The fewest posterior draws :func:`posterior_influence` accepts (its Monte Carlo
+#: error inflates the covariance by about p / S).
+MIN_INFLUENCE_DRAWS = 100

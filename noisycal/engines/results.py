@@ -235,8 +235,10 @@ class AnnotatorFit:
         To first order the estimate moves by ``sum_i phi_i`` when the items are drawn
         again; ``phi_i`` (one row per rating pattern) and the sandwich covariance
         ``sum_i phi_i phi_i^T`` are what the default interval of a noise-corrected ECE
-        propagates (:mod:`noisycal.metrics.nc.delta`). Dawid–Skene, one-coin and grouped
-        fits (EM, MLE; NUTS fits linearised at their posterior mean) and EM fits of the
+        propagates (:mod:`noisycal.metrics.nc.delta`). NUTS fits of every model: the
+        influence on the posterior mean, from the draws (the Bayesian infinitesimal
+        jackknife, :func:`noisycal.engines.influence.posterior_influence`); EM, MLE and
+        MAP fits of Dawid–Skene, one-coin and grouped channels and EM fits of the
         class-conditional and MACE channels: the sandwich of the marginal likelihood in
         the model's own free coordinates
         (:func:`noisycal.engines.influence.dawid_skene_influence`);
@@ -256,9 +258,10 @@ class AnnotatorFit:
         Raises
         ------
         NotOffered
-            Saying why there is none: no fitted data, gold labels, a model whose influence
-            is not implemented (hierarchical, item difficulty, ...), too many free
-            parameters, an information matrix that is not positive definite.
+            Saying why there is none: no fitted data, gold labels, a model and engine
+            without one (a MAP fit of the class-conditional or MACE channels), too few
+            posterior draws, too many free parameters, an information matrix that is not
+            positive definite.
 
         Examples
         --------

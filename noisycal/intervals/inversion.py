@@ -57,7 +57,10 @@ Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -67,9 +70,14 @@ from .._util.validation import check_choice, check_int, check_level, user_stackl
 from ..exceptions import NumericalWarning
 
 __all__ = ["Inversion", "invert_norm", "norm_of_means", "simulate_noise", "gaussian_null",
-           "covariance_factor", "upper_p_value", "inversion_report", "no_variation"]
+           "covariance_factor", "upper_p_value", "inversion_report", "no_variation",
+           "NullTails", "recording_tails", "mixture_inversion"]
 
 _BISECT = 48
+
+#: The list :func:`invert_norm` appends its :class:`NullTails` to, inside
+#: :func:`recording_tails`.
+_RECORDER: ContextVar[list | None] = ContextVar("noisycal_inversion_tails", default=None)
 
 
 @dataclass(frozen=True)
@@ -432,25 +440,31 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
             raise ValueError("zero_null must be a non-empty array of finite draws")
     p_value = upper_p_value(null if zero_null is None else zero_null, T)
 
+    def lower_tail(s: np.ndarray) -> float:
+        """The lower tail's share of alpha at a null whose draws are ``s``."""
+        rho = float(np.clip((np.mean(s > c0) - alpha) / (1.0 - alpha), 0.0, 1.0))
+        return 0.5 * alpha * rho if rho * n_sim >= 0.5 else 0.0   # below one draw: none
+
+    def upper_configurations(theta0: float, s: np.ndarray) -> list[np.ndarray]:
+        """The null draws whose lower tails set the upper end (any may keep theta0);
+        ``s`` = ``sims(theta0)``."""
+        noises = (E,) if E_up is E else (E, E_up)
+        out = [s] + ([sims(theta0, E_up)] if E_up is not E else [])
+        if upper_null == "least-favourable":
+            out += [blend_sims(theta0, e) for e in noises]
+        return out
+
     def quantile_at(theta0: float, which: str) -> float:
         s = sims(theta0)
         if which == "median":
             return float(np.quantile(s, 0.5))
-        rho = float(np.clip((np.mean(s > c0) - alpha) / (1.0 - alpha), 0.0, 1.0))
-        a_lo = 0.5 * alpha * rho if rho * n_sim >= 0.5 else 0.0   # below one draw: none
+        a_lo = lower_tail(s)
         if which == "high":
             # A lower tail of probability 0 rejects nothing (not even a statistic below
             # every simulated draw).
             if a_lo <= 0:
                 return -np.inf
-            noises = (E,) if E_up is E else (E, E_up)
-            q = float(np.quantile(s, a_lo))
-            if E_up is not E:
-                q = min(q, float(np.quantile(sims(theta0, E_up), a_lo)))
-            if upper_null == "least-favourable":
-                q = min(q, *(float(np.quantile(blend_sims(theta0, e), a_lo))
-                             for e in noises))
-            return q
+            return min(float(np.quantile(x, a_lo)) for x in upper_configurations(theta0, s))
         return float(np.quantile(s, 1.0 - (alpha - a_lo)))
 
     sd = float(np.sqrt(np.sum(weights * av))) if norm == "l1" else float(
@@ -479,6 +493,15 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
                 hi = mid
         return 0.5 * (lo + hi)
 
+    recorder = _RECORDER.get()
+    if recorder is not None:
+        def tails(theta0: float) -> tuple[float, float, float]:
+            s = sims(theta0)
+            p_le = max(float(np.mean(x <= T)) for x in upper_configurations(theta0, s))
+            return float(np.mean(s >= T)), p_le, lower_tail(s)
+
+        recorder.append(NullTails(statistic=T, level=level, n_sim=n_sim, p_value=p_value,
+                                  exact_zero=zero_null is not None, top=top, tails=tails))
     low, high, est = solve("low"), solve("high"), solve("median")
     if zero_null is not None and p_value > alpha:
         low = 0.0
@@ -488,4 +511,141 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         low = float(np.nextafter(0.0, 1.0))
     est = min(max(est, low), high)
     return Inversion(plugin=T, estimate=est, low=low, high=high, p_value=p_value,
+                     lower_is_zero=low == 0.0, n_sim=n_sim)
+
+
+@dataclass(frozen=True)
+class NullTails:
+    """The tail probabilities of one inverted test, for a mixture of tests.
+
+    Parameters
+    ----------
+    statistic : float
+        The observed statistic T.
+    level : float
+    n_sim : int
+    p_value : float
+        The test of 0's p-value.
+    exact_zero : bool
+        Whether that test used exact null draws (``zero_null``).
+    top : float
+        A value of theta0 beyond which every test rejects (the search's first bracket).
+    tails : callable
+        ``tails(theta0) -> (P(S >= T), P(S <= T), a_lo)`` at the null of theta0: the
+        probability the lower end's and the median's tests compare, the largest
+        probability over the upper end's null configurations, and the lower tail's share
+        of alpha (the tail split).
+    """
+
+    statistic: float
+    level: float
+    n_sim: int
+    p_value: float
+    exact_zero: bool
+    top: float
+    tails: Callable[[float], tuple[float, float, float]] = field(repr=False, compare=False)
+
+
+@contextmanager
+def recording_tails() -> Iterator[list[NullTails]]:
+    """Collect the :class:`NullTails` of every :func:`invert_norm` run inside the block.
+
+    Yields
+    ------
+    list of NullTails
+        Filled as the inversions run (context-local: other threads and tasks are not
+        recorded).
+    """
+    out: list[NullTails] = []
+    token = _RECORDER.set(out)
+    try:
+        yield out
+    finally:
+        _RECORDER.reset(token)
+
+
+def mixture_inversion(tests: Sequence[NullTails], weights: np.ndarray) -> Inversion:
+    r"""The inversion of a weighted mixture of inverted tests (model averaging).
+
+    Each test m (one per model, each with its own statistic :math:`T_m` and null
+    :math:`S_m(\theta_0)`) is replaced by the weighted mixture of their tail
+    probabilities, the model-averaged tail area (MATA) construction of Turek and Fletcher
+    ("Model-averaged Wald confidence intervals", 2012): the lower end is the smallest
+    :math:`\theta_0` with :math:`\sum_m w_m P(S_m \ge T_m) \ge \alpha - \bar a_{lo}`,
+    the upper end the smallest with :math:`\sum_m w_m P(S_m \le T_m) < \bar a_{lo}`,
+    the median-unbiased value the smallest with :math:`\sum_m w_m P(S_m \ge T_m) \ge
+    1/2`, where :math:`\bar a_{lo}(\theta_0) = \sum_m w_m a_{lo,m}(\theta_0)` is the
+    weighted tail split of :func:`invert_norm`. The test of 0 takes the weighted p-value.
+    One test with weight 1 gives back its own inversion (up to one simulated draw: its
+    criteria compare quantiles, these probabilities).
+
+    Because every :math:`P(S_m(\theta_0) \ge T_m)` rises with :math:`\theta_0`, the
+    mixture's median-unbiased value lies between the smallest and the largest of the
+    tests' own; its interval keeps each model's sampling uncertainty and adds their
+    disagreement.
+
+    Parameters
+    ----------
+    tests : sequence of NullTails
+        One per model, at one level (:func:`recording_tails`).
+    weights : array-like of shape (len(tests),)
+        Non-negative, with a positive sum (normalised here).
+
+    Returns
+    -------
+    Inversion
+        ``plugin`` is the weighted mean of the statistics.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(tests),) or not np.all(np.isfinite(w)) or np.any(w < 0) \
+            or w.sum() <= 0:
+        raise ValueError(f"weights must be {len(tests)} non-negative numbers with a "
+                         f"positive sum, got {weights!r}")
+    levels = {t.level for t in tests}
+    if len(levels) != 1:
+        raise ValueError(f"the tests were inverted at different levels: {sorted(levels)}")
+    w = w / w.sum()
+    use = [(wm, t) for wm, t in zip(w, tests, strict=True) if wm > 0]
+    alpha = 1.0 - levels.pop()
+    n_sim = min(t.n_sim for _, t in use)
+
+    def mixed(theta0: float) -> np.ndarray:
+        return np.sum([wm * np.asarray(t.tails(theta0)) for wm, t in use], axis=0)
+
+    def passed(theta0: float, which: str) -> bool:
+        p_ge, p_le, a_lo = mixed(theta0)
+        if which == "median":
+            return bool(p_ge >= 0.5)
+        if which == "low":
+            return bool(p_ge >= alpha - a_lo)
+        return bool(a_lo > 0 and p_le < a_lo)
+
+    top = max(t.top for _, t in use)
+
+    def solve(which: str) -> float:
+        if passed(0.0, which):
+            return 0.0
+        lo, hi = 0.0, top
+        for _ in range(60):
+            if passed(hi, which):
+                break
+            lo, hi = hi, 2.0 * hi
+        for _ in range(_BISECT):
+            mid = 0.5 * (lo + hi)
+            if passed(mid, which):
+                hi = mid
+            else:
+                lo = mid
+        return 0.5 * (lo + hi)
+
+    p_value = float(sum(wm * t.p_value for wm, t in use))
+    low, high, est = solve("low"), solve("high"), solve("median")
+    if any(t.exact_zero for _, t in use):
+        if p_value > alpha:
+            low = 0.0
+        elif low == 0.0:
+            low = float(np.nextafter(0.0, 1.0))
+    est = min(max(est, low), high)
+    plugin = float(sum(wm * t.statistic for wm, t in use))
+    return Inversion(plugin=plugin, estimate=est, low=low, high=high, p_value=p_value,
                      lower_is_zero=low == 0.0, n_sim=n_sim)

@@ -351,12 +351,13 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     With a corrected target (:func:`noisycal.targets.corrected`) this is the NC-ECE of
     "Noisy-Label Calibration with Multiple Unreliable Labels": the estimand is the binned
     calibration error against the true label. When the target's channels were fitted
-    (EM, MLE or NUTS Dawid-Skene-family fits, Hui-Walter moment and GMM fits), the
-    default inverted interval carries their estimation error: the covariance of the bin
-    means gains the delta-method terms of
-    :mod:`noisycal.metrics.nc.delta` (the channels' sandwich covariance and its
-    correlation with the items' own terms, items matched to the fit by id;
-    ``details['channel_error']``). Status 'weak_channels' when a move of two standard
+    (EM, MLE and MAP fits of the Dawid-Skene family, Hui-Walter moment and GMM fits, and
+    NUTS fits of every model), the default inverted interval carries their estimation
+    error: the covariance of the bin means gains the delta-method terms of
+    :mod:`noisycal.metrics.nc.delta` (the channels' covariance from the fit's per-item
+    influence, ``fit.influence()``: the sandwich, or for a NUTS fit the influence on the
+    posterior mean from its draws; and its correlation with the items' own terms, items
+    matched to the fit by id; ``details['channel_error']``). Status 'weak_channels' when a move of two standard
     errors of the channels makes a used channel singular (the normal approximation
     fails), 'channels_fixed' when the error could not be computed (the interval then
     treats the channels as known). Channels given by the user (``confusion=``, ``a=``,
@@ -389,14 +390,17 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
       the bin means replaces the delta method's in the inverted test
       (:func:`noisycal.metrics.nc.assemble.refit_inversion`); ``method='percentile'``:
       the percentile interval of the replicates (biased upward near 0, like every
-      bootstrap of the plug-in). Its ``progress`` shows a bar on stderr over the refits
+      bootstrap of the plug-in; status 'plugin_bias'). Its ``progress`` shows a bar on
+      stderr over the refits
       (the other intervals are one compiled pass and show none).
     - :class:`~noisycal.intervals.Credible`: a corrected target built from a NUTS fit:
       the equal-tailed interval of the binned NC-ECE over channel posterior draws x
       Bayesian bootstrap of items, any K. The credible interval, like the percentile
       bootstraps, is the distribution of the plug-in, which is biased upward near 0: it
       misses a nearly calibrated classifier's error from above most of the time
-      (coverage in ``benchmarks/README.md``); prefer the default.
+      (coverage in ``benchmarks/README.md``); prefer the default. Its status is always
+      'plugin_bias', as is that of every :class:`~noisycal.intervals.Bootstrap` interval
+      of the NC-ECE.
 
     Examples
     --------

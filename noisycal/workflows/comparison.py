@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._util.statuses import join_messages, ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_level
 from ..annotations.core import Annotations
@@ -23,13 +24,17 @@ from ..annotations.matching import with_classes
 from ..annotators.checks.compare import ComparisonResult, compare
 from ..engines.results import AnnotatorFit
 from ..intervals.estimate import Estimate
+from ..intervals.inversion import mixture_inversion, recording_tails
 from ..metrics import ece
+from ..metrics.nc.assemble import PLUGIN_BIAS
 from ..targets.target import corrected, from_matrix
 
 __all__ = ["compare_calibration", "mixture_interval", "AVERAGES"]
 
 #: Estimands of the model-averaged NC-ECE (see :func:`compare_calibration`).
-AVERAGES = ("mixture", "target")
+AVERAGES = ("inversion", "mixture", "target")
+
+
 
 
 def mixture_interval(values: list[np.ndarray], weights: np.ndarray, level: float
@@ -99,9 +104,8 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     logits : array-like, optional
     ic : {'loo', 'aic', 'bic'}, default='loo'
     weights : {'stacking', 'BB-pseudo-BMA', 'pseudo-BMA'}, default='stacking'
-    average : {'mixture', 'target'}, optional
-        The model-averaged estimand (Notes). Default 'mixture' for ``ic='loo'``,
-        'target' otherwise ('mixture' needs posterior draws).
+    average : {'inversion', 'mixture', 'target'}, default='inversion'
+        The model-averaged estimand and estimator (Notes).
     n_bins : int, default=15
     kind : {'top_label', 'classwise', 'binary'}, optional
         Passed to :func:`noisycal.ece`.
@@ -123,28 +127,34 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
 
     Notes
     -----
-    With weights :math:`w_m` (stacking or Akaike), two estimands are offered.
+    With weights :math:`w_m` (stacking or Akaike), three model averages are offered.
 
-    ``average='mixture'`` (default for NUTS fits): the stacking-weighted mixture of the
-    models' posterior distributions of the NC-ECE, :math:`p(\theta \mid y) = \sum_m w_m
-    p_m(\theta \mid y)`, each :math:`p_m` the distribution of the binned NC-ECE over the
-    model's channel posterior draws x Bayesian bootstrap of items (``interval='credible'``
-    of :func:`noisycal.ece`). The value is :math:`\sum_m w_m \hat\theta_m` with
-    :math:`\hat\theta_m` each model's plug-in NC-ECE, so it always lies between the
-    smallest and the largest per-model plug-in; the interval is the mixture's
-    equal-tailed ``level`` interval (:func:`mixture_interval`). This keeps each model's
-    own uncertainty and adds the disagreement between models, which is what averaging
-    over models should propagate. Like every credible interval of the plug-in it inherits
-    the plug-in's upward bias near 0.
+    ``average='inversion'`` (the default): the per-model table's own estimator averaged
+    over the models. Each model's NC-ECE inverts a test (:func:`noisycal.ece`'s default
+    interval: statistic :math:`T_m`, null :math:`S_m(\theta_0)` carrying the model's
+    channel error); the average inverts the weighted mixture of their tail probabilities,
+    :math:`\sum_m w_m P(S_m(\theta_0) \ge T_m)` (the model-averaged tail area
+    construction of Turek and Fletcher, "Model-averaged Wald confidence intervals",
+    2012; :func:`noisycal.intervals.inversion.mixture_inversion`). The value is the
+    mixture's median-unbiased estimate, which lies between the smallest and the largest
+    per-model value (clipped to that range: the Monte Carlo discreteness of one
+    simulated draw can otherwise move it just outside); the interval keeps each model's
+    sampling and channel uncertainty and adds the models' disagreement. The statuses of
+    every model with positive weight travel with it.
+
+    ``average='mixture'``: the stacking-weighted mixture of the models' posterior
+    distributions of the NC-ECE (``interval='credible'`` of :func:`noisycal.ece`, NUTS
+    fits only), value :math:`\sum_m w_m \hat\theta_m` of the plug-ins. Like every
+    credible interval of the plug-in it inherits the plug-in's upward bias near 0 and
+    under-covers there (benchmarks/README.md); its status is always ``'plugin_bias'``.
 
     ``average='target'``: the NC-ECE against the weight-averaged corrected target
-    :math:`\bar T = \sum_m w_m T_m` (the models' averaged estimate of each item's one-hot
-    truth), with :func:`noisycal.ece`'s default interval for a corrected matrix (the
-    channels treated as known, so the interval is too narrow by their error). Because
-    the bin means are linear in the target and the ECE is a norm of them, its plug-in is
-    at most :math:`\sum_m w_m \hat\theta_m` (triangle inequality): disagreement between
-    models shrinks it rather than widening an interval, which is why it is not the
-    default.
+    :math:`\bar T = \sum_m w_m T_m`, with :func:`noisycal.ece`'s default interval for
+    a corrected matrix (the channels treated as known, so the interval is too narrow by
+    their error). Because the bin means are linear in the target and the ECE is a norm
+    of them, its plug-in is at most :math:`\sum_m w_m \hat\theta_m` (triangle
+    inequality): disagreement between models shrinks it rather than widening an
+    interval. Its status is always ``'channels_fixed'``.
     """
     level = check_level(level)
     if average is not None and average not in AVERAGES:
@@ -152,7 +162,7 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     result = compare(fits, annotations, ic=ic, weights=weights)
     if probs is None and logits is None:
         return result
-    average = average or ("mixture" if ic == "loo" else "target")
+    average = average or "inversion"
     if average == "mixture" and ic != "loo":
         raise ValueError("average='mixture' needs posterior draws of every model (NUTS fits, "
                          "ic='loo'); use average='target' with ic='aic' or 'bic'")
@@ -163,26 +173,80 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     ann = with_classes(annotations, _fit_classes(fits))
     targets = {n: corrected(ann, fits[n]) for n in names}
     opts = {"logits": logits, "n_bins": n_bins, "kind": kind, "level": level, "seed": seed}
-    rows, ests = [], {}
+    rows, ests, tails = [], {}, {}
     for n in names:
-        est = ece(probs, targets[n], **opts)
+        with recording_tails() as rec:
+            est = ece(probs, targets[n], **opts)
         ests[n] = est
+        tails[n] = rec[-1] if len(rec) == 1 else None
         rows.append({"model": n, "value": est.value,
                      "plugin": float(est.details.get("plugin", est.value)), "low": est.low,
                      "high": est.high, "kind": est.kind, "status": est.status})
     table = pd.DataFrame(rows)
     wv = np.array([w[n] for n in names])
-    if average == "mixture":
+    if average == "inversion":
+        averaged = _averaged_inversion(ests, tails, names, wv, level, annotations.n_items)
+    elif average == "mixture":
         averaged = _mixture(probs, targets, names, wv, opts, annotations.n_items)
     else:
         T = sum(wm * np.asarray(targets[n]) for wm, n in zip(wv, names, strict=True))
         est = ece(probs, from_matrix(T, kind="corrected", classes=ann.classes,
                                      items=ann.items), **opts)
-        averaged = dataclasses.replace(est, details={**est.details, "weights": w,
-                                                     "average": "target"},
-                                       estimand="binned calibration error against the "
-                                       "weight-averaged corrected target")
+        averaged = dataclasses.replace(
+            est, details={**est.details, "weights": w, "average": "target"},
+            estimand="binned calibration error against the weight-averaged corrected "
+            "target", status="channels_fixed", message=join_messages(
+                est.message, "the weight-averaged target's channels are treated as known: "
+                "the interval leaves out their estimation error and the models' "
+                "disagreement; average='inversion' carries both"))
     return dataclasses.replace(result, nc_ece=table, averaged=averaged)
+
+
+def _averaged_inversion(ests: dict[str, Estimate], tails: dict[str, Any], names: list[str],
+                        w: np.ndarray, level: float, n_items: int) -> Estimate:
+    """The default model average of :func:`compare_calibration`: the inversion of the
+    weighted mixture of the models' tests."""
+    weights = dict(zip(names, w.tolist(), strict=True))
+    used = [n for n in names if weights[n] > 0]
+    details = {"weights": weights, "average": "inversion",
+               "value_by_model": {n: ests[n].value for n in names},
+               "construction": "model-averaged tail area (Turek and Fletcher 2012) of the "
+                               "per-model inverted tests"}
+    statuses = ordered_statuses(s for n in used for s in ests[n].statuses)
+    messages = join_messages("", *(f"{n}: {ests[n].message}" for n in used
+                               if ests[n].status != "ok" and ests[n].message))
+    missing = [n for n in used if tails[n] is None]
+    if missing:
+        return Estimate(name="NC-ECE", value=float("nan"), interval=(np.nan, np.nan),
+                        level=level, kind="inversion", n=n_items, status="degenerate",
+                        statuses=statuses, details=details,
+                        message=join_messages(messages, "no inverted test under "
+                                              f"{missing} (no sampling variation to invert)"
+                                              "; no model average"),
+                        estimand=_AVERAGED_ESTIMAND, estimator="median-unbiased")
+    inv = mixture_inversion([tails[n] for n in used], np.array([weights[n] for n in used]))
+    values = [ests[n].value for n in used]
+    value = min(max(inv.estimate, min(values)), max(values))
+    details.update(plugin=inv.plugin, p_value_zero=inv.p_value, median_unbiased=inv.estimate,
+                   lower_is_zero=inv.lower_is_zero, n_sim=inv.n_sim)
+    high = inv.high
+    if high > 1.0:  # as each row: a calibration error against a true label is at most 1
+        details.update(upper_clipped=high, note_upper=f"the upper end {high:.4g} exceeds 1, "
+                       "the largest possible calibration error against a true label; "
+                       "reported as 1")
+        high = 1.0
+    return Estimate(name="NC-ECE", value=value, interval=(min(inv.low, high), high),
+                    level=level,
+                    kind="inversion", method="model-averaged tail area", n=n_items,
+                    n_boot=inv.n_sim, statuses=statuses,
+                    status=statuses[0] if statuses else "ok", message=messages,
+                    details=details, estimand=_AVERAGED_ESTIMAND,
+                    estimator="median-unbiased")
+
+
+_AVERAGED_ESTIMAND = ("the NC-ECE (population binned calibration error against the true "
+                      "labels, bins held fixed) averaged over the annotator models with "
+                      "their weights")
 
 
 def _fit_classes(fits: Mapping[str, AnnotatorFit]) -> np.ndarray:
@@ -204,10 +268,14 @@ def _mixture(probs: Any, targets: dict[str, Any], names: list[str], w: np.ndarra
     creds = {n: ece(probs, targets[n], interval="credible", **opts) for n in names}
     value = float(sum(wm * creds[n].value for wm, n in zip(w, names, strict=True)))
     lo, hi = mixture_interval([creds[n].replicates for n in names], w, opts["level"])
-    status, message = "ok", ""
+    status, message = PLUGIN_BIAS, (
+        "the mixture of credible distributions of the plug-in inherits its upward bias near "
+        "0 and under-covers there; average='inversion' uses the per-model table's "
+        "estimator")
     if not np.isfinite(lo):
-        status, message = "nonfinite", ("some channel draws of a weighted model cannot be "
-                                        "inverted; no interval")
+        status, message = "nonfinite", join_messages(
+            message, "some channel draws of a weighted model cannot be inverted; no "
+            "interval")
     return Estimate(name="NC-ECE", value=value, interval=(lo, hi), level=opts["level"],
                     kind="credible", method="credible-eti", n=n_items, status=status,
                     message=message,

@@ -64,8 +64,8 @@ def test_influence_is_the_engines_and_refusals_say_why(toy):
         p = mine.parametrisation(np.zeros(mine.basis.shape[1]), mine.x0, mine.basis)
     np.testing.assert_allclose(p["confusion"], fit.confusion, rtol=0, atol=1e-15)
     assert mine.parametrisation == type(mine.parametrisation)(mine.shape, mine.one_coin)
-    hier = dataclasses.replace(fit, model="hierarchical_dawid_skene")
-    with pytest.raises(NotOffered, match="'hierarchical_dawid_skene' fit is not implemented"):
+    hier = dataclasses.replace(fit, model="some_new_model")
+    with pytest.raises(NotOffered, match="'some_new_model' fit is not implemented"):
         hier.influence()
     with pytest.raises(NotOffered, match="does not carry the annotations"):
         dataclasses.replace(fit, annotations=None).influence()
@@ -74,7 +74,7 @@ def test_influence_is_the_engines_and_refusals_say_why(toy):
                interval=nc.intervals.Inversion(n_boot=200))
     assert e.status == "channels_fixed"
     assert e.details["channel_error"]["reason"] == (
-        "the channel influence of a 'hierarchical_dawid_skene' fit is not implemented")
+        "the channel influence of a 'some_new_model' fit is not implemented")
 
 
 def test_refit_equals_a_hand_refit_of_a_resample(toy):

@@ -141,7 +141,9 @@ def test_a_mace_annotator_who_never_spams_is_held_at_the_boundary():
 def test_refusals_say_why():
     model, ann = _design("mace", n=200)
     fit = model.fit(ann, method=nc.engines.EM(n_starts=1))
-    with pytest.raises(NotOffered, match="offered for EM fits; this fit is by 'nuts'"):
+    with pytest.raises(NotOffered, match="offered for EM fits; this fit is by 'map'"):
+        dataclasses.replace(fit, method="map").influence()
+    with pytest.raises(NotOffered, match="keeps no posterior draws"):
         dataclasses.replace(fit, method="nuts").influence()
     reason = channel_influence(dataclasses.replace(fit, model="item_difficulty"))
     assert "no maximum-likelihood fit" in reason and "integrated out" in reason

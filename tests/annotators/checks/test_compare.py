@@ -88,26 +88,66 @@ def test_loo_favours_one_coin_or_ties_on_one_coin_data(one_coin_data):
     assert sum(res.model_weights.values()) == pytest.approx(1.0, abs=1e-9)
 
 
-def test_model_averaged_nc_ece_mixture_lies_between_the_models(ds_data):
+def test_model_averaged_nc_ece_is_the_tables_estimator_averaged(ds_data):
+    """The default model average inverts the weighted mixture of the per-model tests: its
+    value lies between the per-model (median-unbiased) values, and with all the weight
+    on one model it gives that model's row back (up to one simulated draw)."""
     sim, fits = ds_data
     probs = _probs(sim.true_class, 0)
     res = compare_calibration(fits, sim.annotations, probs, n_bins=5, seed=0)
     t = res.nc_ece.set_index("model")
     assert list(t.index) == ["ds", "one_coin"]  # best first
-    w = res.model_weights
-    per_model = res.averaged.details["plugin_by_model"]
-    assert res.averaged.value == pytest.approx(sum(w[m] * per_model[m] for m in w), rel=1e-12)
-    assert min(per_model.values()) <= res.averaged.value <= max(per_model.values())
+    avg = res.averaged
+    assert avg.details["average"] == "inversion" and avg.kind == "inversion"
+    assert avg.estimator == "median-unbiased" and avg.method == "model-averaged tail area"
+    assert t["value"].min() <= avg.value <= t["value"].max()
+    assert t["low"].min() - 1e-3 <= avg.low <= t["low"].max() + 1e-3
+    assert t["high"].min() - 1e-3 <= avg.high <= t["high"].max() + 1e-3
+    assert avg.details["value_by_model"] == dict(t["value"])
     # each model's plug-in is the ECE of its corrected target without an interval
     for m, fit in fits.items():
         ref = float(nc.ece(probs, nc.targets.corrected(sim.annotations, fit), n_bins=5,
                            interval=None))
         assert t.loc[m, "plugin"] == pytest.approx(ref, rel=1e-12)
-        assert per_model[m] == pytest.approx(ref, rel=1e-12)
-    lo, hi = res.averaged.interval
-    assert 0.0 <= lo < hi and res.averaged.method == "credible-eti"
+    # the statuses of the weighted models travel (the short chains' are flagged)
+    for m in fits:
+        assert set(nc.ece(probs, nc.targets.corrected(sim.annotations, fits[m]),
+                          n_bins=5).statuses) - {"ok"} <= set(avg.statuses)
     assert {"nc_ece_value", "nc_ece_low", "nc_ece_high"} <= set(res.to_frame().columns)
     assert "elpd_loo" in res._repr_html_() and "model-averaged" in repr(res)
+
+
+def test_mixture_inversion_with_one_model_is_that_models_row(ds_data):
+    """All the weight on one model: the mixture's criteria compare tail probabilities
+    where the row compares quantiles, so they agree to about one draw's share of the
+    null (n_sim = 1,000) in the bisection's terms."""
+    from noisycal.intervals.inversion import mixture_inversion, recording_tails
+
+    sim, fits = ds_data
+    probs = _probs(sim.true_class, 0)
+    with recording_tails() as rec:
+        row = nc.ece(probs, nc.targets.corrected(sim.annotations, fits["ds"]), n_bins=5)
+    assert len(rec) == 1
+    one = mixture_inversion(rec, np.array([1.0]))
+    assert one.plugin == pytest.approx(row.details["plugin"], rel=1e-12)
+    assert one.p_value == row.details["p_value_zero"]
+    for a, b in ((one.low, row.low), (one.high, row.high), (one.estimate, row.value)):
+        assert a == pytest.approx(b, rel=0.02, abs=1e-3)
+
+
+def test_model_averaged_nc_ece_mixture_of_credible_distributions(ds_data):
+    sim, fits = ds_data
+    probs = _probs(sim.true_class, 0)
+    res = compare_calibration(fits, sim.annotations, probs, n_bins=5, seed=0,
+                              average="mixture")
+    w = res.model_weights
+    per_model = res.averaged.details["plugin_by_model"]
+    assert res.averaged.value == pytest.approx(sum(w[m] * per_model[m] for m in w), rel=1e-12)
+    assert min(per_model.values()) <= res.averaged.value <= max(per_model.values())
+    lo, hi = res.averaged.interval
+    assert 0.0 <= lo < hi and res.averaged.method == "credible-eti"
+    # not the table's estimator, and biased upward near 0: never status ok
+    assert res.averaged.status == "plugin_bias" and "upward bias" in res.averaged.message
 
 
 def test_model_averaged_nc_ece_target_is_at_most_the_weighted_mean(ds_data):
@@ -121,6 +161,7 @@ def test_model_averaged_nc_ece_target_is_at_most_the_weighted_mean(ds_data):
                        interval=None))
     assert res.averaged.details["plugin"] == pytest.approx(ref, rel=1e-12)
     assert ref <= sum(w[m] * plug[m] for m in w) + 1e-12  # triangle inequality
+    assert "channels_fixed" in res.averaged.statuses
 
 
 def test_aic_bic_comparison_of_em_fits(em_fits):
@@ -140,7 +181,9 @@ def test_aic_bic_comparison_of_em_fits(em_fits):
     assert nc.annotators.compare(fits, ann, ic="bic").ranks["ds"] == 0  # DS data, n = 300
     probs = _probs(nc.simulate.dawid_skene(300, PREV, DS_CONF, seed=3).true_class, 1)
     res = compare_calibration(fits, ann, probs, ic="aic", n_bins=5)
-    assert res.averaged.details["average"] == "target"
+    assert res.averaged.details["average"] == "inversion"
+    values = res.nc_ece["value"]
+    assert values.min() <= res.averaged.value <= values.max()
     with pytest.raises(ValueError, match="average='mixture' needs posterior draws"):
         compare_calibration(fits, ann, probs, ic="aic", average="mixture")
 

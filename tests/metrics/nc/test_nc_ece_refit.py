@@ -32,7 +32,8 @@ def test_replicates_equal_hand_refits(weights):
     T = nc.targets.corrected(ann, fit, weights=weights)
     est = nc.ece(t.z, T, n_bins=10, seed=7,
                  interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
-    assert est.status == "ok" and est.details["refit_channels"]
+    # a percentile interval of the plug-in: never status ok (biased upward near 0)
+    assert est.statuses == ("plugin_bias",) and est.details["refit_channels"]
     assert est.details["n_failed"] == 0 and est.details["n_not_converged"] == 0
     for b in (0, 3):
         idx = _resample(n, 7, n_boot, b)
@@ -179,7 +180,7 @@ def test_a_score_group_missing_from_a_resample_is_not_a_failure():
     n_boot = 40
     est = nc.ece(z, nc.targets.corrected(ann, fit), n_bins=10, seed=2,
                  interval=nc.intervals.Refit(method="percentile", n_boot=n_boot))
-    assert est.status == "ok" and est.details["n_failed"] == 0
+    assert est.statuses == ("plugin_bias",) and est.details["n_failed"] == 0
     missed = [b for b in range(n_boot)
               if not np.any(g[_resample(z.size, 2, n_boot, b)] == g.max())]
     assert missed  # the case occurs in this design
@@ -241,4 +242,4 @@ def test_gold_fits_and_sparse_excluded_annotators():
         fit4 = nc.DawidSkene(2).fit(ann4)  # its three 1s carry no information
     T = nc.targets.corrected(ann4, fit4, informative=[True, True, True, False])
     est = nc.ece(t.z, T, n_bins=10, interval=nc.intervals.Refit(method="percentile", n_boot=50))
-    assert est.status == "ok" and not np.any(np.isnan(est.replicates))
+    assert est.statuses == ("plugin_bias",) and not np.any(np.isnan(est.replicates))

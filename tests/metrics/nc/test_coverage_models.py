@@ -1,0 +1,46 @@
+"""The reduced coverage study of the NC-ECE under the annotator models' fits and
+model-averaged (``benchmarks/coverage_nc_ece_models.py``; the full grid's table is in
+benchmarks/README.md)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def models_study():
+    sys.path.insert(0, str(BENCH))  # the study imports coverage_nc_ece beside it
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "coverage_nc_ece_models", BENCH / "coverage_nc_ece_models.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(BENCH))
+    return mod
+
+
+@pytest.mark.parametrize("design", ["calibrated/strong", "overconfident/weak"])
+def test_reduced_cell_em_constrained_channels_and_model_average(models_study, design):
+    """Six seeded runs of two cells: the default interval under EM fits of the
+    class-conditional model and MACE, and the model average of EM Dawid–Skene and
+    one-coin fits (ic='bic'), against the population ECE. Each covers in at least 5 of
+    6 runs (the full grid: benchmarks/README.md), and every value lies in its interval."""
+    m = models_study
+    fits = ("em_class_conditional", "em_mace", "averaged_bic")
+    pop = m.population(m.K, design.startswith("calibrated"), m.N_BINS)
+    if design.startswith("calibrated"):
+        assert pop == 0.0
+    runs = [m.one_run(design, seed, fits) for seed in range(6)]
+    summary = m.summarise(runs, pop, fits)
+    for f in fits:
+        covered = round(summary[f]["coverage"] * 6)
+        assert covered >= 5, (f, summary[f])
+    for r in runs:
+        low, high, value, status = r["averaged_bic"]
+        assert np.isfinite(value) and low <= value <= high
