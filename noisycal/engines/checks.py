@@ -264,9 +264,14 @@ def channel_check(confusion: np.ndarray, table: np.ndarray, *,
         parts.append(f"annotator(s) {who[i].tolist()} have adversarial channels: relabelling "
                      f"their labels raises their balanced agreement by "
                      f"{np.round(excess[i], 3).tolist()} (standard error "
-                     f"{np.round(se[i], 3).tolist()}; two classes: b < a). Either they swap "
-                     "labels (recode or drop them and refit), or the fit is a label-swapped "
-                     "mode and every target built from it is reversed")
+                     f"{np.round(se[i], 3).tolist()}; two classes: b < a). The ratings "
+                     "alone cannot say which side is right: the fit took the orientation "
+                     "of the majority of annotators, so either the flagged annotators swap "
+                     "labels, or most annotators do and the flagged ones are the good ones "
+                     "(every target built from this fit is then reversed). Choose the "
+                     "orientation with what you know and refit: anchor= an annotator you "
+                     "trust (two classes) or gold= items whose classes are known; recode "
+                     "or drop the flagged annotators only when you know that they swap")
     if degenerate.any():
         i = np.flatnonzero(degenerate)
         parts.append(f"annotator(s) {who[i].tolist()} have degenerate channels: their "

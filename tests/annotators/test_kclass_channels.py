@@ -175,7 +175,10 @@ def test_refit_interval_covers_the_population_in_a_small_replication():
         for name, e in (("refit", _nc_ece(P, U, seed=r, interval=_refit())),
                         ("conditional", nc.ece(P, U, n_bins=10, seed=r,
                                                interval=nc.intervals.Bootstrap(n_boot=200)))):
-            assert e.status == "ok"
+            # percentile intervals of the plug-in: nc.ece never calls them ok (biased
+            # upward near 0; here the ECE is 0.12, far from 0, and they cover); the
+            # refit's internal helper returns before nc.ece adds that status
+            assert e.statuses == (("ok",) if name == "refit" else ("plugin_bias",))
             cover[name] += e.low <= pop <= e.high
             widths[name].append(e.high - e.low)
     ratio = np.mean(widths["refit"]) / np.mean(widths["conditional"])
