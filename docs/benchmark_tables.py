@@ -201,6 +201,37 @@ def _coverage_nc_ece_models(records: dict[str, Record]) -> dict[str, str]:
             "table": body}
 
 
+@renderer("ppc_study")
+def _ppc_study(records: dict[str, Record]) -> dict[str, str]:
+    (name, rec), = records.items()
+    res = result(rec)
+    sim = res.get("sim") or {}
+    rows = [[r["check"], r["method"], r["discrepancy"], count(r["n_ppp"]),
+             num(r["reject_two_sided"]), num(r["below_0.05"]), num(r["above_0.95"]),
+             num(r["mean"]), num(r["sd"])] for r in sim.get("rows", [])]
+    body = table(["check", "method", "discrepancy", "ppp values", "rejected at 0.05 "
+                  "(two-sided)", "below 0.05", "above 0.95", "mean", "sd"],
+                 rows) if rows else ""
+    if sim:
+        body = (f"{sim['reps']} data sets of {sim['n_items']} items, {sim['n_rep']} "
+                f"replicates per check; fit statuses {sim['fit_status']}.\n\n" + body)
+    c = res.get("cifar10n")
+    if c:
+        crow = [[check, x["discrepancy"], x["term"], num(x["observed"], 4),
+                 num(x["replicated_mean"], 4), f"[{num(x['low'], 4)}, {num(x['high'], 4)}]",
+                 num(x["ppp"])]
+                for check in ("em_plugin", "em_refits", "nuts") for x in c[check]]
+        cbody = (f"CIFAR-10N, first {count(c['n_items'])} images; fit statuses "
+                 f"{c['fit_status']}; the EM and NUTS estimates differ by at most "
+                 f"{num(c['max_abs_confusion_diff'], 4)} in a confusion entry and "
+                 f"{num(c['max_abs_prevalence_diff'], 4)} in a prevalence.\n\n"
+                 + table(["check", "discrepancy", "term", "observed", "replicated mean",
+                          "90% replicated range", "ppp"], crow))
+    else:
+        cbody = "CIFAR-10N: not run (the shared data were absent)."
+    return {"run": run_line(name, rec), "table": body, "cifar10n": cbody}
+
+
 @renderer("coverage_mce")
 def _coverage_mce(records: dict[str, Record]) -> dict[str, str]:
     (name, rec), = records.items()

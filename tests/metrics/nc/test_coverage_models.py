@@ -29,8 +29,10 @@ def models_study():
 def test_reduced_cell_em_constrained_channels_and_model_average(models_study, design):
     """Six seeded runs of two cells: the default interval under EM fits of the
     class-conditional model and MACE, and the model average of EM Dawid–Skene and
-    one-coin fits (ic='bic'), against the population ECE. Each covers in at least 5 of
-    6 runs (the full grid: benchmarks/README.md), and every value lies in its interval."""
+    one-coin fits (ic='bic'), against the population ECE. Each covers in at least 4 of
+    6 runs (P(Binomial(6, 0.9) < 4) = 0.016; measured 5 of 6 each at
+    calibrated/strong; the full grid, 40 runs per cell: benchmarks/README.md), and every
+    value lies in its interval."""
     m = models_study
     fits = ("em_class_conditional", "em_mace", "averaged_bic")
     pop = m.population(m.K, design.startswith("calibrated"), m.N_BINS)
@@ -40,7 +42,8 @@ def test_reduced_cell_em_constrained_channels_and_model_average(models_study, de
     summary = m.summarise(runs, pop, fits)
     for f in fits:
         covered = round(summary[f]["coverage"] * 6)
-        assert covered >= 5, (f, summary[f])
+        assert covered >= 4, (f, summary[f])
     for r in runs:
         low, high, value, status = r["averaged_bic"]
         assert np.isfinite(value) and low <= value <= high
+
