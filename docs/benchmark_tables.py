@@ -197,6 +197,11 @@ def _coverage_nc_ece_models(records: dict[str, Record]) -> dict[str, str]:
     body = table(["design", "ECE", "interval", "runs", "coverage", "ok-only", "share ok",
                   "low above / high below", "width", "mean value", "statuses"],
                  rows) if rows else ""
+    outside = [r for r in rows if not 0.85 <= float(r[4]) <= 0.95]
+    if outside:
+        body += ("\n\nOutside [0.85, 0.95] (coverage; share of runs with status ok; "
+                 "statuses): " + "; ".join(f"{r[0]} {r[2]} {r[4]} (ok {r[6]}; {r[10]})"
+                                          for r in outside) + ".")
     return {"run": "\n\n".join(run_line(n, rec) for n, rec in records.items()),
             "table": body}
 
