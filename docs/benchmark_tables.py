@@ -225,11 +225,15 @@ def _ppc_study(records: dict[str, Record]) -> dict[str, str]:
         crow = [[check, x["discrepancy"], x["term"], num(x["observed"], 4),
                  num(x["replicated_mean"], 4), f"[{num(x['low'], 4)}, {num(x['high'], 4)}]",
                  num(x["ppp"])]
-                for check in ("em_plugin", "em_refits", "nuts") for x in c[check]]
+                for check in ("em_plugin", "em_refits", "nuts", "map_em_prior_plugin")
+                if check in c for x in c[check]]
         cbody = (f"CIFAR-10N, first {count(c['n_items'])} images; fit statuses "
                  f"{c['fit_status']}; the EM and NUTS estimates differ by at most "
                  f"{num(c['max_abs_confusion_diff'], 4)} in a confusion entry and "
-                 f"{num(c['max_abs_prevalence_diff'], 4)} in a prevalence.\n\n"
+                 f"{num(c['max_abs_prevalence_diff'], 4)} in a prevalence"
+                 + ("; mean fitted accuracy " + ", ".join(
+                     f"{k} {num(v, 4)}" for k, v in c["mean_accuracy"].items())
+                    if "mean_accuracy" in c else "") + ".\n\n"
                  + table(["check", "discrepancy", "term", "observed", "replicated mean",
                           "90% replicated range", "ppp"], crow))
     else:

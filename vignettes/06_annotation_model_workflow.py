@@ -65,10 +65,13 @@ def em_fits(ann: nc.Annotations, seed: int) -> dict:
             for name, m in models.items()}
 
 
-def nuts_fits(ann: nc.Annotations, names: tuple[str, ...], *, num_samples: int,
+def nuts_fits(ann: nc.Annotations, names: tuple[str, ...], *, num_samples: int | None,
               seed: int) -> dict:
-    kw = dict(method=nc.engines.NUTS(num_chains=2, num_warmup=num_samples,
-                                     num_samples=num_samples), seed=seed)
+    # num_samples None: the library's default chains (1,000 warm-up and 1,000 draws),
+    # rerun with both doubled, at most twice, until R-hat <= 1.01 and bulk ESS >= 400
+    nuts = (nc.engines.NUTS(num_chains=2) if num_samples is None else
+            nc.engines.NUTS(num_chains=2, num_warmup=num_samples, num_samples=num_samples))
+    kw = dict(method=nuts, seed=seed)
     models = {"Dawid-Skene": nc.DawidSkene(),
               "one-coin": nc.OneCoinDawidSkene(),
               "class-conditional": nc.annotators.ClassConditionalDawidSkene(),
@@ -78,8 +81,16 @@ def nuts_fits(ann: nc.Annotations, names: tuple[str, ...], *, num_samples: int,
 
 
 def status_table(fits: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"model": k, "method": f.method, "params": f.n_params,
-                          "loglik": f.loglik, "status": f.status} for k, f in fits.items()])
+    rows = []
+    for k, f in fits.items():
+        row = {"model": k, "method": f.method, "params": f.n_params, "loglik": f.loglik,
+               "status": f.status}
+        if f.method == "nuts":   # the chains that ran (the last of the extensions)
+            row.update(warmup=f.engine.num_warmup, draws=f.engine.num_samples,
+                       runs=len(f.details.get("extensions", ())) or 1,
+                       max_rhat=f.details["max_rhat"], min_ess=f.details["min_ess_bulk"])
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def part1(args: argparse.Namespace) -> dict:
@@ -221,7 +232,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--data", choices=["toy", "cifar10n"], default="toy")
     p.add_argument("--n-items", type=int, default=None, help="items in part 2 (2000)")
-    p.add_argument("--num-samples", type=int, default=None, help="NUTS draws per chain (500)")
+    p.add_argument("--num-samples", type=int, default=None,
+                   help="NUTS warm-up and draws per chain (default: the library's, "
+                        "extended until the chains converge)")
     p.add_argument("--n-sims", type=int, default=None, help="SBC simulations (100)")
     p.add_argument("--small", action="store_true", help="tiny sizes for tests")
     p.add_argument("--seed", type=int, default=0)
@@ -230,7 +243,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a = p.parse_args(argv)
     default_n = 5000 if a.data == "cifar10n" else 2000
     a.n_items = a.n_items or (300 if a.small else default_n)
-    a.num_samples = a.num_samples or (100 if a.small else 500)
+    a.num_samples = a.num_samples or (100 if a.small else None)
     a.n_sims = a.n_sims or (10 if a.small else 100)
     a.n_rep = 100 if a.small else 500
     return a

@@ -43,6 +43,7 @@ from ..engines.density.dawid_skene import (
     sample_dawid_skene,
 )
 from ..engines.em.starts import multistart_em, orient
+from ..engines.density.nuts import extended_fit
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
 from ..engines.methods import EM, MLE, NUTS, Method, as_method
@@ -300,6 +301,10 @@ class DawidSkene:
             return self._not_identified(ann, engine, "one annotator and no groups: the "
                                         "channel and the prevalence are not identified")
         run = {"em": self._fit_em, "mle": self._fit_mle, "nuts": self._fit_nuts}[engine.name]
+        if engine.name == "nuts":   # rerun with longer chains until it converges
+            return extended_fit(lambda nuts: run(
+                ann, group, L, alpha, beta, gold_idx, nuts, seed=seed,
+                orientation=orientation, anchor=anchor, progress=progress), engine)
         return run(ann, group, L, alpha, beta, gold_idx, engine, seed=seed,
                    orientation=orientation, anchor=anchor, progress=progress)
 

@@ -32,6 +32,7 @@ from ..engines.density.dawid_skene import (
 )
 from ..engines.density.diagnostics import import_arviz
 from ..engines.em.starts import multistart_em
+from ..engines.density.nuts import extended_fit
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import NUTS, Method, as_method
 from ..engines.patterns import pattern_data
@@ -252,9 +253,9 @@ class HierarchicalDawidSkene(DawidSkene):
         if J == 1:
             return self._not_identified(ann, nuts, "one annotator: the channel and the "
                                         "prevalence are not identified")
-        return self._fit_hierarchical(ann, priors, gold_idx, nuts, seed=seed,
-                                      orientation=orientation, anchor=anchor,
-                                      progress=progress, centered=centered)
+        return extended_fit(lambda engine: self._fit_hierarchical(
+            ann, priors, gold_idx, engine, seed=seed, orientation=orientation, anchor=anchor,
+            progress=progress, centered=centered), nuts)
 
     def _fit_hierarchical(self, ann: Annotations, priors: dict, gold: np.ndarray | None,
                           nuts: NUTS, *, seed: Seed, orientation: str, anchor: int,

@@ -30,7 +30,7 @@ from .._util.validation import check_array, check_real, check_seed
 from ..annotations.core import Annotations
 from ..engines.checks import channel_status
 from ..engines.density.diagnostics import convergence_status, diagnostics_table
-from ..engines.density.nuts import sample_nuts
+from ..engines.density.nuts import extended_fit, sample_nuts
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import NUTS, Method, as_method
 from ..engines.relabel import hungarian_perm
@@ -289,6 +289,12 @@ class ItemDifficultyModel:
         ds = DawidSkene(self.n_classes)
         ann, _, _ = ds._check(annotations, None)
         gold_idx = ds._gold(ann, gold)
+        return extended_fit(lambda engine: self._sample(ann, gold_idx, engine, seed=seed,
+                                                        progress=progress), nuts)
+
+    def _sample(self, ann: Annotations, gold_idx: np.ndarray | None, nuts: NUTS, *,
+                seed: Seed, progress: bool) -> AnnotatorFit:
+        """The NUTS fit with these settings (:meth:`fit` extends it)."""
         K, J, n = ann.n_classes, ann.n_annotators, ann.n_items
         C, W, S = nuts.num_chains, nuts.num_warmup, nuts.num_samples
         from noisycal.models.item_difficulty import item_difficulty, population_confusion
@@ -319,7 +325,7 @@ class ItemDifficultyModel:
         if status not in ("ok", "boundary"):
             cls = ConvergenceWarning if status in ("not_converged", "diagnostics_unavailable") \
                 else IdentifiabilityWarning
-            warnings.warn(f"item_difficulty NUTS: {message}", cls, stacklevel=2)
+            warnings.warn(f"item_difficulty NUTS: {message}", cls, stacklevel=4)
         mean = {k: flat[k].mean(0) for k in ("prevalence", "ability", "difficulty")}
         loglik = float(np.sum(_per_draw(partial(_item_ll, gold=gold_idx),
                                         {k: v[None] for k, v in mean.items()}, data)))

@@ -463,6 +463,10 @@ class DirichletSoftLabels:
 
         from ..engines.density.nuts import run_nuts
 
+        if engine.extend:
+            raise ValueError("method: NUTS(extend=True) reruns annotator-model fits until "
+                             "they converge; the soft-label model runs the settings it is "
+                             "given (num_warmup, num_samples)")
         res = run_nuts(dirichlet_soft_labels, model_args=(log_p, c), model_kwargs=model_kwargs,
                        seed=seed, progress_bar=progress, init_params=init_params,
                        rhat_threshold=engine.rhat_threshold, **engine.sampler())

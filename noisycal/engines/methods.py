@@ -265,12 +265,29 @@ class NUTS(Method):
         The fit's status is 'not_converged' when the largest R-hat exceeds it (or a
         transition diverged); 'diagnostics_unavailable' without R-hat (one chain, fewer
         than 4 draws per chain).
+    extend : bool, optional
+        Run the fit again with warm-up and draws doubled while its largest R-hat exceeds
+        ``rhat_threshold`` or its smallest bulk ESS is below ``min_ess``, at most
+        ``max_extensions`` times (the budget: at most ``2**max_extensions`` times the
+        first run's transitions in the last run, ``2**(max_extensions + 1) - 1`` in
+        all). Divergences alone do not extend (longer chains do not remove them; raise
+        ``target_accept_prob``). Default (None): extend when ``num_warmup`` and
+        ``num_samples`` are at their defaults, run exactly the given numbers otherwise.
+        The fit's ``details['extensions']`` lists every run's warm-up, draws, R-hat and
+        ESS; ``fit.engine`` is the settings of the last run. Annotator models only
+        (the soft-label model refuses ``extend=True``).
+    max_extensions : int, default=2
+        The most reruns.
+    min_ess : float, default=400
+        The smallest bulk ESS (of every parameter) that stops the extension.
 
     Examples
     --------
     >>> import noisycal as nc
     >>> nc.engines.NUTS(num_chains=2, target_accept_prob=0.95)
     NUTS(num_chains=2, target_accept_prob=0.95)
+    >>> nc.engines.NUTS().extends, nc.engines.NUTS(num_samples=500).extends
+    (True, False)
     """
 
     name: ClassVar[str] = "nuts"
@@ -282,6 +299,21 @@ class NUTS(Method):
     dense_mass: bool = False
     chain_method: str = "vectorized"
     rhat_threshold: float = 1.01
+    extend: bool | None = None
+    max_extensions: int = 2
+    min_ess: float = 400.0
+
+    #: Sampler settings that judge or repeat the run rather than run it.
+    _NOT_SAMPLER: ClassVar[tuple[str, ...]] = ("rhat_threshold", "extend", "max_extensions",
+                                               "min_ess")
+
+    @property
+    def extends(self) -> bool:
+        """Whether a fit with these settings is extended (``extend``; None: when
+        ``num_warmup`` and ``num_samples`` are at their defaults)."""
+        if self.extend is not None:
+            return bool(self.extend)
+        return self.num_warmup == 1000 and self.num_samples == 1000
 
     def __post_init__(self) -> None:
         c, w, n = check_sampler_options(self.num_chains, self.num_warmup, self.num_samples,
@@ -298,10 +330,16 @@ class NUTS(Method):
                                               minimum=1))
         self._set("dense_mass", _check_flag(self.dense_mass, "dense_mass"))
         self._set("rhat_threshold", float(self.rhat_threshold))
+        if self.extend is not None:
+            self._set("extend", _check_flag(self.extend, "extend"))
+        self._set("max_extensions", check_int(self.max_extensions, "max_extensions",
+                                              minimum=0))
+        self._set("min_ess", check_real(self.min_ess, "min_ess", minimum=0.0))
 
     def sampler(self) -> dict[str, Any]:
         """The keyword arguments of :func:`noisycal.engines.density.nuts.sample_nuts` this
-        object sets (every field but ``rhat_threshold``, which judges the draws).
+        object sets (every field but ``rhat_threshold``, which judges the draws, and the
+        extension's ``extend``, ``max_extensions`` and ``min_ess``).
 
         Returns
         -------
@@ -314,7 +352,7 @@ class NUTS(Method):
          'num_warmup', 'target_accept_prob']
         """
         return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name != "rhat_threshold"}
+                if f.name not in self._NOT_SAMPLER}
 
 
 @dataclass(frozen=True, repr=False)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..._util.jax import as_key, x64
+from ..._util.statuses import join_messages
 from ..._util.types import Seed
 from ..._util.validation import check_choice, check_int, check_seed
 from ...exceptions import ConvergenceWarning
@@ -52,6 +53,7 @@ from .potential import (
 )
 
 __all__ = [
+    "extended_fit",
     "NUTSResult",
     "check_sampler_options",
     "convergence_status",
@@ -474,3 +476,70 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
         num_warmup=num_warmup, num_samples=num_samples, rhat_threshold=rhat_threshold,
         diverging=diverging, sample_stats=sample_stats,
     )
+
+
+def extended_fit(run: Callable[[Any], Any], engine: Any) -> Any:
+    """A NUTS fit, rerun with warm-up and draws doubled until it converges (the budget of
+    ``engine.extend``, :class:`noisycal.engines.NUTS`).
+
+    Parameters
+    ----------
+    run : callable
+        ``run(engine) -> AnnotatorFit``: the model's NUTS fit with these settings.
+    engine : NUTS
+
+    Returns
+    -------
+    AnnotatorFit
+        The last run's fit, with ``details['extensions']`` (one entry per run:
+        ``num_warmup``, ``num_samples``, ``max_rhat``, ``min_ess_bulk``) and, when the
+        budget ran out before R-hat and ESS passed, a message saying so. Only the last
+        run's warnings are shown.
+    """
+    import dataclasses
+
+    from ..._util.validation import user_stacklevel
+
+    if not engine.extends:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit = run(engine)
+        for w in caught:   # pointed at the caller, past this function's frames
+            warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+        return fit
+    runs: list[dict] = []
+    current = engine
+    for k in range(engine.max_extensions + 1):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit = run(current)
+        rhat, ess = _worst_diagnostics(fit.details)
+        runs.append({"num_warmup": current.num_warmup, "num_samples": current.num_samples,
+                     "max_rhat": rhat, "min_ess_bulk": ess})
+        # NaN diagnostics (one chain) or divergences alone: longer chains do not help
+        enough = not (rhat > engine.rhat_threshold or ess < engine.min_ess)
+        if enough or k == engine.max_extensions:
+            break
+        current = dataclasses.replace(current, num_warmup=2 * current.num_warmup,
+                                      num_samples=2 * current.num_samples, extend=False)
+    for w in caught:
+        warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+    message = fit.message
+    if not enough:
+        message = join_messages(message, (
+            f"extended {engine.max_extensions} time(s) to {current.num_warmup} warm-up and "
+            f"{current.num_samples} draws per chain (max R-hat {rhat:.3g}, min bulk ESS "
+            f"{ess:.0f}; NUTS(rhat_threshold={engine.rhat_threshold:g}, "
+            f"min_ess={engine.min_ess:g}, max_extensions={engine.max_extensions}))"))
+    return dataclasses.replace(fit, message=message,
+                               details={**fit.details, "extensions": tuple(runs)})
+
+
+def _worst_diagnostics(details: Mapping[str, Any]) -> tuple[float, float]:
+    """The largest R-hat and smallest bulk ESS a fit reports (its own parameters and a
+    hierarchical model's population ones); NaN when none is finite."""
+    rhats = [float(details[k]) for k in ("max_rhat", "population_max_rhat")
+             if details.get(k) is not None and np.isfinite(details[k])]
+    ess = [float(details[k]) for k in ("min_ess_bulk", "population_min_ess_bulk")
+           if details.get(k) is not None and np.isfinite(details[k])]
+    return (max(rhats) if rhats else math.nan), (min(ess) if ess else math.nan)
