@@ -31,13 +31,14 @@ import jax
 import jax.numpy as jnp
 
 from ..._util.jax import x64
+from ..._util.statuses import join_messages
 from ..._util.types import Seed
 from ..._util.validation import check_array
 from ...intervals.bootstrap import interval_from_replicates
 from ...intervals.estimate import Estimate
 from ...intervals.options import Bound, Credible, Refit
 from ..binned.bins import equal_width_bins, group_scores, residual_ece
-from .assemble import refit_inversion, target_columns
+from .assemble import fitted_channels, refit_inversion, target_columns
 from .bound import nc_ece_bound
 from .credible import check_credible_target, nc_ece_credible
 from .refit import check_refit_target, nc_ece_refit_replicates
@@ -260,6 +261,14 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
                              channel_radius=interval.channel_radius,
                              true_channels=interval.true_channels,
                              same_sample=interval.same_sample, bound_kind=interval.kind)
+    status, message = est.status, extra["bound_note"]
+    if extra["bound_mode"] == "binned_only" and fitted_channels(target):
+        # the guarantee is for the error against the fitted channels, not the true ones
+        status, message = "channels_fixed", join_messages(
+            message, "the channels were fitted, and the bound leaves their estimation "
+            "error out (mode='binned_only'): it bounds the binned error against the fitted "
+            "channels, not the NC-ECE; give Bound(channel_radius=...) (a bound on the "
+            "channels' total-variation error) for a guarantee, or use the default interval")
     return Estimate(est.name, est.value, ci, level, "bound", extra["bound_method"], n=est.n,
-                    bins=est.bins, status=est.status, message=extra["bound_note"],
+                    bins=est.bins, status=status, message=message,
                     details={**est.details, **extra})

@@ -264,3 +264,21 @@ def test_b_hat_holds_for_dawid_skene_ratings_missing_at_random():
     assert new == 0 and old == 100
     assert target_range(U.details) == pytest.approx(2.5)
     assert correction_range(U.details["weights"], a, b) == pytest.approx(1.39, abs=0.01)
+
+
+def test_a_bound_without_the_channel_term_for_fitted_channels_is_not_ok():
+    """Fitted channels and mode='binned_only' (the default without a radius): the bound
+    holds for the error against the fitted channels, not for the NC-ECE, so its status is
+    'channels_fixed'; with a channel radius, or with given channels, it is ok."""
+    conf = np.array([[[0.85, 0.15], [0.2, 0.8]]] * 3)
+    ann = nc.simulate.dawid_skene(400, [0.6, 0.4], conf, seed=0).annotations
+    p = np.random.default_rng(0).uniform(size=400)
+    fit = nc.DawidSkene(2).fit(ann)
+    fitted = nc.targets.corrected(ann, fit)
+    e = nc.ece(p, fitted, n_bins=10, interval="bound")
+    assert e.statuses == ("channels_fixed",) and "channel_radius" in e.message
+    assert e.details["bound_mode"] == "binned_only"
+    radius = nc.ece(p, fitted, n_bins=10, interval=nc.intervals.Bound(channel_radius=0.05))
+    assert radius.statuses == ("ok",) and radius.high > e.high
+    given = nc.ece(p, nc.targets.corrected(ann, confusion=conf), n_bins=10, interval="bound")
+    assert given.statuses == ("ok",)
