@@ -54,7 +54,8 @@ from .._util.jax import x64
 
 __all__ = ["ChannelInfluence", "FreeParameters", "channel_influence", "dawid_skene_influence",
            "hui_walter_influence", "posterior_influence", "params_from_free",
-           "boundary_moves", "RULE_OF_THREE", "CHANNELS", "MIN_INFLUENCE_DRAWS"]
+           "boundary_moves", "RULE_OF_THREE", "CHANNELS", "MIN_INFLUENCE_DRAWS",
+           "MAX_NOISE_SHARE", "POSTERIOR_MODELS"]
 
 #: The channel of each model whose influence is its marginal likelihood's sandwich: the
 #: ``one_coin`` switch of :mod:`noisycal.engines.free_params` (False: full confusion
@@ -212,7 +213,7 @@ def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arr
 def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
     """The per-item influence of a Dawid–Skene-family fit (see the module docstring).
 
-    Dawid–Skene, one-coin and grouped fits (EM, MLE, MAP; also a NUTS fit linearised at
+    Dawid–Skene, one-coin and grouped fits (EM, MLE; also a NUTS fit linearised at
     its posterior mean, though :func:`channel_influence` gives NUTS fits
     :func:`posterior_influence`) and EM fits of the class-conditional and MACE channels
     (:data:`CHANNELS`), each in its own free coordinates: the scores and the Hessian are
@@ -510,7 +511,7 @@ def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | s
     """The per-item influence of any supported annotator fit.
 
     NUTS fits of every model: the Bayesian infinitesimal jackknife from the draws
-    (:func:`posterior_influence`); EM, MLE and MAP fits of the Dawid–Skene family: the
+    (:func:`posterior_influence`); EM and MLE fits of the Dawid–Skene family: the
     sandwich of the marginal likelihood (:func:`dawid_skene_influence`); Hui–Walter moment
     and GMM fits: the GMM sandwich (:func:`hui_walter_influence`).
 
@@ -529,6 +530,31 @@ def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | s
     if getattr(fit, "method", None) == "nuts":
         return posterior_influence(fit, annotations)
     return dawid_skene_influence(fit, annotations)
+
+
+def _smallest_ess(theta: np.ndarray, chains: int) -> float:
+    """The smallest bulk effective sample size over the columns of ``theta`` (draws of
+    ``chains`` chains concatenated); the number of draws when it cannot be computed."""
+    from numpyro.diagnostics import effective_sample_size
+
+    S = theta.shape[0]
+    if chains < 1 or S % chains or S // chains < 4:
+        return float(S)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ess = np.asarray(effective_sample_size(theta.reshape(chains, S // chains, -1)))
+    ess = ess[np.isfinite(ess)]
+    return float(min(np.min(ess), S)) if ess.size else float(S)
+
+
+#: The fewest posterior draws :func:`posterior_influence` accepts.
+MIN_INFLUENCE_DRAWS = 100
+#: The largest share p / ESS (free parameters over effective draws) by which the draws'
+#: Monte Carlo error may inflate the influence's covariance.
+MAX_NOISE_SHARE = 0.5
+#: The models whose per-item likelihood :func:`posterior_influence` knows: the
+#: Dawid–Skene family's given the channels, or the model's own
+#: (``details['arviz']['log_likelihood']``, item difficulty).
+POSTERIOR_MODELS = (*CHANNELS, "hierarchical_dawid_skene", "item_difficulty")
 
 
 def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | str:
@@ -569,15 +595,20 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     Returns
     -------
     ChannelInfluence, or str
-        A string says why there is none (no draws, no fitted data, gold labels, fewer
-        than :data:`MIN_INFLUENCE_DRAWS` draws, more than ``MAX_FREE`` parameters).
+        A string says why there is none (no draws, no fitted data, gold labels, a model
+        outside :data:`POSTERIOR_MODELS`, fewer than :data:`MIN_INFLUENCE_DRAWS` draws,
+        too few effective draws for the parameters (:data:`MAX_NOISE_SHARE`), more than
+        ``MAX_FREE`` parameters).
 
     Notes
     -----
     Each :math:`\phi_i` carries Monte Carlo error of relative size about
-    :math:`1/\sqrt{S}` (S draws); summed over the items this inflates the covariance by
-    about p / S (p free parameters), upward: the interval is wider, not narrower.
-    ``information`` is the inverse of the covariance (pseudo-inverse).
+    :math:`1/\sqrt{S}` (S the effective number of draws: the smallest bulk ESS of the
+    parameters' coordinates);
+    summed over the items this inflates the covariance by about p / S (p free
+    parameters), upward: the interval is wider, not narrower. Above
+    :data:`MAX_NOISE_SHARE` the influence is refused (the covariance would be mostly
+    noise). ``information`` is the inverse of the covariance (pseudo-inverse).
     """
     from .identification import MAX_FREE
     from .patterns import pattern_data
@@ -590,6 +621,9 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     draws = fit.draws
     if fit.method != "nuts":
         return f"the posterior influence needs a NUTS fit; this fit is by {fit.method!r}"
+    if fit.model not in POSTERIOR_MODELS:
+        return (f"the posterior influence of a {fit.model!r} fit is not implemented (its "
+                "per-item likelihood is not the Dawid–Skene family's)")
     if draws is None or "confusion" not in draws:
         return "this NUTS fit keeps no posterior draws of the channels"
     conf_d = np.asarray(draws["confusion"], np.float64)
@@ -620,9 +654,17 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     # a draw's coordinates: its free entries' moves (a row's moves sum to zero)
     x = np.concatenate([prev_d.reshape(S, -1), conf_d.reshape(S, -1)], axis=1)
     theta = (x - x0)[:, cols]
+    ess = _smallest_ess(theta, int(fit.details.get("chains", 1)))
+    if p > MAX_NOISE_SHARE * ess:
+        return (f"{p} free parameters and an effective sample size of {ess:.0f} draws: the "
+                "draws' Monte Carlo error would inflate the covariance by about "
+                f"{p / ess:.2f} of itself (more than {MAX_NOISE_SHARE:g}); run longer "
+                "chains")
     hook = (fit.details.get("arviz") or {}).get("log_likelihood")
     if hook is not None:              # a model with its own per-item likelihood
-        ll = np.asarray(hook(fit), np.float64)
+        import dataclasses
+
+        ll = np.asarray(hook(dataclasses.replace(fit, annotations=ann)), np.float64)
         pattern = np.arange(ll.shape[1])
         counts = np.ones(ll.shape[1], np.int64)
     else:
@@ -650,7 +692,3 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
                             np.linalg.pinv(cov), cov, False, (L, J, K),
                             np.zeros((0, x0.size)))
 
-
-#: The fewest posterior draws :func:`posterior_influence` accepts (its Monte Carlo
-#: error inflates the covariance by about p / S).
-MIN_INFLUENCE_DRAWS = 100

@@ -313,7 +313,9 @@ class NUTS(Method):
         ``num_warmup`` and ``num_samples`` are at their defaults)."""
         if self.extend is not None:
             return bool(self.extend)
-        return self.num_warmup == 1000 and self.num_samples == 1000
+        defaults = {f.name: f.default for f in fields(self)}
+        return (self.num_warmup == defaults["num_warmup"]
+                and self.num_samples == defaults["num_samples"])
 
     def __post_init__(self) -> None:
         c, w, n = check_sampler_options(self.num_chains, self.num_warmup, self.num_samples,

@@ -237,8 +237,8 @@ class AnnotatorFit:
         ``sum_i phi_i phi_i^T`` are what the default interval of a noise-corrected ECE
         propagates (:mod:`noisycal.metrics.nc.delta`). NUTS fits of every model: the
         influence on the posterior mean, from the draws (the Bayesian infinitesimal
-        jackknife, :func:`noisycal.engines.influence.posterior_influence`); EM, MLE and
-        MAP fits of Dawid–Skene, one-coin and grouped channels and EM fits of the
+        jackknife, :func:`noisycal.engines.influence.posterior_influence`); EM and MLE
+        fits of Dawid–Skene, one-coin and grouped channels and EM fits of the
         class-conditional and MACE channels: the sandwich of the marginal likelihood in
         the model's own free coordinates
         (:func:`noisycal.engines.influence.dawid_skene_influence`);
@@ -258,10 +258,9 @@ class AnnotatorFit:
         Raises
         ------
         NotOffered
-            Saying why there is none: no fitted data, gold labels, a model and engine
-            without one (a MAP fit of the class-conditional or MACE channels), too few
-            posterior draws, too many free parameters, an information matrix that is not
-            positive definite.
+            Saying why there is none: no fitted data, gold labels, too few posterior
+            draws (or effective draws for the parameters), too many free parameters, an
+            information matrix that is not positive definite.
 
         Examples
         --------

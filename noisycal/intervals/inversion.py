@@ -478,20 +478,7 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
             q = quantile_at(theta0, which)
             return q > T if which == "high" else q >= T
 
-        if passed(0.0):
-            return 0.0
-        lo, hi = 0.0, top
-        for _ in range(60):
-            if passed(hi):
-                break
-            lo, hi = hi, 2.0 * hi
-        for _ in range(_BISECT):
-            mid = 0.5 * (lo + hi)
-            if not passed(mid):
-                lo = mid
-            else:
-                hi = mid
-        return 0.5 * (lo + hi)
+        return _smallest_passing(passed, top)
 
     recorder = _RECORDER.get()
     if recorder is not None:
@@ -503,15 +490,40 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
         recorder.append(NullTails(statistic=T, level=level, n_sim=n_sim, p_value=p_value,
                                   exact_zero=zero_null is not None, top=top, tails=tails))
     low, high, est = solve("low"), solve("high"), solve("median")
-    if zero_null is not None and p_value > alpha:
-        low = 0.0
-    elif zero_null is not None and low == 0.0:
-        # The exact test rejects 0 but the Gaussian tests accept every small theta0 > 0:
-        # the confidence set is (0, high], open at 0 (the smallest positive float).
-        low = float(np.nextafter(0.0, 1.0))
+    low = _exact_zero_end(low, p_value, alpha, zero_null is not None)
     est = min(max(est, low), high)
     return Inversion(plugin=T, estimate=est, low=low, high=high, p_value=p_value,
                      lower_is_zero=low == 0.0, n_sim=n_sim)
+
+
+def _smallest_passing(passed: Callable[[float], bool], top: float) -> float:
+    """The smallest theta0 >= 0 where ``passed`` turns true (it is monotone in theta0):
+    0 if it passes there, else the bracket doubled from ``top`` and bisected."""
+    if passed(0.0):
+        return 0.0
+    lo, hi = 0.0, top
+    for _ in range(60):
+        if passed(hi):
+            break
+        lo, hi = hi, 2.0 * hi
+    for _ in range(_BISECT):
+        mid = 0.5 * (lo + hi)
+        if not passed(mid):
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _exact_zero_end(low: float, p_value: float, alpha: float, exact: bool) -> float:
+    """The lower end under an exact test of 0: 0 when it does not reject; when it
+    rejects but the Gaussian tests accept every small theta0 > 0, the confidence set is
+    open at 0 (the smallest positive float)."""
+    if not exact:
+        return low
+    if p_value > alpha:
+        return 0.0
+    return float(np.nextafter(0.0, 1.0)) if low == 0.0 else low
 
 
 @dataclass(frozen=True)
@@ -575,7 +587,9 @@ def mixture_inversion(tests: Sequence[NullTails], weights: np.ndarray) -> Invers
     the upper end the smallest with :math:`\sum_m w_m P(S_m \le T_m) < \bar a_{lo}`,
     the median-unbiased value the smallest with :math:`\sum_m w_m P(S_m \ge T_m) \ge
     1/2`, where :math:`\bar a_{lo}(\theta_0) = \sum_m w_m a_{lo,m}(\theta_0)` is the
-    weighted tail split of :func:`invert_norm`. The test of 0 takes the weighted p-value.
+    weighted tail split of :func:`invert_norm`. The test of 0 takes the weighted p-value;
+    when any test's p-value is exact (``zero_null``), the mixture's lower end follows the
+    exact rule of :func:`invert_norm` with that weighted p-value.
     One test with weight 1 gives back its own inversion (up to one simulated draw: its
     criteria compare quantiles, these probabilities).
 
@@ -621,30 +635,10 @@ def mixture_inversion(tests: Sequence[NullTails], weights: np.ndarray) -> Invers
         return bool(a_lo > 0 and p_le < a_lo)
 
     top = max(t.top for _, t in use)
-
-    def solve(which: str) -> float:
-        if passed(0.0, which):
-            return 0.0
-        lo, hi = 0.0, top
-        for _ in range(60):
-            if passed(hi, which):
-                break
-            lo, hi = hi, 2.0 * hi
-        for _ in range(_BISECT):
-            mid = 0.5 * (lo + hi)
-            if passed(mid, which):
-                hi = mid
-            else:
-                lo = mid
-        return 0.5 * (lo + hi)
-
     p_value = float(sum(wm * t.p_value for wm, t in use))
-    low, high, est = solve("low"), solve("high"), solve("median")
-    if any(t.exact_zero for _, t in use):
-        if p_value > alpha:
-            low = 0.0
-        elif low == 0.0:
-            low = float(np.nextafter(0.0, 1.0))
+    low, high, est = (_smallest_passing(lambda x, w=which: passed(x, w), top)
+                      for which in ("low", "high", "median"))
+    low = _exact_zero_end(low, p_value, alpha, any(t.exact_zero for _, t in use))
     est = min(max(est, low), high)
     plugin = float(sum(wm * t.statistic for wm, t in use))
     return Inversion(plugin=plugin, estimate=est, low=low, high=high, p_value=p_value,

@@ -351,7 +351,7 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     With a corrected target (:func:`noisycal.targets.corrected`) this is the NC-ECE of
     "Noisy-Label Calibration with Multiple Unreliable Labels": the estimand is the binned
     calibration error against the true label. When the target's channels were fitted
-    (EM, MLE and MAP fits of the Dawid-Skene family, Hui-Walter moment and GMM fits, and
+    (EM and MLE fits of the Dawid-Skene family, Hui-Walter moment and GMM fits, and
     NUTS fits of every model), the default inverted interval carries their estimation
     error: the covariance of the bin means gains the delta-method terms of
     :mod:`noisycal.metrics.nc.delta` (the channels' covariance from the fit's per-item

@@ -26,15 +26,13 @@ from ..engines.results import AnnotatorFit
 from ..intervals.estimate import Estimate
 from ..intervals.inversion import mixture_inversion, recording_tails
 from ..metrics import ece
-from ..metrics.nc.assemble import PLUGIN_BIAS
+from ..metrics.nc.assemble import PLUGIN_BIAS, clipped_upper
 from ..targets.target import corrected, from_matrix
 
 __all__ = ["compare_calibration", "mixture_interval", "AVERAGES"]
 
 #: Estimands of the model-averaged NC-ECE (see :func:`compare_calibration`).
 AVERAGES = ("inversion", "mixture", "target")
-
-
 
 
 def mixture_interval(values: list[np.ndarray], weights: np.ndarray, level: float
@@ -165,7 +163,8 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     average = average or "inversion"
     if average == "mixture" and ic != "loo":
         raise ValueError("average='mixture' needs posterior draws of every model (NUTS fits, "
-                         "ic='loo'); use average='target' with ic='aic' or 'bic'")
+                         "ic='loo'); with ic='aic' or 'bic' use the default "
+                         "average='inversion'")
     w = result.model_weights
     names = list(w)
     # the predictions' columns stand for the fits' classes: the targets are built in the
@@ -192,10 +191,13 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
         T = sum(wm * np.asarray(targets[n]) for wm, n in zip(wv, names, strict=True))
         est = ece(probs, from_matrix(T, kind="corrected", classes=ann.classes,
                                      items=ann.items), **opts)
+        models = [s for n, wm in zip(names, wv, strict=True) if wm > 0
+                  for s in ests[n].statuses]
         averaged = dataclasses.replace(
             est, details={**est.details, "weights": w, "average": "target"},
             estimand="binned calibration error against the weight-averaged corrected "
-            "target", status="channels_fixed", message=join_messages(
+            "target", status="channels_fixed",
+            statuses=(*est.statuses, *models), message=join_messages(
                 est.message, "the weight-averaged target's channels are treated as known: "
                 "the interval leaves out their estimation error and the models' "
                 "disagreement; average='inversion' carries both"))
@@ -229,12 +231,8 @@ def _averaged_inversion(ests: dict[str, Estimate], tails: dict[str, Any], names:
     value = min(max(inv.estimate, min(values)), max(values))
     details.update(plugin=inv.plugin, p_value_zero=inv.p_value, median_unbiased=inv.estimate,
                    lower_is_zero=inv.lower_is_zero, n_sim=inv.n_sim)
-    high = inv.high
-    if high > 1.0:  # as each row: a calibration error against a true label is at most 1
-        details.update(upper_clipped=high, note_upper=f"the upper end {high:.4g} exceeds 1, "
-                       "the largest possible calibration error against a true label; "
-                       "reported as 1")
-        high = 1.0
+    high, clip = clipped_upper(inv.high)   # as each row's
+    details.update(clip)
     return Estimate(name="NC-ECE", value=value, interval=(min(inv.low, high), high),
                     level=level,
                     kind="inversion", method="model-averaged tail area", n=n_items,
@@ -272,13 +270,15 @@ def _mixture(probs: Any, targets: dict[str, Any], names: list[str], w: np.ndarra
         "the mixture of credible distributions of the plug-in inherits its upward bias near "
         "0 and under-covers there; average='inversion' uses the per-model table's "
         "estimator")
+    statuses = [PLUGIN_BIAS, *(s for wm, n in zip(w, names, strict=True) if wm > 0
+                               for s in creds[n].statuses)]
     if not np.isfinite(lo):
         status, message = "nonfinite", join_messages(
             message, "some channel draws of a weighted model cannot be inverted; no "
             "interval")
     return Estimate(name="NC-ECE", value=value, interval=(lo, hi), level=opts["level"],
                     kind="credible", method="credible-eti", n=n_items, status=status,
-                    message=message,
+                    statuses=tuple(statuses), message=message,
                     details={"weights": dict(zip(names, w.tolist(), strict=True)),
                              "average": "mixture",
                              "plugin_by_model": {n: creds[n].value for n in names}},

@@ -45,7 +45,7 @@ def test_a_short_fit_is_rerun_with_doubled_chains(ann):
     assert fit.draws["confusion"].shape[0] == 2 * 50
     assert runs[-1]["max_rhat"] == fit.details["max_rhat"]
     assert runs[-1]["min_ess_bulk"] == fit.details["min_ess_bulk"] < 400
-    assert "extended 1 time(s) to 50 warm-up and 50 draws per chain" in fit.message
+    assert "after 1 extension(s) (max_extensions=1), at 50 warm-up and 50 draws" in fit.message
 
 
 def test_given_settings_run_as_given(ann):
@@ -62,7 +62,7 @@ def test_a_converged_first_run_is_kept(ann):
         num_chains=2, num_warmup=100, num_samples=100, extend=True, min_ess=0,
         rhat_threshold=1.5), seed=0)
     assert len(fit.details["extensions"]) == 1 and fit.engine.num_samples == 100
-    assert "extended" not in fit.message
+    assert "extension" not in fit.message
 
 
 def test_the_soft_label_model_refuses_extend():
@@ -72,3 +72,9 @@ def test_the_soft_label_model_refuses_extend():
     with pytest.raises(ValueError, match="extend=True"):
         nc.annotators.DirichletSoftLabels().fit(
             probs=p, counts=counts, method=nc.engines.NUTS(num_samples=50, extend=True))
+
+
+def test_sbc_refuses_extend():
+    with pytest.raises(ValueError, match="extend=True"):
+        nc.annotators.sbc(nc.DawidSkene(2), n_sims=2, n_items=20, n_annotators=2, n_classes=2,
+                          method=nc.engines.NUTS(num_samples=50, extend=True))

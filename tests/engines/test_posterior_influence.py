@@ -117,3 +117,10 @@ def test_refusals_say_why(ds_pair):
         dataclasses.replace(nuts, draws=None).influence()
     with pytest.raises(NotOffered, match="does not carry the annotations"):
         dataclasses.replace(nuts, annotations=None).influence()
+    # 20 free parameters against 2 x 20 draws of one value each, repeated (about 2
+    # effective draws per chain): mostly Monte Carlo noise
+    rep = {k: np.repeat(v[::100], 50, axis=0) for k, v in nuts.draws.items()}
+    with pytest.raises(NotOffered, match="free parameters and an effective sample size"):
+        dataclasses.replace(nuts, draws=rep).influence()
+    assert "is not implemented" in posterior_influence(
+        dataclasses.replace(nuts, model="some_new_model"))

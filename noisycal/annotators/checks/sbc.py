@@ -409,8 +409,9 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
         The ratings' design instead of ``ratings_per_item``.
     n_sims : int, default=100
     method : NUTS object or 'nuts', optional
-        The sampler's settings, every field used; its ``rhat_threshold`` judges each
-        simulation's fit (``diagnostics['status']``). Default :data:`SBC_NUTS`:
+        The sampler's settings, every field used but the extension's (every simulation
+        runs the given lengths; ``extend=True`` is refused); its ``rhat_threshold``
+        judges each simulation's fit (``diagnostics['status']``). Default :data:`SBC_NUTS`:
         ``NUTS(num_chains=2, num_warmup=500, num_samples=500, rhat_threshold=1.05)``
         (``'nuts'`` is ``NUTS()``, whose threshold is 1.01).
     thin : int, default=5
@@ -451,6 +452,10 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     K = check_int(n_classes, "n_classes", minimum=2)
     N = check_int(n_sims, "n_sims", minimum=2)
     nuts = SBC_NUTS if method is None else as_method(method, (NUTS,), where="sbc")
+    if nuts.extend:
+        raise ValueError("method: NUTS(extend=True) reruns a fit until it converges; sbc "
+                         "runs every simulation with the settings it is given (the ranks "
+                         "of reruns chosen by convergence would not be uniform)")
     thin = check_int(thin, "thin", minimum=1)
     p_threshold = check_real(p_threshold, "p_threshold", minimum=0.0, strict=True)
     if p_threshold >= 1:

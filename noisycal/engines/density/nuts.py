@@ -504,8 +504,7 @@ def extended_fit(run: Callable[[Any], Any], engine: Any) -> Any:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fit = run(engine)
-        for w in caught:   # pointed at the caller, past this function's frames
-            warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+        _reissue(caught, user_stacklevel())
         return fit
     runs: list[dict] = []
     current = engine
@@ -522,17 +521,29 @@ def extended_fit(run: Callable[[Any], Any], engine: Any) -> Any:
             break
         current = dataclasses.replace(current, num_warmup=2 * current.num_warmup,
                                       num_samples=2 * current.num_samples, extend=False)
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=user_stacklevel())
+    _reissue(caught, user_stacklevel())
     message = fit.message
     if not enough:
         message = join_messages(message, (
-            f"extended {engine.max_extensions} time(s) to {current.num_warmup} warm-up and "
-            f"{current.num_samples} draws per chain (max R-hat {rhat:.3g}, min bulk ESS "
-            f"{ess:.0f}; NUTS(rhat_threshold={engine.rhat_threshold:g}, "
-            f"min_ess={engine.min_ess:g}, max_extensions={engine.max_extensions}))"))
+            f"after {len(runs) - 1} extension(s) (max_extensions={engine.max_extensions}), "
+            f"at {current.num_warmup} warm-up and {current.num_samples} draws per chain, "
+            f"the largest R-hat is {rhat:.3g} and the smallest bulk ESS {ess:.0f} "
+            f"(targets: rhat_threshold={engine.rhat_threshold:g}, "
+            f"min_ess={engine.min_ess:g})"))
     return dataclasses.replace(fit, message=message,
                                details={**fit.details, "extensions": tuple(runs)})
+
+
+def _reissue(caught: list, stacklevel: int) -> None:
+    """Warn again what a fit warned: noisycal's own warnings at the caller of the fit
+    (``stacklevel``), any other at the place that raised it."""
+    from ...exceptions import NoisycalWarning
+
+    for w in caught:
+        if issubclass(w.category, NoisycalWarning):
+            warnings.warn(w.message, w.category, stacklevel=stacklevel + 1)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _worst_diagnostics(details: Mapping[str, Any]) -> tuple[float, float]:

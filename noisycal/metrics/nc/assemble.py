@@ -27,7 +27,7 @@ __all__ = ["target_columns", "fitted_channels", "carries_channel_error", "delta_
            "with_channel_error",
            "bin_means_statistic", "refit_covariance", "refit_inversion", "nc_ece_named",
            "BOUNDARY_EFFECT", "CHANNEL_ERROR", "POSTERIOR_CHANNEL_ERROR", "PLUGIN_BIAS",
-           "PLUGIN_BIASED"]
+           "PLUGIN_BIASED", "clipped_upper"]
 
 
 def target_columns(P: np.ndarray, kind: str) -> np.ndarray:
@@ -445,9 +445,26 @@ def nc_ece_named(est: Any) -> Any:
             "error from above most of the time (measured coverage: benchmarks/README.md); "
             "the default inverted interval (interval='auto') covers"))
     if est.interval is not None and est.high > 1.0:
-        # the estimand is a calibration error against a true label: at most 1
-        out = dataclasses.replace(out, interval=(min(est.low, 1.0), 1.0), details={
-            **est.details, "upper_clipped": est.high,
-            "note_upper": f"the upper end {est.high:.4g} exceeds 1, the largest possible "
-                          "calibration error against a true label; reported as 1"})
+        high, clip = clipped_upper(est.high)
+        out = dataclasses.replace(out, interval=(min(est.low, high), high),
+                                  details={**est.details, **clip})
     return out
+
+
+def clipped_upper(high: float) -> tuple[float, dict]:
+    """An NC-ECE interval's upper end at most 1 (the estimand is a calibration error
+    against a true label), and the details that say so (empty when not clipped).
+
+    Parameters
+    ----------
+    high : float
+
+    Returns
+    -------
+    (float, dict)
+    """
+    if not high > 1.0:
+        return high, {}
+    return 1.0, {"upper_clipped": high,
+                 "note_upper": f"the upper end {high:.4g} exceeds 1, the largest possible "
+                               "calibration error against a true label; reported as 1"}

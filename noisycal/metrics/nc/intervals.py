@@ -261,14 +261,16 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
                              channel_radius=interval.channel_radius,
                              true_channels=interval.true_channels,
                              same_sample=interval.same_sample, bound_kind=interval.kind)
-    status, message = est.status, extra["bound_note"]
+    statuses, message = est.statuses, extra["bound_note"]
     if extra["bound_mode"] == "binned_only" and fitted_channels(target):
         # the guarantee is for the error against the fitted channels, not the true ones
-        status, message = "channels_fixed", join_messages(
+        statuses, message = (*statuses, "channels_fixed"), join_messages(
             message, "the channels were fitted, and the bound leaves their estimation "
             "error out (mode='binned_only'): it bounds the binned error against the fitted "
             "channels, not the NC-ECE; give Bound(channel_radius=...) (a bound on the "
             "channels' total-variation error) for a guarantee, or use the default interval")
+    if est.status != "ok":
+        message = join_messages(est.message, message)
     return Estimate(est.name, est.value, ci, level, "bound", extra["bound_method"], n=est.n,
-                    bins=est.bins, status=status, message=message,
+                    bins=est.bins, status=est.status, statuses=statuses, message=message,
                     details={**est.details, **extra})

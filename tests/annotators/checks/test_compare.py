@@ -1,5 +1,6 @@
 """Model comparison of annotator fits: nc.annotators.compare and compare_calibration."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -109,10 +110,11 @@ def test_model_averaged_nc_ece_is_the_tables_estimator_averaged(ds_data):
         ref = float(nc.ece(probs, nc.targets.corrected(sim.annotations, fit), n_bins=5,
                            interval=None))
         assert t.loc[m, "plugin"] == pytest.approx(ref, rel=1e-12)
-    # the statuses of the weighted models travel (the short chains' are flagged)
-    for m in fits:
-        assert set(nc.ece(probs, nc.targets.corrected(sim.annotations, fits[m]),
-                          n_bins=5).statuses) - {"ok"} <= set(avg.statuses)
+    # the statuses of the weighted models travel: a component flagged 'boundary'
+    flagged = {**fits, "ds": dataclasses.replace(fits["ds"], status="boundary",
+                                                 statuses=("boundary",))}
+    res2 = compare_calibration(flagged, sim.annotations, probs, n_bins=5, seed=0)
+    assert res2.model_weights["ds"] > 0 and "target_boundary" in res2.averaged.statuses
     assert {"nc_ece_value", "nc_ece_low", "nc_ece_high"} <= set(res.to_frame().columns)
     assert "elpd_loo" in res._repr_html_() and "model-averaged" in repr(res)
 
