@@ -83,7 +83,9 @@ def set_compilation_cache(path: str | os.PathLike[str] | None, *,
     Raises
     ------
     ValueError
-        If ``path`` is not a path or ``min_compile_time`` is negative or not finite.
+        If ``path`` is not a path, is empty, or names a place that cannot be a writable
+        folder (a file, a path inside a file, a read-only place), or
+        ``min_compile_time`` is negative or not finite.
 
     Notes
     -----
@@ -113,12 +115,22 @@ def set_compilation_cache(path: str | os.PathLike[str] | None, *,
     folder = None
     if path is not None:
         folder = os.fspath(path)
-        os.makedirs(folder, exist_ok=True)
+        if not folder:
+            raise ValueError("path must name a folder, got an empty string")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            writable = os.access(folder, os.W_OK | os.X_OK)
+        except OSError as exc:   # a file, a path inside a file, a read-only place
+            raise ValueError(f"path {folder!r} cannot be the cache folder: "
+                             f"{exc.strerror or exc}") from None
+        if not writable:
+            raise ValueError(f"path {folder!r} cannot be the cache folder: not writable")
         jax.config.update("jax_persistent_cache_min_compile_time_secs",
                           float(min_compile_time))
     jax.config.update("jax_compilation_cache_dir", folder)
     compilation_cache.reset_cache()  # a cache opened earlier in the process is re-read
     return folder
+
 
 def check_devices(devices: object) -> tuple[Any, ...] | None:
     """The devices of ``devices=``: None, a count (the first that many of

@@ -54,6 +54,9 @@ class ProgressBar:
     def __enter__(self) -> ProgressBar:
         if self.enabled:
             self.stream = self.stream or sys.stderr
+            # a process without a stderr (a GUI, a service) has nowhere to draw: no bar
+            self.enabled = self.stream is not None
+        if self.enabled:
             self._start = time.perf_counter()
             _OPEN.append(self)
             self._draw(force=True)

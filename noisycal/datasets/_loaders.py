@@ -81,7 +81,9 @@ def data_dir() -> Path | None:
 
 def resolve(data: str | os.PathLike[str] | None, subdir: str, filename: str,
              what: str) -> Path:
-    """Path of ``<data>/<subdir>/<filename>``, or a FileNotFoundError saying where it looked.
+    """Path of ``<data>/<subdir>/<filename>``, or a FileNotFoundError saying where it looked
+    (a ValueError naming the path when something that is not a readable file is there: a
+    folder, a symlink loop).
 
     Parameters
     ----------
@@ -110,6 +112,15 @@ def resolve(data: str | os.PathLike[str] | None, subdir: str, filename: str,
         path = root / subdir / filename
         if path.is_file():
             return path
+        try:
+            path.stat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:   # a symlink loop, a permission error: something is there
+            raise ValueError(f"{what} file {path} cannot be read: {exc.strerror or exc}"
+                             ) from None
+        raise ValueError(f"{what} file {path} is not a regular file (a folder?); it should "
+                         f"be the data set's {filename}")
     looked = ", ".join(str(root / subdir / filename) for root in roots)
     raise FileNotFoundError(
         f"{what} not found; looked for {looked}. Set ${ENV_VAR} to the folder that holds "
@@ -139,18 +150,28 @@ def read_npz(path: Path, keys: tuple[str, ...], what: str) -> dict[str, np.ndarr
     ValueError
         Naming the file, if it is not a readable npz archive or lacks a key.
     """
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, EOFError, ValueError) as exc:
-        raise ValueError(f"{what} file {path} is not a readable .npz archive: {exc}") from exc
-    if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy array
-        raise ValueError(f"{what} file {path} is not an .npz archive")
-    with archive as f:
-        absent = [k for k in keys if k not in f.files]
-        if absent:
-            raise ValueError(f"{what} file {path} lacks the array(s) {absent} "
-                             f"(it holds {sorted(f.files)}); is it the right file?")
-        return {k: np.asarray(f[k]) for k in keys}
+    import zipfile
+
+    unreadable = (OSError, EOFError, ValueError, zipfile.BadZipFile)
+    # our own handle: numpy leaves its file open when the archive cannot be read
+    with open(path, "rb") as fh:
+        try:
+            archive = np.load(fh, allow_pickle=False)
+        except unreadable as exc:
+            raise ValueError(f"{what} file {path} is not a readable .npz archive: "
+                             f"{exc}") from exc
+        if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy array
+            raise ValueError(f"{what} file {path} is not an .npz archive")
+        with archive as f:
+            absent = [k for k in keys if k not in f.files]
+            if absent:
+                raise ValueError(f"{what} file {path} lacks the array(s) {absent} "
+                                 f"(it holds {sorted(f.files)}); is it the right file?")
+            try:   # a truncated archive fails only when its members are read
+                return {k: np.asarray(f[k]) for k in keys}
+            except unreadable as exc:
+                raise ValueError(f"{what} file {path} is not a readable .npz archive (a "
+                                 f"damaged or truncated member): {exc}") from exc
 
 
 def _check_rows(arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int | None, ...]],

@@ -381,6 +381,9 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
                                                        arrays_static=True)
             prog = get_program(model, signature, rebuild, arrays, shapes, cache=False,
                             **settings)
+        import sys
+
+        progress_bar = progress_bar and sys.stderr is not None  # nowhere to draw: no bar
         if chain_method == "parallel" or progress_bar:
             key_run, key_init = jax.random.split(rng_key)
             x_init, fixed, ok = prog.init_chains(key_init, arrays, values, num_chains)

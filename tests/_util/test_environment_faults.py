@@ -1,0 +1,52 @@
+"""Faults of the environment get a ValueError naming what is wrong, or a quiet fallback
+where there is nothing to report to (noisycal._util.jax, noisycal._util.progress,
+noisycal.datasets)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import noisycal as nc
+
+
+def test_a_compilation_cache_that_cannot_be_a_folder(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for bad, why in ((afile, "File exists"), (afile / "inside", "Not a directory"),
+                     ("", "empty string")):
+        with pytest.raises(ValueError, match=why):
+            nc.set_compilation_cache(bad)
+    assert nc.set_compilation_cache(None) is None
+
+
+def test_progress_without_a_stderr(monkeypatch):
+    """A process without a stderr (a GUI, a service): no bar, the same fit."""
+    conf = np.array([[[0.85, 0.15], [0.2, 0.8]]] * 3)
+    ann = nc.simulate.dawid_skene(100, [0.6, 0.4], conf, seed=0).annotations
+    ref = nc.DawidSkene(2).fit(ann)
+    monkeypatch.setattr(sys, "stderr", None)
+    fit = nc.DawidSkene(2).fit(ann, progress=True)
+    np.testing.assert_array_equal(fit.confusion, ref.confusion)
+
+
+def test_damaged_data_files_name_the_path(tmp_path):
+    folder = tmp_path / "a" / "cifar10n"
+    (folder / "cifar10n.npz").mkdir(parents=True)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        nc.datasets.load_cifar10n(tmp_path / "a")
+    loop = tmp_path / "b" / "cifar10n"
+    loop.mkdir(parents=True)
+    os.symlink(loop / "cifar10n.npz", loop / "cifar10n.npz")
+    with pytest.raises(ValueError, match="cannot be read"):
+        nc.datasets.load_cifar10n(tmp_path / "b")
+    cut = tmp_path / "c" / "cifar10n"
+    cut.mkdir(parents=True)
+    np.savez(cut / "whole.npz", labels=np.zeros((100, 3), int), clean=np.zeros(100, int))
+    data = (cut / "whole.npz").read_bytes()
+    (cut / "cifar10n.npz").write_bytes(data[:-200])          # truncated
+    with pytest.raises(ValueError, match="not a readable .npz archive"):
+        nc.datasets.load_cifar10n(tmp_path / "c")
+    with pytest.raises(FileNotFoundError, match="not found"):
+        nc.datasets.load_cifar10n(tmp_path / "none")
