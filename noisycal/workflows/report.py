@@ -333,6 +333,10 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
     return Report(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
+#: The most decimals a report table prints (beyond a float64's precision is noise).
+MAX_DIGITS = 17
+
+
 def _cell(column: str, value: object, digits: int) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -352,8 +356,10 @@ def _cells(frame: pd.DataFrame, columns: Sequence[str], digits: int) -> list[lis
     if missing:
         raise ValueError(f"columns {missing} are not in the table (its columns: "
                          f"{list(frame.columns)})")
-    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0:
-        raise ValueError(f"digits must be a non-negative integer, got {digits!r}")
+    if isinstance(digits, bool) or not isinstance(digits, numbers.Integral) or digits < 0 \
+            or digits > MAX_DIGITS:
+        raise ValueError(f"digits must be an integer in [0, {MAX_DIGITS}] (a float64 holds "
+                         f"about 17 significant digits), got {digits!r}")
     return [[_cell(c, v, int(digits)) for c, v in zip(columns, row, strict=True)]
             for row in frame[list(columns)].itertuples(index=False)]
 

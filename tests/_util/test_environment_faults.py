@@ -50,3 +50,17 @@ def test_damaged_data_files_name_the_path(tmp_path):
         nc.datasets.load_cifar10n(tmp_path / "c")
     with pytest.raises(FileNotFoundError, match="not found"):
         nc.datasets.load_cifar10n(tmp_path / "none")
+
+
+def test_sizes_are_checked_before_allocating():
+    conf = np.array([[[0.85, 0.15], [0.2, 0.8]]] * 3)
+    ann = nc.simulate.dawid_skene(100, [0.6, 0.4], conf, seed=0).annotations
+    fit = nc.DawidSkene(2).fit(ann)
+    with pytest.raises(ValueError, match=r"n_rep=100000000 replicates of 300 ratings need "
+                                         r"about 223.5 GiB"):
+        nc.annotators.ppc(fit, ann, n_rep=10**8)
+    rep = nc.report(np.linspace(0.05, 0.95, 100), np.arange(100) % 2,
+                    metrics=[nc.ece], interval=None)
+    with pytest.raises(ValueError, match=r"digits must be an integer in \[0, 17\]"):
+        rep.to_latex(digits=10**8)
+    assert "ECE" in rep.to_latex(digits=17)

@@ -183,6 +183,11 @@ def _fit_codes(fit: AnnotatorFit, ann: Annotations) -> tuple[np.ndarray, np.ndar
 PARAMETERS = ("auto", "refits", "plug-in")
 
 
+#: The most memory the replicated ratings of :func:`ppc` may take (checked before they
+#: are drawn).
+MAX_REPLICATE_BYTES = 4 * 2**30
+
+
 def _params(fit: AnnotatorFit, n_rep: int, parameters: str,
             seed: Any) -> tuple[np.ndarray, np.ndarray, str, str]:
     """``n_rep`` parameter sets and the method: evenly spaced posterior draws, EM refits on
@@ -321,6 +326,11 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     s = _check_scores(scores, annotations)
     which = _check_which(discrepancies, s)
     item = ann.engine_arrays().item
+    need = 8 * n_rep * max(item.size, ann.n_items)
+    if need > MAX_REPLICATE_BYTES:   # replicated ratings (and refit weights) per replicate
+        raise ValueError(f"n_rep={n_rep} replicates of {item.size:,} ratings need about "
+                         f"{need / 2**30:.1f} GiB (more than "
+                         f"{MAX_REPLICATE_BYTES / 2**30:.0f} GiB); use fewer replicates")
     J, K = fit.confusion.shape[0], fit.confusion.shape[-1]
     design = make_design(item, a_idx, n_items=ann.n_items, n_annotators=J, n_classes=K,
                          scores=s, n_bins=n_bins)
