@@ -293,6 +293,7 @@ class DawidSkene:
             raise ValueError("GroupedDawidSkene needs groups= (one group per item)")
         ann, group, L = self._check(annotations, groups)
         K, J = ann.n_classes, ann.n_annotators
+        check_fit_size(ann, engine)
         orientation, anchor = self._anchor(ann, anchor, engine)
         seed = check_seed(seed)
         alpha, beta = self._priors(K, J, engine.name)
@@ -498,6 +499,49 @@ class DawidSkene:
                              "sample_stats": nd.sample_stats,
                              "identification": {"checked": False, "reason": NUTS_NOTE}},
                             engine=nuts, statuses=statuses)
+
+
+#: The most memory the copies of an annotator fit's parameters and item posteriors may
+#: take (checked before anything is allocated).
+MAX_FIT_BYTES = 8 * 2**30
+
+
+def check_fit_size(ann: Annotations, engine: Method) -> None:
+    """Refuse a fit whose parameter copies would not fit in memory, before allocating.
+
+    The copies, in float64: EM's starts and bootstrap refits, each with its channels
+    (J x K x K) and item posteriors (n_items x K); NUTS's kept draws (chains x samples)
+    of the channels, and one set of item posteriors; for MLE a handful of channel copies.
+
+    Parameters
+    ----------
+    ann : Annotations
+    engine : Method
+
+    Raises
+    ------
+    ValueError
+        Naming the classes, annotators and the engine's setting that set the size.
+    """
+    K, J, n = ann.n_classes, ann.n_annotators, ann.n_items
+    name = getattr(engine, "name", "")
+    if name == "em":   # every start and refit keeps its channels and item posteriors
+        copies = int(engine.n_starts) + int(engine.n_boot)
+        need = 8.0 * copies * (J * K * K + n * K)
+        what = f"n_starts={engine.n_starts}, n_boot={engine.n_boot}"
+    elif name == "nuts":   # every kept draw its channels; one set of item posteriors
+        copies = int(engine.num_chains) * int(engine.num_samples)
+        need = 8.0 * (copies * J * K * K + n * K)
+        what = f"{engine.num_chains} chains x {engine.num_samples} draws kept"
+    else:
+        need = 8.0 * (4 * J * K * K + n * K)
+        what = f"{name or 'the engine'}'s working copies"
+    if need > MAX_FIT_BYTES:
+        raise ValueError(f"annotations: {K:,} classes and {J:,} annotators make {J:,} x "
+                         f"{K:,} x {K:,} channels; with {what} the fit needs about "
+                         f"{need / 2**30:,.1f} GiB (more than "
+                         f"{MAX_FIT_BYTES / 2**30:.0f} GiB). Are the classes right "
+                         "(classes= lists every label a rating may take)?")
 
 
 class OneCoinDawidSkene(DawidSkene):

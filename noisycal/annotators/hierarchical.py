@@ -37,7 +37,7 @@ from ..engines.identification import NUTS_NOTE
 from ..engines.methods import NUTS, Method, as_method
 from ..engines.patterns import pattern_data
 from ..engines.results import AnnotatorFit
-from .dawid_skene import DawidSkene
+from .dawid_skene import DawidSkene, check_fit_size
 
 __all__ = ["HierarchicalDawidSkene", "CENTERED_MIN_RATINGS_PER_CLASS"]
 
@@ -245,6 +245,7 @@ class HierarchicalDawidSkene(DawidSkene):
                              "one prevalence for every item")
         ann, _, _ = self._check(annotations, None)
         K, J = ann.n_classes, ann.n_annotators
+        check_fit_size(ann, nuts)
         centered = self.centered_annotators(ann)
         orientation, anchor = self._anchor(ann, anchor, nuts)
         seed = check_seed(seed)

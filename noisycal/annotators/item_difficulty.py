@@ -36,7 +36,7 @@ from ..engines.methods import NUTS, Method, as_method
 from ..engines.relabel import hungarian_perm
 from ..engines.results import AnnotatorFit, every_status
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
-from .dawid_skene import DawidSkene
+from .dawid_skene import DawidSkene, check_fit_size
 
 __all__ = ["ItemDifficultyModel", "item_loglik", "replicate_item_ratings"]
 
@@ -288,6 +288,7 @@ class ItemDifficultyModel:
         check_seed(seed)
         ds = DawidSkene(self.n_classes)
         ann, _, _ = ds._check(annotations, None)
+        check_fit_size(ann, nuts)
         gold_idx = ds._gold(ann, gold)
         return extended_fit(lambda engine: self._sample(ann, gold_idx, engine, seed=seed,
                                                         progress=progress), nuts)

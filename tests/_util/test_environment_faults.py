@@ -64,3 +64,16 @@ def test_sizes_are_checked_before_allocating():
     with pytest.raises(ValueError, match=r"digits must be an integer in \[0, 17\]"):
         rep.to_latex(digits=10**8)
     assert "ECE" in rep.to_latex(digits=17)
+
+
+@pytest.mark.parametrize("model", [nc.DawidSkene, nc.annotators.MACE,
+                                   nc.annotators.ClassConditionalDawidSkene,
+                                   nc.annotators.HierarchicalDawidSkene])
+def test_a_fit_with_absurdly_many_classes_is_refused_up_front(model):
+    """3 items, 10^5 classes: the channels alone would take 240 GB per start; refused
+    before anything is allocated, naming the classes."""
+    ann = nc.Annotations.from_wide(np.array([[0, 1, 1], [1, 1, 0], [0, 0, 0]]),
+                                   classes=range(10**5))
+    method = "nuts" if model is nc.annotators.HierarchicalDawidSkene else None
+    with pytest.raises(ValueError, match=r"100,000 classes and 3 annotators .* GiB"):
+        model().fit(ann, method=method)
