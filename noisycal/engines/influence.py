@@ -532,6 +532,32 @@ def channel_influence(fit: Any, annotations: Any = None) -> ChannelInfluence | s
     return dawid_skene_influence(fit, annotations)
 
 
+def _draw_logliks(fit: Any, ann: Any, prev_d: np.ndarray, conf_d: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rating pattern's log-likelihood at each draw (S, n_patterns), each item's
+    pattern and the patterns' counts: the model's own per-item likelihood when it has one
+    (``details['arviz']['log_likelihood']``: one pattern per item), else the Dawid–Skene
+    family's given the channels, once per distinct rating pattern."""
+    import dataclasses
+
+    from .density.arviz_export import item_loglik_draws
+    from .patterns import pattern_data
+
+    hook = (fit.details.get("arviz") or {}).get("log_likelihood")
+    if hook is not None:
+        ll = np.asarray(hook(dataclasses.replace(fit, annotations=ann)), np.float64)
+        return ll, np.arange(ll.shape[1]), np.ones(ll.shape[1], np.int64)
+    L, K = prev_d.shape[1:]
+    arr = ann.engine_arrays()
+    group = np.asarray(fit.details.get("group_index", np.zeros(ann.n_items, np.int64)))
+    with x64():
+        pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
+                           n_annotators=conf_d.shape[1], n_classes=K,
+                           group=group if L > 1 else None, n_groups=L)
+        ll = item_loglik_draws(prev_d, conf_d, pd_.data)
+    return ll, np.asarray(pd_.pattern), np.asarray(pd_.counts)
+
+
 def _smallest_ess(theta: np.ndarray, chains: int) -> float:
     """The smallest bulk effective sample size over the columns of ``theta`` (draws of
     ``chains`` chains concatenated); the number of draws when it cannot be computed."""
@@ -611,7 +637,6 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     noise). ``information`` is the inverse of the covariance (pseudo-inverse).
     """
     from .identification import MAX_FREE
-    from .patterns import pattern_data
 
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
     if ann is None:
@@ -660,24 +685,7 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
                 "draws' Monte Carlo error would inflate the covariance by about "
                 f"{p / ess:.2f} of itself (more than {MAX_NOISE_SHARE:g}); run longer "
                 "chains")
-    hook = (fit.details.get("arviz") or {}).get("log_likelihood")
-    if hook is not None:              # a model with its own per-item likelihood
-        import dataclasses
-
-        ll = np.asarray(hook(dataclasses.replace(fit, annotations=ann)), np.float64)
-        pattern = np.arange(ll.shape[1])
-        counts = np.ones(ll.shape[1], np.int64)
-    else:
-        from .density.arviz_export import item_loglik_draws
-
-        arr = ann.engine_arrays()
-        group = np.asarray(fit.details.get("group_index", np.zeros(ann.n_items, np.int64)))
-        with x64():
-            pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
-                               n_annotators=J, n_classes=K, group=group if L > 1 else None,
-                               n_groups=L)
-            ll = item_loglik_draws(prev_d, conf_d, pd_.data)
-        pattern, counts = np.asarray(pd_.pattern), np.asarray(pd_.counts)
+    ll, pattern, counts = _draw_logliks(fit, ann, prev_d, conf_d)
     if not np.all(np.isfinite(ll)):
         return "an item's log-likelihood is not finite at a posterior draw"
     tc = theta - theta.mean(axis=0)
