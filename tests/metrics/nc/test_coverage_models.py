@@ -36,7 +36,9 @@ def test_reduced_cell_em_constrained_channels_and_model_average(models_study, de
     m = models_study
     fits = ("em_class_conditional", "em_mace", "averaged_bic")
     pop = m.population(m.K, design.startswith("calibrated"), m.N_BINS)
-    if design.startswith("calibrated"):
+    if design.startswith("calibrated"):   # the classifier reports the true probabilities
+        sim = m.nc.simulate.classifier(1000, m.K, temperature=1.0, seed=0)
+        np.testing.assert_array_equal(sim.probs, sim.true_probs)
         assert pop == 0.0
     runs = [m.one_run(design, seed, fits) for seed in range(6)]
     summary = m.summarise(runs, pop, fits)
