@@ -1118,6 +1118,61 @@ def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
             "fits": fits}
 
 
+def _nc_memory_rows(r: dict) -> tuple[list, list, list]:
+    """(simulated rows, CIFAR-10N rows, compare rows) of a bench_nc_memory record."""
+    sim, cifar, comp = [], [], []
+    goal = r.get("goal_peak_bytes", 1e9)
+    for c in r.get("cases", []):
+        if "failed" in c:
+            sim.append([c["case"], "failed", "", "", "", "", ""])
+        elif c["case"] == "simulated":
+            sim.append([count(c["n"]), f"{c['peak_growth_bytes'] / 2**20:,.0f} MiB",
+                        ratio(c["peak_growth_bytes"] / c["input_bytes"]),
+                        met(c["peak_growth_bytes"], goal, below=True) if c["n"] == 50_000
+                        else "-", secs(c["seconds"], 1), secs(c["fit_and_target_s"], 1),
+                        f"{num(c['value'], 4)} [{num(c['interval'][0], 4)}, "
+                        f"{num(c['interval'][1], 4)}] `{c['status']}`"])
+        elif c["case"] == "cifar10n":
+            cifar.append([count(c["n_fitted"]), count(c["n_scored"]), secs(c["fit_s"], 1),
+                          secs(c["target_s"], 1), secs(c["seconds"], 1),
+                          f"**{secs(c['total_s'], 1)}** "
+                          f"({met(c['total_s'], r['goal_cifar10n_s'], below=True)})",
+                          f"{c['peak_growth_bytes'] / 2**20:,.0f} MiB",
+                          f"{num(c['value'], 4)} [{num(c['interval'][0], 4)}, "
+                          f"{num(c['interval'][1], 4)}] `{c['status']}`"])
+        elif c["case"] == "compare":
+            x = c["peak_growth_bytes"] / c["input_bytes"]
+            comp.append([count(c["n_ratings"]), f"{c['peak_growth_bytes'] / 2**20:,.0f} MiB",
+                         f"{ratio(x, 2)} ({met(x, r['goal_compare_ratio'], below=True)})",
+                         secs(c["seconds"])])
+    return sim, cifar, comp
+
+
+@renderer("bench_nc_memory")
+def _bench_nc_memory(records: dict[str, Record]) -> dict[str, str]:
+    out = {}
+    for name, rec in records.items():
+        key = "before" if name.endswith("_before") else "after"
+        r = result(rec)
+        sim, cifar, comp = _nc_memory_rows(r) if r else ([], [], [])
+        parts = []
+        if sim:
+            parts.append(table(["items", "NC-ECE peak growth", "x probabilities",
+                                "goal (<= 1 GB at 50,000)", "NC-ECE time",
+                                "fit + target time", "NC-ECE [90%] status"], sim,
+                               "rrrlrrl"))
+        if cifar:
+            parts.append(table(["images fitted", "images scored", "DS fit", "target",
+                                "NC-ECE", "total (goal < 60 s)", "NC-ECE peak growth",
+                                "NC-ECE [90%] status"], cifar, "rrrrrrrl"))
+        if comp:
+            parts.append(table(["ratings", "peak growth", "x ratings' arrays (goal <= 2)",
+                                "time"], comp, "rrrr"))
+        out[f"run_{key}"] = run_line(name, rec)
+        out[f"table_{key}"] = "\n\n".join(parts)
+    return out
+
+
 @renderer("bench_nuts_patterns")
 def _bench_nuts_patterns(records: dict[str, Record]) -> dict[str, str]:
     (name, rec), = records.items()

@@ -77,3 +77,17 @@ def test_a_fit_with_absurdly_many_classes_is_refused_up_front(model):
     method = "nuts" if model is nc.annotators.HierarchicalDawidSkene else None
     with pytest.raises(ValueError, match=r"100,000 classes and 3 annotators .* GiB"):
         model().fit(ann, method=method)
+
+
+def test_an_sbc_study_too_large_is_refused_before_the_design():
+    """sbc(n_items=10^8) would draw a 10^8-row design and fit it; sbc(n_sims=10^9) would
+    keep 10^9 rows of ranks: both refused up front, naming the argument and the memory
+    (n_items: 10^8 x 3 x (2 + 3) + 10^8 x 2 float64 + 2 x 500 x 14 draws = 12.7 GiB;
+    n_sims: 10^9 x 14 parameters x 8 bytes = 104.3 GiB)."""
+    with pytest.raises(ValueError, match=r"^n_items: one simulation of 100,000,000 items .*"
+                                         r"about 12.7 GiB"):
+        nc.annotators.sbc(nc.DawidSkene(), n_items=10**8, n_annotators=3, n_classes=2)
+    with pytest.raises(ValueError, match=r"^n_sims: 1,000,000,000 simulations of 14 "
+                                         r"parameters .* about 104.3 GiB"):
+        nc.annotators.sbc(nc.DawidSkene(), n_items=30, n_annotators=3, n_classes=2,
+                          n_sims=10**9)

@@ -243,6 +243,30 @@ def rank_uniformity(ranks: np.ndarray, n_draws: int, *, n_bins: int | None = Non
 
 
 # ---------------------------------------------------------------------- the study
+def _check_size(n: int, J: int, K: int, N: int, nuts: NUTS) -> None:
+    """Refuse a study whose one fit or whose ranks would not fit in memory, before
+    drawing the design (``MAX_FIT_BYTES``, as for a fit).
+
+    One simulation holds its ratings (at most n x J, as codes and one-hot, float64), its
+    item posteriors (n x K) and the kept draws of the channels and prevalence (chains x
+    samples x (J K K + K)); the study keeps one rank per parameter and simulation."""
+    from ..dawid_skene import MAX_FIT_BYTES
+
+    params = J * K * K + K
+    fit = 8.0 * (n * J * (K + 3) + n * K
+                 + int(nuts.num_chains) * int(nuts.num_samples) * params)
+    if fit > MAX_FIT_BYTES:
+        raise ValueError(f"n_items: one simulation of {n:,} items x {J:,} annotators x "
+                         f"{K:,} classes would need about {fit / 2**30:,.1f} GiB (more than "
+                         f"{MAX_FIT_BYTES / 2**30:.0f} GiB); simulate fewer items, "
+                         "annotators or classes")
+    ranks = 8.0 * N * params
+    if ranks > MAX_FIT_BYTES:
+        raise ValueError(f"n_sims: {N:,} simulations of {params:,} parameters would keep "
+                         f"about {ranks / 2**30:,.1f} GiB of ranks (more than "
+                         f"{MAX_FIT_BYTES / 2**30:.0f} GiB); run fewer simulations")
+
+
 def _design(n_items: int, n_annotators: int, ratings_per_item: int | None,
             design: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(item, annotator) of every rating, sorted by item."""
@@ -457,6 +481,7 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
                          "runs every simulation with the settings it is given (the ranks "
                          "of reruns chosen by convergence would not be uniform)")
     thin = check_int(thin, "thin", minimum=1)
+    _check_size(n, J, K, N, nuts)
     p_threshold = check_real(p_threshold, "p_threshold", minimum=0.0, strict=True)
     if p_threshold >= 1:
         raise ValueError(f"p_threshold must be in (0, 1), got {p_threshold}")

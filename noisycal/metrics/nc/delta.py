@@ -44,11 +44,11 @@ import jax.numpy as jnp
 
 from ..._util.jax import x64
 from ...annotations.matching import positions
-from ...correction.labels import corrected_from_channels
 from ...exceptions import NotOffered
 
-__all__ = ["ChannelTerm", "channel_term", "channel_noise", "UNBOUNDED", "LINEARITY_Z",
-           "LINEARITY_DIRECTIONS", "NOISE_CHUNK"]
+__all__ = ["ChannelTerm", "LinearForm", "linear_form", "channel_term", "channel_noise",
+           "UNBOUNDED", "LINEARITY_Z", "LINEARITY_DIRECTIONS", "NOISE_CHUNK",
+           "NOISE_ENTRIES"]
 
 
 class ChannelTerm(NamedTuple):
@@ -105,6 +105,7 @@ class ChannelTerm(NamedTuple):
     bin_means: Any
     used_channels: Any
     boundary_effect: float
+    n_entries: int = 0
 
 
 def _aligned(conf: jax.Array, annotator_index: jax.Array, class_index: jax.Array
@@ -113,19 +114,114 @@ def _aligned(conf: jax.Array, annotator_index: jax.Array, class_index: jax.Array
     return conf[annotator_index][:, class_index][:, :, class_index]
 
 
+class LinearForm(NamedTuple):
+    r"""The bin means as a linear function of the inverse channels.
+
+    A corrected label is a weighted sum of rows of the inverse channels,
+    :math:`T_i[c] = \sum_j w_{ij}\,(C_j^{-1})_{A_{ij} c}` (weights renormalised over
+    each item's observed informative raters, held fixed), so each bin mean is
+    :math:`m_b(\theta) = \sum_{j,a,c} S_{b j a c}\,(C_j(\theta)^{-1})_{ac} - \bar
+    c_b` with :math:`S_{bjac} = \frac1n\sum_{i \in b} w_{ij} 1\{A_{ij} = a,\ c_{g(i)} =
+    c\}`. ``S`` has at most ``n_cells * J * K * K`` nonzero entries whatever n is: a
+    channel draw costs O(J K^3 + nnz), not the O(n J K) of recomputing every
+    corrected label, and nothing of size n is kept (:func:`linear_form`).
+
+    Attributes
+    ----------
+    index : ndarray of int, shape (nnz,)
+        Flat position ``(j * K + a) * K + c`` in the inverse channels.
+    weight : ndarray of shape (nnz,)
+        The entries of S (zero in the padding).
+    cell : ndarray of int, shape (nnz,)
+        Bin cell of each entry.
+    offset : ndarray of shape (n_cells,)
+        :math:`\bar c_b`, the summed confidences of each cell over n.
+    """
+
+    index: np.ndarray
+    weight: np.ndarray
+    cell: np.ndarray
+    offset: np.ndarray
+
+
+#: The nonzero entries of a :class:`LinearForm` are padded to a power of two, at least
+#: this many, so that data sets of similar size reuse one compiled program.
+FORM_MIN_ENTRIES = 256
+
+
+def linear_form(ratings: np.ndarray, observed: np.ndarray, mask: np.ndarray,
+                alpha: np.ndarray, conf: np.ndarray, cols: np.ndarray,
+                cells: np.ndarray, n_cells: int) -> LinearForm:
+    """The corrected target's bin means as a :class:`LinearForm` of the inverse channels.
+
+    Parameters
+    ----------
+    ratings : ndarray of shape (n, J, K)
+        One-hot ratings (zero rows where missing), as the corrected target stores them.
+    observed : ndarray of bool, shape (n, J)
+    mask : ndarray of bool, shape (J,)
+        Informative annotators.
+    alpha : ndarray of shape (J,)
+        Aggregation weights.
+    conf, cols, cells : ndarray of shape (G, n)
+        Confidences, target columns and bin cells (``g * B + bin``) per score group.
+    n_cells : int
+
+    Returns
+    -------
+    LinearForm
+        Equal, up to rounding, to the bin means of
+        :func:`noisycal.correction.corrected_from_channels` at every channel.
+    """
+    G, n = conf.shape
+    J, K = ratings.shape[1:]
+    label = np.argmax(ratings, axis=2)                                    # (n, J)
+    w = np.where(np.asarray(observed) & np.asarray(mask)[None, :],
+                 np.asarray(alpha, dtype=float)[None, :], 0.0)
+    w = w / w.sum(axis=1, keepdims=True) * ratings.sum(axis=2) / n        # (n, J)
+    item, ann = np.nonzero(w)
+    base = ann * K + label[item, ann]                                     # (m,)
+    size = n_cells * J * K * K
+    keys, weights = [], []
+    for g in range(G):
+        key = (cells[g, item].astype(np.int64) * (J * K) + base) * K + cols[g, item]
+        u, inverse = np.unique(key, return_inverse=True)
+        keys.append(u)
+        weights.append(np.bincount(inverse, weights=w[item, ann], minlength=u.size))
+    key = np.concatenate(keys)
+    u, inverse = np.unique(key, return_inverse=True)
+    weight = np.bincount(inverse, weights=np.concatenate(weights), minlength=u.size)
+    pad = max(FORM_MIN_ENTRIES, 1 << int(np.ceil(np.log2(max(u.size, 1)))))
+    if u.size > size:                                 # pragma: no cover - by construction
+        raise AssertionError("linear_form: more entries than cells")
+    index = np.zeros(pad, dtype=np.int64)
+    cell = np.zeros(pad, dtype=np.int64)
+    wpad = np.zeros(pad)
+    index[:u.size] = u % (J * K * K)
+    cell[:u.size] = u // (J * K * K)
+    wpad[:u.size] = weight
+    offset = np.bincount(cells.ravel(), weights=np.asarray(conf, float).ravel(),
+                         minlength=n_cells) / n
+    return LinearForm(index, wpad, cell, offset)
+
+
 @partial(jax.jit, static_argnames=("params", "n_cells"))
-def _bin_means(theta: jax.Array, x0: jax.Array, basis: jax.Array, ratings: jax.Array,
-               observed: jax.Array, mask: jax.Array, alpha: jax.Array,
-               annotator_index: jax.Array, class_index: jax.Array, conf: jax.Array,
-               cols: jax.Array, flat: jax.Array, *, params: Any, n_cells: int) -> jax.Array:
+def _bin_means(theta: jax.Array, x0: jax.Array, basis: jax.Array, index: jax.Array,
+               weight: jax.Array, cell: jax.Array, offset: jax.Array, mask: jax.Array,
+               annotator_index: jax.Array, class_index: jax.Array, *, params: Any,
+               n_cells: int) -> jax.Array:
     """Bin means (G * B,) of the corrected target at free channel coordinates theta
-    (``params(theta, x0, basis)``: the influence's hashable parametrisation)."""
+    (``params(theta, x0, basis)``: the influence's hashable parametrisation), from the
+    :class:`LinearForm` ``(index, weight, cell, offset)``; the inverse channels as
+    :func:`noisycal.correction.corrected_from_channels` takes them (zero outside the
+    informative ``mask``)."""
     p = params(theta, x0, basis)
-    T = corrected_from_channels(ratings, observed, mask, alpha,
-                                _aligned(p["confusion"], annotator_index, class_index),
-                                xp=jnp)
-    t = jnp.take_along_axis(T, cols.T, axis=1).T                     # (G, n)
-    return jax.ops.segment_sum((t - conf).ravel(), flat, num_segments=n_cells) / conf.shape[1]
+    C = _aligned(p["confusion"], annotator_index, class_index)
+    eye = jnp.eye(C.shape[-1])
+    inv = jnp.linalg.inv(jnp.where(mask[:, None, None], C, eye))
+    inv = jnp.where(mask[:, None, None], inv, 0.0).ravel()
+    terms = jnp.where(weight != 0, weight * inv[index], 0.0)      # padding stays 0
+    return jax.ops.segment_sum(terms, cell, num_segments=n_cells) - offset
 
 
 _jacobian = jax.jit(jax.jacfwd(_bin_means), static_argnames=("params", "n_cells"))
@@ -177,17 +273,19 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
             return str(exc)
     G, n = conf.shape
     B = n_bins
-    J, K = np.shape(det["ratings"])[1:]
+    ratings = np.asarray(det["ratings"])
+    J, K = ratings.shape[1:]
     ai = det.get("annotator_index")
     ci = det.get("class_index")
+    cells = np.arange(G)[:, None] * B + bins
+    form = linear_form(ratings, np.asarray(det["observed"]), np.asarray(det["informative"]),
+                       np.asarray(det["weights"]), conf, cols, cells, G * B)
     with x64():
         args = (jnp.asarray(influence.x0), jnp.asarray(influence.basis),
-                jnp.asarray(det["ratings"]), jnp.asarray(det["observed"]),
-                jnp.asarray(det["informative"]), jnp.asarray(det["weights"]),
+                jnp.asarray(form.index), jnp.asarray(form.weight), jnp.asarray(form.cell),
+                jnp.asarray(form.offset), jnp.asarray(det["informative"]),
                 jnp.asarray(np.arange(J) if ai is None else ai),
-                jnp.asarray(np.arange(K) if ci is None else ci),
-                jnp.asarray(conf, jnp.float64), jnp.asarray(cols),
-                jnp.asarray((np.arange(G)[:, None] * B + bins).ravel()))
+                jnp.asarray(np.arange(K) if ci is None else ci))
         static = {"params": influence.parametrisation, "n_cells": G * B}
         theta0 = jnp.zeros(influence.basis.shape[1], dtype=jnp.float64)
         D = np.asarray(_jacobian(theta0, *args, **static))        # (J, p)
@@ -201,14 +299,11 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
                                    "items", fit.items))
     pos, how = _match(target, fit_items)
     common = pos >= 0
-    phi = np.zeros((n, influence.basis.shape[1]))
-    phi[common] = influence.influence[influence.pattern[pos[common]]]
     t = np.take_along_axis(T0, cols.T, axis=1).T
-    d = t - conf                                                 # (G, n)
-    xs = np.zeros((G * B, phi.shape[1]))
-    for g in range(G):
-        np.add.at(xs, g * B + bins[g], d[g][:, None] * phi)
-    Cx = (xs - np.outer(mhat, phi.sum(axis=0))) / n
+    fitted = influence.pattern[pos[common]]
+    phi_sum = np.bincount(fitted, minlength=influence.influence.shape[0]) @ influence.influence
+    Cx = (_cell_influence(t - conf, cells, G * B, influence.influence, fitted, common)
+          - np.outer(mhat, phi_sum)) / n
     cross = Cx @ D.T
     cross = cross + cross.T
     channel = D @ influence.covariance @ D.T
@@ -216,7 +311,7 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
 
     def used_channels(theta: jax.Array) -> jax.Array:
         p = influence.parametrisation(theta, args[0], args[1])
-        return _aligned(p["confusion"], args[6], args[7])[mask]
+        return _aligned(p["confusion"], args[7], args[8])[mask]
 
     with x64():
         curv = _curvature(means, D, influence.covariance, used_channels)
@@ -227,7 +322,22 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
             effect = float(np.max(np.abs(np.asarray(moved) - mhat).sum(axis=1)) / G)
     return ChannelTerm(cross + channel, channel, cross, D, int(common.sum()), how,
                        int(influence.basis.shape[1]), curv, Cx, influence.covariance, means,
-                       used_channels, effect)
+                       used_channels, effect, int(form.index.size))
+
+
+def _cell_influence(d: np.ndarray, cells: np.ndarray, n_cells: int, influence: np.ndarray,
+                    fitted: np.ndarray, common: np.ndarray) -> np.ndarray:
+    """``sum_g sum_i d_gi 1{i in cell} phi_i`` (n_cells, p), phi_i the influence of the
+    item's rating pattern (zero for items the channels were not fitted on): a sparse
+    (cell x pattern) sum of d times the patterns' influence, never an (n, p) array."""
+    from scipy import sparse
+
+    G = d.shape[0]
+    rows = cells[:, common].ravel()
+    colidx = np.tile(fitted, G)
+    W = sparse.csr_matrix((d[:, common].ravel(), (rows, colidx)),
+                          shape=(n_cells, influence.shape[0]))
+    return np.asarray(W @ influence)
 
 
 #: Standard errors of the channel move in the linearity check.
@@ -279,8 +389,12 @@ def _singular(used_channels: Any, thetas: np.ndarray) -> np.ndarray:
     return ~np.all(ok & same, axis=1)
 
 
-#: Channel draws evaluated per vectorised chunk by :func:`channel_noise`.
+#: Channel draws evaluated per vectorised chunk by :func:`channel_noise` (fewer when a
+#: chunk would hold more than ``NOISE_ENTRIES`` entries of the linear form).
 NOISE_CHUNK = 250
+#: Entries of the bin means' linear form held at once by :func:`channel_noise` (8 bytes
+#: each): bounds its memory whatever the number of items and classes.
+NOISE_ENTRIES = 2 ** 23
 
 
 def channel_noise(term: ChannelTerm, sample_cov: np.ndarray, n_sim: int, seed: Any
@@ -321,9 +435,10 @@ def channel_noise(term: ChannelTerm, sample_cov: np.ndarray, n_sim: int, seed: A
     e = rng.standard_normal((n_sim, sample_cov.shape[0])) @ covariance_factor(resid).T
     with x64():
         m0 = np.asarray(term.bin_means(jnp.zeros(Sigma.shape[0])))
+        chunk = max(1, min(NOISE_CHUNK, NOISE_ENTRIES // max(term.n_entries, 1)))
         moved = np.concatenate([
-            np.asarray(jax.vmap(term.bin_means)(jnp.asarray(u[i:i + NOISE_CHUNK])))
-            for i in range(0, n_sim, NOISE_CHUNK)])
+            np.asarray(jax.vmap(term.bin_means)(jnp.asarray(u[i:i + chunk])))
+            for i in range(0, n_sim, chunk)])
         singular = _singular(term.used_channels, u)
     out = u @ B.T + e + (moved - m0)
     bad = ~np.all(np.isfinite(out), axis=1) | singular

@@ -233,3 +233,60 @@ def test_channel_influence_dispatches_by_model():
     assert channel_influence(hw).names[:2] == ("a[0]", "b[0]")
     ds = nc.DawidSkene(2).fit(ann, seed=0)
     assert channel_influence(ds).shape == (1, 3, 2)
+
+
+@pytest.mark.parametrize("kind", ["top_label", "classwise"])
+def test_linear_form_equals_the_corrected_targets_bin_means(kind):
+    """The bin means' linear form in the inverse channels gives, at any channels, the bin
+    means of the corrected labels recomputed item by item (missing ratings, a
+    non-informative annotator, unequal weights), to rounding."""
+    from noisycal.correction import corrected_from_channels
+    from noisycal.metrics.nc.delta import linear_form
+
+    rng = np.random.default_rng(11)
+    n, J, K, B = 700, 4, 4, 8
+    label = rng.integers(0, K, (n, J))
+    observed = rng.random((n, J)) < 0.7
+    observed[:, 1] = True                                # every item has an informative rater
+    ratings = np.where(observed[:, :, None], np.eye(K)[label], 0.0)
+    mask = np.array([True, True, False, True])
+    alpha = np.array([0.5, 1.0, 2.0, 1.5])
+    probs = rng.dirichlet(np.ones(K), n)
+    conf, bins, cols = nc_ece_items(probs, kind, B)
+    G = conf.shape[0]
+    cells = np.arange(G)[:, None] * B + bins
+    form = linear_form(ratings, observed, mask, alpha, conf, cols, cells, G * B)
+    assert form.index.size >= 256 and form.index.size & (form.index.size - 1) == 0
+    for _ in range(3):
+        C = rng.dirichlet(np.ones(K), (J, K)) + 2 * np.eye(K)
+        C /= C.sum(axis=2, keepdims=True)
+        T = corrected_from_channels(ratings, observed, mask, alpha, C)
+        t = np.take_along_axis(T, cols.T, axis=1).T
+        want = np.bincount(cells.ravel(), weights=(t - conf).ravel(),
+                           minlength=G * B) / n
+        inv = np.where(mask[:, None, None], np.linalg.inv(C), 0.0).ravel()
+        got = np.bincount(form.cell, weights=form.weight * inv[form.index],
+                          minlength=G * B) - form.offset
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_cross_factor_equals_the_item_by_item_sum():
+    """C, the covariance of the items' own terms with the channel error, from the sparse
+    (cell x pattern) sum equals the item-by-item sum of (t - conf) phi_i over the bins, with
+    the target on a subset of the fitted items plus items the fit never saw."""
+    t, ann = _toy(3000, seed=8)
+    fit = nc.DawidSkene(2).fit(ann, seed=0)
+    sub = ann.subset(np.arange(1000, 2500))
+    U = nc.targets.corrected(sub, fit)
+    conf, bins, cols = _items(t.z[1000:2500])
+    term = channel_term(U, conf, bins, cols, 10)
+    infl = dawid_skene_influence(fit)
+    n = 1500
+    phi = infl.influence[infl.pattern[np.arange(1000, 2500)]]
+    T = np.asarray(U.values)
+    d = np.take_along_axis(T, cols.T, axis=1).T - conf
+    xs = np.zeros((10, phi.shape[1]))
+    np.add.at(xs, bins[0], d[0][:, None] * phi)
+    mhat = np.bincount(bins[0], weights=d[0], minlength=10) / n
+    want = (xs - np.outer(mhat, phi.sum(axis=0))) / n
+    np.testing.assert_allclose(term.cross_factor, want, rtol=1e-10, atol=1e-15)
