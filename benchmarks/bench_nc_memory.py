@@ -121,7 +121,7 @@ def case_simulated(n: int, K: int, seed: int) -> dict:
     return {"case": "simulated", "n": n, "n_classes": K, "input_bytes": P.nbytes,
             "fit_and_target_s": fit_s, "fit_status": fit.status,
             "peak_growth_bytes": peak, "seconds": seconds, "value": float(est),
-            "interval": [float(est.lo), float(est.hi)], "status": est.status,
+            "interval": [float(est.low), float(est.high)], "status": est.status,
             "channel_error": est.details.get("channel_error", {}).get("method")}
 
 
@@ -151,7 +151,7 @@ def case_cifar10n(seed: int) -> dict:
             "fit_s": fit_s, "target_s": target_s, "seconds": seconds,
             "total_s": fit_s + target_s + seconds, "peak_growth_bytes": peak,
             "fit_status": fit.status, "value": float(est),
-            "interval": [float(est.lo), float(est.hi)], "status": est.status,
+            "interval": [float(est.low), float(est.high)], "status": est.status,
             "channel_error": est.details.get("channel_error", {}).get("method")}
 
 
