@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -167,11 +167,38 @@ def read_npz(path: Path, keys: tuple[str, ...], what: str) -> dict[str, np.ndarr
             if absent:
                 raise ValueError(f"{what} file {path} lacks the array(s) {absent} "
                                  f"(it holds {sorted(f.files)}); is it the right file?")
+            for k in keys:
+                _check_member_size(f, k, path, what)
             try:   # a truncated archive fails only when its members are read
                 return {k: np.asarray(f[k]) for k in keys}
             except unreadable as exc:
                 raise ValueError(f"{what} file {path} is not a readable .npz archive (a "
                                  f"damaged or truncated member): {exc}") from exc
+
+
+def _check_member_size(archive: Any, key: str, path: Path, what: str) -> None:
+    """Refuse a member whose ``.npy`` header claims more data than the member holds, before
+    NumPy allocates the claimed shape (a damaged or forged header)."""
+    from numpy.lib import format as npy_format
+
+    name = key + ".npy"
+    try:
+        info = archive.zip.getinfo(name)
+        with archive.zip.open(info) as member:
+            version = npy_format.read_magic(member)
+            read = {(1, 0): npy_format.read_array_header_1_0,
+                    (2, 0): npy_format.read_array_header_2_0}.get(version)
+            if read is None:      # a newer header: NumPy's own checks apply
+                return
+            shape, _, dtype = read(member)
+    except (KeyError, OSError, EOFError, ValueError) as exc:
+        raise ValueError(f"{what} file {path} is not a readable .npz archive (the header "
+                         f"of {key!r}): {exc}") from exc
+    claimed = float(np.prod(shape, dtype=float)) * dtype.itemsize
+    if claimed > info.file_size:
+        raise ValueError(f"{what} file {path}: the array {key!r} claims shape {shape} "
+                         f"({claimed / 2**30:,.3g} GiB of {dtype}) but its member holds "
+                         f"{info.file_size:,} bytes; the file is damaged")
 
 
 def _check_rows(arrays: dict[str, np.ndarray], shapes: dict[str, tuple[int | None, ...]],

@@ -52,6 +52,33 @@ def test_damaged_data_files_name_the_path(tmp_path):
         nc.datasets.load_cifar10n(tmp_path / "none")
 
 
+def test_a_header_claiming_more_than_the_file_holds_is_refused(tmp_path):
+    """An .npy member whose header claims shape (10^12, 10) (8e13 bytes of float64) in a data
+    folder: refused from the header, naming the file, the array and the claimed size,
+    before NumPy allocates it."""
+    import io
+    import zipfile
+
+    from numpy.lib import format as npy_format
+
+    folder = tmp_path / "cifar10n"
+    folder.mkdir()
+    forged = io.BytesIO()
+    npy_format.write_array_header_1_0(forged, {"descr": "<f8", "fortran_order": False,
+                                               "shape": (10**12, 10)})
+    forged.write(b"\0" * 64)
+    with zipfile.ZipFile(folder / "cifar10n.npz", "w") as z:
+        z.writestr("random_label1.npy", forged.getvalue())
+        for key in ("random_label2", "random_label3", "clean_label", "aggre_label"):
+            buf = io.BytesIO()
+            np.save(buf, np.zeros(3, np.int64))
+            z.writestr(key + ".npy", buf.getvalue())
+    with pytest.raises(ValueError, match=r"cifar10n.npz: the array 'random_label1' claims shape "
+                                         r"\(1000000000000, 10\) \(7.45e\+04 GiB of "
+                                         r"float64\) but its member holds 192 bytes"):
+        nc.datasets.load_cifar10n(tmp_path)
+
+
 def test_sizes_are_checked_before_allocating():
     conf = np.array([[[0.85, 0.15], [0.2, 0.8]]] * 3)
     ann = nc.simulate.dawid_skene(100, [0.6, 0.4], conf, seed=0).annotations
