@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import noisycal as nc
@@ -421,3 +422,100 @@ def test_dir_lists_public_names_not_the_lazy_helpers():
     assert "TYPE_CHECKING" not in shown and "attach" not in shown
     assert {"ece", "DawidSkene", "targets", "__version__"} <= set(shown)
     assert "TYPE_CHECKING" not in dir(nc.metrics) and "hpr_sets" in dir(nc.metrics)
+
+
+def test_bucket_sizes_pad_at_most_a_quarter():
+    from noisycal.engines.em.dawid_skene import BUCKETS_PER_OCTAVE, bucket
+
+    assert (bucket(1), bucket(16), bucket(17), bucket(166), bucket(172), bucket(193)) == (
+        16, 16, 20, 192, 192, 224)
+    sizes = [bucket(n) for n in range(17, 20_000)]
+    assert all(b >= n and b <= 1.25 * n for n, b in zip(range(17, 20_000), sizes))
+    for k in range(5, 14):    # sizes in (2^k, 2^(k+1)]
+        assert len({bucket(n) for n in range(2**k + 1, 2**(k + 1) + 1)}) == BUCKETS_PER_OCTAVE
+
+
+def _ds_data(n, seed, p_rate):
+    conf = np.tile([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], (4, 1, 1))
+    return nc.simulate.dawid_skene(n, [0.3, 0.3, 0.4], conf, p_rate=p_rate,
+                                   seed=seed).annotations
+
+
+def test_new_data_of_a_similar_size_reuse_the_compiled_em_program(monkeypatch):
+    """Two data sets whose rating patterns (166 and 172, three slots each) fall in one
+    bucket: the second fit compiles no new EM program (the NumPy path turned off)."""
+    from noisycal.engines.em import dawid_skene as em
+    from noisycal.engines.em import numpy_em
+
+    monkeypatch.setattr(numpy_em, "NUMPY_EM_MAX_CELLS", 0)
+    a, b = _ds_data(520, 1, 0.7), _ds_data(610, 2, 0.7)
+    start = em._fit_em._cache_size()
+    fa = nc.DawidSkene().fit(a, seed=0)
+    before = em._fit_em._cache_size()
+    assert before >= start
+    fb = nc.DawidSkene().fit(b, seed=0)
+    assert fa.details["n_patterns"] != fb.details["n_patterns"]
+    assert em.bucket(fa.details["n_patterns"]) == em.bucket(fb.details["n_patterns"])
+    assert em._fit_em._cache_size() == before
+
+
+@pytest.mark.parametrize("model", [nc.DawidSkene, nc.OneCoinDawidSkene, nc.annotators.MACE])
+def test_padded_em_gives_the_unpadded_fit(model, monkeypatch):
+    """The padding (empty rows of weight 0, empty overflow codes) changes no number beyond
+    rounding: missing ratings (overflow slots) and gold items included."""
+    from noisycal.engines.em import dawid_skene as em
+    from noisycal.engines.em import numpy_em
+
+    monkeypatch.setattr(numpy_em, "NUMPY_EM_MAX_CELLS", 0)
+    ann = _ds_data(400, 3, 0.6)
+    kw = {"gold": dict.fromkeys(ann.items[:20].tolist(), 1)} if model is nc.DawidSkene else {}
+    padded = model().fit(ann, seed=0, **kw)
+    monkeypatch.setattr(em, "BUCKET_MAX_ROWS", 0)
+    plain = model().fit(ann, seed=0, **kw)
+    assert padded.status == plain.status
+    assert padded.loglik == pytest.approx(plain.loglik, rel=1e-13)
+    np.testing.assert_allclose(padded.confusion, plain.confusion, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(padded.item_posterior, plain.item_posterior, rtol=0,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["ds", "one_coin", "gold", "map", "grouped", "map_one_coin"])
+def test_the_numpy_em_path_gives_the_compiled_fit(case, monkeypatch):
+    """Small fits of the full and one-coin channels run EM in NumPy; every number equals
+    the compiled program's to round-off (the same iterations): missing ratings, gold
+    items, Dirichlet priors (MAP-EM) and groups."""
+    from noisycal.engines.em import numpy_em
+
+    ann = _ds_data(400, 4, 0.6)
+    model, kw = {
+        "ds": (nc.DawidSkene(), {}),
+        "one_coin": (nc.OneCoinDawidSkene(), {}),
+        "gold": (nc.DawidSkene(), {"gold": dict.fromkeys(ann.items[:25].tolist(), 2)}),
+        "map": (nc.DawidSkene(alpha=np.full(3, 2.0), beta=np.full((3, 3), 1.5)
+                              + np.eye(3)), {}),
+        "grouped": (nc.GroupedDawidSkene(), {"groups": np.arange(400) % 2}),
+        "map_one_coin": (nc.OneCoinDawidSkene(beta=np.full((3, 3), 1.5)
+                                              + 2.5 * np.eye(3)), {}),
+    }[case]
+    calls = []
+    real = numpy_em.fit_em_numpy
+    monkeypatch.setattr(numpy_em, "fit_em_numpy",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    from noisycal.engines.em import dawid_skene as em
+
+    monkeypatch.setattr(em, "fit_em_numpy", numpy_em.fit_em_numpy)
+    fast = model.fit(ann, seed=0, **kw)
+    assert calls, "the NumPy path did not run"
+    monkeypatch.setattr(numpy_em, "NUMPY_EM_MAX_CELLS", 0)
+    compiled = model.fit(ann, seed=0, **kw)
+    assert len(calls) == 1
+    assert fast.status == compiled.status
+    assert fast.n_iter == compiled.n_iter
+    np.testing.assert_allclose(fast.details["start_objectives"],
+                               compiled.details["start_objectives"], rtol=1e-13)
+    assert fast.loglik == pytest.approx(compiled.loglik, rel=1e-13)
+    np.testing.assert_allclose(fast.confusion, compiled.confusion, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(fast.group_prevalence, compiled.group_prevalence, rtol=0,
+                               atol=1e-13)
+    np.testing.assert_allclose(fast.item_posterior, compiled.item_posterior, rtol=0,
+                               atol=1e-12)

@@ -28,6 +28,7 @@ from ..._util.progress import reach, tick
 from ..patterns import PatternData, collapse_patterns, pattern_data
 from .channels import constrained_log_prior, constrained_m_step
 from .estep import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
+from .numpy_em import fit_em_numpy, numpy_applies
 
 __all__ = ["EMState", "posteriors_at", "loglik_at", "vote_agreement", "e_step", "m_step",
            "run_em", "fit_em", "split_data", "join_data", "expected_counts",
@@ -302,12 +303,13 @@ def join_data(arrays: tuple, sizes: tuple) -> DSData:
     return DSData(*arrays[:4], *sizes, arrays[4])
 
 
-@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "progress"))
+@partial(jax.jit, static_argnames=("sizes", "one_coin", "max_iter", "tol", "progress",
+                                   "prob"))
 def _fit_em(post0: jax.Array, arrays: tuple, gold: jax.Array | None, alpha: jax.Array | None,
             beta: jax.Array | None, weights: jax.Array | None, *, sizes: tuple,
-            one_coin: bool, max_iter: int, tol: float, progress: bool = False) -> EMState:
+            one_coin: bool, max_iter: int, tol: float, progress: bool = False,
+            prob: bool = False) -> EMState:
     data = join_data(arrays, sizes)
-    prob = data.n_items >= PROB_MIN_ITEMS
 
     def one(p: jax.Array) -> EMState:
         st = run_em(p, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
@@ -330,6 +332,10 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     From :data:`~noisycal.engines.em.estep.PROB_MIN_ITEMS` rows on (with the slot layout)
     the E-step runs on the probability scale and the starts one after another
     (``lax.map``); below, on the log scale with the starts vmapped. Same fit to ~1e-15.
+    Small fits of the full and one-coin channels run the same iteration in NumPy instead
+    (:mod:`noisycal.engines.em.numpy_em`: compiling would cost more than the fit); larger
+    ones pad their rows to a bucketed size (:func:`bucket`) so that new data of a similar
+    size reuse the compiled program.
 
     Parameters
     ----------
@@ -356,9 +362,77 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
     if devices is not None and len(devices) > 1:
         return _fit_em_sharded(post0, data, gold, alpha, beta, weights, devices,
                                one_coin=one_coin, max_iter=max_iter, tol=tol)
+    # concrete inputs only: under a trace (make_jaxpr, an enclosing jit) the program is
+    # built as it is
+    concrete = not any(isinstance(x, jax.core.Tracer) for x in (post0, data.item, weights))
+    if concrete and numpy_applies(data, int(np.shape(post0)[0]), one_coin):
+        return EMState(*fit_em_numpy(post0, data, gold, alpha, beta, one_coin=bool(one_coin),
+                                     max_iter=max_iter, tol=tol, weights=weights,
+                                     progress=progress))
+    n = data.n_items
+    prob = n >= PROB_MIN_ITEMS
+    if concrete and data.slots is not None and n <= BUCKET_MAX_ROWS:
+        post0, data, gold, weights = _bucketed(post0, data, gold, weights)
     arrays, sizes = split_data(data)
-    return _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
-                   max_iter=max_iter, tol=tol, progress=progress)
+    st = _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
+                 max_iter=max_iter, tol=tol, progress=progress, prob=prob)
+    # the real rows, sliced in NumPy (a compiled slice would be one more program per n)
+    return st if st.post.shape[1] == n else st._replace(post=np.asarray(st.post)[:, :n])
+
+
+#: Data with at most this many rows (rating patterns or items) are padded to a bucket
+#: (:func:`bucket`), so that new data of a similar size reuse the compiled EM program;
+#: above it the padding (up to a quarter more rows) would cost more than compiling.
+BUCKET_MAX_ROWS = 2 ** 16
+#: Buckets per doubling of the size: the padding adds at most 1 / BUCKETS_PER_OCTAVE.
+BUCKETS_PER_OCTAVE = 4
+
+
+def bucket(n: int, minimum: int = 16, per_octave: int = BUCKETS_PER_OCTAVE) -> int:
+    """The padded size of ``n`` rows: ``n`` rounded up to a multiple of
+    ``2^(floor(log2(n - 1)) - log2(per_octave))`` (at least ``minimum``), so at most
+    ``per_octave`` sizes (a power of two) per doubling."""
+    if n <= minimum:
+        return minimum
+    shift = (n - 1).bit_length() - 1 - (per_octave.bit_length() - 1)
+    step = 1 << max(0, shift)
+    return -(-n // step) * step
+
+
+def _bucketed(post0: jax.Array, data: DSData, gold: jax.Array | None,
+              weights: jax.Array | None) -> tuple:
+    """``(post0, data, gold, weights)`` padded to bucketed sizes (:func:`bucket`), in
+    NumPy before they reach the compiled program: empty rows of weight 0 (every slot
+    empty, group 0, no gold class, a uniform start), overflow ratings and rating arrays
+    padded with empty codes on the last (empty) row. An empty row adds nothing to the
+    M-step's counts (weight 0), to the log-likelihood (its terms are masked by the
+    weight) or to the objective (the weights sum to the real rows), so the fit is the
+    unpadded one (to rounding: the sums run over more zeros)."""
+    n, J, K = data.n_items, data.n_annotators, data.n_classes
+    nb = bucket(n)
+    sl = data.slots
+    m, R = int(sl.over_code.shape[0]), int(data.item.shape[0])
+    # the overflow ratings and the rating arrays (not read by the slot layout's EM) are
+    # few or cheap: one size per doubling
+    mb, Rb = (bucket(m, per_octave=1) if m else 0), bucket(R, per_octave=1)
+    empty = J * K
+
+    def pad(x: Any, size: int, value: float, axis0: int) -> jax.Array:
+        x = np.asarray(x)
+        width = [(0, size - axis0)] + [(0, 0)] * (x.ndim - 1)
+        return jnp.asarray(np.pad(x, width, constant_values=value))
+
+    slots = type(sl)(pad(sl.code, nb, empty, n), pad(sl.over_item, mb, nb - 1, m),
+                     pad(sl.over_code, mb, empty, m))
+    data = DSData(pad(data.item, Rb, nb - 1, R), pad(data.annotator, Rb, 0, R),
+                  pad(data.label, Rb, 0, R), pad(data.group, nb, 0, n), nb, J, K,
+                  data.n_groups, slots)
+    w = np.ones(n) if weights is None else np.asarray(weights)
+    post0 = np.asarray(post0)
+    p0 = np.pad(post0, ((0, 0), (0, nb - n), (0, 0)), constant_values=1.0 / K)
+    return (jnp.asarray(p0, dtype=post0.dtype), data,
+            None if gold is None else pad(gold, nb, -1, n),
+            jnp.asarray(np.pad(w, (0, nb - n)), dtype=p0.dtype))
 
 
 
@@ -394,7 +468,7 @@ def _fit_em_sharded(post0: jax.Array, data: DSData, gold: jax.Array | None,
     arrays = (rep[0], rep[1], rep[2], put(jnp.pad(data.group, (0, extra)), P("items")), slots)
     sizes = (n + extra, data.n_annotators, K, data.n_groups)
     st = _fit_em(p0, arrays, g, alpha, beta, w, sizes=sizes, one_coin=one_coin,
-                 max_iter=max_iter, tol=tol)
+                 max_iter=max_iter, tol=tol, prob=n >= PROB_MIN_ITEMS)
     return st._replace(post=st.post[:, :n])
 
 
