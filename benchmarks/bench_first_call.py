@@ -80,6 +80,32 @@ print(json.dumps({"import_s": t_import, "modules_s": t_modules, "first_fit_s": t
                   "n_patterns": fit.details["n_patterns"]}))
 """
 
+_REPLICATION_CODE = r"""
+import json, sys, time
+import numpy as np
+import noisycal as nc
+n, reps = int(sys.argv[1]), int(sys.argv[2])
+J, K = 5, 3
+conf = np.full((J, K, K), 0.15 / (K - 1)) + np.eye(K) * (0.85 - 0.15 / (K - 1))
+secs, n_patterns = {"dawid_skene": [], "mace": []}, []
+for r in range(reps):
+    # each item rated by 2 to 4 of the 5 annotators, a new data set each replication
+    rng = np.random.default_rng(r)
+    y = rng.integers(0, K, n)
+    who = np.argsort(rng.random((n, J)), axis=1)
+    per = rng.integers(2, 5, n)
+    item = np.concatenate([np.full(per[i], i) for i in range(n)])
+    ann_ = np.concatenate([who[i, :per[i]] for i in range(n)])
+    lab = np.array([rng.choice(K, p=conf[a, y[i]]) for i, a in zip(item, ann_)])
+    data = nc.Annotations.from_arrays(item, ann_, lab, classes=np.arange(K))
+    for name, model in (("dawid_skene", nc.DawidSkene()), ("mace", nc.annotators.MACE())):
+        t = time.perf_counter()
+        fit = model.fit(data, seed=r)
+        secs[name].append(time.perf_counter() - t)
+    n_patterns.append(int(fit.details["n_patterns"]))
+print(json.dumps({"seconds": secs, "n_patterns": n_patterns}))
+"""
+
 _CROWDKIT_CODE = r"""
 import json, sys, time
 import numpy as np
@@ -137,6 +163,21 @@ def first_fit(n_items: int, cache: str, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def replications(n_items: int, reps: int, env: dict) -> dict:
+    """One fresh process fitting ``reps`` new simulated data sets in turn (a simulation
+    study with missing ratings): seconds of each fit."""
+    out = subprocess.run([sys.executable, "-c", _REPLICATION_CODE, str(n_items), str(reps)],
+                         check=True, env=env, capture_output=True, text=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r["n_items"] = n_items
+    for name, secs in r["seconds"].items():
+        later = secs[1:]
+        r[name] = {"first_s": secs[0],
+                   "later_median_s": statistics.median(later) if later else None,
+                   "later_total_s": sum(later)}
+    return r
+
+
 def crowdkit_first_fit(python: str, n_items: int, env: dict) -> dict | None:
     """crowd-kit's first fit in a fresh process of ``python``, or None without it."""
     if not os.path.exists(python):
@@ -173,6 +214,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="PYTHONPATH of the child processes (default: inherited)")
     ap.add_argument("--crowdkit-python", default="/tmp/ck/bin/python")
     ap.add_argument("--name", default="bench_first_call")
+    ap.add_argument("--replications", type=int, default=10,
+                    help="new simulated data sets fitted in one process (0: skip)")
+    ap.add_argument("--replication-items", type=int, default=500)
     add_publish_argument(ap)
     return ap.parse_args(argv)
 
@@ -218,6 +262,16 @@ def main(argv: list[str] | None = None) -> dict:
             ratio = result[mode]["first_fit_s"] / ck["first_fit_s"]
             print(f"  noisycal {mode} first fit / crowd-kit first fit: {ratio:.1f}x")
             result[mode]["ratio_to_crowdkit"] = ratio
+    if args.replications:
+        result["replications"] = rep = replications(args.replication_items,
+                                                    args.replications, env)
+        print(f"replications: {args.replications} new data sets of {rep['n_items']} items "
+              f"(5 annotators, 2-4 ratings each, 3 classes) in one process; patterns "
+              f"{rep['n_patterns']}")
+        for name in ("dawid_skene", "mace"):
+            x = rep[name]
+            print(f"  {name}: first fit {x['first_s']:.2f} s, later fits median "
+                  f"{x['later_median_s']:.3f} s (total {x['later_total_s']:.2f} s)")
     result["load_1min_end"] = os.getloadavg()[0]
     write_result(args.name, result, publish=args.publish)
     return result

@@ -519,3 +519,24 @@ def test_the_numpy_em_path_gives_the_compiled_fit(case, monkeypatch):
                                atol=1e-13)
     np.testing.assert_allclose(fast.item_posterior, compiled.item_posterior, rtol=0,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("model", [nc.annotators.MACE, nc.annotators.ClassConditionalDawidSkene])
+def test_the_identification_hessians_are_bucketed_too(model, monkeypatch):
+    """The constrained channels' identification check (autodiff Hessians) runs on the
+    bucketed patterns: the numbers of the unpadded check, and a second data set in the
+    same bucket compiles no new Hessian program."""
+    from noisycal.engines import identification as ident
+    from noisycal.engines.em import dawid_skene as em
+
+    a, b = _ds_data(520, 1, 0.7), _ds_data(610, 2, 0.7)
+    fa = model().fit(a, seed=0)
+    before = ident._hessians._cache_size()
+    model().fit(b, seed=0)
+    assert ident._hessians._cache_size() == before
+    monkeypatch.setattr(em, "BUCKET_MAX_ROWS", 0)
+    plain = model().fit(a, seed=0)
+    for key in ("relative_information", "condition_number", "max_se"):
+        assert fa.details["identification"][key] == pytest.approx(
+            plain.details["identification"][key], rel=1e-9), key
+    assert fa.details["identification"]["status"] == plain.details["identification"]["status"]

@@ -31,7 +31,8 @@ from .estep import PROB_MIN_ITEMS, code_weights, prob_applies, prob_e_step
 from .numpy_em import fit_em_numpy, numpy_applies
 
 __all__ = ["EMState", "posteriors_at", "loglik_at", "vote_agreement", "e_step", "m_step",
-           "run_em", "fit_em", "split_data", "join_data", "expected_counts",
+           "run_em", "fit_em", "split_data", "join_data", "expected_counts", "bucket",
+           "bucketed_data", "pad_rows", "BUCKET_MAX_ROWS",
            "pattern_data", "PatternData", "collapse_patterns", "log_prior"]
 
 #: Sub-slots per (annotator, label) accumulator in the M-step scatter-add (power of two).
@@ -399,41 +400,47 @@ def bucket(n: int, minimum: int = 16, per_octave: int = BUCKETS_PER_OCTAVE) -> i
     return -(-n // step) * step
 
 
-def _bucketed(post0: jax.Array, data: DSData, gold: jax.Array | None,
-              weights: jax.Array | None) -> tuple:
-    """``(post0, data, gold, weights)`` padded to bucketed sizes (:func:`bucket`), in
-    NumPy before they reach the compiled program: empty rows of weight 0 (every slot
-    empty, group 0, no gold class, a uniform start), overflow ratings and rating arrays
-    padded with empty codes on the last (empty) row. An empty row adds nothing to the
-    M-step's counts (weight 0), to the log-likelihood (its terms are masked by the
-    weight) or to the objective (the weights sum to the real rows), so the fit is the
-    unpadded one (to rounding: the sums run over more zeros)."""
+def bucketed_data(data: DSData) -> DSData:
+    """``data`` (with the slot layout) padded to bucketed sizes (:func:`bucket`), in
+    NumPy: empty rows (every slot empty, group 0) up to ``bucket(n_items)``, the overflow
+    ratings and the rating arrays (not read by the slot layout's likelihood) with empty
+    codes on the last (empty) row, to one size per doubling. Give the new rows weight 0
+    (:func:`pad_rows`) and they add nothing to the M-step's counts, to the
+    log-likelihood, to the objective or to the identification check's Hessians: the
+    numbers are the unpadded ones (to rounding: the sums run over more zeros)."""
     n, J, K = data.n_items, data.n_annotators, data.n_classes
     nb = bucket(n)
     sl = data.slots
     m, R = int(sl.over_code.shape[0]), int(data.item.shape[0])
-    # the overflow ratings and the rating arrays (not read by the slot layout's EM) are
-    # few or cheap: one size per doubling
+    # the overflow ratings and the rating arrays are few or cheap: one size per doubling
     mb, Rb = (bucket(m, per_octave=1) if m else 0), bucket(R, per_octave=1)
     empty = J * K
-
-    def pad(x: Any, size: int, value: float, axis0: int) -> jax.Array:
-        x = np.asarray(x)
-        width = [(0, size - axis0)] + [(0, 0)] * (x.ndim - 1)
-        return jnp.asarray(np.pad(x, width, constant_values=value))
-
-    slots = type(sl)(pad(sl.code, nb, empty, n), pad(sl.over_item, mb, nb - 1, m),
-                     pad(sl.over_code, mb, empty, m))
-    data = DSData(pad(data.item, Rb, nb - 1, R), pad(data.annotator, Rb, 0, R),
-                  pad(data.label, Rb, 0, R), pad(data.group, nb, 0, n), nb, J, K,
+    slots = type(sl)(pad_rows(sl.code, nb, empty), pad_rows(sl.over_item, mb, nb - 1),
+                     pad_rows(sl.over_code, mb, empty))
+    return DSData(pad_rows(data.item, Rb, nb - 1), pad_rows(data.annotator, Rb, 0),
+                  pad_rows(data.label, Rb, 0), pad_rows(data.group, nb, 0), nb, J, K,
                   data.n_groups, slots)
-    w = np.ones(n) if weights is None else np.asarray(weights)
-    post0 = np.asarray(post0)
-    p0 = np.pad(post0, ((0, 0), (0, nb - n), (0, 0)), constant_values=1.0 / K)
-    return (jnp.asarray(p0, dtype=post0.dtype), data,
-            None if gold is None else pad(gold, nb, -1, n),
-            jnp.asarray(np.pad(w, (0, nb - n)), dtype=p0.dtype))
 
+
+def pad_rows(x: Any, size: int, value: float, axis: int = 0) -> jax.Array:
+    """``x`` padded with ``value`` to ``size`` along ``axis``, in NumPy, as a JAX array
+    of the same dtype."""
+    x = np.asarray(x)
+    width = [(0, 0)] * x.ndim
+    width[axis] = (0, size - x.shape[axis])
+    return jnp.asarray(np.pad(x, width, constant_values=value), dtype=x.dtype)
+
+
+def _bucketed(post0: jax.Array, data: DSData, gold: jax.Array | None,
+              weights: jax.Array | None) -> tuple:
+    """``(post0, data, gold, weights)`` padded to bucketed sizes (:func:`bucketed_data`):
+    the new rows have weight 0, no gold class and a uniform start."""
+    n, K = data.n_items, data.n_classes
+    data = bucketed_data(data)
+    nb = data.n_items
+    w = np.ones(n, np.asarray(post0).dtype) if weights is None else np.asarray(weights)
+    return (pad_rows(post0, nb, 1.0 / K, axis=1), data,
+            None if gold is None else pad_rows(gold, nb, -1), pad_rows(w, nb, 0.0))
 
 
 def _fit_em_sharded(post0: jax.Array, data: DSData, gold: jax.Array | None,
