@@ -77,7 +77,7 @@ t_again = time.perf_counter() - t2
 print(json.dumps({"import_s": t_import, "modules_s": t_modules, "first_fit_s": t_first,
                   "second_fit_s": t_again, "first_fit_phases_s": phases,
                   "loglik": fit.loglik, "n_iter": fit.n_iter, "status": fit.status,
-                  "n_patterns": fit.details["n_patterns"]}))
+                  "n_patterns": fit.details["n_patterns"], "noisycal_file": nc.__file__}))
 """
 
 _REPLICATION_CODE = r"""
@@ -103,7 +103,7 @@ for r in range(reps):
         fit = model.fit(data, seed=r)
         secs[name].append(time.perf_counter() - t)
     n_patterns.append(int(fit.details["n_patterns"]))
-print(json.dumps({"seconds": secs, "n_patterns": n_patterns}))
+print(json.dumps({"seconds": secs, "n_patterns": n_patterns, "noisycal_file": nc.__file__}))
 """
 
 _CROWDKIT_CODE = r"""
@@ -126,6 +126,11 @@ print(json.dumps({"import_s": t_import, "first_fit_s": t_first,
 """
 
 
+#: The children's working folder: not the checkout, whose ``noisycal/`` would shadow the
+#: ``--pythonpath`` one (``python -c`` puts the working folder first on ``sys.path``).
+CHILD_CWD = tempfile.gettempdir()
+
+
 def _env(pythonpath: str | None) -> dict:
     import noisycal as nc
 
@@ -138,7 +143,7 @@ def _env(pythonpath: str | None) -> dict:
 
 def _wall(argv: list[str], env: dict) -> float:
     t = time.perf_counter()
-    subprocess.run(argv, check=True, env=env, capture_output=True)
+    subprocess.run(argv, check=True, env=env, capture_output=True, cwd=CHILD_CWD)
     return time.perf_counter() - t
 
 
@@ -147,7 +152,8 @@ def import_times(repeats: int, env: dict) -> dict:
     empty = [_wall([sys.executable, "-c", "pass"], env) for _ in range(repeats)]
     full = [_wall([sys.executable, "-c", "import noisycal"], env) for _ in range(repeats)]
     out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import noisycal"],
-                         check=True, env=env, capture_output=True, text=True).stderr
+                         check=True, env=env, capture_output=True, text=True,
+                         cwd=CHILD_CWD).stderr
     cumulative = [int(line.split("|")[1]) for line in out.splitlines()
                   if line.rstrip().endswith("| noisycal")]
     return {"wall_s": full, "wall_median_s": statistics.median(full),
@@ -159,7 +165,7 @@ def import_times(repeats: int, env: dict) -> dict:
 def first_fit(n_items: int, cache: str, env: dict) -> dict:
     """One fresh process: import, first EM fit, second EM fit."""
     out = subprocess.run([sys.executable, "-c", _FIT_CODE, str(n_items), cache], check=True,
-                         env=env, capture_output=True, text=True)
+                         env=env, capture_output=True, text=True, cwd=CHILD_CWD)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -167,7 +173,7 @@ def replications(n_items: int, reps: int, env: dict) -> dict:
     """One fresh process fitting ``reps`` new simulated data sets in turn (a simulation
     study with missing ratings): seconds of each fit."""
     out = subprocess.run([sys.executable, "-c", _REPLICATION_CODE, str(n_items), str(reps)],
-                         check=True, env=env, capture_output=True, text=True)
+                         check=True, env=env, capture_output=True, text=True, cwd=CHILD_CWD)
     r = json.loads(out.stdout.strip().splitlines()[-1])
     r["n_items"] = n_items
     for name, secs in r["seconds"].items():
@@ -200,6 +206,7 @@ def blas_note(env: dict) -> dict:
             "[{k: d.get(k) for k in ('internal_api', 'version', 'architecture', "
             "'num_threads')} for d in threadpool_info()]))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         cwd=CHILD_CWD,
                          text=True)
     return {"threadpool": json.loads(out.stdout) if out.returncode == 0 else None,
             **{k: env.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
@@ -236,7 +243,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"interpreter); -X importtime {imp['importtime_cumulative_s']:.2f} s")
     has_cache = subprocess.run(
         [sys.executable, "-c", "import noisycal as nc; nc.set_compilation_cache"],
-        env=env, capture_output=True).returncode == 0
+        env=env, capture_output=True, cwd=CHILD_CWD).returncode == 0
     with tempfile.TemporaryDirectory() as folder:
         modes = {"cold": ("none", env)}
         if has_cache:

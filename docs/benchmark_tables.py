@@ -1078,12 +1078,11 @@ def _bench_metrics(records: dict[str, Record]) -> dict[str, str]:
     return out
 
 
-@renderer("bench_first_call")
-def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
-    (name, rec), = records.items()
+def _first_call_one(name: str, rec: Record) -> dict[str, str]:
     r = result(rec)
     if not r:
-        return {"run": run_line(name, rec), "import_line": "", "table": "", "fits": ""}
+        return {"run": run_line(name, rec), "import_line": "", "table": "", "fits": "",
+                "replications": ""}
     imp = r["import"]
     import_line = (f"`import noisycal`: {secs(imp['import_median_s'])} (median of fresh "
                    f"processes less an empty interpreter's "
@@ -1114,8 +1113,29 @@ def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
             "The processes did not all give the same fit: " + "; ".join(
                 f"{m}: {r[m]['loglik']}, {r[m]['n_iter']}, {r[m]['status']}"
                 for m in modes) + ".")
+    rep = r.get("replications")
+    reps = ""
+    if rep:
+        reps = (f"{len(rep['n_patterns'])} simulated data sets of "
+                f"{count(rep['n_items'])} items in one process (rating patterns "
+                f"{', '.join(str(v) for v in rep['n_patterns'])}):\n\n" + table(
+                    ["model", "first fit", "later fits: median", "later fits: total",
+                     "each later fit"],
+                    [[m, secs(rep[m]["first_s"]), secs(rep[m]["later_median_s"], 3),
+                      secs(rep[m]["later_total_s"]),
+                      ", ".join(f"{v:.2f}" for v in rep["seconds"][m][1:])]
+                     for m in ("dawid_skene", "mace") if m in rep], "lrrrl"))
     return {"run": run_line(name, rec), "import_line": import_line, "table": body,
-            "fits": fits}
+            "fits": fits, "replications": reps}
+
+
+@renderer("bench_first_call")
+def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
+    out = {}
+    for name, rec in records.items():
+        suffix = "_before" if name.endswith("_before") else ""
+        out.update({k + suffix: v for k, v in _first_call_one(name, rec).items()})
+    return out
 
 
 def _nc_memory_rows(r: dict) -> tuple[list, list, list]:
