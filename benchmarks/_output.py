@@ -34,7 +34,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["OUTPUT_DIR", "RESULTS_DIR", "add_publish_argument", "run_record", "write_result"]
+__all__ = ["OUTPUT_DIR", "RESULTS_DIR", "add_publish_argument", "run_record", "write_result",
+           "proc_kib"]
 
 HERE = Path(__file__).resolve().parent
 #: Results of every run (git-ignored).
@@ -54,6 +55,16 @@ PACKAGES = {"jax": "jax", "jaxlib": "jaxlib", "numpy": "numpy", "scipy": "scipy"
 _STARTED = datetime.datetime.now(datetime.UTC)
 _STARTED_PERF = time.perf_counter()
 _LOAD_AT_START = [round(v, 2) for v in os.getloadavg()]
+
+
+def proc_kib(field: str) -> int:
+    """A KiB field of ``/proc/self/status`` (``VmRSS``, ``VmHWM``): the memory studies
+    read the peak resident set size there (reset through ``/proc/self/clear_refs``)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
 
 
 def add_publish_argument(parser: argparse.ArgumentParser) -> None:

@@ -84,7 +84,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
+from _output import add_publish_argument, proc_kib, write_result  # benchmarks/_output.py
 
 import jax
 
@@ -288,14 +288,6 @@ def _memory_call(case: str, probs: np.ndarray, labels: np.ndarray, n_boot: int) 
     raise ValueError(f"unknown memory case {case!r}")
 
 
-def _proc_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def memory_case(case: str, n: int, n_classes: int, n_boot: int, seed: int) -> dict:
     """One memory measurement (run in a fresh process by :func:`bench_memory`)."""
     warm_p, warm_y = simulate_float32(20_000, n_classes, seed + 1)
@@ -305,7 +297,7 @@ def memory_case(case: str, n: int, n_classes: int, n_boot: int, seed: int) -> di
         np.log(probs, out=probs)
     _memory_call(case, warm_p, warm_y, n_boot)  # compile on small data first
     gc.collect()
-    rss0 = _proc_kib("VmRSS")
+    rss0 = proc_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:  # reset the peak RSS to now
         f.write("5")
     tracemalloc.start()
@@ -314,7 +306,7 @@ def memory_case(case: str, n: int, n_classes: int, n_boot: int, seed: int) -> di
     seconds = time.perf_counter() - t0
     _, tm_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    hwm = _proc_kib("VmHWM")
+    hwm = proc_kib("VmHWM")
     return {"case": case, "n": n, "n_classes": n_classes, "input_bytes": probs.nbytes,
             "labels_bytes": labels.nbytes, "tracemalloc_peak_bytes": tm_peak,
             "rss_peak_growth_bytes": 1024 * (hwm - rss0), "seconds": seconds,

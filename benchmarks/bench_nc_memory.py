@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _output import add_publish_argument, write_result  # benchmarks/_output.py
+from _output import add_publish_argument, proc_kib, write_result  # benchmarks/_output.py
 
 N_ANNOTATORS = 3
 ACCURACY = 0.8
@@ -65,24 +65,16 @@ GOAL_CIFAR10N_S = 60.0
 GOAL_COMPARE_RATIO = 2.0
 
 
-def _kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def _measure(call):
     """(result, peak RSS growth in bytes, seconds) of ``call()``."""
     gc.collect()
-    rss0 = _kib("VmRSS")
+    rss0 = proc_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:   # reset the peak RSS to now
         f.write("5")
     t0 = time.perf_counter()
     out = call()
     seconds = time.perf_counter() - t0
-    return out, 1024 * (_kib("VmHWM") - rss0), seconds
+    return out, 1024 * (proc_kib("VmHWM") - rss0), seconds
 
 
 def simulate(n: int, K: int, seed: int):
@@ -251,9 +243,10 @@ def main(argv: list[str] | None = None) -> dict:
         if "failed" in r:
             print(f"  compare: failed\n{r['failed']}")
         else:
+            x = r["peak_growth_bytes"] / r["input_bytes"]
             print(f"  compare(ic='bic') on {r['n_ratings']:,} ratings: peak growth "
-                  f"{_mib(r['peak_growth_bytes'])} ({r['peak_growth_bytes'] / r['input_bytes']:.2f}x "
-                  f"the ratings' arrays), {r['seconds']:.2f} s")
+                  f"{_mib(r['peak_growth_bytes'])} ({x:.2f}x the ratings' arrays), "
+                  f"{r['seconds']:.2f} s")
     result = {"n_classes": args.n_classes, "n_annotators": N_ANNOTATORS,
               "pythonpath": args.pythonpath, "goal_peak_bytes": GOAL_PEAK_BYTES,
               "goal_cifar10n_s": GOAL_CIFAR10N_S, "goal_compare_ratio": GOAL_COMPARE_RATIO,

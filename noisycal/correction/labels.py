@@ -54,7 +54,7 @@ from .weights import (
 __all__ = ["iv_weights", "kclass_iv_weights", "noise_covariance", "rule_weights",
            "channel_rule_weights", "channel_weights", "correction_range",
            "check_binary_channels", "check_prevalence", "check_class_prevalence",
-           "one_hot_ratings", "corrected_labels", "corrected_from_channels",
+           "one_hot_ratings", "corrected_labels", "corrected_from_channels", "masked_inverses",
            "gap_invertible", "channels_invertible", "marginal_prevalence",
            "fit_prevalence", "fit_class_prevalence", "fit_index",
            "WEIGHT_RULES", "GAP_THRESHOLD", "PREVALENCE_CLIP", "VARIANCE_FLOOR"]
@@ -441,15 +441,33 @@ def corrected_labels(annotations: Annotations | ArrayLike, fit: Any = None, *,
         "items": items, "weights_rule": rule, "annotator_index": ai, "class_index": ci}
 
 
+def masked_inverses(confusion: Any, mask: Any, xp: Any = np) -> Any:
+    """The inverse of each informative annotator's channel, zero for the others.
+
+    Parameters
+    ----------
+    confusion : array of shape (J, K, K)
+    mask : array of bool, shape (J,)
+        Informative annotators (the others' channels are not inverted).
+    xp : module, default=numpy
+        ``numpy`` or ``jax.numpy`` (jit-safe).
+
+    Returns
+    -------
+    array of shape (J, K, K)
+    """
+    eye = xp.eye(confusion.shape[-1])
+    inv = xp.linalg.inv(xp.where(mask[:, None, None], confusion, eye))
+    return xp.where(mask[:, None, None], inv, 0.0)
+
+
 def _per_annotator(ratings: Any, confusion: Any, mask: Any, xp: Any) -> Any:
     """e_{A_ij} C_j^{-1} for every (item, annotator), zero for annotators outside ``mask``
     and for missing ratings (zero rows of ``ratings``).
 
     The ratings are one-hot, so the product is a row lookup: row ``A_ij`` of
     ``C_j^{-1}`` (n J K numbers, not the n J K^2 of a matrix product)."""
-    eye = xp.eye(confusion.shape[-1])
-    inv = xp.linalg.inv(xp.where(mask[:, None, None], confusion, eye))
-    inv = xp.where(mask[:, None, None], inv, 0.0)
+    inv = masked_inverses(confusion, mask, xp)
     label = xp.argmax(ratings, axis=2)                               # (n, J)
     rows = inv[xp.arange(inv.shape[0])[None, :], label]              # (n, J, K)
     return rows * ratings.sum(axis=2)[:, :, None]

@@ -430,7 +430,7 @@ def test_bucket_sizes_pad_at_most_a_quarter():
     assert (bucket(1), bucket(16), bucket(17), bucket(166), bucket(172), bucket(193)) == (
         16, 16, 20, 192, 192, 224)
     sizes = [bucket(n) for n in range(17, 20_000)]
-    assert all(b >= n and b <= 1.25 * n for n, b in zip(range(17, 20_000), sizes))
+    assert all(b >= n and b <= 1.25 * n for n, b in zip(range(17, 20_000), sizes, strict=True))
     for k in range(5, 14):    # sizes in (2^k, 2^(k+1)]
         assert len({bucket(n) for n in range(2**k + 1, 2**(k + 1) + 1)}) == BUCKETS_PER_OCTAVE
 

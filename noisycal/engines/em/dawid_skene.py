@@ -392,7 +392,17 @@ BUCKETS_PER_OCTAVE = 4
 def bucket(n: int, minimum: int = 16, per_octave: int = BUCKETS_PER_OCTAVE) -> int:
     """The padded size of ``n`` rows: ``n`` rounded up to a multiple of
     ``2^(floor(log2(n - 1)) - log2(per_octave))`` (at least ``minimum``), so at most
-    ``per_octave`` sizes (a power of two) per doubling."""
+    ``per_octave`` sizes per doubling.
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    minimum : int, default=16
+        The smallest padded size.
+    per_octave : int, default=BUCKETS_PER_OCTAVE
+        Sizes per doubling, a power of two: the padding adds at most ``1 / per_octave``.
+    """
     if n <= minimum:
         return minimum
     shift = (n - 1).bit_length() - 1 - (per_octave.bit_length() - 1)
@@ -424,7 +434,17 @@ def bucketed_data(data: DSData) -> DSData:
 
 def pad_rows(x: Any, size: int, value: float, axis: int = 0) -> jax.Array:
     """``x`` padded with ``value`` to ``size`` along ``axis``, in NumPy, as a JAX array
-    of the same dtype."""
+    of the same dtype.
+
+    Parameters
+    ----------
+    x : array-like
+    size : int
+        The padded length of ``axis`` (at least its length).
+    value : float
+        The value of the new entries.
+    axis : int, default=0
+    """
     x = np.asarray(x)
     width = [(0, 0)] * x.ndim
     width[axis] = (0, size - x.shape[axis])

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 
 from ..._util.jax import x64
 from ...annotations.matching import positions
+from ...correction.labels import masked_inverses
 from ...exceptions import NotOffered
 
 __all__ = ["ChannelTerm", "LinearForm", "linear_form", "channel_term", "channel_noise",
@@ -181,19 +182,17 @@ def linear_form(ratings: np.ndarray, observed: np.ndarray, mask: np.ndarray,
     w = w / w.sum(axis=1, keepdims=True) * ratings.sum(axis=2) / n        # (n, J)
     item, ann = np.nonzero(w)
     base = ann * K + label[item, ann]                                     # (m,)
-    size = n_cells * J * K * K
+    w_rated = w[item, ann]
     keys, weights = [], []
-    for g in range(G):
+    for g in range(G):   # one group at a time: m keys, never G x m
         key = (cells[g, item].astype(np.int64) * (J * K) + base) * K + cols[g, item]
         u, inverse = np.unique(key, return_inverse=True)
         keys.append(u)
-        weights.append(np.bincount(inverse, weights=w[item, ann], minlength=u.size))
+        weights.append(np.bincount(inverse, weights=w_rated, minlength=u.size))
     key = np.concatenate(keys)
     u, inverse = np.unique(key, return_inverse=True)
     weight = np.bincount(inverse, weights=np.concatenate(weights), minlength=u.size)
     pad = max(FORM_MIN_ENTRIES, 1 << int(np.ceil(np.log2(max(u.size, 1)))))
-    if u.size > size:                                 # pragma: no cover - by construction
-        raise AssertionError("linear_form: more entries than cells")
     index = np.zeros(pad, dtype=np.int64)
     cell = np.zeros(pad, dtype=np.int64)
     wpad = np.zeros(pad)
@@ -217,9 +216,7 @@ def _bin_means(theta: jax.Array, x0: jax.Array, basis: jax.Array, index: jax.Arr
     informative ``mask``)."""
     p = params(theta, x0, basis)
     C = _aligned(p["confusion"], annotator_index, class_index)
-    eye = jnp.eye(C.shape[-1])
-    inv = jnp.linalg.inv(jnp.where(mask[:, None, None], C, eye))
-    inv = jnp.where(mask[:, None, None], inv, 0.0).ravel()
+    inv = masked_inverses(C, mask, jnp).ravel()
     terms = jnp.where(weight != 0, weight * inv[index], 0.0)      # padding stays 0
     return jax.ops.segment_sum(terms, cell, num_segments=n_cells) - offset
 
