@@ -77,7 +77,8 @@ class Slots(NamedTuple):
 
 
 class DSData(NamedTuple):
-    """Ratings in the form the likelihood needs (JAX arrays plus static sizes).
+    """Ratings in the form the likelihood needs (int arrays plus static sizes; NumPy
+    arrays from :func:`make_data`, which JAX takes as they are).
 
     Attributes
     ----------
@@ -133,19 +134,18 @@ def make_slots(item: np.ndarray, code: np.ndarray, n_items: int, pad: int, *,
     filled = np.bincount(per_item, minlength=1)[::-1].cumsum()[::-1]  # items with >= s
     S = int(np.sum(filled[1:] >= min_fill * n_items))
     code = np.asarray(code)
-    empty = jnp.zeros(0, jnp.int32)
+    empty = np.zeros(0, np.int32)
     if n_items and per_item.min() == per_item.max() == S:  # every item fills every slot
-        return Slots(jnp.asarray(code.astype(np.int32).reshape(n_items, S)), empty, empty)
+        return Slots(code.astype(np.int32).reshape(n_items, S), empty, empty)
     first = np.concatenate([[0], np.cumsum(per_item)[:-1]])
     pos = np.arange(item.size) - first[item]
     in_slot = pos < S
     codes = np.full(n_items * S, pad, np.int32)
     codes[(item * S + pos)[in_slot]] = code[in_slot]
     if in_slot.all():
-        return Slots(jnp.asarray(codes.reshape(n_items, S)), empty, empty)
-    return Slots(jnp.asarray(codes.reshape(n_items, S)),
-                 jnp.asarray(item[~in_slot].astype(np.int32)),
-                 jnp.asarray(code[~in_slot].astype(np.int32)))
+        return Slots(codes.reshape(n_items, S), empty, empty)
+    return Slots(codes.reshape(n_items, S), item[~in_slot].astype(np.int32),
+                 code[~in_slot].astype(np.int32))
 
 
 def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_items: int,
@@ -176,7 +176,9 @@ def make_data(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_i
     if slots:
         sl = make_slots(item, ann.astype(np.int64) * n_classes + lab, n_items,
                         n_annotators * n_classes)
-    return DSData(jnp.asarray(item), jnp.asarray(ann), jnp.asarray(lab), jnp.asarray(g),
+    # NumPy arrays: JAX takes them as they are (a jitted call transfers them), and a
+    # NumPy EM never stages them (each new shape would cost a small compiled program)
+    return DSData(item, ann, lab, g,
                   int(n_items), int(n_annotators), int(n_classes), int(n_groups), sl)
 
 

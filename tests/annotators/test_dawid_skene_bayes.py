@@ -60,20 +60,32 @@ def test_nuts_label_switching_guard_relabels_a_flipped_chain(monkeypatch):
     sim = nc.simulate.dawid_skene(300, [0.3, 0.7], CONF, seed=4)
     real = nuts_engine.sample_nuts
 
+    seen = {}
+
     def flipped(*args, **kwargs):
         samples, diverging = real(*args, **kwargs)
         s = {k: np.array(v) for k, v in samples.items()}
         s["prevalence"][1] = s["prevalence"][1][..., ::-1]
         s["confusion"][1] = s["confusion"][1][..., ::-1, :]
+        seen["prevalence"] = s["prevalence"]
         return s, diverging
 
     monkeypatch.setattr(nuts_engine, "sample_nuts", flipped)
+    # 2 chains x 200 draws: the R-hat of two chains in one mode varies up to about 1.07
+    # (1.063 was seen after a change of the EM start in the 16th digit), a chain left in
+    # the mirrored mode gives far more; the threshold separates the two
     with pytest.warns(nc.IdentifiabilityWarning, match="relabelled"):
         fit = nc.DawidSkene().fit(sim.annotations,
                                   method=nc.engines.NUTS(num_chains=2, num_warmup=200,
-                                                         num_samples=200, rhat_threshold=1.05))
+                                                         num_samples=200, rhat_threshold=1.1))
     assert fit.details["relabelled_chains"] == [1]
-    assert fit.details["max_rhat"] < 1.05
+    assert fit.details["max_rhat"] < 1.1
+    import arviz as az
+
+    draws = seen["prevalence"]                     # (chains, draws, ...) as sampled
+    first = draws.reshape(draws.shape[0], draws.shape[1], -1)[..., 0]
+    unguarded = float(az.rhat(az.convert_to_dataset({"p": first}))["p"])
+    assert unguarded > 1.5     # the draws as sampled, before the guard relabelled them
     # 200 draws per chain on a small simulation: the posterior mean is within about two
     # posterior SDs (~0.035) of the truth; 0.08 is 0.27 relative on the 0.3 class
     np.testing.assert_allclose(fit.prevalence, [0.3, 0.7], atol=0.08)

@@ -281,6 +281,10 @@ def test_sparse_annotator_is_pooled_toward_the_population():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.IdentifiabilityWarning)
         hier = HDS().fit(ann, **kw)
+        # the Dawid–Skene fit is the comparison only (its sparse annotator's posterior
+        # mean); with 2 x 200 draws its R-hat sits near 1.05 and a start that moves in
+        # the 16th digit can cross it (1.061 seen), which its status reports
+        warnings.simplefilter("ignore", nc.ConvergenceWarning)
         ds = nc.DawidSkene().fit(ann, **kw)
     assert hier.status == "ok", hier.message
     pop = np.diagonal(hier.details["population"]["confusion"].mean(0)).mean()

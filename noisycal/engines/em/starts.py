@@ -239,7 +239,8 @@ def _initial_posteriors(ann: Annotations, pd_: Any, counts: np.ndarray,
         starts.extend(posteriors_np(p, c, pd_.data, None)
                       for p, c in zip(prevs, confs, strict=True))
     # one start: a view, not a copy of the (n_patterns, K) array
-    return jnp.asarray(starts[0][None] if len(starts) == 1 else np.stack(starts)), note
+    # NumPy: the NumPy EM uses it as it is, the compiled one transfers it
+    return (starts[0][None] if len(starts) == 1 else np.stack(starts)), note
 
 
 def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
@@ -294,10 +295,12 @@ def multistart_em(ann: Annotations, group: np.ndarray | None, L: int,
         post0, note = _initial_posteriors(ann, pd_, counts, group, L, init=init,
                                           n_starts=n_starts, rng=rng, anchor=anchor,
                                           one_coin=one_coin)
-        jgold = None if pd_.gold is None else jnp.asarray(pd_.gold)
-        ja = None if alpha is None else jnp.asarray(alpha)
-        jb = None if beta is None else jnp.asarray(beta)
-        weights = (jnp.asarray(pd_.counts, dtype=jnp.float64) if pd_.collapsed
+        # NumPy arrays (float64): no staging program per new shape; jitted calls
+        # transfer them
+        jgold = None if pd_.gold is None else np.asarray(pd_.gold)
+        ja = None if alpha is None else np.asarray(alpha, np.float64)
+        jb = None if beta is None else np.asarray(beta, np.float64)
+        weights = (np.asarray(pd_.counts, dtype=np.float64) if pd_.collapsed
                    else None)
         n_run, sequential = post0.shape[0], pd_.data.n_items >= PROB_MIN_ITEMS
         bar = ProgressBar(n_run if sequential else max_iter,
