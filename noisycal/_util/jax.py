@@ -14,7 +14,8 @@ import jax
 from .types import PRNGKey, Seed
 from .validation import check_seed
 
-__all__ = ["x64", "as_key", "as_numpy_rng", "set_compilation_cache", "check_devices"]
+__all__ = ["x64", "as_key", "as_numpy_rng", "split_seed", "set_compilation_cache",
+           "check_devices"]
 
 
 @contextlib.contextmanager
@@ -43,8 +44,9 @@ def as_key(seed: Seed) -> PRNGKey:
         )
     if isinstance(seed, int | np.integer):
         return jax.random.key(int(check_seed(seed)))
-    if isinstance(seed, jax.Array):
-        if jax.dtypes.issubdtype(seed.dtype, jax.dtypes.prng_key):
+    if isinstance(seed, jax.Array | np.ndarray):
+        if isinstance(seed, jax.Array) and jax.dtypes.issubdtype(seed.dtype,
+                                                                 jax.dtypes.prng_key):
             return seed
         if seed.dtype == np.uint32 and seed.shape == (2,):
             return jax.random.wrap_key_data(seed)
@@ -52,10 +54,64 @@ def as_key(seed: Seed) -> PRNGKey:
 
 
 def as_numpy_rng(seed: Seed) -> np.random.Generator:
-    """A NumPy Generator derived deterministically from ``seed`` (int or JAX key)."""
-    key = as_key(seed)
-    data = np.asarray(jax.random.key_data(key)).ravel().astype(np.uint64)
+    """A NumPy Generator derived deterministically from ``seed`` (int, JAX key, or a
+    key's data: uint32 of shape (2,), as :func:`split_seed` gives)."""
+    if isinstance(seed, np.ndarray) and seed.dtype == np.uint32 and seed.shape == (2,):
+        data = seed.astype(np.uint64)
+    else:
+        data = np.asarray(jax.random.key_data(as_key(seed))).ravel().astype(np.uint64)
     return np.random.default_rng([int(x) for x in data])
+
+
+_MASK32 = 0xFFFFFFFF
+
+
+def _threefry2x32(k0: int, k1: int, x0: np.ndarray, x1: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The Threefry-2x32 block cipher (Salmon et al. 2011, 20 rounds) as JAX computes it
+    (``jax._src.prng.threefry_2x32``), in NumPy uint32 arithmetic."""
+    def rotl(x: np.ndarray, r: int) -> np.ndarray:
+        return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+    ks = [np.uint32(k0), np.uint32(k1), np.uint32(k0 ^ k1 ^ 0x1BD11BDA)]
+    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    with np.errstate(over="ignore"):
+        x0, x1 = x0 + ks[0], x1 + ks[1]
+        for i in range(5):
+            for r in rotations[i % 2]:
+                x0 = x0 + x1
+                x1 = rotl(x1, r) ^ x0
+            x0 = x0 + ks[(i + 1) % 3]
+            x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
+    return x0, x1
+
+
+def split_seed(seed: Seed, num: int = 2) -> np.ndarray | None:
+    """The key data (num, 2) of ``jax.random.split(as_key(seed), num)`` for an int seed,
+    computed in NumPy: the same bits (tests/_util/test_seeds.py compares them over
+    hundreds of seeds, with JAX's x64 on and off), without compiling JAX's seeding and
+    splitting programs on a fresh process's first fit. None for a JAX key (split it
+    with JAX) or when JAX's default PRNG is not the partitionable Threefry.
+
+    Parameters
+    ----------
+    seed : int or jax key
+    num : int, default=2
+    """
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+        return None
+    check_seed(seed)
+    if (jax.config.jax_default_prng_impl != "threefry2x32"
+            or not jax.config.jax_threefry_partitionable):
+        return None
+    s = int(seed)
+    if jax.config.jax_enable_x64:       # JAX seeds with the int64's two halves
+        u = s % 2**64
+        k0, k1 = (u >> 32) & _MASK32, u & _MASK32
+    else:                               # ... or with the int32 it converts the seed to
+        k0, k1 = 0, s & _MASK32
+    b0, b1 = _threefry2x32(k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
+    return np.stack([b0, b1], axis=1)
 
 
 def set_compilation_cache(path: str | os.PathLike[str] | None, *,
