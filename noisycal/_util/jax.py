@@ -14,8 +14,8 @@ import jax
 from .types import PRNGKey, Seed
 from .validation import check_seed
 
-__all__ = ["x64", "as_key", "as_numpy_rng", "split_seed", "set_compilation_cache",
-           "check_devices"]
+__all__ = ["x64", "as_key", "as_numpy_rng", "split_seed", "split_key",
+           "set_compilation_cache", "check_devices"]
 
 
 @contextlib.contextmanager
@@ -112,6 +112,20 @@ def split_seed(seed: Seed, num: int = 2) -> np.ndarray | None:
         k0, k1 = 0, s & _MASK32
     b0, b1 = _threefry2x32(k0, k1, np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
     return np.stack([b0, b1], axis=1)
+
+
+def split_key(seed: Seed, num: int = 2) -> Any:
+    """``jax.random.split(as_key(seed), num)``: in NumPy for an int seed (key data,
+    :func:`split_seed`), by JAX otherwise; either form is taken by :func:`as_key` and
+    :func:`as_numpy_rng`.
+
+    Parameters
+    ----------
+    seed : int or jax key
+    num : int, default=2
+    """
+    keys = split_seed(seed, num)
+    return jax.random.split(as_key(seed), num) if keys is None else keys
 
 
 def set_compilation_cache(path: str | os.PathLike[str] | None, *,

@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import jax
 
-from .._util.jax import as_key, split_seed, x64
+from .._util.jax import as_key, split_key, x64
 from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_choice, check_int, check_seed
@@ -104,13 +103,6 @@ def _ds_data(ann: Annotations, group: np.ndarray | None, n_groups: int) -> Any:
     return make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
                      n_annotators=arr.n_annotators, n_classes=arr.n_classes, group=group,
                      n_groups=n_groups)
-
-
-def _init_key(seed: Seed) -> Any:
-    """The first of ``jax.random.split(as_key(seed))``, in NumPy for an int seed
-    (:func:`~noisycal._util.jax.split_seed`)."""
-    keys = split_seed(seed)
-    return jax.random.split(as_key(seed))[0] if keys is None else keys[0]
 
 
 def _group_index(group: np.ndarray | None, n_items: int) -> np.ndarray:
@@ -406,8 +398,7 @@ class DawidSkene:
                 alpha: np.ndarray | None, beta: np.ndarray | None, gold: np.ndarray | None,
                 em: EM, *, seed: Seed, orientation: str, anchor: int,
                 progress: bool) -> AnnotatorFit:
-        keys = split_seed(seed)     # NumPy: no compiled seeding on a first fit
-        k_init, k_boot = jax.random.split(as_key(seed)) if keys is None else keys
+        k_init, k_boot = split_key(seed)     # NumPy for an int: no compiled seeding
         ms = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
                            init=em.init, n_starts=em.n_starts, max_iter=em.max_iter,
                            tol=em.tol, rng_key=k_init, orientation=orientation, anchor=anchor,
@@ -476,7 +467,7 @@ class DawidSkene:
         # every chain starts at the MAP-EM estimate under the same priors (4 starts)
         em = multistart_em(ann, group, L, alpha, beta, gold, one_coin=self._one_coin,
                            init="mixed", n_starts=4, max_iter=1000, tol=1e-8,
-                           rng_key=_init_key(seed),
+                           rng_key=split_key(seed)[0],
                            orientation=orientation, anchor=anchor)
         init_params = nuts_init_params(em.prevalence, em.confusion, one_coin=self._one_coin)
         # one item per distinct rating pattern, weighted by its count: the same density

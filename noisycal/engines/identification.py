@@ -323,21 +323,16 @@ def dawid_skene_information(prevalence: np.ndarray, confusion: np.ndarray, data:
     if one_coin in ("class_conditional", "mace"):
         # entries not affine in one free parameter each (MACE's products, the
         # class-conditional errors): the autodiff Hessians
-        from .em.dawid_skene import BUCKET_MAX_ROWS, bucketed_data, pad_rows, split_data
+        from .em.dawid_skene import bucketed, split_data
 
         with x64():
-            jpost, jw = jnp.asarray(post), jnp.asarray(w)
-            jgold = None if gold is None else jnp.asarray(gold)
-            if data.slots is not None and data.n_items <= BUCKET_MAX_ROWS:
-                # rows of weight 0 up to a bucketed size: new data of a similar size
-                # reuse the compiled Hessians (the numbers are the unpadded ones)
-                K = data.n_classes
-                data = bucketed_data(data)
-                nb = data.n_items
-                jpost, jw = pad_rows(post, nb, 1.0 / K), pad_rows(w, nb, 0.0)
-                jgold = None if gold is None else pad_rows(gold, nb, -1)
+            # rows of weight 0 up to a bucketed size: new data of a similar size reuse
+            # the compiled Hessians (the numbers are the unpadded ones)
+            data, jpost, jgold, jw = bucketed(data, post, gold, w)
             arrays, sizes = split_data(data)
-            info, complete = _hessians(jnp.asarray(x0), jnp.asarray(B), jpost, jw, jgold,
+            info, complete = _hessians(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(jpost),
+                                       jnp.asarray(jw),
+                                       None if jgold is None else jnp.asarray(jgold),
                                        arrays, sizes=sizes, one_coin=one_coin)
         return np.asarray(info), np.asarray(complete), names, room
     with single_thread_blas():

@@ -32,13 +32,13 @@ def test_a_key_s_data_seeds_the_same_numpy_generator_as_the_key():
 def test_an_em_fit_is_the_one_seeded_through_jax(monkeypatch):
     """The fit (random starts, bootstrap refits) with the NumPy split equals the fit with
     JAX's split, number for number."""
-    from noisycal.annotators import dawid_skene as dsm
+    from noisycal._util import jax as jax_util
 
     conf = np.tile([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]], (4, 1, 1))
     ann = nc.simulate.dawid_skene(300, [0.3, 0.3, 0.4], conf, p_rate=0.7, seed=2).annotations
     em = nc.engines.EM(n_boot=5)
     fast = nc.DawidSkene().fit(ann, method=em, seed=7)
-    monkeypatch.setattr(dsm, "split_seed", lambda seed, num=2: None)
+    monkeypatch.setattr(jax_util, "split_seed", lambda seed, num=2: None)
     slow = nc.DawidSkene().fit(ann, method=em, seed=7)
     np.testing.assert_array_equal(fast.details["start_objectives"],
                                   slow.details["start_objectives"])

@@ -32,7 +32,7 @@ from .numpy_em import fit_em_numpy, numpy_applies
 
 __all__ = ["EMState", "posteriors_at", "loglik_at", "vote_agreement", "e_step", "m_step",
            "run_em", "fit_em", "split_data", "join_data", "expected_counts", "bucket",
-           "bucketed_data", "pad_rows", "BUCKET_MAX_ROWS",
+           "bucketed", "bucketed_data", "pad_rows", "BUCKET_MAX_ROWS",
            "pattern_data", "PatternData", "collapse_patterns", "log_prior"]
 
 #: Sub-slots per (annotator, label) accumulator in the M-step scatter-add (power of two).
@@ -372,8 +372,8 @@ def fit_em(post0: jax.Array, data: DSData, gold: jax.Array | None, alpha: jax.Ar
                                      progress=progress))
     n = data.n_items
     prob = n >= PROB_MIN_ITEMS
-    if concrete and data.slots is not None and n <= BUCKET_MAX_ROWS:
-        post0, data, gold, weights = _bucketed(post0, data, gold, weights)
+    if concrete:
+        data, post0, gold, weights = bucketed(data, post0, gold, weights, post_axis=1)
     arrays, sizes = split_data(data)
     st = _fit_em(post0, arrays, gold, alpha, beta, weights, sizes=sizes, one_coin=one_coin,
                  max_iter=max_iter, tol=tol, progress=progress, prob=prob)
@@ -451,15 +451,29 @@ def pad_rows(x: Any, size: int, value: float, axis: int = 0) -> jax.Array:
     return jnp.asarray(np.pad(x, width, constant_values=value), dtype=x.dtype)
 
 
-def _bucketed(post0: jax.Array, data: DSData, gold: jax.Array | None,
-              weights: jax.Array | None) -> tuple:
-    """``(post0, data, gold, weights)`` padded to bucketed sizes (:func:`bucketed_data`):
-    the new rows have weight 0, no gold class and a uniform start."""
+def bucketed(data: DSData, post: Any, gold: Any, weights: Any, *, post_axis: int = 0
+             ) -> tuple:
+    """``(data, post, gold, weights)`` padded to bucketed sizes (:func:`bucketed_data`):
+    the new rows have weight 0 (``weights`` None: every real row weight 1), no gold class
+    and a uniform posterior; unchanged without the slot layout or above
+    ``BUCKET_MAX_ROWS`` rows.
+
+    Parameters
+    ----------
+    data : DSData
+    post : array
+        Posteriors with the rows along ``post_axis`` (EM's starts: (S, n, K), axis 1).
+    gold : int array of shape (n,), optional
+    weights : array of shape (n,), optional
+    post_axis : int, default=0
+    """
+    if data.slots is None or data.n_items > BUCKET_MAX_ROWS:
+        return data, post, gold, weights
     n, K = data.n_items, data.n_classes
     data = bucketed_data(data)
     nb = data.n_items
-    w = np.ones(n, np.asarray(post0).dtype) if weights is None else np.asarray(weights)
-    return (pad_rows(post0, nb, 1.0 / K, axis=1), data,
+    w = np.ones(n, np.asarray(post).dtype) if weights is None else np.asarray(weights)
+    return (data, pad_rows(post, nb, 1.0 / K, axis=post_axis),
             None if gold is None else pad_rows(gold, nb, -1), pad_rows(w, nb, 0.0))
 
 
