@@ -9,6 +9,8 @@ arbitrary parameters; with groups and gold items too (patterns never mix groups 
 classes).
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -144,3 +146,60 @@ def test_nuts_fit_on_patterns_reports_every_item():
         rb = np.asarray(posteriors_at(jnp.asarray(fit.draws["prevalence"]),
                                       jnp.asarray(fit.draws["confusion"]), full, mean=True))
     np.testing.assert_allclose(post, rb, atol=1e-12)
+
+
+@pytest.mark.parametrize("with_gold", [False, True])
+def test_the_samplers_padded_copy_has_the_same_log_density(with_gold):
+    """NUTS sees the patterns padded to bucketed sizes (weight-0 items carrying the
+    padded ratings): the log density and its gradient are the unpadded ones."""
+    from noisycal.engines.density.dawid_skene import ds_model_kwargs, padded_for_sampler
+    from noisycal.engines.em.dawid_skene import bucket
+
+    item, ann, lab, group, gold, n, J, K, L = _ratings(6)
+    gold = gold if with_gold else None
+    with x64():
+        pd_ = pattern_data(item, ann, lab, n_items=n, n_annotators=J, n_classes=K,
+                           group=group, n_groups=L, gold=gold)
+        kw = ds_model_kwargs(pd_.data, L, None, None, pd_.gold, one_coin=False,
+                             weights=pd_.counts)
+        args = (pd_.data.item, pd_.data.annotator, pd_.data.label)
+        pargs, pkw = padded_for_sampler(pd_.data, kw)
+        m = pd_.data.n_items
+        assert pkw["n_items"] == bucket(m + 1) > m
+        assert pargs[0].shape[0] == bucket(args[0].shape[0])
+        assert np.all(np.asarray(pkw["weights"])[m:] == 0)
+        p = {k: jnp.asarray(v) for k, v in _params(7, J, K, L).items()}
+
+        def dens(a, k, q):
+            return log_density(dsm.dawid_skene, a, k, q)[0]
+
+        np.testing.assert_allclose(float(dens(pargs, pkw, p)), float(dens(args, kw, p)),
+                                   rtol=1e-13)
+        g0 = jax.grad(lambda q: dens(args, kw, q))(p)
+        g1 = jax.grad(lambda q: dens(pargs, pkw, q))(p)
+        for k in p:
+            np.testing.assert_allclose(np.asarray(g1[k]), np.asarray(g0[k]), rtol=1e-11,
+                                       atol=1e-11)
+
+
+def test_nuts_fits_of_new_data_of_similar_size_reuse_the_compiled_sampler():
+    """Two data sets whose pattern counts differ fall in one bucket: the second fit
+    compiles no new NUTS program (the hierarchical model; the Dawid-Skene family shares
+    the same padding)."""
+    from noisycal.engines.density import nuts_program
+
+    nuts = nc.engines.NUTS(num_chains=2, num_warmup=30, num_samples=30, rhat_threshold=2.0)
+    sizes, patterns = [], []
+    for seed in (0, 1):
+        item, ann, lab, *_ = _ratings(10 + seed, n=120, J=3, K=2)
+        a = _annotations(item, ann, lab, 120, 3, 2)
+        patterns.append(pattern_data(item, ann, lab, n_items=120, n_annotators=3,
+                                     n_classes=2, group=None, n_groups=1).data.n_items)
+        with warnings.catch_warnings():  # short chains: their statuses are not the point
+            warnings.simplefilter("ignore", nc.NoisycalWarning)
+            fit = nc.annotators.HierarchicalDawidSkene().fit(a, method=nuts, seed=0)
+        sizes.append(len(nuts_program.PROGRAMS))
+        assert np.isfinite(fit.loglik) and fit.item_posterior.shape == (120, 2)
+        assert np.allclose(fit.item_posterior.sum(1), 1.0)
+    assert patterns[0] != patterns[1]
+    assert sizes[1] == sizes[0]

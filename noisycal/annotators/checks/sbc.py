@@ -96,8 +96,9 @@ class SBCSpec(NamedTuple):
 
 def _ds_kwargs(m: DawidSkene, n: int, J: int, K: int) -> dict:
     alpha, beta = m._priors(K, J, "nuts")
-    return {"n_items": n, "n_annotators": J, "n_classes": K, "alpha": jnp.asarray(alpha),
-            "beta": jnp.asarray(beta), "one_coin": m._one_coin}
+    return {"n_items": n, "n_annotators": J, "n_classes": K,
+            "alpha": np.asarray(alpha, np.float64), "beta": np.asarray(beta, np.float64),
+            "one_coin": m._one_coin}
 
 
 def _vote_perms(samples: dict, item: np.ndarray, annotator: np.ndarray, label: np.ndarray,
@@ -137,14 +138,18 @@ def _ds_relabel(samples: dict, item: np.ndarray, annotator: np.ndarray, label: n
 
 
 def _hier_kwargs(m: HierarchicalDawidSkene, n: int, J: int, K: int) -> dict:
+    # as the fit passes them: alpha an array (an input of the compiled sampler), the
+    # scalar constants Python floats (static: the model computes its prior location
+    # from them in NumPy), so every simulation reuses one compiled program
     kw = m._prior_kwargs(K)
     return {"n_items": n, "n_annotators": J, "n_classes": K,
-            **{k: jnp.asarray(v) for k, v in kw.items()}}
+            "alpha": np.asarray(kw.pop("alpha"), np.float64),
+            **{k: float(v) for k, v in kw.items()}}
 
 
 def _id_kwargs(m: ItemDifficultyModel, n: int, J: int, K: int) -> dict:
     kw = m.model_kwargs(n, J, K)
-    return {**kw, "alpha": jnp.asarray(kw["alpha"])}
+    return {**kw, "alpha": np.asarray(kw["alpha"], np.float64)}
 
 
 #: The models :func:`sbc` supports, by exact class (a subclass needs its own entry).

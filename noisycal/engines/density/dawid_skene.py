@@ -20,12 +20,19 @@ import jax.numpy as jnp
 from ..._util.jax import as_key, x64
 from ..._util.types import Seed
 from ...exceptions import IdentifiabilityWarning
-from ..em.dawid_skene import loglik_at, posteriors_at, vote_agreement
+from ..em.dawid_skene import (
+    BUCKET_MAX_ROWS,
+    bucket,
+    loglik_at,
+    pad_rows,
+    posteriors_at,
+    vote_agreement,
+)
 from ..relabel import anchor_perm, hungarian_perm, relabel_draws
 from .diagnostics import convergence_status
 
 __all__ = ["ds_model_kwargs", "fit_mle", "nuts_init_params", "draw_perms", "NUTSDraws",
-           "sample_dawid_skene", "chain_diagnostics", "chain_status"]
+           "sample_dawid_skene", "padded_for_sampler", "chain_diagnostics", "chain_status"]
 
 
 def ds_model_kwargs(data: Any, L: int, alpha: np.ndarray | None, beta: np.ndarray | None,
@@ -225,6 +232,40 @@ class NUTSDraws(NamedTuple):
     sites: dict | None = None
 
 
+def padded_for_sampler(data: Any, model_kwargs: dict) -> tuple[tuple, dict]:
+    """The sampler's copy of weighted ``data``: ``(model_args, model_kwargs)`` padded to
+    bucketed sizes, so that data sets of similar size share one compiled sampler.
+
+    Items (rating patterns) are padded to ``bucket(n_items + 1)`` with weight 0, no gold
+    class and group 0, and the ratings to ``bucket(n_ratings)`` with ratings (annotator 0,
+    class 0) on the last, padded item: a weight-0 item adds exactly 0 to the log density,
+    whatever its ratings, so the posterior is the unpadded one (the sums run over more
+    zeros, so draws agree with an unpadded sampler to rounding, not bit for bit).
+    Unweighted data (every item its own row) and more than ``BUCKET_MAX_ROWS`` items are
+    returned as they are.
+
+    Parameters
+    ----------
+    data : DSData
+        One item per rating pattern.
+    model_kwargs : dict
+        From :func:`ds_model_kwargs` (or the hierarchical model's), with ``weights``.
+    """
+    args = (data.item, data.annotator, data.label)
+    w = model_kwargs.get("weights")
+    n = int(model_kwargs["n_items"])
+    if w is None or n > BUCKET_MAX_ROWS:
+        return args, model_kwargs
+    nb, Rb = bucket(n + 1), bucket(int(np.shape(data.item)[0]))
+    kw = dict(model_kwargs, n_items=nb, weights=np.asarray(pad_rows(w, nb, 0.0)))
+    if kw.get("gold") is not None:
+        kw["gold"] = pad_rows(kw["gold"], nb, -1)
+    if kw.get("group") is not None:
+        kw["group"] = pad_rows(kw["group"], nb, 0)
+    return (pad_rows(data.item, Rb, nb - 1), pad_rows(data.annotator, Rb, 0),
+            pad_rows(data.label, Rb, 0)), kw
+
+
 def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_params: dict, *,
                        gold: np.ndarray | None, num_chains: int, num_warmup: int,
                        num_samples: int, seed: Seed, progress_bar: bool, chain_method: str,
@@ -279,10 +320,11 @@ def sample_dawid_skene(data: Any, vote: np.ndarray, model_kwargs: dict, init_par
     L, J, K = data.n_groups, data.n_annotators, data.n_classes
     jgold = None if gold is None else jnp.asarray(gold)
     with x64():
+        model_args, sampler_kwargs = padded_for_sampler(data, model_kwargs)
         samples, stats = sample_nuts(
             _numpyro_model(model_kwargs) if model is None else model,
-            model_args=(data.item, data.annotator, data.label),
-            model_kwargs=model_kwargs, init_params=init_params, num_chains=C,
+            model_args=model_args,
+            model_kwargs=sampler_kwargs, init_params=init_params, num_chains=C,
             num_warmup=num_warmup, num_samples=S, rng_key=as_key(seed),
             progress_bar=progress_bar, chain_method=chain_method,
             target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,

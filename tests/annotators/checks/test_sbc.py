@@ -127,14 +127,20 @@ def test_the_dawid_skene_guard_relabels_a_mirrored_draw():
     np.testing.assert_allclose(out["confusion"][1], np.stack([good, good]))
 
 
-def test_a_small_sbc_of_the_hierarchical_model_passes():
-    """A reduced run (8 simulations: each hierarchical fit costs about 7 s here, its
-    chains often visiting the mirrored labelling, which the guard relabels): it catches
-    gross inconsistencies between the simulating and the fitted model only."""
+def test_a_small_sbc_of_the_hierarchical_model_passes(monkeypatch):
+    """A reduced run (8 simulations, its chains often visiting the mirrored labelling,
+    which the guard relabels): it catches gross inconsistencies between the simulating
+    and the fitted model only. Every simulation reuses one compiled sampler (the prior
+    constants are static inputs, as in a fit)."""
+    builds = []
+    build = nuts_program._build_program
+    monkeypatch.setattr(nuts_program, "_build_program",
+                        lambda *a, **k: builds.append(1) or build(*a, **k))
     sizes = dict(SIZES, n_sims=8, thin=2,
                  method=nc.engines.NUTS(num_chains=2, num_warmup=60, num_samples=60,
                                         rhat_threshold=1.05))
     right = nc.annotators.sbc(nc.annotators.HierarchicalDawidSkene(), seed=0, **sizes)
+    assert len(builds) <= 1
     assert right.status == "ok", right.message
     # prevalence (2) + confusion (3 x 2 x 2) + sigma (2) scalar entries, 60 kept draws
     assert right.ranks.shape == (8, 16) and right.n_draws == 60
