@@ -107,19 +107,23 @@ def check_float_scores(x: ArrayLike, name: str) -> None:
 def _scores(x: ArrayLike, name: str, classes: ArrayLike | None = None
             ) -> tuple[np.ndarray, float | None]:
     """A finite float64 array of shape (n,) or (n, K) with n >= 1 and K >= 2, and the sum
-    of (n, K) logits (None otherwise). A pandas input is read by the one alignment
-    (:func:`~noisycal._util.items.aligned_values`: its index holds one id per row, none
-    repeated; a DataFrame's columns are matched to ``classes`` by label)."""
+    of (n, K) logits (None otherwise). Logits that look like probabilities (every value of
+    a 1-D vector, or every row of a matrix, in [0, 1] and summing to 1) warn as the
+    metrics' logits do (:func:`~noisycal._util.validation.check_logits`). A pandas input
+    is read by the one alignment (:func:`~noisycal._util.items.aligned_values`: its index
+    holds one id per row, none repeated; a DataFrame's columns are matched to ``classes``
+    by label)."""
     check_float_scores(x, name)
     arr = np.asarray(aligned_values(x, name, classes=classes))
     if getattr(arr, "ndim", 0) not in (1, 2):
         raise ValueError(f"{name} must be 1-D positive-class scores of shape (n,) or an "
                          f"(n, n_classes) matrix, got shape {np.shape(arr)}")
     total = None
-    if name == "probs" or arr.ndim == 1:
+    if name == "probs":
         z = check_array(arr, name)
-    else:
+    else:  # the metrics' check: logits that look like probabilities warn
         z, total = check_logits_total(arr, name)
+        total = None if z.ndim == 1 else total
     if z.shape[0] < 1:
         raise ValueError(f"{name} must contain at least one score, got shape {z.shape}")
     if z.ndim == 2 and z.shape[1] < 2:
@@ -342,17 +346,18 @@ class SoftmaxMap(Calibrator):
         return tags
 
     def _prepare_codes(self, probs: ArrayLike | None, logits: ArrayLike | None,
-                       target: object) -> tuple[ScoreInput, np.ndarray] | None:
-        """``_prepare`` for a plain integer label vector with (n, K) scores and the log
-        loss: the checked scores and the label codes, with no one-hot target matrix (None
-        for any other input, which takes ``_prepare``)."""
+                       target: object) -> tuple[ScoreInput, np.ndarray | None,
+                                                np.ndarray | None]:
+        """``_prepare`` that skips the one-hot target matrix of a plain integer label vector
+        with (n, K) scores and the log loss: the checked scores, the target matrix (None
+        for such labels) and the label codes (None otherwise). The scores are read once."""
         if not (isinstance(target, np.ndarray) and target.ndim == 1
                 and target.dtype.kind in "iu" and self.loss in ("auto", "log")):
-            return None
+            return (*self._prepare(probs, logits, target), None)
         eps, classes = check_eps(self.eps), classes_of(target)
         x = score_matrix(probs, logits, eps, log_probs=self._log_probs, classes=classes)
         if x.binary:
-            return None
+            return (*self._prepare(probs, logits, target, scores=(x, eps, classes)), None)
         n, K = x.S.shape
         if target.shape[0] != n:
             raise ValueError(f"target has {target.shape[0]} labels but the predictions have "
@@ -361,14 +366,19 @@ class SoftmaxMap(Calibrator):
         check_alignment(x.raw, x.given, target, "target")
         record_fit_target(self, target)
         self._record_inputs(x, eps, "log", outside=False, classes=classes)
-        return x, codes
+        return x, None, codes
 
     def _prepare(self, probs: ArrayLike | None, logits: ArrayLike | None,
-                 target: object) -> tuple[ScoreInput, np.ndarray]:
+                 target: object, scores: tuple[ScoreInput, float, list | None] | None = None
+                 ) -> tuple[ScoreInput, np.ndarray]:
         """Checked scores and target of ``fit``; sets ``eps_``, ``loss_``, ``n_classes_``,
-        ``binary_`` and ``input_``."""
-        eps, classes = check_eps(self.eps), classes_of(target)
-        x = score_matrix(probs, logits, eps, log_probs=self._log_probs, classes=classes)
+        ``binary_`` and ``input_`` (``scores``: the scores, eps and classes when already
+        read)."""
+        if scores is None:
+            eps, classes = check_eps(self.eps), classes_of(target)
+            x = score_matrix(probs, logits, eps, log_probs=self._log_probs, classes=classes)
+        else:
+            x, eps, classes = scores
         T = fit_target(target, x)
         record_fit_target(self, target)
         outside = leaves_unit_interval(T, target)

@@ -11,8 +11,9 @@ compares, on the scores of one frozen base learner per cell (Table III):
   Platt's smoothed targets), with the box widened to ``[-100, 100]``; ``'logit'`` uses
   the log-odds;
 - ``isotonic``: :class:`noisycal.calibrators.IsotonicCalibration`;
-- ``beta``: beta calibration ("abm"), :class:`noisycal.calibrators.BetaCalibration` at
-  its defaults (scores clipped to ``[1e-6, 1 - 1e-6]`` before the logarithms), when it
+- ``beta``: beta calibration ("abm"), :class:`noisycal.calibrators.BetaCalibration` with
+  ``eps=1e-6`` (scores clipped to ``[1e-6, 1 - 1e-6]`` before the logarithms, as the
+  published tables were computed; the class's default floors only exact 0 and 1), when it
   exists in :mod:`noisycal.calibrators` (left out otherwise);
 - ``trimcal_iso`` / ``trimcal_beta``: :class:`noisycal.calibrators.TrimCal` keeping the
   lowest-loss share ``trim_retain`` (default 0.9; the paper does not state it) and
@@ -55,6 +56,8 @@ __all__ = ["LEARNERS", "GATE_CENTERS", "GATE_WIDTHS", "MethodSpec", "make_learne
 
 #: Base learners.
 LEARNERS = ("rf", "et", "gb")
+#: The floor of beta calibration's scores in the protocol (module docstring).
+BETA_FLOOR = 1e-6
 #: The gate-sensitivity grid of Table VII.
 GATE_CENTERS = (0.25, 0.29, 0.33, 0.35)
 GATE_WIDTHS = (0.08, 0.12, 0.16)
@@ -165,11 +168,11 @@ def method_specs(*, trim_retain: float = 0.9, platt_input: str = "probability",
         specs.append(MethodSpec("platt", PlattScaling))
     specs.append(MethodSpec("isotonic", IsotonicCalibration))
     if include_beta:
-        specs.append(MethodSpec("beta", BetaCalibration))
+        specs.append(MethodSpec("beta", lambda: BetaCalibration(eps=BETA_FLOOR)))
     specs.append(MethodSpec("trimcal_iso", lambda: TrimCal(retain=retain)))
     if include_beta:
-        specs.append(MethodSpec("trimcal_beta", lambda: TrimCal(retain=retain,
-                                                               calibrator=BetaCalibration())))
+        specs.append(MethodSpec("trimcal_beta", lambda: TrimCal(
+            retain=retain, calibrator=BetaCalibration(eps=BETA_FLOOR))))
     specs += [MethodSpec("lwcal", LWCal), MethodSpec("gated_lwcal", GatedLWCal),
               MethodSpec("oracle", IsotonicCalibration, clean=True)]
     if gate_grid:

@@ -98,8 +98,9 @@ def test_logits_give_the_exact_log_features():
     u = (by_logits.a_ * -np.logaddexp(0, -40.0) + by_logits.b_ * np.logaddexp(0, 40.0)
          + by_logits.c_)
     assert q[1] == pytest.approx(1 / (1 + np.exp(-u)), rel=1e-12)
-    floored = by_probs.predict_proba(probs=1 / (1 + np.exp(-zz)))
-    assert floored[1] < q[1]  # probs= floors 1 - s at eps = 1e-6
+    floored = C.BetaCalibration(eps=1e-6).fit(probs=s, target=y).predict_proba(
+        probs=1 / (1 + np.exp(-zz)))
+    assert floored[1] < q[1]  # probs= with eps=1e-6 floors 1 - s at 1e-6
 
 
 def test_soft_target_is_the_hard_fit_on_weighted_duplicates():

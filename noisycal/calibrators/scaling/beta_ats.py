@@ -39,6 +39,11 @@ __all__ = ["BetaCalibration", "BETA_PARAMETERS", "AdaptiveTemperatureScaling",
 #: The parametrisations of beta calibration (Kull, Silva Filho & Flach, 2017, Section 3).
 BETA_PARAMETERS = ("abm", "ab", "am")
 
+#: Default floor of beta calibration's ``probs=`` before the logarithm: the smallest normal
+#: float64, so only scores of exactly 0 or 1 (and subnormal ones) are floored and the fit on
+#: probabilities is the maximum-likelihood fit of the beta family on the scores as given.
+BETA_EPS = float(np.finfo(np.float64).tiny)
+
 #: Largest ``|logit|`` adaptive temperature scaling accepts: its first feature is the
 #: largest logit, whose variance (the features are standardised) must stay in float64.
 ATS_MAX_LOGIT = 1e150
@@ -83,11 +88,17 @@ class BetaCalibration(_LbfgsMap):
         The parametrisation.
     monotone : bool, default=True
         Constrain ``a, b >= 0`` (a non-decreasing map).
-    eps : float, default=1e-6
+    eps : float, default=np.finfo(np.float64).tiny (about 2.2e-308)
         Floor of ``probs=`` before the logarithm: ``ln max(s, eps)`` and
         ``ln max(1 - s, eps)``, so scores of exactly 0 or 1 are usable (``0 < eps < 0.5``).
-        ``logits=`` are never clipped: ``ln s = log_sigmoid(z)`` and
-        ``ln(1 - s) = log_sigmoid(-z)`` exactly.
+        The default floors only those (and subnormal scores): every other score enters
+        with its own logarithm, so the default fit is the maximum-likelihood beta map of
+        the scores as given (a larger floor such as the 1e-6 of the other maps merges
+        all scores below it and moves the fit away from that maximum). A score of exactly
+        1 often stands for ``1 - s`` below float64's resolution (``sigmoid(z)`` rounds to
+        1 for z above about 37): it is then floored at ``eps``, far beyond its true
+        logarithm; pass ``logits=`` to keep that information. ``logits=`` are never
+        clipped: ``ln s = log_sigmoid(z)`` and ``ln(1 - s) = log_sigmoid(-z)`` exactly.
     bounds : (float, float), default=(-100.0, 100.0)
         The box ``(low, high)`` of a, b and c (a and b from 0 when ``monotone``).
     loss : {'auto', 'log', 'brier'}, default='auto'
@@ -128,7 +139,8 @@ class BetaCalibration(_LbfgsMap):
     (2.0, 0.5, 0.3, 'ok')
     """
 
-    def __init__(self, *, parameters: str = "abm", monotone: bool = True, eps: float = EPS,
+    def __init__(self, *, parameters: str = "abm", monotone: bool = True,
+                 eps: float = BETA_EPS,
                  bounds: tuple[float, float] = (-100.0, 100.0), loss: str = "auto",
                  max_iter: int = 2000) -> None:
         self.parameters = parameters

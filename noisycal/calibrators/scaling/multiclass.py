@@ -150,8 +150,10 @@ def fit_softmax_map(kind: str, S: np.ndarray, T: np.ndarray, *, loss: str, binar
     best : scipy.optimize.OptimizeResult
         The best fit over the starts.
     converged : bool
-        Whether it converged (scipy's success, or a projected gradient of at most
-        ``ACCEPT_PGTOL``).
+        Whether it converged: a largest projected gradient of at most ``ACCEPT_PGTOL``,
+        or scipy's success with one of at most ``ACCEPT_PGTOL * max(1, |objective|)``
+        (scipy's stop on a small relative reduction of a huge objective is not
+        convergence).
     """
     with x64():
         Sj, Tj = jnp.asarray(S, dtype=jnp.float64), jnp.asarray(T, dtype=jnp.float64)
@@ -168,7 +170,15 @@ def fit_softmax_map(kind: str, S: np.ndarray, T: np.ndarray, *, loss: str, binar
     lo = np.array([b[0] for b in box])
     hi = np.array([b[1] for b in box])
     pg = np.where((best.x <= lo) & (grad > 0) | (best.x >= hi) & (grad < 0), 0.0, grad)
-    converged = bool(best.success) or float(np.max(np.abs(pg))) <= ACCEPT_PGTOL
+    # scipy's success includes its stop on a small reduction of f relative to |f|, which a
+    # huge objective (scores of enormous scale) meets far from any minimum: a stop it calls
+    # success must also pass the gradient test, relative to the objective's size
+    pg_max = float(np.max(np.abs(pg)))
+    converged = pg_max <= ACCEPT_PGTOL or (
+        bool(best.success) and pg_max <= ACCEPT_PGTOL * max(1.0, abs(float(best.fun))))
+    if best.success and not converged:
+        best.message = (f"L-BFGS-B stopped ({best.message}) at the objective {best.fun:.4g} "
+                        f"with a largest projected gradient of {pg_max:.4g}, far from 0")
     return best, converged
 
 

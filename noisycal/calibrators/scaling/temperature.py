@@ -187,11 +187,10 @@ class TemperatureScaling(SoftmaxMap):
             target rows do not sum to 1, or ``eps``, ``bounds`` or ``loss`` is invalid.
         """
         lo, hi = check_box(self.bounds, positive=True)
-        coded = self._prepare_codes(probs, logits, target)  # labels: no one-hot matrix
-        x, T = self._prepare(probs, logits, target) if coded is None else (coded[0], None)
+        x, T, codes = self._prepare_codes(probs, logits, target)  # labels: no one-hot T
         S = x.S
-        ts = (np.einsum("ij,ij->i", T, S) if coded is None
-              else S[np.arange(S.shape[0]), coded[1]])
+        ts = (np.einsum("ij,ij->i", T, S) if codes is None
+              else S[np.arange(S.shape[0]), codes])
         m = float(np.mean(ts))
         self.mean_target_score_ = m
         smax, total = S.max(axis=1), float(S.sum()) if x.total is None else x.total
@@ -201,7 +200,7 @@ class TemperatureScaling(SoftmaxMap):
         if (not spread > 1e-10 * float(np.mean(np.abs(smax)))
                 and np.all(smax == S.min(axis=1))):
             self.temperature_, self.unconstrained_temperature_, self.n_iter_ = 1.0, math.nan, 0
-            T = np.eye(S.shape[1])[coded[1]] if T is None else T
+            T = np.eye(S.shape[1])[codes] if T is None else T
             self._finish(S, T, lo, hi, "not_identified", "")
             return self
         if self.loss_ == "log":
