@@ -99,8 +99,13 @@ def test_string_and_categorical_labels_keep_the_given_class_order():
     assert float(nc.ece(logits=logits, target=labels, classes=classes,
                         interval=None)) == pytest.approx(ref, rel=1e-12)
     cat = pd.Categorical(labels, categories=classes)
-    assert float(nc.ece(logits=logits, target=cat, interval=None)) == pytest.approx(
-        ref, rel=1e-12)
+    assert float(nc.ece(logits=logits, target=cat, classes=classes, interval=None)) == \
+        pytest.approx(ref, rel=1e-12)
+    # without classes= a Categorical is refused as the string array is: its categories'
+    # order is not taken as the column order (it was before the "nothing silent" issue)
+    for unordered in (cat, labels):
+        with pytest.raises(ValueError, match="classes"):
+            nc.ece(logits=logits, target=unordered, interval=None)
     h = nc.targets.hard(labels, classes=classes)
     assert list(h.classes) == classes
     np.testing.assert_array_equal(h.values, np.eye(3)[y])

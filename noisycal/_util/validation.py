@@ -40,6 +40,7 @@ __all__ = [
     "user_stacklevel",
     "prediction_items",
     "encode_labels",
+    "categorical_labels",
     "check_items",
     "predictions",
 ]
@@ -418,6 +419,49 @@ def check_not_swapped(probs: np.ndarray, target: np.ndarray) -> None:
     if probs.ndim == 1 and hard_probs and not np.all((target == 0.0) | (target == 1.0)):
         raise ValueError("probs are all exactly 0 or 1 while target holds fractional values: "
                          "are the arguments swapped? The order is (probs, target)")
+
+
+def categorical_labels(labels: object, classes: ArrayLike | None, name: str = "target"
+                       ) -> object:
+    """A label vector as the metrics read it: a pandas categorical given without
+    ``classes=`` is refused (ValueError naming ``classes``) unless its categories are the
+    integers 0..K-1 in that order, and then read as its integer values.
+
+    A categorical's categories say which labels exist, not which prediction column each
+    stands for (pandas sorts them unless they are declared), so, as for a string array,
+    the order of the columns must be given as ``classes=``. Categories 0..K-1 are read
+    as integer labels are read (unused categories add no class).
+
+    Parameters
+    ----------
+    labels : object
+        The label vector (anything that is not a pandas categorical is returned as is).
+    classes : array-like or None
+        The ``classes=`` given with it (given: ``labels`` is returned as is).
+    name : str, default='target'
+        Argument name used in error messages.
+
+    Returns
+    -------
+    object
+        ``labels``, or the integer values of a categorical with categories 0..K-1.
+    """
+    if classes is not None:
+        return labels
+    cats = getattr(getattr(labels, "cat", None), "categories", None)
+    if cats is None and not isinstance(labels, np.ndarray):
+        cats = getattr(labels, "categories", None)
+    if cats is None:
+        return labels
+    cats = list(cats)
+    if all(isinstance(c, numbers.Integral) and not isinstance(c, bool | np.bool_)
+           for c in cats) and [int(c) for c in cats] == list(range(len(cats))):
+        return np.asarray(labels.to_numpy() if hasattr(labels, "to_numpy") else labels)
+    raise ValueError(f"{name} is a pandas Categorical with categories {cats}, which are not "
+                     f"the class indices 0..{len(cats) - 1}; give classes= with the class "
+                     "labels in the order of the prediction columns, or a Target "
+                     "(nc.targets.hard(labels, classes=...)): the categories' order is not "
+                     "taken as the column order, as for a string array")
 
 
 def _check_classes(classes: ArrayLike) -> np.ndarray:

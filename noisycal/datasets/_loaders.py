@@ -51,11 +51,13 @@ _LOGIT_FILES = {"densenet40": "densenet40_c10.npz",
 
 
 def _candidates() -> list[Path]:
-    """The folders :func:`data_dir` tries after ``$NOISYCAL_DATA``, in order."""
-    return [
-        Path.cwd() / ".." / "shared" / "data",
-        Path(__file__).resolve().parents[2] / ".." / "shared" / "data",
+    """The folders :func:`data_dir` tries after ``$NOISYCAL_DATA``, in order, resolved and
+    each once (run from the checkout, the two are one folder)."""
+    paths = [
+        (Path.cwd() / ".." / "shared" / "data").resolve(),
+        (Path(__file__).resolve().parents[2] / ".." / "shared" / "data").resolve(),
     ]
+    return list(dict.fromkeys(paths))
 
 
 def data_dir() -> Path | None:

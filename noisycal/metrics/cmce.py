@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from .._util.jax import as_key, x64
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
+    categorical_labels,
     check_int,
     check_items,
     check_level,
@@ -56,7 +57,7 @@ from .cmce_stream import CmceForm, cmce_form
 from .ece import _target_kind, resolve_estimator, with_target_status
 from .inputs import _checked_probs as checked_probs
 from .inputs import _no_dask as no_dask
-from .inputs import align_columns, check_target_rows
+from .inputs import align_columns, check_target_rows, label_classes
 from .set_mass import (
     HPR_TOL,
     check_window,
@@ -107,6 +108,7 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
         raise ValueError("give exactly one of probs= or logits= (they are never guessed)")
     no_dask(probs, target, logits)
     probs, logits = align_columns(probs, logits, classes, target)
+    classes = label_classes(probs, logits, classes, target)
     ids = prediction_items(probs, logits, items)
     if probs is not None:
         if np.asarray(probs).dtype.kind in "biu":
@@ -138,6 +140,7 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
         if classes is not None and len(classes) != K:
             raise ValueError(f"classes has {len(classes)} labels but the predictions have "
                              f"{K} columns")
+        target = categorical_labels(target, classes, "target")
         y, _ = encode_labels(target, classes=classes, n_classes=None if classes is not None
                              else K, name="target")
         return P, y, None

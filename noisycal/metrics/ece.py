@@ -205,9 +205,11 @@ _COMMON = """probs : array-like of shape (n_items, n_classes) or (n_items,)
         ECE, MCE, CMCE, Brier score, NLL and smooth ECE accept it; the calibration slope
         does not).
         A 1-D vector holds class labels (integers, or any labels with ``classes=``); a
-        pandas Categorical without ``classes=`` is encoded in the order of its declared
-        categories (pandas sorts them unless they are given), so column k of the
-        predictions is category k. For two classes a 1-D float vector that is not all
+        pandas Categorical is read as a string array is: without ``classes=`` it is
+        refused (ValueError naming ``classes``) unless its categories are the integers
+        0..K-1 in order, or a DataFrame of predictions names the categories as its
+        columns (matched by label); the categories' order is never taken as the order of
+        the prediction columns. For two classes a 1-D float vector that is not all
         integers is the positive-class target t (``[1 - t, t]``).
     logits : array-like of shape (n_items, n_classes) or (n_items,), optional
         Pre-softmax scores (1-D: the positive-class logit), instead of ``probs``. Logits

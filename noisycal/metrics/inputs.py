@@ -28,8 +28,8 @@ from ..targets.target import Target, as_target_matrix
 from .binned.bins import CHUNK_ROWS, KINDS
 
 __all__ = ["resolve_inputs", "lean_inputs", "with_target_status", "target_kind",
-           "resolve_kind", "is_dask_array", "align_columns", "check_target_rows",
-           "check_covariance_memory"]
+           "resolve_kind", "is_dask_array", "align_columns", "label_classes",
+           "check_target_rows", "check_covariance_memory"]
 
 
 def is_dask_array(x: object) -> bool:
@@ -77,6 +77,7 @@ def resolve_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | 
     """
     _no_dask(probs, target, logits)
     probs, logits = align_columns(probs, logits, classes, target)
+    classes = label_classes(probs, logits, classes, target)
     ids = prediction_items(probs, logits, items)
     P, logP, binary = predictions(probs, logits)
     T = as_target_matrix(target, P.shape[0], P.shape[1], name, classes=classes, items=ids)
@@ -130,6 +131,42 @@ def align_columns(probs: object, logits: object, classes: ArrayLike | None, targ
         return probs, logits
     x = match_columns(x, want, "probs" if probs is not None else "logits")
     return (x, None) if probs is not None else (None, x)
+
+
+def label_classes(probs: object, logits: object, classes: ArrayLike | None, target: object
+                  ) -> ArrayLike | None:
+    """``classes=`` as given; without it, the categories of a categorical target whose
+    DataFrame of predictions names them as its columns (matched by label, any order),
+    which then encode the labels; else None.
+
+    A categorical target with plain-array predictions gets None here, and the target's
+    reading refuses it unless its categories are 0..K-1
+    (:func:`~noisycal._util.validation.check_categorical_labels`): its categories'
+    order is not taken as the order of the columns.
+
+    Parameters
+    ----------
+    probs, logits : array-like or pandas object
+        The predictions (one of them is None).
+    classes : array-like, optional
+    target : object
+        The metric's target argument.
+
+    Returns
+    -------
+    array-like or None
+    """
+    if classes is not None or isinstance(target, Target):
+        return classes
+    cats = getattr(getattr(target, "cat", None), "categories", None)
+    if cats is None and not isinstance(target, np.ndarray):
+        cats = getattr(target, "categories", None)
+    cols = getattr(probs if probs is not None else logits, "columns", None)
+    if cats is None or cols is None:
+        return None
+    labels, want = list(cols), list(cats)
+    same = len(labels) == len(want) == len(set(labels)) and set(labels) == set(want)
+    return want if same else None
 
 
 def check_target_rows(T: np.ndarray, target: object, name: str = "target") -> None:
@@ -194,6 +231,7 @@ def _label_codes(target: object, ids: np.ndarray | None, n: int, n_classes: int,
     """
     if target is None or isinstance(target, Target) or classes is not None \
             or getattr(target, "cat", None) is not None \
+            or getattr(target, "categories", None) is not None \
             or (ids is not None and hasattr(target, "index")):
         return None
     arr = np.asarray(target.to_numpy() if hasattr(target, "to_numpy") else target)
@@ -230,6 +268,7 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
     """
     _no_dask(probs, target, logits)
     probs, logits = align_columns(probs, logits, classes, target)
+    classes = label_classes(probs, logits, classes, target)
     arr = None if probs is None else np.asarray(probs)
     if (logits is not None or arr is None or arr.dtype not in (np.float32, np.float64)
             or arr.ndim not in (1, 2) or arr.shape[0] < 1

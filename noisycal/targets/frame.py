@@ -11,7 +11,7 @@ import numpy as np
 
 from .._util.items import check_item_ids
 from .._util.types import ArrayLike
-from .._util.validation import encode_labels
+from .._util.validation import categorical_labels, encode_labels
 
 __all__ = ["frame_matrix", "one_hot", "vector_target"]
 
@@ -130,6 +130,7 @@ def vector_target(target: object, arr: np.ndarray, n_items: int, n_classes: int,
     if arr.shape[0] != n_items:
         raise ValueError(f"{name} has {arr.shape[0]} labels but the predictions have "
                          f"{n_items} items")
+    target = categorical_labels(target, classes, name)
     if (classes is None and arr.dtype.kind == "f" and n_classes == 2
             and np.all(np.isfinite(arr)) and np.any(arr != np.round(arr))):
         t = arr.astype(np.float64)

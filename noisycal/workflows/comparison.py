@@ -105,8 +105,11 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     average : {'inversion', 'mixture', 'target'}, default='inversion'
         The model-averaged estimand and estimator (Notes).
     n_bins : int, default=15
-    kind : {'top_label', 'classwise', 'binary'}, optional
-        Passed to :func:`noisycal.ece`.
+    kind : {'top_label', 'classwise', 'positive_class'}, optional
+        Passed to :func:`noisycal.ece` (its default: 'positive_class' for 1-D
+        predictions, else 'top_label'). With ``average='mixture'`` and two classes the
+        kind is 'positive_class' for 1-D and (n, 2) predictions alike (the credible
+        NC-ECE of two classes; another kind is refused).
     level : float, default=0.9
     seed : int or jax key, default=0
 
@@ -121,7 +124,8 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     ValueError
         As :func:`noisycal.annotators.compare`; ``average='mixture'`` for fits without
         posterior draws; fits that list their classes in different orders, or a
-        DataFrame of predictions whose columns are not the classes.
+        DataFrame of predictions whose columns are not the classes; ``kind`` other than
+        'positive_class' with ``average='mixture'`` and two classes.
 
     Notes
     -----
@@ -169,7 +173,10 @@ def compare_calibration(fits: Mapping[str, AnnotatorFit], annotations: Annotatio
     names = list(w)
     # the predictions' columns stand for the fits' classes: the targets are built in the
     # fits' class order (a DataFrame's columns are then matched to them by label)
-    ann = with_classes(annotations, _fit_classes(fits))
+    classes = _fit_classes(fits)
+    ann = with_classes(annotations, classes)
+    if average == "mixture":
+        kind = _mixture_kind(kind, len(classes))
     targets = {n: corrected(ann, fits[n]) for n in names}
     opts = {"logits": logits, "n_bins": n_bins, "kind": kind, "level": level, "seed": seed}
     rows, ests, tails = [], {}, {}
@@ -258,6 +265,22 @@ def _fit_classes(fits: Mapping[str, AnnotatorFit]) -> np.ndarray:
                              "columns of the predictions have no one meaning; fit every "
                              "model on annotations with the same classes= order")
     return first[1]
+
+
+def _mixture_kind(kind: str | None, n_classes: int) -> str | None:
+    """The ECE kind of ``average='mixture'``: the credible NC-ECE of two classes is the
+    positive-class one (for 1-D and (n, 2) predictions alike), so ``kind=None`` means
+    'positive_class' there and another kind is refused (ValueError naming ``kind``)."""
+    if n_classes != 2:
+        return kind
+    if kind is None:
+        return "positive_class"
+    if kind != "positive_class":
+        raise ValueError(f"kind={kind!r}: average='mixture' mixes the credible NC-ECE, which "
+                         "for two classes is the positive-class ECE; give "
+                         "kind='positive_class' (or None), or use average='inversion' or "
+                         "'target'")
+    return kind
 
 
 def _mixture(probs: Any, targets: dict[str, Any], names: list[str], w: np.ndarray,

@@ -35,6 +35,7 @@ from ..metrics import (
     nll,
     smooth_ece,
 )
+from ..metrics.inputs import label_classes
 from ..targets.target import Target, as_target_matrix
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,10 +64,12 @@ DEFAULT_METRICS = ("ece", "mce", "brier", "nll", "calibration_slope")
 COLUMNS = ("target", "metric", "estimate", "plugin", "low", "high", "level", "interval",
            "estimator", "estimand", "n", "status", "statuses", "message")
 
-#: The columns the exporters write by default (the estimand, a sentence, is left out;
-#: ``statuses`` lists every status of the row, its first entry being ``status``).
-EXPORT_COLUMNS = ("target", "metric", "estimate", "low", "high", "level", "interval",
-                  "estimator", "statuses", "message")
+#: The columns the exporters write by default: every column of the table but the
+#: estimand (a sentence) and ``status`` (the first entry of ``statuses``, which lists
+#: every status of the row); ``plugin`` is the plug-in value beside the estimate and
+#: ``n`` the number of items.
+EXPORT_COLUMNS = ("target", "metric", "estimate", "plugin", "low", "high", "level",
+                  "interval", "estimator", "n", "statuses", "message")
 
 #: Status of a row whose metric refused the target (its message says why).
 NOT_APPLICABLE = "not_applicable"
@@ -312,7 +315,8 @@ def report(probs: ArrayLike | None = None, target: object = None, *,
         raise ValueError(f"{'probs' if probs is not None else 'logits'} must have shape "
                          f"(n_items, n_classes) or (n_items,), got {pred.shape}")
     for name, t in pairs:  # shapes checked up front: a mismatch is misuse, never a row
-        as_target_matrix(t, *shape, f"target {name!r}")
+        as_target_matrix(t, *shape, f"target {name!r}",
+                         classes=label_classes(probs, logits, None, t))
     inputs = {"probs": probs} if probs is not None else {"logits": logits}
     rows = []
     for name, t in pairs:
@@ -344,8 +348,9 @@ def _cell(column: str, value: object, digits: int) -> str:
         return f"{float(value) * 100:g}%"
     if isinstance(value, bool | np.bool_):
         return str(bool(value))
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
+    if isinstance(value, numbers.Integral) or (
+            column == "n" and isinstance(value, numbers.Real) and float(value).is_integer()):
+        return str(int(value))  # a count, also where a missing one made the column float
     if isinstance(value, numbers.Real):
         return f"{float(value):.{digits}f}"
     return " ".join(str(value).split())  # one line
@@ -381,12 +386,24 @@ def to_markdown(frame: pd.DataFrame, *, columns: Sequence[str] = EXPORT_COLUMNS,
     Returns
     -------
     str
+        Every cell is escaped: ``<``, ``>`` and ``&`` as HTML entities (Markdown renders
+        inline HTML), ``|`` and ``\\`` with a backslash (a pipe would end the cell).
     """
     cells = _cells(frame, columns, digits)
-    esc = [[c.replace("|", "\\|") for c in row] for row in [list(columns), *cells]]
+    esc = [[_markdown(c) for c in row] for row in [list(columns), *cells]]
     lines = ["| " + " | ".join(esc[0]) + " |", "| " + " | ".join("---" for _ in columns)
              + " |"]
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in esc[1:]])
+
+
+#: Markdown renders inline HTML and splits rows at unescaped pipes: these characters of
+#: a cell are written as entities or backslash escapes (the backslash first, so that a
+#: cell ending in one cannot escape the next pipe).
+_MARKDOWN = {"\\": "\\\\", "|": "\\|", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def _markdown(text: str) -> str:
+    return "".join(_MARKDOWN.get(ch, ch) for ch in text)
 
 
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",

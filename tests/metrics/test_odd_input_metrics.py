@@ -147,21 +147,31 @@ def test_a_corrected_target_may_leave_the_unit_interval():
 # ----------------------------------------------------------------------------- item 3
 
 
-def test_a_categorical_target_uses_its_declared_category_order():
-    # categories declared as (b, a, c): column 0 of the predictions is class 'b'
+def test_a_categorical_target_needs_classes_as_a_string_array_does():
+    # the categories' order is not taken as the column order: without classes= a
+    # Categorical is refused as a string array is (issue "nothing silent", case 4; this
+    # test read the declared categories as the columns before)
     cat = pd.Categorical(["b", "a"], categories=["b", "a", "c"])
-    # codes 0 and 1: the hand-computed 0.45 of the test above
-    assert float(nc.ece(_P, cat, n_bins=10, interval=None)) == pytest.approx(0.45, abs=1e-15)
-    assert float(nc.ece(_P, pd.Series(cat), n_bins=10, interval=None)) == \
+    for t in (cat, pd.Series(cat), np.array(["b", "a"])):
+        with pytest.raises(ValueError, match="classes"):
+            nc.ece(_P, t, n_bins=10, interval=None)
+    # with classes= (column 0 of the predictions is class 'b'): codes 0 and 1, the
+    # hand-computed 0.45 of the test above
+    abc = ["b", "a", "c"]
+    assert float(nc.ece(_P, cat, classes=abc, n_bins=10, interval=None)) == \
         pytest.approx(0.45, abs=1e-15)
-    # a DataFrame's columns are matched to the categories by label
+    assert float(nc.ece(_P, pd.Series(cat), classes=abc, n_bins=10, interval=None)) == \
+        pytest.approx(0.45, abs=1e-15)
+    # a DataFrame's columns are matched to the categories by label: nothing is guessed
     df = pd.DataFrame(_P, columns=["b", "a", "c"])[["a", "c", "b"]]
     assert float(nc.ece(df, cat, n_bins=10, interval=None)) == pytest.approx(0.45, abs=1e-15)
-    # pandas sorts the categories of a plain Categorical: (a, b, c), so 'b' is column 1
+    # pandas sorts the categories of a plain Categorical: (a, b); refused without classes=
     plain = pd.Categorical(["b", "a"])
     assert list(plain.categories) == ["a", "b"]
-    got = float(nc.ece(_P[:, :2] / _P[:, :2].sum(1, keepdims=True), plain, n_bins=2,
-                       interval=None))
+    P2 = _P[:, :2] / _P[:, :2].sum(1, keepdims=True)
+    with pytest.raises(ValueError, match=r"categories \['a', 'b'\].*give classes="):
+        nc.ece(P2, plain, n_bins=2, interval=None)
+    got = float(nc.ece(P2, plain, classes=["a", "b"], n_bins=2, interval=None))
     # confidences 2/3 (class a predicted, label b) and 5/7 (class a, label a) share bin 2
     assert got == pytest.approx(abs((0 + 1) / 2 - (2 / 3 + 5 / 7) / 2), abs=1e-15)
 

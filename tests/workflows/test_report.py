@@ -146,7 +146,7 @@ def test_markdown_export_by_hand():
         "| target | metric | estimate | low | high | level | status | message |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
         "| t_1 | ECE | 0.012 | 0.000 | 0.020 | 90% | ok |  |\n"
-        "| a\\|b | NLL | 1.500 |  |  |  | degenerate | 50% & {x} |")
+        "| a\\|b | NLL | 1.500 |  |  |  | degenerate | 50% &amp; {x} |")  # & as an entity
 
 
 def test_latex_export_by_hand():
@@ -177,12 +177,15 @@ def test_exporters_refuse_unknown_columns_and_bad_digits():
 
 def test_report_exports_its_default_columns(table):
     md = table.to_markdown().splitlines()
-    assert md[0] == ("| target | metric | estimate | low | high | level | interval | "
-                     "estimator | statuses | message |")
+    # the plug-in value and n are exported beside the estimate ("nothing silent" issue)
+    assert md[0] == ("| target | metric | estimate | plugin | low | high | level | interval | "
+                     "estimator | n | statuses | message |")
     assert len(md) == 2 + len(table)
     assert md[2].startswith(f"| labels | ECE | {table['estimate'].iloc[0]:.4f} | "
+                            f"{table['plugin'].iloc[0]:.4f} | "
                             f"{table['low'].iloc[0]:.4f} | {table['high'].iloc[0]:.4f} | 90% "
-                            "| inversion (parametric) | median-unbiased | ok |")
+                            f"| inversion (parametric) | median-unbiased | "
+                            f"{table['n'].iloc[0]} | ok |")
     assert table.to_latex().count("\\\\") == 1 + len(table)
     assert table.to_html().count("<tr>") == 1 + len(table)
 

@@ -59,7 +59,8 @@ class SetEvaluation:
     empty : Estimate
         Share of empty sets, with a binomial interval.
     per_class : pandas.DataFrame
-        One row per true class: ``class``, ``n``, ``coverage``, ``low``, ``high``,
+        One row per true class: ``class`` (the target's class label: a Target's
+        ``classes``, else the index 0..K-1), ``n``, ``coverage``, ``low``, ``high``,
         ``mean_size`` (NaN for a class without test rows).
     """
 
@@ -113,8 +114,9 @@ def evaluate_sets(sets: object, target: object, *, level: float = 0.9,
     (0.75, 1.25, 0.25)
     """
     # a pandas index must list the target's items, a DataFrame's columns its classes
+    labels = classes_of(target)
     S = np.asarray(aligned_values(sets, "sets", items=item_ids_of(target, "target"),
-                                  classes=classes_of(target)))
+                                  classes=labels))
     if S.ndim != 2 or S.shape[0] < 1 or S.shape[1] < 2 or S.dtype != np.bool_:
         raise ValueError(f"sets must be a boolean (n_items, n_classes) mask with n_items >= 1 "
                          f"and n_classes >= 2, got dtype {S.dtype} and shape {S.shape}")
@@ -143,12 +145,15 @@ def evaluate_sets(sets: object, target: object, *, level: float = 0.9,
         size_est = Estimate("mean set size", mean, None, n=n, status="too_few_rows",
                             message="a t interval needs at least two rows",
                             estimand="E|C(X)| given the fitted sets", estimator="plug-in")
+    # the per-class rows carry a Target's class labels (a categorical target reaches
+    # here only with the categories 0..K-1: hard_labels refuses any other)
+    names = labels if labels is not None and len(labels) == K else np.arange(K)
     n_k = np.bincount(y, minlength=K)
     cov_k = np.bincount(y, weights=hit, minlength=K)
     size_k = np.bincount(y, weights=size, minlength=K)
     lo_k, hi_k = _proportion(cov_k, n_k, level, interval)
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_class = pd.DataFrame({"class": np.arange(K), "n": n_k,
+        per_class = pd.DataFrame({"class": names, "n": n_k,
                                   "coverage": cov_k / n_k, "low": lo_k, "high": hi_k,
                                   "mean_size": size_k / n_k})
     return SetEvaluation(coverage, size_est, empty, per_class)

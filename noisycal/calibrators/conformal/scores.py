@@ -40,7 +40,7 @@ import jax
 
 from ..._util.jax import as_key
 from ..._util.types import ArrayLike, Seed
-from ..._util.validation import encode_labels
+from ..._util.validation import categorical_labels, encode_labels
 from ...metrics.set_mass import hpr_mask
 from ...targets.target import as_target_matrix
 
@@ -78,6 +78,7 @@ def hard_labels(target: object, n: int, K: int) -> np.ndarray:
     """
     if target is None:
         raise ValueError("target is required: the hard labels of the calibration items")
+    target = categorical_labels(target, None, "target")
     arr = None if hasattr(target, "values") and hasattr(target, "kind") else np.asarray(target)
     if arr is not None and arr.ndim == 1:
         if arr.shape[0] != n:
