@@ -352,7 +352,7 @@ class Annotations:
         ordered by class) gets the placeholder annotator id ``j``, so "annotator j" means
         "the j-th rating of the item" and carries no meaning across items. The result has
         :attr:`annotators_known` False, and per-annotator models (Dawid–Skene confusion
-        matrices) refuse it.
+        matrices) refuse it; its repr shows the ratings, not a number of annotators.
 
         Parameters
         ----------
@@ -376,6 +376,11 @@ class Annotations:
             refused), a row sums to 0, the total exceeds 2**31 - 1 ratings, there are
             fewer than 2 columns, or ``classes``/``items`` have the wrong length or
             duplicates.
+
+        Examples
+        --------
+        >>> Annotations.from_counts([[2, 1], [0, 3]])
+        Annotations(n_items=2, n_classes=2, n_ratings=6, counts per item: no annotator ids)
         """
         return cls._from_parts(counts_parts(counts, classes=classes, items=items))
 
@@ -388,7 +393,12 @@ class Annotations:
 
     @property
     def n_annotators(self) -> int:
-        """Number of annotators (including any with no rating)."""
+        """Number of annotators (including any with no rating).
+
+        For :meth:`from_counts` (:attr:`annotators_known` False) the number of
+        placeholder ids, the most ratings of one item: a count of rating slots, not of
+        annotators (the repr does not show it).
+        """
         return int(self._annotators.size)
 
     @property
@@ -445,6 +455,9 @@ class Annotations:
         return self.n_items
 
     def __repr__(self) -> str:
+        if not self._annotators_known:  # placeholder ids: no annotators to count
+            return (f"Annotations(n_items={self.n_items}, n_classes={self.n_classes}, "
+                    f"n_ratings={self.n_ratings}, counts per item: no annotator ids)")
         return (f"Annotations(n_items={self.n_items}, n_annotators={self.n_annotators}, "
                 f"n_classes={self.n_classes}, n_ratings={self.n_ratings})")
 

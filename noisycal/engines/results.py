@@ -568,7 +568,8 @@ class AnnotatorFit:
             Interval level of the tables (intervals only when the fit has draws).
         loo : bool, optional
             NUTS fits: compute ``elpd_loo`` when True; None shows it when it was
-            computed already (:func:`noisycal.annotators.compare`); False never.
+            computed already (:func:`noisycal.annotators.compare`); False never. True
+            on a fit without posterior draws is a ``ValueError`` naming ``loo``.
 
         Returns
         -------

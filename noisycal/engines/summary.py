@@ -244,7 +244,8 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
         :func:`~noisycal.engines.density.diagnostics.min_credible_draws` posterior draws).
     loo : bool, optional
         NUTS fits: compute ``elpd_loo`` (:func:`fit_loo`) when True; None shows it only
-        when it was computed already; False never.
+        when it was computed already; False never. True for a fit without posterior
+        draws (EM, MLE, moments) is a ``ValueError``: PSIS-LOO needs them.
 
     Returns
     -------
@@ -264,11 +265,22 @@ def fit_summary(fit: Any, *, level: float = 0.9, loo: bool | None = None) -> Sum
         coordinates (``true``, ``observed``), ``estimate``
         (the posterior mean), ``sd``, ``low``/``high``, ``r_hat``, ``ess_bulk``,
         ``ess_tail``.
+
+    Raises
+    ------
+    ValueError
+        For a ``level`` outside (0, 1), or ``loo=True`` on a fit without posterior draws.
     """
     level = check_level(level)
     if loo is not None and not isinstance(loo, bool | np.bool_):
         raise ValueError(f"loo must be True, False or None, got {loo!r}")
     nuts = fit.method == "nuts"
+    if loo and not (nuts and "chains" in fit.details and fit.draws is not None):
+        raise ValueError(f"loo: PSIS-LOO (elpd_loo) needs posterior draws, and this is "
+                         f"a{'n' if fit.method[:1] in 'aeiou' else ''} {fit.method!r} fit "
+                         "without them; fit with method='nuts' (a NUTS fit), or leave "
+                         "loo=None and compare point fits by AIC/BIC "
+                         "(nc.annotators.compare(..., ic='aic'))")
     draws = fit.draws
     if draws is not None and nuts and len(draws["prevalence"]) < min_credible_draws(level):
         draws = None

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..._util.html import escape, frame_html
+from ..._util.statuses import join_messages, ordered_statuses
 from ...annotations.core import Annotations
 from ...annotations.matching import same_ratings
 from ...engines.results import AnnotatorFit, check_fit, fit_ids
@@ -51,15 +52,23 @@ class ComparisonResult:
         How the weights were made (``'stacking'``, ``'BB-pseudo-BMA'``, ``'pseudo-BMA'``
         or ``'akaike'``).
     status : str
-        ``'ok'`` or ``'pareto_k_high'`` (some model has items with Pareto k above
+        The first of ``statuses``: ``'ok'``, a compared fit's status, or
+        ``'pareto_k_high'`` (some model has items with Pareto k above
         :data:`PARETO_K_HIGH`: its elpd_loo is unreliable; refit, or use K-fold).
     message : str
+        Why: the models whose fits are flagged, with their messages, and the Pareto k.
     nc_ece : pandas.DataFrame or None
         With predictions (:func:`noisycal.workflows.comparison.compare_calibration`): the NC-ECE
         under each model (``model``, ``value``, ``plugin``, ``low``, ``high``, ``kind``,
         ``status``).
     averaged : Estimate or None
         The model-averaged NC-ECE (its estimand in ``averaged.estimand``).
+    statuses : tuple of str
+        Every status that applies, most severe first: the statuses of every compared fit
+        (but ``'boundary'``, a usable fit; the table's ``fit_status`` shows it) and
+        ``'pareto_k_high'``; ``('ok',)`` when none does, so ``status == statuses[0]``.
+        A criterion of a fit that did not converge (or is otherwise flagged) is not the
+        model's, so the comparison is not 'ok'.
 
     See Also
     --------
@@ -73,6 +82,12 @@ class ComparisonResult:
     message: str = ""
     nc_ece: pd.DataFrame | None = field(default=None, repr=False)
     averaged: Any = None
+    statuses: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
 
     @property
     def ranks(self) -> dict[str, int]:
@@ -99,13 +114,14 @@ class ComparisonResult:
         ``attrs`` (never prints)."""
         out = self.to_frame()
         out.attrs.update(ic=self.ic, weights=self.weights, status=self.status,
-                         message=self.message)
+                         statuses=self.statuses, message=self.message)
         return out
 
     def __repr__(self) -> str:
         cols = [c for c in self.table.columns if c not in ("warning", "fit_status")]
-        text = (f"ComparisonResult(ic={self.ic!r}, weights={self.weights!r}, "
-                f"status={self.status!r})\n"
+        status = (f"statuses={self.statuses!r}" if len(self.statuses) > 1
+                  else f"status={self.status!r}")
+        text = (f"ComparisonResult(ic={self.ic!r}, weights={self.weights!r}, {status})\n"
                 + self.table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         if self.averaged is not None:
             text += f"\nmodel-averaged {self.averaged!r}"
@@ -115,7 +131,8 @@ class ComparisonResult:
 
     def _repr_html_(self) -> str:
         parts = [f"<b>model comparison ({escape(self.ic)}, weights {escape(self.weights)}"
-                 f"), status {escape(self.status)}</b>", frame_html(self.to_frame())]
+                 f"), status {escape(', '.join(self.statuses))}</b>",
+                 frame_html(self.to_frame())]
         if self.averaged is not None:
             parts.append(f"<p>model-averaged {escape(repr(self.averaged))}</p>")
         if self.message:
@@ -208,7 +225,9 @@ def compare(fits: Mapping[str, AnnotatorFit], annotations: Annotations, *,
     Returns
     -------
     ComparisonResult
-        Status ``'pareto_k_high'`` when a model has items with Pareto k above 0.7.
+        Status ``'pareto_k_high'`` when a model has items with Pareto k above 0.7; the
+        statuses of the compared fits (but ``'boundary'``) when they are not 'ok', the
+        most severe first (``statuses`` keeps them all).
 
     Raises
     ------
@@ -274,12 +293,31 @@ def _loo_comparison(fits: dict[str, AnnotatorFit], weights: str) -> ComparisonRe
     table["fit_status"] = table["model"].map({n: f.status for n, f in fits.items()})
     table["rank"] = table["rank"].astype(int)
     bad = {n: k for n, k in high.items() if k}
-    status, message = "ok", ""
+    statuses, message = _fit_statuses(fits)
     if bad:
-        status = "pareto_k_high"
-        message = (f"items with Pareto k > {PARETO_K_HIGH} ({bad}): those models' elpd_loo "
-                   "is unreliable; refit them on more data or use K-fold cross-validation")
-    return ComparisonResult(table, "loo", weights, status, message)
+        statuses = ordered_statuses((*statuses, "pareto_k_high"))
+        message = join_messages(message, f"items with Pareto k > {PARETO_K_HIGH} ({bad}): "
+                                "those models' elpd_loo is unreliable; refit them on more "
+                                "data or use K-fold cross-validation")
+    return ComparisonResult(table, "loo", weights, statuses[0], message, statuses=statuses)
+
+
+def _fit_statuses(fits: dict[str, AnnotatorFit]) -> tuple[tuple[str, ...], str]:
+    """The compared fits' statuses (but 'boundary'), most severe first, and a message
+    naming each flagged model."""
+    statuses, parts = [], []
+    for name, fit in fits.items():
+        own = [s for s in getattr(fit, "statuses", (fit.status,)) if s not in ("ok",
+                                                                            "boundary")]
+        if own:
+            statuses += own
+            parts.append(f"model {name!r}: the fit's status is {', '.join(own)}"
+                         + (f" ({fit.message})" if fit.message else ""))
+    if parts:
+        parts.append("a flagged fit's criterion need not be its model's (a fit that did "
+                     "not converge is not the model's maximum or posterior): refit before "
+                     "comparing")
+    return ordered_statuses(statuses), "; ".join(parts)
 
 
 def _point_comparison(fits: dict[str, AnnotatorFit], ic: str) -> ComparisonResult:
@@ -293,4 +331,5 @@ def _point_comparison(fits: dict[str, AnnotatorFit], ic: str) -> ComparisonResul
                           "fit_status": [fits[n].status for n in names]})
     table = table.sort_values(ic, kind="stable").reset_index(drop=True)
     table.insert(1, "rank", np.arange(len(table)))
-    return ComparisonResult(table, ic, "akaike")
+    statuses, message = _fit_statuses(fits)
+    return ComparisonResult(table, ic, "akaike", statuses[0], message, statuses=statuses)

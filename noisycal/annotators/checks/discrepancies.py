@@ -87,7 +87,10 @@ def make_design(item: np.ndarray, annotator: np.ndarray, *, n_items: int, n_anno
     scores : ndarray of shape (n_items,), optional
         One classifier score per item (validated by the caller).
     n_bins : int, default=5
-        Equal-count bins of ``scores`` (fewer when scores tie at the quantiles).
+        Equal-count bins of ``scores``: edges at the quantiles, and fewer bins when
+        scores tie at the quantiles. A bin that holds no score (tied scores can leave
+        one between two quantiles) is merged into the bin below, so every bin holds
+        items.
     """
     item = np.asarray(item, np.int64)
     annotator = np.asarray(annotator, np.int64)
@@ -100,11 +103,20 @@ def make_design(item: np.ndarray, annotator: np.ndarray, *, n_items: int, n_anno
     score_bin = edges = None
     if scores is not None:
         edges = np.unique(np.quantile(scores, np.linspace(0.0, 1.0, n_bins + 1)))
-        score_bin = np.clip(np.searchsorted(edges, scores, side="right") - 1, 0,
-                            edges.size - 2)
+        score_bin = _score_bins(scores, edges)
+        held = np.bincount(score_bin, minlength=edges.size - 1) > 0
+        if not held.all():  # drop the lower edge of each empty bin (never the first)
+            edges = np.append(edges[:-1][held], edges[-1])
+            score_bin = _score_bins(scores, edges)
     return Design(item, annotator, int(n_items), int(n_annotators), int(n_classes),
                   per_item, int(min(n_classes, per_item.max(initial=0))), pairs,
                   score_bin, edges)
+
+
+def _score_bins(scores: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin of each score: ``[e_b, e_{b+1})``, the last bin closed (0 for one edge)."""
+    return np.clip(np.searchsorted(edges, scores, side="right") - 1, 0,
+                   max(edges.size - 2, 0))
 
 
 def discrepancy_rows(design: Design, which: tuple[str, ...], annotators: np.ndarray,

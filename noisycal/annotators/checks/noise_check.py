@@ -13,7 +13,7 @@ biased (CIFAR-10N with DenseNet-40: NC-ECE 0.025 against a clean-label ECE of 0.
   score group against shared channels; returns a :class:`NoiseCheck` with a status.
 - :func:`with_noise_check`: a Target carrying a rejection, so every Estimate built from it
   carries it too.
-- :func:`score_groups`: the check's equal-count score groups.
+- :func:`score_groups`: the check's equal-count score groups (tied scores kept together).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from noisycal.models.dawid_skene import DSData, make_data
 from ..._util.items import aligned_values
 from ..._util.jax import as_key, x64
 from ..._util.progress import ProgressBar, check_progress, tick
+from ..._util.statuses import join_messages, ordered_statuses
 from ..._util.types import ArrayLike, Seed
 from ..._util.validation import (
     check_choice,
@@ -50,15 +51,24 @@ from ...annotations.core import Annotations
 from ...engines.em.dawid_skene import e_step, fit_em, m_step, run_em
 from ...engines.methods import EM, as_method
 from ...engines.results import AnnotatorFit
-from ...exceptions import NoisycalWarning
+from ...exceptions import NoisycalWarning, NumericalWarning
 from ..dawid_skene import GroupedDawidSkene
 from ..hui_walter import equal_count_groups
 
-__all__ = ["NoiseCheck", "noise_check", "score_groups", "REJECTED", "MIN_EXPECTED_COUNT",
-           "PSEUDOCOUNT"]
+__all__ = ["NoiseCheck", "noise_check", "score_groups", "REJECTED", "SPARSE",
+           "MIN_EXPECTED_COUNT", "MIN_GROUP_ITEMS_PER_CLASS", "PSEUDOCOUNT"]
 
 #: Status of a check that rejects class-conditional noise.
 REJECTED = "noise_depends_on_score"
+#: Status of a check whose chi-square reference was forced (``test='chi2'``) on tables
+#: that ``test='auto'`` judges too sparse for it.
+SPARSE = "sparse_tables"
+#: ``n_groups`` may be at most ``n_items / (MIN_GROUP_ITEMS_PER_CLASS * n_classes)``: each
+#: score group gets its own K x K channel per annotator, so a group needs items of every
+#: class (on average five per class, the expected count of Cochran's rule); with fewer
+#: the per-group channels fit each group's few ratings almost exactly and the likelihood
+#: ratio has no usable reference distribution (one item per group gave p = 1.0).
+MIN_GROUP_ITEMS_PER_CLASS = 5
 #: ``test='auto'`` uses the chi-square reference only when every expected count of the
 #: (annotator, group, true class, observed label) table under the shared fit is at least
 #: this (Cochran's rule); otherwise the parametric bootstrap.
@@ -86,23 +96,34 @@ class NoiseCheck:
         The reference distribution used ('none' when not tested).
     p_threshold : float
         The status is :data:`REJECTED` when ``p_value <= p_threshold``.
-    status : {'ok', 'noise_depends_on_score', 'not_tested'}
+    status : {'ok', 'noise_depends_on_score', 'sparse_tables', 'not_tested'}
+        The first of ``statuses``.
     message : str
         Why the status is not 'ok' (a sentence that reads after "built under class-
         conditional noise, which ").
     groups : pandas.DataFrame
-        One row per score group: ``group``, ``n_items``, ``score_low``, ``score_high``,
-        ``lr`` (the group's share of the statistic), ``accuracy_shared`` and
-        ``accuracy_group`` (the annotators' rating-weighted mean probability of labelling
-        an item of the group correctly, under shared and per-group channels).
+        One row per score group (fewer than ``n_groups`` when tied scores fill more than
+        one group's share: tied scores are never split): ``group``, ``n_items``,
+        ``score_low``, ``score_high``, ``lr`` (the group's share of the statistic),
+        ``accuracy_shared`` and ``accuracy_group`` (the annotators' rating-weighted mean
+        probability of labelling an item of the group correctly, under shared and
+        per-group channels).
     n_boot : int
         Bootstrap data sets drawn (0 with the chi-square reference).
     details : mapping
         ``loglik_shared``, ``loglik_group``, ``min_expected_count``, ``grouping``
         ('probability' or 'confidence'), ``group_index``, ``items``, ``fit_status``,
         ``confusion_shared`` (J, K, K), ``confusion_group`` (L, J, K, K; NaN where an
-        annotator has no rating in a group); with a bootstrap ``boot_statistics``,
-        ``n_boot_failed``, ``n_boot_not_converged``, ``bartlett_factor`` (mean LR* / df).
+        annotator has no rating in a group), ``n_groups_requested``; with a bootstrap
+        ``boot_statistics``, ``n_boot_failed``, ``n_boot_not_converged``,
+        ``bartlett_factor`` (mean LR* / df).
+    statuses : tuple of str
+        Every status that applies, most severe first (:data:`SPARSE` before
+        :data:`REJECTED`: a rejection on a chi-square reference that is unreliable);
+        ``('ok',)`` when none does, so ``status == statuses[0]`` always.
+
+    ``repr`` and ``str`` are a short summary; the tables stay in ``groups`` and
+    ``details``.
     """
 
     statistic: float
@@ -115,14 +136,44 @@ class NoiseCheck:
     groups: pd.DataFrame
     n_boot: int = 0
     details: Mapping[str, Any] = field(default_factory=dict)
+    statuses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
 
     @property
     def rejected(self) -> bool:
-        """Whether the check rejects class-conditional noise."""
-        return self.status == REJECTED
+        """Whether the check rejects class-conditional noise (whatever else applies)."""
+        return REJECTED in self.statuses
+
+    @property
+    def n_groups(self) -> int:
+        """Score groups the items were cut into (0 when unknown)."""
+        index = self.details.get("group_index")
+        return int(np.max(index)) + 1 if index is not None and len(index) else 0
+
+    def __repr__(self) -> str:
+        asked = self.details.get("n_groups_requested")
+        L = self.n_groups
+        groups = f"{L} score group" + ("" if L == 1 else "s")
+        if asked is not None and asked != L:
+            groups += f" ({asked} requested; tied scores are kept together)"
+        test = ("  not tested" if self.method == "none" else
+                f"  test {self.method}: LR {self.statistic:.4g} on {self.df} df, "
+                f"p = {self.p_value:.4g}"
+                + (f" ({self.n_boot} bootstrap data sets)" if self.n_boot else ""))
+        lines = [f"NoiseCheck: class-conditional noise, {groups}", test]
+        status = (f"statuses={self.statuses!r}" if len(self.statuses) > 1
+                  else f"status={self.status!r}")
+        lines.append(f"  {status}")
+        if self.message:
+            lines.append(f"  message: {self.message}")
+        return "\n".join(lines)
+
+    __str__ = __repr__
 
     def to_frame(self) -> pd.DataFrame:
         """The per-group table (a copy of :attr:`groups`)."""
@@ -132,6 +183,13 @@ class NoiseCheck:
 def score_groups(scores: ArrayLike, n_groups: int = 5) -> np.ndarray:
     """Equal-count groups of a classifier's scores, the groups :func:`noise_check` uses.
 
+    The items sorted by score are cut into ``n_groups`` blocks of equal count
+    (:func:`~noisycal.annotators.equal_count_groups`: sizes differ by at most one, the
+    larger at the high end); a cut that falls inside a run of tied scores moves to the
+    nearest change of score (the lower one when both are as near), so tied items always
+    share a group and never depend on the row order. Cuts that meet are merged: with
+    ties there can be fewer groups than asked, and one when every score is tied.
+
     Parameters
     ----------
     scores : array-like of shape (n_items,) or (n_items, n_classes)
@@ -139,23 +197,37 @@ def score_groups(scores: ArrayLike, n_groups: int = 5) -> np.ndarray:
         probabilities (grouped by the top-label confidence, ranked by the mass outside
         the top class, so that confidences that round to 1.0 keep their order).
     n_groups : int, default=5
-        L >= 2.
+        L >= 2, at most the number of items.
 
     Returns
     -------
     ndarray of shape (n_items,), dtype int64
-        0 (lowest score) to L - 1 (:func:`~noisycal.annotators.equal_count_groups`).
+        0 (lowest score) to at most L - 1, every label in use.
 
     Examples
     --------
     >>> score_groups([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8], [0.6, 0.4]], 2).tolist()
     [1, 0, 1, 0]
+    >>> score_groups([0.1, 0.5, 0.5, 0.5, 0.9, 0.5], 2).tolist()  # 0.5 is not split
+    [0, 1, 1, 1, 1, 1]
     """
     p = check_probs(scores, "scores")
-    if p.ndim == 1:
-        return equal_count_groups(p, n_groups)
-    outside = np.sort(p, axis=1)[:, :-1].sum(axis=1)
-    return equal_count_groups(-outside, n_groups)
+    key = p if p.ndim == 1 else -np.sort(p, axis=1)[:, :-1].sum(axis=1)
+    blocks = equal_count_groups(key, n_groups)  # checks n_groups
+    order = np.argsort(key, kind="stable")
+    s = key[order]
+    cuts = np.flatnonzero(np.diff(blocks[order])) + 1   # first sorted position of a block
+    changes = np.flatnonzero(np.diff(s)) + 1            # first sorted position of a value
+    out = np.empty(key.size, dtype=np.int64)
+    if changes.size == 0:
+        out[order] = 0
+        return out
+    at = np.searchsorted(changes, cuts)
+    lo = changes[np.maximum(at - 1, 0)]
+    hi = changes[np.minimum(at, changes.size - 1)]
+    moved = np.where(np.abs(hi - cuts) < np.abs(cuts - lo), hi, lo)
+    out[order] = np.searchsorted(np.unique(moved), np.arange(key.size), side="right")
+    return out
 
 
 def _check_inputs(annotations: object, scores: ArrayLike) -> tuple[Annotations, np.ndarray]:
@@ -325,13 +397,18 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
         annotations with ``groups=score_groups(scores, n_groups)``, reused as the
         shared-channel fit; by default one is fitted here.
     n_groups : int, default=5
-        Score groups L >= 2.
+        Score groups L >= 2 (:func:`score_groups`: tied scores are never split, so ties
+        can leave fewer groups, and a single one when every score is tied, which is not
+        tested), at most ``n_items / (5 n_classes)``
+        (:data:`MIN_GROUP_ITEMS_PER_CLASS` items per class per group on average).
     test : {'auto', 'chi2', 'bartlett', 'bootstrap'}, default='auto'
         The reference distribution of the statistic (see Notes): chi-square with ``df``
         degrees of freedom; chi-square after a bootstrap Bartlett correction; the
         parametric bootstrap itself; or 'chi2' when the tables are dense (every expected
         count at least :data:`MIN_EXPECTED_COUNT` and three or more annotators in every
-        group) and 'bartlett' otherwise.
+        group) and 'bartlett' otherwise. 'chi2' on tables that are not dense is run as
+        asked, with status ``'sparse_tables'`` (and a
+        :class:`~noisycal.NumericalWarning`).
     p_threshold : float, default=0.01
         The status is ``'noise_depends_on_score'`` when the p-value is at most this.
     n_boot : int, optional
@@ -353,13 +430,17 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     Returns
     -------
     NoiseCheck
-        A :class:`~noisycal.NoisycalWarning` is emitted when the check rejects.
+        Status ``'noise_depends_on_score'`` when the check rejects (with a
+        :class:`~noisycal.NoisycalWarning`), ``'sparse_tables'`` for a chi-square reference
+        forced on sparse tables (both can apply: ``statuses``), ``'not_tested'`` when the
+        scores do not vary, no annotator rates two groups or the shared fit is not usable.
 
     Raises
     ------
     ValueError
         For annotations without annotator identities, scores that are not probabilities
-        with one row per item, or invalid settings (the message names the argument).
+        with one row per item, more score groups than :data:`MIN_GROUP_ITEMS_PER_CLASS`
+        allows, or invalid settings (the message names the argument).
 
     Notes
     -----
@@ -404,15 +485,16 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
 
     Examples
     --------
-    >>> import noisycal as nc
-    >>> toy = nc.simulate.gaussian_toy(600, seed=0)
-    >>> ann = nc.Annotations.from_wide(toy.annotations, classes=[0, 1])
-    >>> res = nc.annotators.noise_check(ann, toy.z, n_groups=3, test="chi2")
-    >>> res.status, res.df
-    ('ok', 12)
+    >>> import numpy as np, noisycal as nc
+    >>> conf = np.tile([[0.8, 0.2], [0.25, 0.75]], (3, 1, 1))
+    >>> sim = nc.simulate.dawid_skene(1500, [0.5, 0.5], conf, seed=3)
+    >>> scores = np.random.default_rng(3).random(1500)
+    >>> res = nc.annotators.noise_check(sim.annotations, scores, n_groups=3)
+    >>> res.method, res.status, res.df   # dense tables: 'auto' uses the chi-square
+    ('chi2', 'ok', 12)
     """
     ann, p = _check_inputs(annotations, scores)
-    L = check_int(n_groups, "n_groups", minimum=2)
+    L = _check_n_groups(n_groups, ann)
     check_choice(test, "test", ("auto", "chi2", "bartlett", "bootstrap"))
     p_threshold = check_real(p_threshold, "p_threshold", minimum=0.0, maximum=1.0, strict=True)
     n_boot = None if n_boot is None else check_int(n_boot, "n_boot", minimum=2)
@@ -421,13 +503,17 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     k_fit, k_boot = jax.random.split(as_key(check_seed(seed)))
     groups = score_groups(p, L)
+    details = {"grouping": "probability" if p.ndim == 1 else "confidence",
+               "group_index": groups, "items": ann.items, "n_groups_requested": L}
+    L = int(groups.max()) + 1
+    if L < 2:
+        return _not_tested(p_threshold, 0, details, "every item has the same score, so "
+                           "the scores do not vary and there is one score group")
     K, J = ann.n_classes, ann.n_annotators
     arr = ann.engine_arrays()
     n_rated = np.zeros((J, L))
     np.add.at(n_rated, (arr.annotator, groups[arr.item]), 1)
     df = int(((n_rated > 0).sum() - (n_rated.sum(1) > 0).sum()) * K * (K - 1))
-    details = {"grouping": "probability" if p.ndim == 1 else "confidence",
-               "group_index": groups, "items": ann.items}
     progress = check_progress(progress)
     fit0 = _null_fit(ann, groups, L, fit, em, k_fit, progress)
     details["fit_status"] = fit0.status
@@ -440,7 +526,8 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
     data0, ll0, ll1, prev1, conf1 = _observed(ann, fit0, groups, L, max_iter, tol)
     stat = max(2.0 * (float(ll1.sum()) - float(ll0.sum())), 0.0)
     min_count = _expected_counts_min(fit0.group_prevalence, fit0.confusion, n_rated)
-    dense = min_count >= MIN_EXPECTED_COUNT and bool(((n_rated > 0).sum(0) >= 3).all())
+    few = int(((n_rated > 0).sum(0) < 3).sum())  # groups with fewer than three annotators
+    dense = min_count >= MIN_EXPECTED_COUNT and few == 0
     ref = test if test != "auto" else ("chi2" if dense else "bartlett")
     conf1 = conf1.reshape(J, L, K, K).transpose(1, 0, 2, 3).copy()
     conf1[(n_rated == 0).T] = np.nan
@@ -463,14 +550,51 @@ def noise_check(annotations: Annotations, scores: ArrayLike, *, fit: AnnotatorFi
                        n_boot_not_converged=int((~conv).sum()))
     s = p if p.ndim == 1 else p.max(axis=1)
     table = _group_table(groups, L, s, ll0, ll1, fit0, prev1, conf1, n_rated)
-    status, message = "ok", ""
+    statuses, message = [], ""
     if p_value <= p_threshold:
-        status, message = REJECTED, _reject_message(stat, df, ref, p_value, p_threshold,
-                                                     details["grouping"], table)
+        statuses.append(REJECTED)
+        message = _reject_message(stat, df, ref, p_value, p_threshold, details["grouping"],
+                                  table)
         warnings.warn("class-conditional noise: " + message, NoisycalWarning,
                       stacklevel=user_stacklevel())
-    return NoiseCheck(stat, df, p_value, ref, p_threshold, status, message, table, n_boot,
-                      details)
+    if ref == "chi2" and not dense:  # forced by test='chi2' on sparse tables
+        statuses.append(SPARSE)
+        note = _sparse_note(min_count, few)
+        message = (join_messages(message, "its p-value comes from " + note) if message
+                   else "was tested against " + note)
+        warnings.warn("noise check: " + note, NumericalWarning, stacklevel=user_stacklevel())
+    statuses = ordered_statuses(statuses)
+    return NoiseCheck(stat, df, p_value, ref, p_threshold, statuses[0], message, table,
+                      n_boot, details, statuses)
+
+
+def _check_n_groups(n_groups: int, ann: Annotations) -> int:
+    """``n_groups`` checked against :data:`MIN_GROUP_ITEMS_PER_CLASS`."""
+    L = check_int(n_groups, "n_groups", minimum=2)
+    n, K = ann.n_items, ann.n_classes
+    most = n // (MIN_GROUP_ITEMS_PER_CLASS * K)
+    if L > most:
+        raise ValueError(f"n_groups: {L} score groups of {n} items leave {n / L:.3g} item(s) "
+                         f"per group; the check needs at least {MIN_GROUP_ITEMS_PER_CLASS} "
+                         f"items per class per group on average (n_items >= "
+                         f"{MIN_GROUP_ITEMS_PER_CLASS} x n_classes x n_groups), so at most "
+                         f"{most} groups of these {n} items and {K} classes"
+                         + (" (too few items for any test)" if most < 2 else ""))
+    return L
+
+
+def _sparse_note(min_count: float, few: int) -> str:
+    """Why a forced chi-square reference is unreliable (:data:`SPARSE`)."""
+    why = []
+    if min_count < MIN_EXPECTED_COUNT:
+        why.append(f"the smallest expected (annotator, group, true, observed) count is "
+                   f"{min_count:.3g}, below {MIN_EXPECTED_COUNT:g}")
+    if few:
+        why.append(f"{few} score group(s) have fewer than three annotators")
+    return ("a chi-square reference that is unreliable on these sparse tables ("
+            + "; ".join(why) + "), so its p-value can be far off; test='auto' would use "
+            "the bootstrap Bartlett correction here (test='bartlett'), or use the "
+            "parametric bootstrap (test='bootstrap')")
 
 
 def _reject_message(stat: float, df: int, ref: str, p_value: float, p_threshold: float,

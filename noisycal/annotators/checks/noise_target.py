@@ -57,7 +57,7 @@ def with_noise_check(target: Any, check: NoiseCheck) -> Any:
             np.asarray(target.items), np.asarray(items)):
         raise ValueError("check: its items differ from the target's items (build both from "
                          "the same annotations)")
-    if check.status != REJECTED:
+    if not check.rejected:  # a rejection beside another status (sparse_tables) counts
         return target
     text = f"built under class-conditional noise, which {check.message}"
     note = {"statistic": check.statistic, "df": check.df, "p_value": check.p_value,

@@ -281,7 +281,9 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
         annotations' items in order; a DataFrame's columns are matched to the classes by
         label.
     n_bins : int, default=5
-        Equal-count score bins.
+        Equal-count score bins (with ``scores``), at most the number of items: edges at
+        the score quantiles, fewer bins where tied scores meet at a quantile, and a bin
+        that would hold no item merged into the one below, so every bin holds items.
     parameters : {'auto', 'refits', 'plug-in'}, default='auto'
         Where the replicates' parameters come from for a fit without posterior draws:
         ``'refits'``, ``n_rep`` EM refits on multinomial bootstrap resamples of the
@@ -324,6 +326,10 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     key = as_key(check_seed(seed))
     n_bins = check_int(n_bins, "n_bins", minimum=1)
     s = _check_scores(scores, annotations)
+    if s is not None and n_bins > ann.n_items:
+        raise ValueError(f"n_bins: {n_bins} score bins of {ann.n_items} items would leave "
+                         f"bins without items; n_bins must be at most the number of items "
+                         f"({ann.n_items})")
     which = _check_which(discrepancies, s)
     item = ann.engine_arrays().item
     need = 8 * n_rep * max(item.size, ann.n_items)

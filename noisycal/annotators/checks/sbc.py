@@ -47,6 +47,7 @@ from noisycal.models.item_difficulty import item_difficulty
 
 from ..._util.jax import as_key, as_numpy_rng, x64
 from ..._util.progress import ProgressBar, check_progress
+from ..._util.statuses import ordered_statuses
 from ..._util.types import Seed
 from ..._util.validation import check_array, check_int, check_real, check_seed
 from ...engines.density.diagnostics import convergence_status
@@ -57,7 +58,12 @@ from ..hierarchical import HierarchicalDawidSkene
 from ..item_difficulty import ItemDifficultyModel
 
 __all__ = ["SBCSpec", "SBC_MODELS", "SBCResult", "sbc", "rank_uniformity", "SBC_RHAT",
-           "SBC_NUTS"]
+           "SBC_NUTS", "NON_UNIFORM", "FITS_FAILED"]
+
+#: Status of a study in which some parameter's ranks are not uniform.
+NON_UNIFORM = "non_uniform"
+#: Status of a study in which at least one simulation's fit failed its diagnostics.
+FITS_FAILED = "fits_failed"
 
 #: R-hat above which a simulation's fit counts as a diagnostics failure (the
 #: ``rhat_threshold`` of :func:`sbc`'s default engine).
@@ -366,11 +372,13 @@ class SBCResult:
     tests : pandas.DataFrame
         Per parameter (index): :func:`rank_uniformity`'s ``chi2``, ``chi2_df``,
         ``chi2_p``, ``gamma``, ``ecdf_p``.
-    status : {'ok', 'non_uniform'}
-        'non_uniform' when some parameter's chi-square or ECDF p-value is below
-        ``p_threshold / (2 n_params)`` (Bonferroni over every test).
+    status : {'ok', 'non_uniform', 'fits_failed'}
+        The first of ``statuses``: 'non_uniform' when some parameter's chi-square or ECDF
+        p-value is below ``p_threshold / (2 n_params)`` (Bonferroni over every test);
+        'fits_failed' when any simulation's fit failed its diagnostics (``n_failed > 0``).
     message : str
-        The non-uniform parameters, and how many fits failed their diagnostics.
+        The non-uniform parameters, and how many fits (which simulations) failed their
+        diagnostics.
     diagnostics : pandas.DataFrame
         Per simulation: ``max_rhat`` (split R-hat of the ranked parameters),
         ``num_divergences``, ``relabelled_draws`` (draws the label-switching guard
@@ -379,6 +387,9 @@ class SBCResult:
     p_threshold : float
     settings : dict
         Sizes, seed and design of the study.
+    statuses : tuple of str
+        Every status that applies, most severe first (``('non_uniform', 'fits_failed')``
+        when both do); ``('ok',)`` when none does, so ``status == statuses[0]`` always.
     """
 
     ranks: pd.DataFrame = field(repr=False)
@@ -389,6 +400,12 @@ class SBCResult:
     diagnostics: pd.DataFrame = field(repr=False)
     p_threshold: float
     settings: dict = field(default_factory=dict, repr=False)
+    statuses: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
 
     @property
     def n_failed(self) -> int:
@@ -445,7 +462,10 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
         (``'nuts'`` is ``NUTS()``, whose threshold is 1.01).
     thin : int, default=5
         Keep every ``thin``-th draw of each chain, against autocorrelation (Talts et al.
-        thin towards independent draws; ranks of correlated draws are not uniform).
+        thin towards independent draws; ranks of correlated draws are not uniform). At
+        most ``num_samples``: a larger ``thin`` keeps no more than the first draw of each
+        chain, which is ``thin=num_samples`` (ranks in ``0..num_chains``), so it is
+        refused rather than silently read as that.
     seed : int or jax key, default=0
     prior_model : model object, optional
         Simulate from this model's priors instead (same NumPyro model); a prior
@@ -460,6 +480,19 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     Returns
     -------
     SBCResult
+        Status ``'non_uniform'`` when some parameter's ranks fail a uniformity test,
+        ``'fits_failed'`` when any simulation's fit failed its diagnostics (the rule of
+        ``method.rhat_threshold``: R-hat above it, divergences, or R-hat unavailable):
+        the ranks of a fit that failed are not ranks among draws of its posterior, so
+        uniform ranks do not vouch for the sampler there. Any one failed fit sets it
+        (the message says how many and which simulations); ``statuses`` keeps both.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: a model without an :data:`SBC_MODELS` entry, sizes or a
+        study too large for memory, ``NUTS(extend=True)``, ``thin`` above
+        ``num_samples`` (checked before anything is simulated or fitted).
 
     Examples
     --------
@@ -486,6 +519,12 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
                          "runs every simulation with the settings it is given (the ranks "
                          "of reruns chosen by convergence would not be uniform)")
     thin = check_int(thin, "thin", minimum=1)
+    if thin > nuts.num_samples:
+        raise ValueError(f"thin: keeping every {thin}-th draw of chains of "
+                         f"num_samples={nuts.num_samples} keeps only the first draw of each "
+                         f"chain (ranks in 0..{nuts.num_chains}); thin must be at most "
+                         "num_samples, and much smaller for ranks that can show a "
+                         "miscalibrated posterior (Talts et al. keep about 100 draws)")
     _check_size(n, J, K, N, nuts)
     p_threshold = check_real(p_threshold, "p_threshold", minimum=0.0, strict=True)
     if p_threshold >= 1:
@@ -519,17 +558,31 @@ def sbc(model: object, *, n_items: int, n_annotators: int, n_classes: int,
     tests.index = pd.Index(names, name="parameter")
     diag = pd.DataFrame(rows)
     bad = [p for p in names if min(tests.loc[p, "chi2_p"], tests.loc[p, "ecdf_p"]) < cut]
-    failed = int((diag["status"] != "ok").sum())
     message = (f"ranks not uniform (p < {cut:.2g}) for {bad}" if bad else "")
-    if failed:
-        message = "; ".join(m for m in (message, f"{failed} of {N} fits failed their "
-                                        f"diagnostics (R-hat > {nuts.rhat_threshold:g} or "
-                                        "divergences)") if m)
-    return SBCResult(ranks, L, tests, "non_uniform" if bad else "ok", message, diag,
+    failed_msg = _failed_message(diag, N, nuts.rhat_threshold)
+    if failed_msg:
+        message = "; ".join(m for m in (message, failed_msg) if m)
+    statuses = ordered_statuses(([NON_UNIFORM] if bad else [])
+                                + ([FITS_FAILED] if failed_msg else []))
+    return SBCResult(ranks, L, tests, statuses[0], message, diag,
                      p_threshold, {"n_items": n, "n_annotators": J, "n_classes": K,
                                    "n_sims": N, "num_chains": nuts.num_chains,
                                    "num_warmup": nuts.num_warmup,
                                    "num_samples": nuts.num_samples, "engine": nuts,
                                    "thin": thin, "seed": seed,
                                    "item": item, "annotator": annotator,
-                                   "model": type(model).__name__})
+                                   "model": type(model).__name__}, statuses)
+
+
+def _failed_message(diag: pd.DataFrame, n_sims: int, rhat_threshold: float) -> str:
+    """How many simulations' fits failed their diagnostics, and which ('' when none)."""
+    failed = np.flatnonzero((diag["status"] != "ok").to_numpy())
+    if failed.size == 0:
+        return ""
+    sims = failed[:10].tolist()
+    shown = f"simulations {sims}" + (f" and {failed.size - 10} more" if failed.size > 10
+                                     else "")
+    return (f"{failed.size} of {n_sims} fits failed their diagnostics (R-hat > "
+            f"{rhat_threshold:g}, divergences or R-hat unavailable: {shown}); their ranks "
+            "are not ranks among posterior draws, so the uniformity tests do not vouch for "
+            "the sampler there: run longer chains (num_warmup, num_samples)")

@@ -68,7 +68,10 @@ def runs():  # noqa: ANN201
 
 def test_sbc_of_dawid_skene_passes_uniformity(runs):
     right = runs[0]
-    assert right.status == "ok", right.message
+    # uniform ranks; short chains leave a few fits above R-hat 1.05 (3 of 50 at seed 0),
+    # which the status says (any failed fit: 'fits_failed')
+    assert "non_uniform" not in right.statuses, right.message
+    assert right.statuses == (("fits_failed",) if right.n_failed else ("ok",))
     assert right.ranks.shape == (50, 14) and right.n_draws == 100
     assert right.ranks.to_numpy().min() >= 0 and right.ranks.to_numpy().max() <= 100
     assert right.tests["chi2_p"].min() > 0.01 / 28
@@ -128,20 +131,22 @@ def test_the_dawid_skene_guard_relabels_a_mirrored_draw():
 
 
 def test_a_small_sbc_of_the_hierarchical_model_passes(monkeypatch):
-    """A reduced run (8 simulations, its chains often visiting the mirrored labelling,
+    """A reduced run (20 simulations, its chains often visiting the mirrored labelling,
     which the guard relabels): it catches gross inconsistencies between the simulating
     and the fitted model only. Every simulation reuses one compiled sampler (the prior
-    constants are static inputs, as in a fit)."""
+    constants are static inputs, as in a fit), so after the first a fit costs well under
+    a second."""
     builds = []
     build = nuts_program._build_program
     monkeypatch.setattr(nuts_program, "_build_program",
                         lambda *a, **k: builds.append(1) or build(*a, **k))
-    sizes = dict(SIZES, n_sims=8, thin=2,
-                 method=nc.engines.NUTS(num_chains=2, num_warmup=60, num_samples=60,
-                                        rhat_threshold=1.05))
+    sizes = dict(SIZES, n_sims=20)
     right = nc.annotators.sbc(nc.annotators.HierarchicalDawidSkene(), seed=0, **sizes)
     assert len(builds) <= 1
-    assert right.status == "ok", right.message
-    # prevalence (2) + confusion (3 x 2 x 2) + sigma (2) scalar entries, 60 kept draws
-    assert right.ranks.shape == (8, 16) and right.n_draws == 60
+    # uniform ranks; short chains leave some fits above R-hat 1.05, and then the study
+    # is not 'ok': the status says its fits failed their diagnostics
+    assert "non_uniform" not in right.statuses, right.message
+    assert right.statuses == (("fits_failed",) if right.n_failed else ("ok",))
+    # prevalence (2) + confusion (3 x 2 x 2) + sigma (2) scalar entries, 100 kept draws
+    assert right.ranks.shape == (20, 16) and right.n_draws == 100
     assert right.tests["chi2_p"].min() > 0.01 / 32
