@@ -168,6 +168,14 @@ def score_matrix(probs: ArrayLike | None, logits: ArrayLike | None, eps: float, 
                          "(pass logits= if these are logits)")
     if p.ndim == 1:
         P = np.column_stack([1.0 - p, p])
+        # a score of exactly 1 stands for 1 - s below the input's resolution: 1 - s is
+        # floored there (float64 1.1e-16, float32 6.0e-8), never below, whatever eps
+        dt = getattr(probs, "dtype", None)
+        dt = dt if isinstance(dt, np.dtype) and dt.kind == "f" else np.dtype(np.float64)
+        one = max(eps, float(np.finfo(dt).epsneg))
+        return ScoreInput(np.column_stack([np.log(np.maximum(P[:, 0], one)),
+                                           np.log(np.maximum(P[:, 1], eps))]),
+                          True, "probs", probs, values=p)
     else:
         dev, dt = np.abs(p.sum(axis=1) - 1.0), getattr(probs, "dtype", None)  # float16 too
         atol = prob_atol(dt if isinstance(dt, np.dtype) and dt.kind == "f" else p.dtype,

@@ -146,6 +146,22 @@ def test_beta_default_still_floors_exact_zero_and_one():
     assert q[:3].max() <= q[6:][p[6:] == p[6:].min()].min()
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_an_exact_one_is_floored_at_the_inputs_resolution(dtype):
+    """ln(1 - s) of a score of exactly 1 is ln of the input's resolution (float64
+    1.1e-16, float32 6.0e-8), not ln of the default eps (about -708); other scores keep
+    their own logarithms."""
+    from noisycal.calibrators._inputs import score_matrix
+    from noisycal.calibrators.scaling.beta_ats import BETA_EPS
+
+    p = np.array([0.0, 0.25, 1.0], dtype=dtype)
+    S = score_matrix(p, None, BETA_EPS).S
+    res = float(np.finfo(dtype).epsneg)
+    np.testing.assert_allclose(S[:, 0], [0.0, np.log(0.75), np.log(res)], rtol=1e-15)
+    np.testing.assert_allclose(S[:, 1], [np.log(BETA_EPS), np.log(0.25), 0.0], rtol=1e-15)
+    assert score_matrix(p, None, 1e-6).S[2, 0] == np.log(1e-6)  # a larger eps as given
+
+
 def test_beta_default_agrees_with_betacal():
     betacal = pytest.importorskip("betacal")
     _, p, y = _beta_small_scores()

@@ -95,10 +95,11 @@ class BetaCalibration(_LbfgsMap):
         with its own logarithm, so the default fit is the maximum-likelihood beta map of
         the scores as given (a larger floor such as the 1e-6 of the other maps merges
         all scores below it and moves the fit away from that maximum). A score of exactly
-        1 often stands for ``1 - s`` below float64's resolution (``sigmoid(z)`` rounds to
-        1 for z above about 37): it is then floored at ``eps``, far beyond its true
-        logarithm; pass ``logits=`` to keep that information. ``logits=`` are never
-        clipped: ``ln s = log_sigmoid(z)`` and ``ln(1 - s) = log_sigmoid(-z)`` exactly.
+        1 stands for ``1 - s`` below the input's resolution (``sigmoid(z)`` rounds to 1 in
+        float64 for z above about 37): ``1 - s`` is floored at that resolution (float64
+        1.1e-16, float32 6.0e-8) when ``eps`` is smaller; pass ``logits=`` to keep the
+        information. ``logits=`` are never clipped: ``ln s = log_sigmoid(z)`` and
+        ``ln(1 - s) = log_sigmoid(-z)`` exactly.
     bounds : (float, float), default=(-100.0, 100.0)
         The box ``(low, high)`` of a, b and c (a and b from 0 when ``monotone``).
     loss : {'auto', 'log', 'brier'}, default='auto'
