@@ -418,6 +418,7 @@ class DawidSkene:
                    "orientation": orientation, "groups": L,
                    "group_index": _group_index(group, ann.n_items), "prior_alpha": alpha,
                    "prior_beta": beta, "latent_perm": ms.perm, "gold": gold is not None,
+                   "gold_index": gold,
                    "max_iter": em.max_iter, "tol": em.tol, "identification": ident,
                    "channels": chan, **boot_info}
         if em.init == "moments":
@@ -456,7 +457,8 @@ class DawidSkene:
                             bool(res.converged), int(res.n_iter), None,
                             {"map": use_prior, "orientation": orientation, "groups": L,
                              "group_index": _group_index(group, ann.n_items),
-                             "gold": gold is not None, "max_iter": mle.max_iter,
+                             "gold": gold is not None, "gold_index": gold,
+                             "max_iter": mle.max_iter,
                              "tol": mle.tol, "identification": ident, "channels": chan},
                             engine=mle, statuses=statuses)
 
@@ -494,7 +496,7 @@ class DawidSkene:
                              "num_divergences": diag["num_divergences"],
                              "relabelled_chains": diag["switched"], "groups": L,
                              "group_index": _group_index(group, ann.n_items),
-                             "gold": gold is not None, "channels": chan,
+                             "gold": gold is not None, "gold_index": gold, "channels": chan,
                              "sample_stats": nd.sample_stats,
                              "identification": {"checked": False, "reason": NUTS_NOTE}},
                             engine=nuts, statuses=statuses)

@@ -188,8 +188,8 @@ def params_from_free(theta: jax.Array, x0: jax.Array, basis: jax.Array, shape: t
 
 @partial(jax.jit, static_argnames=("sizes", "shape", "one_coin"))
 def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arrays: tuple,
-                        *, sizes: tuple, shape: tuple, one_coin: bool | str
-                        ) -> tuple[jax.Array, jax.Array]:
+                        gold: jax.Array | None = None, *, sizes: tuple, shape: tuple,
+                        one_coin: bool | str) -> tuple[jax.Array, jax.Array]:
     from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
 
     from .em.dawid_skene import join_data
@@ -198,7 +198,7 @@ def _scores_and_hessian(x0: jax.Array, basis: jax.Array, weights: jax.Array, arr
 
     def per_pattern(theta: jax.Array) -> jax.Array:
         params = params_from_free(theta, x0, basis, shape, one_coin)
-        return item_log_likelihood(joint_log_likelihood(params, data))
+        return item_log_likelihood(joint_log_likelihood(params, data), gold)
 
     def total(theta: jax.Array) -> jax.Array:
         return jnp.sum(weights * per_pattern(theta))
@@ -230,7 +230,7 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     Returns
     -------
     ChannelInfluence, or str
-        A string says why no influence could be computed (no fitted data, gold labels,
+        A string says why no influence could be computed (no fitted data,
         a model or engine not covered, too many free parameters, an information matrix
         that is not positive definite).
 
@@ -249,8 +249,9 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
     if ann is None:
         return "the fit does not carry the annotations it was fitted on"
-    if fit.details.get("gold"):
-        return "fits with gold labels are not supported"
+    gold = fit.details.get("gold_index") if fit.details.get("gold") else None
+    if fit.details.get("gold") and gold is None:
+        return "the fit used gold labels but does not carry them"
     if fit.model == "item_difficulty":
         return ("an 'item_difficulty' fit has no sandwich influence: the model has no "
                 "maximum-likelihood fit (NUTS only; its joint mode is degenerate) and its "
@@ -274,7 +275,7 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     with x64():
         pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
                            n_annotators=J, n_classes=K, group=group if L > 1 else None,
-                           n_groups=L)
+                           n_groups=L, gold=None if gold is None else np.asarray(gold))
     w = np.asarray(pd_.counts, dtype=np.float64)
     labels = {"prevalence": [f"prevalence[{g}, {k}]" for g in range(L) for k in range(K)],
               "confusion": [f"confusion[{j}, {t}, {o}]" for j in range(J) for t in range(K)
@@ -283,16 +284,17 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
               "class_accuracy": [f"accuracy[{j}, {k}]" for j in range(J) for k in range(K)],
               "spam": [f"spam[{j}]" for j in range(J)],
               "strategy": [f"strategy[{j}, {k}]" for j in range(J) for k in range(K)]}
-    _, B, names, n_conf = free_parameters(prev, conf, pd_.data, w, None, one_coin=one_coin,
-                                          labels=labels)
+    _, B, names, n_conf = free_parameters(prev, conf, pd_.data, w, pd_.gold,
+                                          one_coin=one_coin, labels=labels)
     if len(names) > MAX_FREE:
         return f"more than MAX_FREE={MAX_FREE} free parameters"
     x0 = np.concatenate([prev.ravel(), channel_flat(conf, one_coin)])
     arrays, sizes = split_data(pd_.data)
     with x64():
         scores, info = _scores_and_hessian(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(w),
-                                           arrays, sizes=sizes, shape=(L, J, K),
-                                           one_coin=one_coin)
+                                           arrays, None if pd_.gold is None
+                                           else jnp.asarray(pd_.gold), sizes=sizes,
+                                           shape=(L, J, K), one_coin=one_coin)
     scores, info = np.asarray(scores), np.asarray(info)
     info = 0.5 * (info + info.T)
     try:
@@ -550,11 +552,13 @@ def _draw_logliks(fit: Any, ann: Any, prev_d: np.ndarray, conf_d: np.ndarray
     L, K = prev_d.shape[1:]
     arr = ann.engine_arrays()
     group = np.asarray(fit.details.get("group_index", np.zeros(ann.n_items, np.int64)))
+    gold = fit.details.get("gold_index") if fit.details.get("gold") else None
     with x64():
         pd_ = pattern_data(arr.item, arr.annotator, arr.label, n_items=ann.n_items,
                            n_annotators=conf_d.shape[1], n_classes=K,
-                           group=group if L > 1 else None, n_groups=L)
-        ll = item_loglik_draws(prev_d, conf_d, pd_.data)
+                           group=group if L > 1 else None, n_groups=L,
+                           gold=None if gold is None else np.asarray(gold))
+        ll = item_loglik_draws(prev_d, conf_d, pd_.data, pd_.gold)
     return ll, np.asarray(pd_.pattern), np.asarray(pd_.counts)
 
 
@@ -621,7 +625,7 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     Returns
     -------
     ChannelInfluence, or str
-        A string says why there is none (no draws, no fitted data, gold labels, a model
+        A string says why there is none (no draws, no fitted data, a model
         outside :data:`POSTERIOR_MODELS`, fewer than :data:`MIN_INFLUENCE_DRAWS` draws,
         too few effective draws for the parameters (:data:`MAX_NOISE_SHARE`), more than
         ``MAX_FREE`` parameters).
@@ -641,8 +645,8 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
     if ann is None:
         return "the fit does not carry the annotations it was fitted on"
-    if fit.details.get("gold"):
-        return "fits with gold labels are not supported"
+    if fit.details.get("gold") and fit.details.get("gold_index") is None:
+        return "the fit used gold labels but does not carry them"
     draws = fit.draws
     if fit.method != "nuts":
         return f"the posterior influence needs a NUTS fit; this fit is by {fit.method!r}"

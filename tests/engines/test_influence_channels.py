@@ -148,8 +148,10 @@ def test_refusals_say_why():
     reason = channel_influence(dataclasses.replace(fit, model="item_difficulty"))
     assert "no maximum-likelihood fit" in reason and "integrated out" in reason
     gold = model.fit(ann, method=nc.engines.EM(n_starts=1), gold={ann.items[0]: ann.classes[0]})
-    with pytest.raises(NotOffered, match="gold labels"):
-        gold.influence()
+    assert gold.influence().counts.sum() == ann.n_items  # gold items at their class
+    lost = dataclasses.replace(gold, details={**gold.details, "gold_index": None})
+    with pytest.raises(NotOffered, match="used gold labels but does not carry them"):
+        lost.influence()
 
 
 @pytest.mark.parametrize("name", ["class_conditional", "mace"])

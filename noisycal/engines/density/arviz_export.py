@@ -109,8 +109,8 @@ def arviz_sample_stats(stats: Mapping[str, np.ndarray] | None) -> dict[str, np.n
     return out
 
 
-def item_loglik_draws(prevalence: np.ndarray, confusion: np.ndarray, data: Any, *,
-                      batch_size: int = 64) -> np.ndarray:
+def item_loglik_draws(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
+                      gold: np.ndarray | None = None, *, batch_size: int = 64) -> np.ndarray:
     """Each item's marginal log-likelihood under each of D parameter sets, in float64.
 
     The one likelihood of :mod:`noisycal.models.dawid_skene`
@@ -123,6 +123,9 @@ def item_loglik_draws(prevalence: np.ndarray, confusion: np.ndarray, data: Any, 
     confusion : array of shape (D, J, K, K)
     data : DSData
         The ratings (:func:`noisycal.models.dawid_skene.make_data`).
+    gold : int array of shape (n_items,), optional
+        Known classes (``-1`` where unknown): those items' log-likelihood is at their
+        class, as in the fit.
     batch_size : int, default=64
         Draws evaluated together (memory: ``batch_size * n_items * K`` numbers).
 
@@ -135,9 +138,11 @@ def item_loglik_draws(prevalence: np.ndarray, confusion: np.ndarray, data: Any, 
     with x64():
         import jax.numpy as jnp
 
+        known = None if gold is None else jnp.asarray(gold)
+
         def one(pc: tuple) -> jax.Array:
             params = {"prevalence": pc[0], "confusion": pc[1]}
-            return item_log_likelihood(joint_log_likelihood(params, data))
+            return item_log_likelihood(joint_log_likelihood(params, data), known)
 
         out = jax.lax.map(one, (jnp.asarray(prevalence, jnp.float64),
                                 jnp.asarray(confusion, jnp.float64)), batch_size=batch_size)
@@ -258,7 +263,8 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
     arr = ann.engine_arrays()
     g = np.asarray(fit.details.get("group_index", np.zeros(arr.n_items)), np.int32)
     L = prev.shape[1]
-    if fit.details.get("gold"):
+    gold = fit.details.get("gold_index") if fit.details.get("gold") else None
+    if fit.details.get("gold") and gold is None:
         attrs["log_likelihood"] = ("left out: the fit used gold labels, which it does not "
                                    "keep, and their items' likelihood needs them")
     elif "log_likelihood" in hooks:  # a model with its own pointwise likelihood
@@ -268,7 +274,7 @@ def annotator_inference_data(fit: Any, *, seed: Seed = 0, predictive: bool = Tru
             data = make_data(arr.item, arr.annotator, arr.label, n_items=arr.n_items,
                              n_annotators=arr.n_annotators, n_classes=arr.n_classes,
                              group=g, n_groups=L)
-        ll = item_loglik_draws(prev, conf, data)
+        ll = item_loglik_draws(prev, conf, data, gold)
         groups["log_likelihood"] = {"label": ll.reshape(c, S, -1)}
     coords.update(item=fit.items, rating=np.arange(arr.item.size))
     groups["observed_data"] = {"label": arr.label.astype(np.int64)}
