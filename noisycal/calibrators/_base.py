@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._util.items import checked_index, first_difference, item_ids_of
+from .._util.statuses import ordered_statuses
 from .._util.types import ArrayLike
 from .._util.validation import check_array, check_labels, user_stacklevel
 from ..exceptions import IdentifiabilityWarning
@@ -186,13 +187,24 @@ class Calibrator:
 
         A fitting target recorded by :func:`record_fit_target` whose status is not 'ok'
         takes precedence: the calibrator then gets ``'target_not_ok'`` (see
-        :func:`inherit_target_status`) whatever its own fit's outcome.
+        :func:`inherit_target_status`) whatever its own fit's outcome. ``statuses_``
+        keeps every status that applies, most severe first: the target's and each
+        non-ok status the fit set since it began (or since it last set 'ok').
         """
-        if not status.endswith("_not_ok") and inherit_target_status(
-                self, {"target": self.__dict__.get("_fit_target_obj")}):
-            return
+        # the fit's own statuses since it began (an 'ok' clears them): kept in statuses_
+        # beside a failed target's, which takes precedence as status_
+        own = self.__dict__.setdefault("_own_statuses", {})
+        if not status.endswith("_not_ok"):
+            if status == "ok":
+                own.clear()
+            else:
+                own[status] = message
+            if inherit_target_status(self, {"target": self.__dict__.get("_fit_target_obj")}):
+                self.statuses_ = ordered_statuses([self.status_, *own])
+                return
         self.status_ = status
         self.message_ = message
+        self.statuses_ = ordered_statuses([status, *own])
         if status != "ok" and category is not None:
             level = user_stacklevel() if stacklevel is None else stacklevel
             warnings.warn(f"{type(self).__name__}: {message} (status_={status!r})", category,
@@ -257,6 +269,7 @@ def record_fit_target(cal: Calibrator, target: object) -> None:
     failed target's status (``'target_not_ok'``; see :meth:`Calibrator._set_status`).
     Called by the shared input preparation of each fit, before any status is set."""
     cal._fit_target_obj = target if isinstance(target, Target) else None
+    cal._own_statuses = {}
 
 
 def inherit_target_status(cal: Calibrator, inputs: Mapping[str, object]) -> bool:
