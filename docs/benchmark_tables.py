@@ -1138,6 +1138,40 @@ def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
     return out
 
 
+def _first_nuts_one(name: str, rec: Record) -> dict[str, str]:
+    r = result(rec)
+    if not r:
+        return {"run": run_line(name, rec), "table": ""}
+    goal = r["goal_s"]
+    rows = []
+    for model in r["models"]:
+        for mode in ("cold", "cache-fill", "cache-warm"):
+            x = r[model].get(mode)
+            if x is None:
+                continue
+            first, arviz = x["first_fit_s"], x["first_to_arviz_s"]
+            rows.append([model if mode == "cold" else "", mode, secs(first), secs(arviz),
+                         secs(x["new_data_fit_s"]), f"`{x['status']}`",
+                         met(max(first, arviz), goal, below=True)
+                         if mode == "cache-warm" else ""])
+    x = r[r["models"][0]]["cold"]
+    head = (f"{x['n_items'][0]} patients ({x['n_patterns'][0]} rating patterns) for the "
+            f"first fit, {x['n_items'][1]} ({x['n_patterns'][1]} patterns) for the new "
+            f"data; {r['num_chains']} chains x ({r['num_warmup']} + {r['num_samples']}).\n\n")
+    return {"run": run_line(name, rec), "table": head + table(
+        ["model", "process", "first fit", "first to_arviz()", "new data, same process",
+         "status", f"warm: both under {goal:g} s"], rows, "llrrrll")}
+
+
+@renderer("bench_first_nuts")
+def _bench_first_nuts(records: dict[str, Record]) -> dict[str, str]:
+    out = {}
+    for name, rec in records.items():
+        suffix = "_before" if name.endswith("_before") else ""
+        out.update({k + suffix: v for k, v in _first_nuts_one(name, rec).items()})
+    return out
+
+
 def _nc_memory_rows(r: dict) -> tuple[list, list, list]:
     """(simulated rows, CIFAR-10N rows, compare rows) of a bench_nc_memory record."""
     sim, cifar, comp = [], [], []
