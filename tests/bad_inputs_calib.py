@@ -154,7 +154,14 @@ CASES = [
     # the log loss is unbounded below for a target outside [0, 1]: the fit runs to the
     # box, and the status says to use the affine Brier loss
     ("calib-ts-log-loss-outside-boundary", lambda: _status(_ts(loss="log")(
-        probs=Z, target=np.where(Z > 0.5, 1.5, -0.5))), S, None, r"boundary.*loss='brier'"),
+        probs=Z, target=nc.targets.from_matrix(np.where(Z > 0.5, 1.5, -0.5)[:, None]
+                                               * [-1, 1] + [1, 0], kind="corrected"))),
+     S, None,
+     r"boundary.*loss='brier'"),
+    # the same values undeclared: refused as the metrics refuse them
+    ("calib-ts-plain-target-outside", lambda: _ts()(probs=Z, target=np.where(Z > 0.5, 1.5,
+                                                                             -0.5)),
+     R, V, r"target must lie in \[0, 1\].*only a noise-corrected target"),
     # ----------------------------------------------------------------- PlattScaling
     ("calib-platt-one-item", lambda: _status(_platt()(probs=np.array([0.3]),
                                                       target=np.array([1]))),
@@ -387,7 +394,8 @@ CASES = [
     # the log loss is unbounded below for rows that leave [0, 1] and favour the top logit
     ("calib-mc-ts-log-loss-corrected-rows", lambda: _status(_mc("TemperatureScaling",
                                                                 loss="log")(
-        logits=ZM, target=1.75 * np.eye(3)[ZM.argmax(1)] - 0.25)), S, None,
+        logits=ZM, target=nc.targets.from_matrix(1.75 * np.eye(3)[ZM.argmax(1)] - 0.25,
+                                                 kind="corrected"))), S, None,
      r"boundary.*unbounded below.*loss='brier'"),
     ("calib-mc-matrix-not-converged", lambda: _status(_mc("MatrixScaling", max_iter=1)(
         logits=ZM, target=YM)), S, None, r"not_converged.*optimiser"),

@@ -131,8 +131,11 @@ CASES = [
     ("lw-probs-matrix", lambda: _lw()(probs=POST, target=Y), R, V, r"probs must be 1-D"),
     ("lw-soft-target", lambda: _lw()(probs=Z, target=np.where(Y == 1, 0.8, 0.3)), R, V,
      r"target must be one 0/1 label per item"),
-    ("lw-corrected-target", lambda: _lw()(probs=Z, target=np.where(Y == 1, 1.25, -0.25)),
-     R, V, r"target must be one 0/1 label"),
+    ("lw-corrected-target", lambda: _lw()(probs=Z, target=nc.targets.from_matrix(
+        np.c_[1 - np.where(Y == 1, 1.25, -0.25), np.where(Y == 1, 1.25, -0.25)],
+        kind="corrected")), R, V, r"target must be one 0/1 label"),
+    ("lw-plain-target-outside", lambda: _lw()(probs=Z, target=np.where(Y == 1, 1.25, -0.25)),
+     R, V, r"target must lie in \[0, 1\]"),
     ("lw-target-length", lambda: _lw()(probs=Z, target=Y[:5]), R, V, r"target has 5"),
     ("lw-posterior-missing", lambda: _lw(weights="posterior")(probs=Z, target=Y), R, V,
      r"posterior is required"),

@@ -15,8 +15,9 @@ import numpy as np
 
 from .types import ArrayLike
 
-__all__ = ["prediction_items", "check_item_ids", "check_items", "first_difference",
-           "is_pandas", "aligned_values", "checked_index", "match_columns", "check_same_ids",
+__all__ = ["prediction_items", "array_shape", "not_rectangular", "check_item_ids",
+           "check_items", "first_difference", "is_pandas", "aligned_values", "checked_index",
+           "match_columns", "check_same_ids",
            "item_ids_of", "classes_of", "frame_classes"]
 
 
@@ -35,13 +36,55 @@ def prediction_items(probs: Any, logits: Any, items: Any) -> np.ndarray | None:
     ndarray or None
     """
     x = probs if probs is not None else logits
-    n = int(np.shape(x)[0]) if x is not None else None
+    n = None
+    if x is not None:
+        name = "probs" if probs is not None else "logits"
+        shape = array_shape(x, name)
+        if len(shape) not in (1, 2):
+            raise ValueError(f"{name} must have 1 or 2 dimensions, got shape {shape}")
+        n = int(shape[0])
     if items is not None:
         return check_item_ids(items, n)
     index = getattr(x, "index", None)
     if index is not None and hasattr(x, "to_numpy"):
         return check_item_ids(index, n, "items (the index of the predictions)")
     return None
+
+
+def not_rectangular(name: str, exc: Exception) -> ValueError:
+    """The error of an input NumPy cannot read as one rectangular array (ragged rows).
+
+    Parameters
+    ----------
+    name : str
+        The argument, named first in the message.
+    exc : Exception
+        NumPy's error, quoted after it.
+
+    Returns
+    -------
+    ValueError
+    """
+    return ValueError(f"{name} must be a rectangular numeric array (every row of the same "
+                      f"length); NumPy could not read it as one: {exc}")
+
+
+def array_shape(x: Any, name: str) -> tuple[int, ...]:
+    """``np.shape(x)``, with a ragged input refused naming ``name`` (:func:`not_rectangular`).
+
+    Parameters
+    ----------
+    x : array-like
+    name : str
+
+    Returns
+    -------
+    tuple of int
+    """
+    try:
+        return tuple(np.shape(x))
+    except ValueError as exc:
+        raise not_rectangular(name, exc) from exc
 
 
 def check_item_ids(items: ArrayLike, n: int | None, name: str = "items") -> np.ndarray:

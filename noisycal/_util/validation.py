@@ -15,7 +15,7 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 
 from ..exceptions import NumericalWarning
-from .items import check_item_ids, check_items, prediction_items
+from .items import check_item_ids, check_items, not_rectangular, prediction_items
 from .types import ArrayLike
 
 __all__ = [
@@ -27,7 +27,9 @@ __all__ = [
     "check_level",
     "check_int",
     "check_choice",
+    "as_array",
     "check_array",
+    "check_classes",
     "check_probs",
     "check_logits",
     "check_labels",
@@ -212,6 +214,54 @@ def check_choice(value: object, name: str, options: Iterable[object]) -> object:
     return value
 
 
+def _nullable_values(x: object, name: str) -> np.ndarray | None:
+    """The NumPy values of a pandas Series or DataFrame with nullable (masked) numeric
+    columns (``Float64``, ``Int64``, ``boolean``), None for any other input; a missing
+    value (``pd.NA``) is refused naming ``name``."""
+    if not hasattr(x, "to_numpy") or not hasattr(x, "isna"):
+        return None
+    dtypes = list(x.dtypes) if hasattr(x, "columns") else [getattr(x, "dtype", None)]
+    masked = [getattr(d, "numpy_dtype", None) for d in dtypes]
+    if not any(isinstance(m, np.dtype) for m in masked):
+        return None
+    missing = int(np.asarray(x.isna()).sum())
+    if missing:
+        raise ValueError(f"{name} contains {missing} missing value(s) (pd.NA); every entry "
+                         "needs a number")
+    plain = [m if isinstance(m, np.dtype) else d for m, d in zip(masked, dtypes, strict=True)]
+    try:
+        dtype = np.result_type(*plain)
+    except TypeError:  # a column of another extension type: read as NumPy reads it
+        return None
+    return x.to_numpy(dtype=dtype)
+
+
+def as_array(x: ArrayLike, name: str) -> np.ndarray:
+    """``np.asarray(x)``, with an input NumPy cannot read as one rectangular array (ragged
+    rows) or at all refused naming ``name``. A pandas object of nullable numeric dtypes
+    (``Float64``, ``Int64``) gives its values in the matching NumPy dtype; a missing
+    value (``pd.NA``) in it is refused naming ``name``.
+
+    Parameters
+    ----------
+    x : array-like
+    name : str
+
+    Returns
+    -------
+    ndarray
+    """
+    values = _nullable_values(x, name)
+    if values is not None:
+        return values
+    try:
+        return np.asarray(x)
+    except ValueError as exc:
+        raise not_rectangular(name, exc) from exc
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
+
+
 def check_array(
     x: ArrayLike,
     name: str,
@@ -220,11 +270,9 @@ def check_array(
     finite: bool = True,
     dtype: type = np.float64,
 ) -> np.ndarray:
-    """Convert to a NumPy array of ``dtype`` and check its rank and finiteness."""
-    try:
-        arr = np.asarray(x)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise ValueError(f"{name} could not be converted to an array: {exc}") from exc
+    """Convert to a NumPy array of ``dtype`` (:func:`as_array`) and check its rank and
+    finiteness."""
+    arr = as_array(x, name)
     if arr.dtype == object or arr.dtype.kind in "USV":
         raise ValueError(f"{name} must be numeric, got an array of dtype {arr.dtype}")
     if arr.dtype.kind == "c":
@@ -336,11 +384,10 @@ def predictions(
     if (probs is None) == (logits is None):
         raise ValueError("give exactly one of probs= or logits= (they are never guessed)")
     if probs is not None:
-        kind = np.asarray(probs).dtype.kind
-        if kind in "biu":
+        dtype = as_array(probs, "probs").dtype
+        if dtype.kind in "biu":
             raise ValueError(f"probs must be floating-point probabilities, got dtype "
-                             f"{np.asarray(probs).dtype} (class labels? the argument order "
-                             "is (probs, target))")
+                             f"{dtype} (class labels? the argument order is (probs, target))")
         p = check_probs(probs)
         binary = p.ndim == 1
         P = np.column_stack([1.0 - p, p]) if binary else p
@@ -464,7 +511,19 @@ def categorical_labels(labels: object, classes: ArrayLike | None, name: str = "t
                      "taken as the column order, as for a string array")
 
 
-def _check_classes(classes: ArrayLike) -> np.ndarray:
+def check_classes(classes: ArrayLike) -> np.ndarray:
+    """``classes=`` as an array: 1-D, at least 2 labels, none repeated, and not strings
+    mixed with other labels (NumPy would make ``['a', 1]`` all strings)."""
+    # a list or object array keeps each label's type; NumPy would make ['a', 1] strings
+    typed = not isinstance(classes, np.ndarray) or classes.dtype == object
+    if typed and isinstance(classes, Iterable) and not isinstance(classes, str):
+        raw = list(classes.tolist() if isinstance(classes, np.ndarray) else classes)
+        kinds = {"str" if isinstance(v, str) else "number" if isinstance(v, numbers.Number)
+                 else type(v).__name__ for v in raw}
+        if "str" in kinds and len(kinds) > 1:
+            raise ValueError(f"classes mixes strings and other labels, got {raw!r}: NumPy "
+                             "would read them all as strings, and labels would no longer "
+                             "match; give every class label as one type")
     c = np.asarray(classes)
     if c.ndim != 1 or c.size < 2:
         raise ValueError(f"classes must be a 1-D sequence of at least 2 labels, got {classes!r}")
@@ -523,7 +582,7 @@ def encode_labels(labels: ArrayLike, *, classes: ArrayLike | None = None,
                              "classes= with the class labels in order")
         k = check_int(n_classes, "n_classes", minimum=2)
         return check_labels(y, k, name), np.arange(k)
-    c = _check_classes(classes)
+    c = check_classes(classes)
     if n_classes is not None and check_int(n_classes, "n_classes", minimum=2) != c.size:
         raise ValueError(f"n_classes={n_classes} but classes has {c.size} labels")
     lookup = {v: k for k, v in enumerate(c.tolist())}

@@ -37,6 +37,7 @@ from .._util.statuses import ordered_statuses
 from .._util.types import ArrayLike
 from .._util.validation import check_array, check_labels, user_stacklevel
 from ..exceptions import IdentifiabilityWarning
+from ..metrics.inputs import check_target_rows
 from ..targets.target import Target, as_target_matrix
 
 __all__ = ["Calibrator", "NotFittedError"]
@@ -346,7 +347,9 @@ def positive_target(target: object, n: int) -> np.ndarray:
     A Target or an (n, 2) matrix gives its column 1; a 1-D integer or boolean vector is
     read as 0/1 labels; a 1-D float vector is the positive-class target itself (for a
     binary problem 0/1 labels and positive-class values coincide, so nothing is guessed),
-    any finite real values (corrected targets may leave [0, 1]).
+    whose values must lie in [0, 1]. Every target is checked as the metrics check it
+    (:func:`~noisycal.metrics.inputs.check_target_rows`): rows on the simplex, and only
+    a Target of kind 'corrected' may leave [0, 1].
     """
     if target is None:
         raise ValueError("target is required (labels, an (n, 2) matrix or a Target)")
@@ -357,6 +360,7 @@ def positive_target(target: object, n: int) -> np.ndarray:
             if y.shape[0] != n:
                 raise ValueError(f"target has {y.shape[0]} values but the scores have {n} "
                                  "items")
+            check_target_rows(np.column_stack([1.0 - y, y]), arr, "target")
             return y
         if arr.ndim == 1:
             y = check_labels(arr, 2, "target")
@@ -364,7 +368,9 @@ def positive_target(target: object, n: int) -> np.ndarray:
                 raise ValueError(f"target has {y.shape[0]} labels but the scores have {n} "
                                  "items")
             return y.astype(np.float64)
-    return as_target_matrix(target, n, 2)[:, 1]
+    T = as_target_matrix(target, n, 2)
+    check_target_rows(T, target, "target")
+    return T[:, 1]
 
 
 def check_alignment(pred: object, pred_name: str, other: object, other_name: str) -> None:

@@ -12,8 +12,9 @@ Every map of :mod:`noisycal.calibrators.scaling.temperature` and
 
 The fitting loss of the maps ``q_i = softmax(eta_i)`` against a target row ``t_i`` (any
 target: hard, soft, voted, corrected, posterior, a matrix) is the log loss
-``-sum_k t_ik log q_ik`` for targets on the simplex, and for targets that leave it (kind
-'corrected', or entries outside [0, 1]) the affine Brier loss
+``-sum_k t_ik log q_ik`` for targets on the simplex, and for targets that leave it (a
+Target of kind 'corrected'; any other target outside [0, 1] is refused naming ``target``,
+as the metrics refuse it) the affine Brier loss
 ``sum_k (q_ik^2 - 2 q_ik t_ik + t_ik)``, which is bounded below for any real target,
 equals the Brier score for one-hot rows, and is affine in the target, so it is unbiased
 for the clean-label Brier loss under a noise-corrected target (the same rule as
@@ -39,6 +40,7 @@ from .._util.validation import (
     prob_atol,
 )
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
+from ..metrics.inputs import check_target_rows
 from ..metrics.scores import FIT_LOSSES, leaves_unit_interval
 from ..targets.target import as_target_matrix
 from ._base import Calibrator, check_alignment, check_eps, positive_target, record_fit_target
@@ -228,6 +230,7 @@ def fit_target(target: object, x: ScoreInput) -> np.ndarray:
             i = int(np.argmax(dev))
             raise ValueError(f"target rows must sum to 1 (probability rows, or noise-corrected "
                              f"rows) within {PROB_ATOL:g}; row {i} sums to {T[i].sum():.8g}")
+        check_target_rows(T, target, "target")  # the metrics' check: [0, 1] unless corrected
     check_alignment(x.raw, x.given, target, "target")
     return T
 

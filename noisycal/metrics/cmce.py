@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from .._util.jax import as_key, x64
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
+    as_array,
     categorical_labels,
     check_int,
     check_items,
@@ -111,10 +112,10 @@ def set_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | None
     classes = label_classes(probs, logits, classes, target)
     ids = prediction_items(probs, logits, items)
     if probs is not None:
-        if np.asarray(probs).dtype.kind in "biu":
+        arr = as_array(probs, "probs")
+        if arr.dtype.kind in "biu":
             raise ValueError("probs must be floating-point probabilities (class labels? the "
                              "argument order is (probs, target))")
-        arr = np.asarray(probs)
         lean = lean and arr.ndim == 2 and arr.dtype in (np.float32, np.float64) \
             and arr.shape[0] >= 1 and arr.shape[1] >= 2
         p = checked_probs(arr) if lean else check_probs(probs)

@@ -6,6 +6,7 @@ float32, reads label vectors as class codes and checks them over row chunks."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import sys
 
 import numpy as np
@@ -14,7 +15,9 @@ from .._util.items import match_columns
 from .._util.statuses import TARGET_PREFIX
 from .._util.types import ArrayLike
 from .._util.validation import (
+    as_array,
     check_choice,
+    check_classes,
     check_not_swapped,
     check_probs,
     check_work_bytes,
@@ -92,12 +95,26 @@ def _declared_classes(classes: ArrayLike | None, target: object) -> list | None:
     """The class labels the prediction columns stand for: ``classes=``, else a Target's
     classes, else a categorical target's declared categories; None when unknown."""
     if classes is not None:
-        return np.asarray(classes).tolist()
+        return check_classes(classes).tolist()
     if isinstance(target, Target):
         return None if target.classes is None else target.classes.tolist()
     cats = getattr(getattr(target, "cat", None), "categories", None)
     cats = getattr(target, "categories", None) if cats is None else cats
     return None if cats is None else list(cats)
+
+
+def _check_column_order(labels: list, name: str) -> None:
+    """Refuse DataFrame columns labelled 0..K-1 out of order when no classes are declared:
+    read by position, column j would be taken as class j although it is labelled
+    otherwise."""
+    ints = all(isinstance(c, numbers.Integral) and not isinstance(c, bool | np.bool_)
+               for c in labels)
+    if ints and sorted(int(c) for c in labels) == list(range(len(labels))) \
+            and [int(c) for c in labels] != list(range(len(labels))):
+        raise ValueError(f"{name} is a DataFrame whose columns are labelled {labels}: the "
+                         f"class indices 0..{len(labels) - 1} out of order. Columns are read "
+                         "by position, so pass classes= (the class of each column, e.g. "
+                         f"classes={labels}) or reorder the columns (df[sorted(df.columns)])")
 
 
 def align_columns(probs: object, logits: object, classes: ArrayLike | None, target: object
@@ -109,6 +126,9 @@ def align_columns(probs: object, logits: object, classes: ArrayLike | None, targ
     categories) the columns are matched to them by label and reordered; labels that are
     not the classes raise a ValueError naming the argument. A DataFrame with the default
     columns 0..K-1 that are not the classes, and plain arrays, keep positional meaning.
+    Without declared classes, integer column labels 0..K-1 in another order are refused
+    (ValueError naming the argument): read by position, each column would be taken as a
+    class other than its label.
 
     Parameters
     ----------
@@ -126,10 +146,12 @@ def align_columns(probs: object, logits: object, classes: ArrayLike | None, targ
     cols = getattr(x, "columns", None)
     if cols is None or not hasattr(x, "to_numpy"):
         return probs, logits
+    name = "probs" if probs is not None else "logits"
     want = _declared_classes(classes, target)
     if want is None:
+        _check_column_order(list(cols), name)
         return probs, logits
-    x = match_columns(x, want, "probs" if probs is not None else "logits")
+    x = match_columns(x, want, name)
     return (x, None) if probs is not None else (None, x)
 
 
@@ -269,7 +291,7 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
     _no_dask(probs, target, logits)
     probs, logits = align_columns(probs, logits, classes, target)
     classes = label_classes(probs, logits, classes, target)
-    arr = None if probs is None else np.asarray(probs)
+    arr = None if probs is None else as_array(probs, "probs")
     if (logits is not None or arr is None or arr.dtype not in (np.float32, np.float64)
             or arr.ndim not in (1, 2) or arr.shape[0] < 1
             or (arr.ndim == 2 and arr.shape[1] < 2)):

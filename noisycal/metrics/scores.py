@@ -22,6 +22,7 @@ from .._util.validation import (
     user_stacklevel,
 )
 from ..exceptions import NumericalWarning
+from ..intervals.bootstrap import cluster_codes
 from ..intervals.estimate import Estimate
 from ..intervals.mean_bootstrap import bootstrap_mean
 from ..intervals.options import Bootstrap, IntervalOption, Wald, as_interval
@@ -182,6 +183,7 @@ def mean_estimate(losses: np.ndarray, name: str, *, interval: Bootstrap | Wald |
     level = check_level(level)
     check_seed(seed)
     n = losses.shape[0]
+    cluster_codes(cluster, n)  # checked whatever the interval, as the binned metrics do
     value = float(np.mean(losses))
     status, message = "ok", ""
     if not np.isfinite(value):

@@ -18,7 +18,7 @@ from .._util.validation import (
     user_stacklevel,
 )
 from ..exceptions import ConvergenceWarning, NumericalWarning
-from ..intervals.bootstrap import bootstrap
+from ..intervals.bootstrap import bootstrap, cluster_codes
 from ..intervals.estimate import Estimate
 from ..intervals.options import Bootstrap, IntervalOption, Wald, as_interval
 from .ece import resolve_inputs, with_target_status
@@ -175,6 +175,7 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     cov_type = option.cov_type if isinstance(option, Wald) else "auto"
     check_seed(seed)
     x, y, kind = _logit_and_target(probs, target, logits, kind, classes, items)
+    cluster_codes(cluster, x.shape[0])  # checked whatever the interval, as in nc.ece
     named = {"estimand": estimand_text(which, kind), "estimator": ESTIMATOR}
     hard = bool(np.all((y == 0) | (y == 1)))
     why = _undefined(x, y, which, hard)

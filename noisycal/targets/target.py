@@ -100,8 +100,7 @@ class Target:
         object.__setattr__(self, "statuses", statuses)
         object.__setattr__(self, "status", statuses[0])
         v = check_array(self.values, "values", ndim=2)
-        if v.shape[0] < 1 or v.shape[1] < 2:
-            raise ValueError(f"values must have at least 1 row and 2 columns, got {v.shape}")
+        _check_size(v.shape, "values")
         v = v.copy()
         v.setflags(write=False)
         object.__setattr__(self, "values", v)
@@ -155,6 +154,22 @@ class Target:
     __getitem__, __repr__, _repr_html_ = select_rows, target_repr, target_html
 
 
+def _check_size(shape: tuple[int, ...], name: str) -> None:
+    """Refuse an empty target source: a label vector (1-D ``shape``) without a label, or a
+    matrix without a row or with fewer than 2 columns; the message names ``name``, the
+    argument the caller gave.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    name : str
+    """
+    if len(shape) == 1 and shape[0] < 1:
+        raise ValueError(f"{name} must contain at least one label, got shape {shape}")
+    if len(shape) == 2 and (shape[0] < 1 or shape[1] < 2):
+        raise ValueError(f"{name} must have at least 1 row and 2 columns, got {shape}")
+
+
 def hard(labels: ArrayLike, *, n_classes: int | None = None, classes: ArrayLike | None = None,
          items: ArrayLike | None = None) -> Target:
     """One-hot target from clean labels.
@@ -189,6 +204,7 @@ def hard(labels: ArrayLike, *, n_classes: int | None = None, classes: ArrayLike 
     if items is None and hasattr(labels, "index") and hasattr(labels, "to_numpy"):
         items = np.asarray(labels.index)
     y, c = encode_labels(labels, classes=classes, n_classes=n_classes)
+    _check_size(y.shape, "labels")
     return Target(one_hot(y, c.size), "hard", classes=c if classes is not None
                   or not np.array_equal(c, np.arange(c.size)) else None, items=items)
 
@@ -231,6 +247,7 @@ def soft(annotations: Annotations | None = None, *, counts: ArrayLike | None = N
     if counts is not None:
         counts, classes, items = frame_matrix(counts, "counts")
         c = check_array(counts, "counts", ndim=2)
+        _check_size(c.shape, "counts")
         if np.any(c < 0):
             raise ValueError("counts must be non-negative")
         tot = c.sum(axis=1)
@@ -239,6 +256,7 @@ def soft(annotations: Annotations | None = None, *, counts: ArrayLike | None = N
         return Target(c / tot[:, None], "soft", classes=classes, items=items)
     distribution, classes, items = frame_matrix(distribution, "distribution")
     p = check_array(distribution, "distribution", ndim=2)
+    _check_size(p.shape, "distribution")
     if np.any(p < 0) or np.any(p > 1):
         raise ValueError("distribution must lie in [0, 1]")
     dev = np.abs(p.sum(1) - 1.0)

@@ -49,9 +49,11 @@ def test_corrected_targets_recover_the_clean_fit_naive_do_not():
 def test_projected_histogram_by_hand_and_its_bound():
     z = np.array([0.05, 0.07, 0.55, 0.58, 0.95])
     y = np.array([-0.2, 0.0, 0.9, 1.5, 1.2])  # corrected targets may leave [0, 1]
+    with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):  # undeclared
+        nc.calibrators.HistogramBinning(n_bins=10).fit(probs=z, target=np.c_[1 - y, y])
     with pytest.warns(nc.IdentifiabilityWarning, match="only 5 fitting item"):
         h = nc.calibrators.HistogramBinning(n_bins=10).fit(
-            probs=z, target=np.column_stack([1 - y, y]))
+            probs=z, target=nc.targets.from_matrix(np.c_[1 - y, y], kind="corrected"))
     assert h.status_ == "too_few_items"  # 5 items for 10 bins
     # bin 0: mean -0.1 -> 0; bin 5: mean 1.2 -> 1; bin 9: 1.2 -> 1; empty: clip(mean 0.68)
     np.testing.assert_allclose(h.values_[[0, 5, 9]], [0.0, 1.0, 1.0])
@@ -154,7 +156,15 @@ def test_a_1d_float_target_is_the_positive_class_column():
     for cls in (nc.calibrators.PlattScaling, nc.calibrators.TemperatureScaling,
                 nc.calibrators.HistogramBinning):
         a = cls().fit(probs=t.z, target=U)
-        b = cls().fit(probs=t.z, target=U.values[:, 1])  # 1-D, leaves [0, 1]
+        # the corrected values as a plain 1-D float vector leave [0, 1] without saying they
+        # are corrected: refused naming target, as nc.ece refuses them
+        assert U.values[:, 1].min() < 0 or U.values[:, 1].max() > 1
+        with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+            cls().fit(probs=t.z, target=U.values[:, 1])
+        with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+            nc.ece(t.z, U.values[:, 1], interval=None)
+        # declared corrected, the same values are the target U
+        b = cls().fit(probs=t.z, target=nc.targets.from_matrix(U.values, kind="corrected"))
         np.testing.assert_array_equal(a.predict_proba(probs=t.z), b.predict_proba(probs=t.z))
         # 0/1 labels as ints and as floats are the same target
         c = cls().fit(probs=t.z, target=t.y)

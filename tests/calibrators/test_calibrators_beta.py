@@ -121,7 +121,10 @@ def test_soft_target_is_the_hard_fit_on_weighted_duplicates():
 def test_target_outside_the_unit_interval_uses_the_affine_brier_loss():
     s, y, _ = _beta_data(n=3000, seed=8)
     t = 1.4 * y - 0.2  # values -0.2 and 1.2, as a corrected target may have
-    bc = C.BetaCalibration().fit(probs=s, target=t)
+    with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+        C.BetaCalibration().fit(probs=s, target=t)  # not declared corrected: refused
+    corrected = nc.targets.from_matrix(np.c_[1 - t, t], kind="corrected")
+    bc = C.BetaCalibration().fit(probs=s, target=corrected)
     assert bc.loss_ == "brier" and bc.status_ == "ok"
     # the affine Brier loss is affine in the target: same minimiser as (q - t)^2
     q = bc.predict_proba(probs=s)

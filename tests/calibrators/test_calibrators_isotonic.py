@@ -168,7 +168,10 @@ def test_corrected_target_is_fitted_by_least_squares_then_clipped():
     # a noise-corrected target: unbiased for the label, outside [0, 1]
     y = (rng.random(400) < x).astype(float)
     t = (np.where(rng.random(400) < 0.2, 1 - y, y) - 0.2) / 0.6
-    cal = C.IsotonicCalibration().fit(probs=x, target=t)
+    with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+        C.IsotonicCalibration().fit(probs=x, target=t)  # not declared corrected: refused
+    corrected = nc.targets.from_matrix(np.c_[1 - t, t], kind="corrected")
+    cal = C.IsotonicCalibration().fit(probs=x, target=corrected)
     ref = isotonic.IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, t)
     np.testing.assert_allclose(cal.predict_proba(probs=x), ref.predict(x), rtol=0, atol=1e-12)
     free = isotonic.IsotonicRegression(out_of_bounds="clip").fit(x, t).predict(x)

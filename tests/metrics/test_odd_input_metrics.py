@@ -91,7 +91,7 @@ def test_item_ids_must_be_present_and_distinct():
 def test_an_empty_target_cannot_be_built():
     with pytest.raises(ValueError, match=r"values must have at least 1 row and 2 columns"):
         nc.targets.from_matrix(np.zeros((0, 3)))
-    with pytest.raises(ValueError, match=r"at least 1 row"):
+    with pytest.raises(ValueError, match=r"^labels must contain at least one label"):
         nc.targets.hard(np.zeros(0, dtype=int), n_classes=3)
     with pytest.raises(ValueError, match=r"2 columns"):
         nc.targets.from_matrix(np.zeros((4, 0)))

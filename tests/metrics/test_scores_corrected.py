@@ -176,7 +176,10 @@ def test_temperature_with_brier_loss_on_corrected_toy_matches_clean_fit():
 
 def test_log_loss_on_a_target_outside_unit_interval_runs_to_the_box_and_says_so():
     z = np.linspace(0.05, 0.95, 40)
-    y = np.where(z > 0.5, 1.5, -0.5)  # unbounded below in T for the log loss
+    t = np.where(z > 0.5, 1.5, -0.5)  # unbounded below in T for the log loss
+    with pytest.raises(ValueError, match=r"target must lie in \[0, 1\]"):
+        nc.calibrators.TemperatureScaling(loss="log").fit(probs=z, target=t)  # undeclared
+    y = nc.targets.from_matrix(np.c_[1 - t, t], kind="corrected")
     with pytest.warns(nc.IdentifiabilityWarning, match="loss='brier'"):
         log = nc.calibrators.TemperatureScaling(loss="log").fit(probs=z, target=y)
     assert log.status_ == "boundary" and log.temperature_ == pytest.approx(0.05)

@@ -227,7 +227,7 @@ _FIT_DOC = """
         logits : array-like of shape (n,) or (n, n_classes), optional
             Logits, never clipped. Give exactly one of ``probs`` and ``logits``.
         target : Target, array-like of shape (n, n_classes) or (n,)
-            A Target or matrix (rows summing to 1; corrected rows may leave [0, 1]) or
+            A Target or matrix (rows summing to 1; only a corrected Target may leave [0, 1]) or
             integer labels; for binary 1-D scores also a 1-D float positive-class target.
 
         Returns

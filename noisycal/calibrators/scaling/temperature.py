@@ -95,7 +95,7 @@ class TemperatureScaling(SoftmaxMap):
         'log': the log loss (cross-entropy against the target rows); 'brier': the affine
         Brier loss ``sum_k (q_k^2 - 2 q_k t_k + t_k)`` (halved for binary 1-D scores),
         bounded below for any target; 'auto': 'brier' for targets that leave the simplex
-        (kind 'corrected' or entries outside [0, 1]), else 'log'.
+        (a Target of kind 'corrected'), else 'log'.
 
     Attributes
     ----------
@@ -171,9 +171,9 @@ class TemperatureScaling(SoftmaxMap):
             Logits (binary: positive-class log-odds). Give exactly one of ``probs`` and
             ``logits``.
         target : Target, array-like of shape (n, n_classes) or (n,)
-            A Target or matrix (rows summing to 1; corrected rows may leave [0, 1]) or
-            integer labels; for binary 1-D scores also a 1-D float positive-class target
-            (any finite values).
+            A Target or matrix (rows summing to 1, in [0, 1] unless a Target of kind
+            'corrected') or integer labels; for binary 1-D scores also a 1-D float
+            positive-class target in [0, 1].
 
         Returns
         -------
