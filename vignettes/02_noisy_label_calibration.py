@@ -145,7 +145,10 @@ def recalibration(d: dict, U: nc.Target, *, seed: int) -> pd.DataFrame:
     rows = []
     for mname, cls in maps.items():
         for tname, T in targets.items():
-            cal = cls().fit(probs=d["z"][fit_idx], target=T[fit_idx])
+            # the corrected rows leave [0, 1]: declared noise-corrected, as below
+            Tf = (nc.targets.from_matrix(T[fit_idx], kind="corrected")
+                  if tname == "corrected" else T[fit_idx])
+            cal = cls().fit(probs=d["z"][fit_idx], target=Tf)
             g = np.clip(cal.predict_proba(probs=d["z"][test]), 0.0, 1.0)
             rows.append({
                 "map": mname, "fitted to": tname,
