@@ -1129,13 +1129,20 @@ def _first_call_one(name: str, rec: Record) -> dict[str, str]:
             "fits": fits, "replications": reps}
 
 
-@renderer("bench_first_call")
-def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
+def _with_before(records: dict[str, Record],
+                 one: Callable[[str, Record], dict[str, str]]) -> dict[str, str]:
+    """``one``'s fields of every record, those of a ``*_before`` record suffixed
+    ``_before``."""
     out = {}
     for name, rec in records.items():
         suffix = "_before" if name.endswith("_before") else ""
-        out.update({k + suffix: v for k, v in _first_call_one(name, rec).items()})
+        out.update({k + suffix: v for k, v in one(name, rec).items()})
     return out
+
+
+@renderer("bench_first_call")
+def _bench_first_call(records: dict[str, Record]) -> dict[str, str]:
+    return _with_before(records, _first_call_one)
 
 
 def _first_nuts_one(name: str, rec: Record) -> dict[str, str]:
@@ -1165,11 +1172,7 @@ def _first_nuts_one(name: str, rec: Record) -> dict[str, str]:
 
 @renderer("bench_first_nuts")
 def _bench_first_nuts(records: dict[str, Record]) -> dict[str, str]:
-    out = {}
-    for name, rec in records.items():
-        suffix = "_before" if name.endswith("_before") else ""
-        out.update({k + suffix: v for k, v in _first_nuts_one(name, rec).items()})
-    return out
+    return _with_before(records, _first_nuts_one)
 
 
 def _nc_memory_rows(r: dict) -> tuple[list, list, list]:
