@@ -84,11 +84,12 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
     -------
     Estimate
         ``kind='credible'``, ``method='credible-eti'``; ``replicates`` holds the per-draw
-        values, ``details`` adds ``n_map_draws``, ``n_failed`` and ``mean_of_draws``. The
-        status is the fit's when the fit's is not 'ok' (e.g. 'not_converged' when R-hat
-        is too large), with the fit's message, and ``'target_...'`` when the target was
-        built from a failed fit; 'nonfinite' (no interval) when some draw gives
-        non-finite probabilities.
+        values, ``details`` adds ``n_map_draws``, ``n_failed`` and ``mean_of_draws``.
+        ``statuses`` holds every status of the fit when it is not 'ok' (e.g.
+        'not_converged' when R-hat is too large, 'not_identified' when every item had one
+        vote), with the fit's message, ``'target_...'`` when the target was built from a
+        failed fit, and 'nonfinite' (no interval) when some draw gives non-finite
+        probabilities; ``status`` is the most severe.
 
     Raises
     ------
@@ -135,13 +136,14 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
                                         "non-finite probabilities; no interval")
     else:
         ci = equal_tailed(vals, level)
-    if fit.status != "ok":
-        status = fit.status
+    statuses = (*est.statuses, status)
+    if fit.status != "ok":  # every status of the map's fit, beside the draws' own
+        statuses = (*getattr(fit, "statuses", (fit.status,)), *statuses)
         message = f"the calibration map's NUTS fit: {fit.message}" + (
             f"; {message}" if message else "")
     out = dataclasses.replace(
         est, interval=ci, level=level, kind="credible", method="credible-eti",
-        status=status, message=message, replicates=vals,
+        status=status, statuses=statuses, message=message, replicates=vals,
         details={**est.details, "n_map_draws": int(vals.size), "n_failed": n_failed,
                  "mean_of_draws": float(np.nanmean(vals)) if vals.size > n_failed
                  else float("nan"), "interval_source": "map posterior x Bayesian bootstrap"})

@@ -10,6 +10,7 @@ predictions, by maximum likelihood, MAP or NUTS (the engine objects
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +19,58 @@ import pandas as pd
 from scipy.special import softmax
 
 from .._util.progress import check_progress
+from .._util.statuses import join_messages, ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_int, check_seed, predictions
 from ..engines.identification import WEAK_THRESHOLD
 from ..engines.methods import MAP, MLE, NUTS, Method, as_method
+from ..exceptions import IdentifiabilityWarning
 
-__all__ = ["DirichletSoftLabels", "SoftLabelFit"]
+__all__ = ["DirichletSoftLabels", "SoftLabelFit", "KAPPA_EXCESS", "fit_problems"]
+
+#: An MLE or MAP concentration ``kappa`` is reported at the boundary of the parameter
+#: space (``kappa = infinity``, the multinomial limit) when the variance of every item's
+#: vote shares exceeds a multinomial draw's by less than this fraction: the
+#: Dirichlet-multinomial inflates it by ``1 + (n_i - 1) / (kappa + 1)`` for ``n_i`` votes,
+#: so the rule is ``(max_i n_i - 1) / (kappa + 1) < KAPPA_EXCESS`` (with 10 votes per
+#: item, ``kappa > 899``).
+KAPPA_EXCESS = 0.01
+
+
+def fit_problems(kappa: float | None, totals: np.ndarray) -> list[tuple[str, str]]:
+    """The statuses of a soft-label fit that its engine does not see.
+
+    Parameters
+    ----------
+    kappa : float or None
+        The MLE or MAP concentration; None for a NUTS fit (its posterior mean under a
+        proper prior is not a boundary estimate).
+    totals : ndarray of shape (n_items,)
+        Votes per item.
+
+    Returns
+    -------
+    list of (status, message)
+        ``'not_identified'`` when every item has exactly one vote (one vote is a
+        categorical draw whatever ``kappa``: the likelihood does not depend on it);
+        ``'boundary'`` when ``kappa`` is at the multinomial limit (:data:`KAPPA_EXCESS`).
+    """
+    n_max = int(np.max(totals))
+    if n_max == 1:
+        return [("not_identified", (
+            "every item has exactly one vote: a single vote is a categorical draw whatever "
+            "kappa, so kappa is not identified (its value is the optimiser's start or the "
+            "prior's); W and b are the one-hot cross-entropy fit. Collect at least two "
+            "votes on some items to estimate the overdispersion"))]
+    if kappa is not None and np.isfinite(kappa) and (n_max - 1) / (kappa + 1) < KAPPA_EXCESS:
+        return [("boundary", (
+            f"kappa = {kappa:.4g} is at the boundary of the parameter space (kappa = "
+            f"infinity, the multinomial limit): with at most {n_max} votes per item the "
+            f"vote shares' variance exceeds a multinomial draw's by less than "
+            f"{100 * KAPPA_EXCESS:g}%, so the annotators vote like multinomial draws and "
+            "the likelihood is flat in kappa; kappa and its standard error say only 'very "
+            "large', and W and b are the multinomial-limit fit (soft-label cross-entropy)"))]
+    return []
 
 
 def _log_predictions(probs: ArrayLike | None, logits: ArrayLike | None) -> tuple[np.ndarray, bool]:
@@ -90,10 +137,13 @@ class SoftLabelFit:
     loglik : float
         Log-likelihood at ``(W, b, kappa)``.
     status : str
-        ``'ok'`` or what went wrong (``'not_converged'``, ``'nonfinite'``,
-        ``'diagnostics_unavailable'``: NUTS R-hat could not be computed).
+        ``'ok'`` or what went wrong: the engine's (``'not_converged'``, for NUTS also
+        divergent transitions; ``'nonfinite'``; ``'diagnostics_unavailable'``: NUTS R-hat
+        could not be computed), ``'not_identified'`` (every item has one vote, so
+        ``kappa`` is not identified) or ``'boundary'`` (MLE/MAP: ``kappa`` at the
+        multinomial limit, :data:`KAPPA_EXCESS`). The most severe of ``statuses``.
     message : str
-        Explanation of a non-ok status.
+        Explanation of the non-ok statuses, the most severe first.
     method : {'mle', 'map', 'nuts'}
         How the fit was made.
     n_items, n_classes : int
@@ -106,6 +156,10 @@ class SoftLabelFit:
         The engine option object the fit ran, so that
         ``DirichletSoftLabels().fit(..., method=fit.engine)`` refits with the same
         settings.
+    statuses : tuple of str
+        Every status that applies, most severe first and without repeats (the ranking
+        :data:`noisycal._util.statuses.SEVERITY`), merged with ``status``: ``('ok',)``
+        when none applies, so ``status == statuses[0]`` always.
     """
 
     W: np.ndarray
@@ -122,6 +176,19 @@ class SoftLabelFit:
     prior_scale: float
     engine_result: Any = field(repr=False)
     engine: Any = field(default=None, repr=False)
+    statuses: tuple[str, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        statuses = ordered_statuses((str(self.status), *self.statuses))
+        object.__setattr__(self, "statuses", statuses)
+        object.__setattr__(self, "status", statuses[0])
+
+    def __repr__(self) -> str:
+        status = (f"statuses={self.statuses!r}" if len(self.statuses) > 1
+                  else f"status={self.status!r}")
+        return (f"SoftLabelFit(method={self.method!r}, n_items={self.n_items}, "
+                f"n_classes={self.n_classes}, kappa={self.kappa:.4g}, {status}, "
+                f"loglik={self.loglik:.4f})")
 
     @property
     def params(self) -> dict[str, Any]:
@@ -415,7 +482,9 @@ class DirichletSoftLabels:
         Returns
         -------
         SoftLabelFit
-            ``method`` the engine's name, ``engine`` the object.
+            ``method`` the engine's name, ``engine`` the object; ``statuses`` every
+            status that applies (the engine's, ``'not_identified'`` and ``'boundary'``,
+            see :func:`fit_problems`).
 
         Raises
         ------
@@ -454,11 +523,13 @@ class DirichletSoftLabels:
             b = np.asarray(res.params["b"])
             kappa = float(res.params["kappa"])
             std_errors = {k: np.asarray(res.std_errors[k]) for k in ("W", "b", "kappa")}
+            status, message, statuses = _statuses(res.status, res.message,
+                                                  fit_problems(kappa, c.sum(axis=1)))
             return SoftLabelFit(
                 W=W, b=b, kappa=kappa, draws=None, std_errors=std_errors, loglik=res.loglik,
-                status=res.status, message=res.message, method=engine.name, n_items=n_items,
+                status=status, message=message, method=engine.name, n_items=n_items,
                 n_classes=n_classes, prior_scale=self.prior_scale, engine_result=res,
-                engine=engine,
+                engine=engine, statuses=statuses,
             )
 
         from ..engines.density.nuts import run_nuts
@@ -475,12 +546,30 @@ class DirichletSoftLabels:
         W, b = draws["W"].mean(axis=0), draws["b"].mean(axis=0)
         kappa = float(draws["kappa"].mean())
         std_errors = {k: v.std(axis=0, ddof=1) for k, v in draws.items()}
+        status, message, statuses = _statuses(res.status, res.message,
+                                              fit_problems(None, c.sum(axis=1)))
         return SoftLabelFit(
             W=W, b=b, kappa=kappa, draws=draws, std_errors=std_errors,
-            loglik=_loglik(W, b, kappa, log_p, c), status=res.status, message=res.message,
+            loglik=_loglik(W, b, kappa, log_p, c), status=status, message=message,
             method=engine.name, n_items=n_items, n_classes=n_classes,
             prior_scale=self.prior_scale, engine_result=res, engine=engine,
+            statuses=statuses,
         )
+
+
+def _statuses(status: str, message: str, problems: list[tuple[str, str]]
+              ) -> tuple[str, str, tuple[str, ...]]:
+    """The engine's status merged with the model's own problems: ``(status, message,
+    statuses)``, most severe first; one IdentifiabilityWarning for ``'not_identified'``
+    (the engine warned for its own)."""
+    found = ([(status, message)] if status != "ok" else []) + problems
+    statuses = ordered_statuses(code for code, _ in found)
+    texts = dict(reversed(found))  # the first message of each status
+    message = join_messages("", *(texts[code] for code in statuses if code in texts))
+    if any(code == "not_identified" for code, _ in problems):
+        warnings.warn(f"DirichletSoftLabels: {texts['not_identified']}",
+                      IdentifiabilityWarning, stacklevel=3)
+    return statuses[0], message, statuses
 
 
 def _loglik(W: np.ndarray, b: np.ndarray, kappa: float, log_p: np.ndarray,

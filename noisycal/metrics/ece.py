@@ -164,8 +164,11 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
         check_nc_ece_metric(interval, n_classes=P.shape[1], norm=norm, debias=debias,
                             kind=kind, strategy=strategy, cluster=cluster)
     channels = carries_channel_error(target, basis, "ece", refit, blocks is not None)
+    # a corrected target keeps its item table: the check of its bin means outside [0, 1]
+    # needs their within-bin variance (binned_estimate)
+    corrected = getattr(target, "kind", None) == "corrected"
     request = BinnedRequest(kind, n_bins, strategy, debias, interval, seed, cluster, "ece",
-                            needs_items=nc_request or channels)
+                            needs_items=nc_request or channels or corrected)
     binned, sums, form, streamed = choose_backend(P, labels, T, blocks, request).gather(
         request)
     hook, ch_det, ch_status = delta_cov_hook(target, P, binned.data[:, :, 1], binned.bins,

@@ -72,6 +72,7 @@ from .binned.bins import BIN_STRATEGIES, Binned, binned_from_predictions, unifor
 from .binned.dask import block_inputs, gather_binned, refuse, row_blocks
 from .binned.estimate import binned_estimate
 from .binned.form import one_hot_target
+from .binned.outside import carry_outside
 from .inputs import lean_inputs, resolve_kind, target_kind, with_target_status
 
 __all__ = ["mce_estimate", "mce_estimand", "simultaneous_bounds", "cell_moments",
@@ -414,6 +415,10 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
                                          with_sq=False)
         mom = cell_moments(binned)
         base = binned_estimate(binned, groups, interval=None, details=details, **common)
+
+    def done(out: Estimate) -> Estimate:  # the base's bin-mean check, then the target's
+        return with_target_status(carry_outside(out, base), target)
+
     sel = mom.count >= min_count
     gap, _ = standard_errors(mom)
     per_group = np.max(np.where(sel, np.abs(np.nan_to_num(gap)), -np.inf).reshape(
@@ -431,14 +436,14 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
                estimator="plug-in")
     if not np.any(sel):
         status, message = _status_no_cells(min_count, int(mom.count.max(initial=0)))
-        return with_target_status(Estimate(label, value, bins=table, status=status,
-                                           message=message, **est), target)
+        return done(Estimate(label, value, bins=table, status=status, message=message,
+                             **est))
     if interval is None:
-        return with_target_status(Estimate(label, value, bins=table, **est), target)
+        return done(Estimate(label, value, bins=table, **est))
     if boot is not None:
-        return with_target_status(_bootstrap_estimate(
+        return done(_bootstrap_estimate(
             blocks, binned, sel, mom, groups, table, value, est, common, boot,
-            kind=kind, n_bins=n_bins), target)
+            kind=kind, n_bins=n_bins))
     items_ = None
     if cluster is None:
         small = np.flatnonzero(sel & (mom.count <= BOOT_T_MAX))
@@ -463,12 +468,12 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
         det["gap_se"] = se
     table.attrs.update({"level": level if ci is not None else None,
                         "interval": "simultaneous"})
-    return with_target_status(Estimate(
+    return done(Estimate(
         label, value, ci, level if ci is not None else None,
         "simultaneous" if ci is not None else None,
         ("bootstrap-t" if cluster is None else "student-t") if ci is not None else None,
         n_boot=n_boot if ci is not None and cluster is None else None, bins=table,
-        status=status, message=message, **est), target)
+        status=status, message=message, **est))
 
 
 def _bootstrap_estimate(blocks: object, binned: Binned, sel: np.ndarray, mom: CellMoments,

@@ -44,6 +44,7 @@ from .bootstrap import (
     cell_plan,
 )
 from .form import TableForm
+from .outside import with_outside_bins
 from .poisson import poisson_replicate_stats
 
 __all__ = ["binned_estimate", "binned_bootstrap_applies", "requested_scheme"]
@@ -423,6 +424,9 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
     Returns
     -------
     Estimate
+        With status ``'outside_parameter_space'`` when a bin's target mean lies outside
+        [0, 1] beyond its sampling noise (a noise-corrected target whose correction fails
+        there: :func:`~noisycal.metrics.binned.outside.with_outside_bins`).
     """
     G, n, _ = binned.data.shape
     streamed = streamed or {}
@@ -491,8 +495,11 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
             det["devices"] = len(boot.devices)
     if G > 1 or groups[0].startswith("class"):
         det["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
-    return Estimate(name, value, ci, level if ci is not None else None, kind, how, n=n,
-                    n_boot=n_boot if ci is not None else None, bins=table, status=status,
-                    message=message, details=det, replicates=reps,
-                    estimand=estimand_text(norm, G, G > 1) if reduce == "ece" else "",
-                    estimator=estimator)
+    est = Estimate(name, value, ci, level if ci is not None else None, kind, how, n=n,
+                   n_boot=n_boot if ci is not None else None, bins=table, status=status,
+                   message=message, details=det, replicates=reps,
+                   estimand=estimand_text(norm, G, G > 1) if reduce == "ece" else "",
+                   estimator=estimator)
+    # a noise-corrected target's bin means outside [0, 1] beyond their noise: the one
+    # check of every binned metric
+    return with_outside_bins(est, binned, np.asarray(stats), groups)

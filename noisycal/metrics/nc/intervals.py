@@ -233,7 +233,7 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
                        "value; " + message)
         return Estimate(est.name, est.value, ci, level, "bootstrap", interval.method,
                         n=est.n, n_boot=n_boot, bins=est.bins, status=status,
-                        message=message,
+                        statuses=est.statuses, message=join_messages(message, est.message),
                         details={**est.details, **extra, "refit_channels": True},
                         replicates=reps)
     if isinstance(interval, Credible):
@@ -244,12 +244,11 @@ def nc_ece_interval(est: Estimate, conf: np.ndarray | None, bins: np.ndarray | N
                                              n_bins=M), seed=seed)
         status, message = est.status, est.message
         if extra["n_failed"]:
-            status, message = "nonfinite", (f"{extra['n_failed']} of "
-                                            f"{extra['n_channel_draws']} channel draws "
-                                            "cannot be inverted (gap or smallest singular "
-                                            "value <= 1e-4); no interval")
+            status, message = "nonfinite", join_messages(
+                f"{extra['n_failed']} of {extra['n_channel_draws']} channel draws cannot be "
+                "inverted (gap or smallest singular value <= 1e-4); no interval", message)
         return Estimate(est.name, est.value, ci, level, "credible", "credible-eti", n=est.n,
-                        bins=est.bins, status=status, message=message,
+                        bins=est.bins, status=status, statuses=est.statuses, message=message,
                         details={**est.details, **extra}, replicates=vals)
     if not isinstance(interval, Bound):
         raise ValueError(f"interval must be a Bound, Refit or Credible option, got "
