@@ -500,6 +500,5 @@ def binned_estimate(binned: Binned, groups: list, *, name: str, reduce: str, nor
                    message=message, details=det, replicates=reps,
                    estimand=estimand_text(norm, G, G > 1) if reduce == "ece" else "",
                    estimator=estimator)
-    # a noise-corrected target's bin means outside [0, 1] beyond their noise: the one
-    # check of every binned metric
+    # corrected-target bin means outside [0, 1]: the one check of every binned metric
     return with_outside_bins(est, binned, np.asarray(stats), groups)
