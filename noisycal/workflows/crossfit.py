@@ -1,5 +1,7 @@
-"""Cross-fitted NC-ECE ("Noisy-Label Calibration with Multiple Unreliable Labels"), two or K
-classes."""
+"""Cross-fitted NC-ECE of two or K classes, with its finite-sample interval.
+
+After "Noisy-Label Calibration with Multiple Unreliable Labels" (Theorem 1 per fold).
+"""
 
 from __future__ import annotations
 
