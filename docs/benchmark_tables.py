@@ -1472,8 +1472,11 @@ def _coverage_crossfit_kclass(records: dict[str, Record]) -> dict[str, str]:
               f"{', '.join(num(a, 2) for a in res['accuracies'])} (errors spread evenly), "
               f"{count(res['reps'])} runs per cell, population errors of the "
               f"overconfident designs on {count(res['mc_items'])} Monte Carlo items.")
-    verdict = (f"**What the table says.** Coverage ranges from {num(min(covers), 2)} to "
-               f"{num(max(covers), 2)} at the nominal {num(res['level'], 2)}: the bound is "
+    span = (f"is {num(min(covers), 2)} in every cell" if num(min(covers), 2) ==
+            num(max(covers), 2) else
+            f"ranges from {num(min(covers), 2)} to {num(max(covers), 2)}")
+    verdict = (f"**What the table says.** Coverage {span} at the nominal "
+               f"{num(res['level'], 2)}: the bound is "
                f"conservative (a union over the sign vectors of the bins, the folds and "
                f"the classes), and its mean width runs from {num(min(widths))} to "
                f"{num(max(widths))}. The channels are fitted, which the bound leaves out; the "

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import noisycal as nc
@@ -69,6 +70,9 @@ def test_default_kind_is_top_label_as_in_ece(bench):
     top = nc.workflows.nc_ece_crossfit(P, ann, n_folds=2, kind="top_label")
     assert est.details["kind"] == "top_label" and float(est) == float(top)
     assert est.name == "cross-fitted top-label NC-ECE"
+    # a DataFrame's columns are matched to the annotations' classes by label
+    df = pd.DataFrame(P[:, [2, 0, 1]], columns=[2, 0, 1], index=ann.items)
+    assert float(nc.workflows.nc_ece_crossfit(df, ann, n_folds=2)) == float(est)
 
 
 def test_refusals_name_the_argument_and_what_is_unsupported(bench):
