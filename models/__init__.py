@@ -8,8 +8,9 @@ from .dawid_skene import MODELS as _DS_MODELS
 from .hierarchical import MODELS as _HIER_MODELS
 from .item_difficulty import MODELS as _ID_MODELS
 from .soft_labels import MODELS as _SOFT_MODELS
+from .classifier_informed import MODELS as _CI_MODELS
 
 MODELS: dict = {**_DS_MODELS, **_CHANNEL_MODELS, **_HIER_MODELS, **_ID_MODELS,
-                 **_SOFT_MODELS}
+                 **_SOFT_MODELS, **_CI_MODELS}
 
 __all__ = ["MODELS"]

@@ -432,13 +432,13 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
     if not np.any(sel):
         status, message = _status_no_cells(min_count, int(mom.count.max(initial=0)))
         return with_target_status(Estimate(label, value, bins=table, status=status,
-                                           message=message, **est), target)
+                                           message=message, **est), target, probs, logits)
     if interval is None:
-        return with_target_status(Estimate(label, value, bins=table, **est), target)
+        return with_target_status(Estimate(label, value, bins=table, **est), target, probs, logits)
     if boot is not None:
         return with_target_status(_bootstrap_estimate(
             blocks, binned, sel, mom, groups, table, value, est, common, boot,
-            kind=kind, n_bins=n_bins), target)
+            kind=kind, n_bins=n_bins), target, probs, logits)
     items_ = None
     if cluster is None:
         small = np.flatnonzero(sel & (mom.count <= BOOT_T_MAX))
@@ -468,7 +468,7 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
         "simultaneous" if ci is not None else None,
         ("bootstrap-t" if cluster is None else "student-t") if ci is not None else None,
         n_boot=n_boot if ci is not None and cluster is None else None, bins=table,
-        status=status, message=message, **est), target)
+        status=status, message=message, **est), target, probs, logits)
 
 
 def _bootstrap_estimate(blocks: object, binned: Binned, sel: np.ndarray, mom: CellMoments,
