@@ -386,6 +386,9 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
         (``annotator_index``, ``class_index``, :func:`noisycal.correction.fit_index`):
         the same ratings give the same target whatever order annotators and classes
         are listed in.
+        A fit that used a classifier's scores adds ``scores_fingerprint``
+        (:mod:`noisycal.targets.circular`): a metric of the same scores against the
+        target gets the status 'circular_target'.
 
     Notes
     -----
@@ -442,7 +445,9 @@ def posterior(annotations: Annotations | None, fit: Any, *,
     Returns
     -------
     Target
-        ``kind='posterior'``; ``details`` holds the fit's model, method and status.
+        ``kind='posterior'``; ``details`` holds the fit's model, method and status, and
+        for a fit that used a classifier's scores their ``scores_fingerprint`` (a metric
+        of the same scores against the target gets the status 'circular_target').
 
     Raises
     ------
