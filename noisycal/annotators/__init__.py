@@ -39,12 +39,12 @@ if TYPE_CHECKING:
     from .checks.noise_target import checked_target, with_noise_check
     from .checks.ppc import PPCResult, ppc
     from .checks.sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
+    from .classifier_informed import ClassifierInformedDawidSkene, ClassifierInformedFit
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
     from .item_difficulty import ItemDifficultyModel
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
-    from .classifier_informed import ClassifierInformedDawidSkene, ClassifierInformedFit
 
 __all__ = [
     "DawidSkene",

@@ -67,8 +67,9 @@ def test_loglik_is_the_models_likelihood_and_brute_force_enumeration(world):
     every latent class sequence."""
     import itertools
 
-    import jax.numpy as jnp
     from scipy.special import log_softmax, logsumexp
+
+    import jax.numpy as jnp
 
     from noisycal._util.jax import x64
     from noisycal.models.classifier_informed import log_likelihood
