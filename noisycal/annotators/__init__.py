@@ -18,6 +18,8 @@
   logistic ability against each item's difficulty (NUTS).
 - :mod:`noisycal.annotators.sbc`: :func:`sbc`, simulation-based calibration of the
   models' NUTS fits (models plug in through ``SBC_MODELS``).
+- :mod:`noisycal.annotators.classifier_informed`: :class:`ClassifierInformedDawidSkene`,
+  Dawid–Skene channels with each item's class prior from a fixed classifier's scores.
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from .checks.noise_target import checked_target, with_noise_check
     from .checks.ppc import PPCResult, ppc
     from .checks.sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
+    from .classifier_informed import ClassifierInformedDawidSkene, ClassifierInformedFit
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
@@ -70,6 +73,8 @@ __all__ = [
     "SBCResult",
     "SBCSpec",
     "SBC_MODELS",
+    "ClassifierInformedDawidSkene",
+    "ClassifierInformedFit",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

@@ -482,4 +482,4 @@ def cmce(probs: ArrayLike | None = None, target: object = None, *,
                    n_boot=n_boot if ci is not None else None, bins=table, status=status,
                    message=message, details=det, replicates=reps, estimand=estimand,
                    estimator=estimator)
-    return with_target_status(est, target)
+    return with_target_status(est, target, probs, logits)

@@ -187,7 +187,7 @@ def _binned_metric(probs: ArrayLike | None, target: object, logits: ArrayLike | 
                               probs=np.asarray(P, dtype=np.float64), estimator=estimator)
     if getattr(target, "kind", None) == "corrected":
         est = nc_ece_named(est)
-    return with_target_status(est, target)
+    return with_target_status(est, target, probs, logits)
 
 
 # ----------------------------------------------------------------------------- public

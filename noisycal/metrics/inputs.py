@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from .._util.items import match_columns
-from .._util.statuses import TARGET_PREFIX
+from .._util.statuses import TARGET_PREFIX, join_messages
 from .._util.types import ArrayLike
 from .._util.validation import (
     as_array,
@@ -27,6 +27,7 @@ from .._util.validation import (
     prob_atol,
 )
 from ..intervals.estimate import Estimate
+from ..targets.circular import circular_status
 from ..targets.target import Target, as_target_matrix
 from .binned.bins import CHUNK_ROWS, KINDS
 
@@ -316,22 +317,34 @@ def lean_inputs(probs: ArrayLike | None, target: object, logits: ArrayLike | Non
     return P.astype(np.float64, copy=False), T, None, binary
 
 
-def with_target_status(est: Estimate, target: object) -> Estimate:
-    """``est`` with the statuses of a Target built from a failed fit (unchanged otherwise).
+def with_target_status(est: Estimate, target: object, probs: object = None,
+                       logits: object = None) -> Estimate:
+    """``est`` with the statuses of a Target built from a failed fit (unchanged otherwise),
+    and ``'circular_target'`` when the target's fit used these same predictions.
 
     Each of the target's ``statuses`` becomes ``'target_<status>'``, ahead of the
-    Estimate's own statuses, which are kept after them.
+    Estimate's own statuses, which are kept after them. A target built from a fit that
+    used a classifier's scores remembers them (:mod:`noisycal.targets.circular`); when
+    ``probs``/``logits`` are those scores the Estimate also gets ``'circular_target'``.
 
     Parameters
     ----------
     est : Estimate
     target : object
         The metric's target argument.
+    probs, logits : array-like, optional
+        The metric's predictions (as the user gave them).
 
     Returns
     -------
     Estimate
     """
+    circular = (circular_status(target, probs, logits) if isinstance(target, Target)
+                else None)
+    if circular is not None:
+        est = dataclasses.replace(
+            est, status=circular[0], message=join_messages(circular[1], est.message),
+            statuses=(circular[0], *getattr(est, "statuses", (est.status,))))
     status = getattr(target, "status", "ok") if isinstance(target, Target) else "ok"
     if status == "ok":
         return est

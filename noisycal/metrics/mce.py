@@ -417,7 +417,7 @@ def mce_estimate(probs: ArrayLike | None, target: object, logits: ArrayLike | No
         base = binned_estimate(binned, groups, interval=None, details=details, **common)
 
     def done(out: Estimate) -> Estimate:  # the base's bin-mean check, then the target's
-        return with_target_status(carry_outside(out, base), target)
+        return with_target_status(carry_outside(out, base), target, probs, logits)
 
     sel = mom.count >= min_count
     gap, _ = standard_errors(mom)

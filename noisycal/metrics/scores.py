@@ -303,7 +303,7 @@ def brier(
             "for the Brier score against the clean labels"))
     if outside:
         est = with_floor_status(est, score_floor(P, None, "brier", binary))
-    return with_target_status(_named(est), target)
+    return with_target_status(_named(est), target, probs, logits)
 
 
 def nll(
@@ -397,7 +397,7 @@ def nll(
                    **clip}
         est = mean_estimate(losses, "NLL", interval=option, level=level, seed=seed,
                             cluster=cluster, details=details)
-        return with_target_status(_named(est), target)
+        return with_target_status(_named(est), target, probs, logits)
     P, logP, T, _ = resolve_inputs(probs, target, logits, classes=classes, items=items)
     clip = {}
     if eps is not None:
@@ -412,4 +412,4 @@ def nll(
                         cluster=cluster, details=details)
     if outside:
         est = with_floor_status(nll_high_variance(est), score_floor(P, logP, "nll", False))
-    return with_target_status(_named(est), target)
+    return with_target_status(_named(est), target, probs, logits)

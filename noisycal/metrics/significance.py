@@ -176,4 +176,4 @@ def calibration_test(probs: ArrayLike | None = None, target: object = None, *,
             "the classifier")
     res = CalibrationTest(stat, p, method, P.shape[0], n_boot, qs, status, message, details={
         "kind": kind, "n_bins": n_bins, "norm": norm, "strategy": strategy})
-    return with_target_status(res, target)
+    return with_target_status(res, target, probs, logits)

@@ -185,7 +185,7 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
         status = "separation" if "separated" in why else "undefined"
         return with_target_status(Estimate(f"calibration {which}", float("nan"), n=x.shape[0],
                                            status=status, message=why,
-                                           details={"kind": kind}, **named), target)
+                                           details={"kind": kind}, **named), target, probs, logits)
     ct = ("nonrobust" if hard else "HC0") if cov_type == "auto" else cov_type
     res, params, cov = _fit(x, y, which, ct)
     idx = 1 if which == "slope" else 0
@@ -208,7 +208,7 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     if option is None or status != "ok":
         return with_target_status(Estimate(name, value, n=x.shape[0], status=status,
                                            message=message, details=details, **named),
-                                  target)
+                                  target, probs, logits)
     if isinstance(option, Wald):
         if cluster is not None:
             raise ValueError("interval=Wald() treats items as independent; use "
@@ -216,7 +216,8 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
         z = sps.norm.ppf(0.5 + level / 2.0)
         lo, hi = value - z * bse[idx], value + z * bse[idx]
         return with_target_status(Estimate(name, value, (lo, hi), level, "wald", "wald",
-                                           n=x.shape[0], details=details, **named), target)
+                                           n=x.shape[0], details=details, **named),
+                                  target, probs, logits)
     stat = _slope_stat if which == "slope" else _intercept_stat
     n_boot, method = option.n_boot, option.method
     est = bootstrap(stat, x, y, cluster=cluster, n_boot=n_boot, level=level, method=method,
@@ -224,7 +225,7 @@ def _estimate(which: str, probs: ArrayLike | None, target: object, logits: Array
     return with_target_status(Estimate(
         name, value, est.interval, level, "bootstrap", method, n=x.shape[0], n_boot=n_boot,
         status=est.status, message=est.message, details=details,
-        replicates=est.replicates, **named), target)
+        replicates=est.replicates, **named), target, probs, logits)
 
 
 def calibration_slope(

@@ -162,4 +162,4 @@ def true_label_ece(probs: ArrayLike | None = None, target: object = None, *,
                                     "given_draws": given_draws,
                                     "predicted": "given" if predicted is not None
                                     else "argmax"})
-    return with_target_status(est, target)
+    return with_target_status(est, target, probs, logits)

@@ -40,6 +40,7 @@ from .._util.validation import (
     encode_labels,
 )
 from ..correction.labels import corrected_labels
+from .circular import score_fingerprint
 from .frame import frame_matrix, one_hot, vector_target
 from .view import select_rows, target_html, target_repr
 
@@ -318,6 +319,24 @@ def _fit_status(fit: Any, *, informative_checked: bool = False
                          f"{getattr(fit, 'message', '') or 'no message'}"), statuses
 
 
+def _scores_details(fit: Any, items: ArrayLike | None) -> dict:
+    """``{'scores_fingerprint': ...}`` of the target's rows when ``fit`` used classifier
+    scores (``fit.score_probs``, :mod:`noisycal.targets.circular`) and every row is a
+    fitted item; ``{}`` otherwise."""
+    probs = getattr(fit, "score_probs", None)
+    if probs is None:
+        return {}
+    probs = np.asarray(probs, dtype=np.float64)
+    if items is None:
+        return ({"scores_fingerprint": score_fingerprint(probs)}
+                if len(probs) == len(fit.items) else {})
+    pos = {v: i for i, v in enumerate(np.asarray(fit.items).tolist())}
+    idx = [pos.get(v, -1) for v in np.asarray(items).tolist()]
+    if min(idx, default=-1) < 0:
+        return {}
+    return {"scores_fingerprint": score_fingerprint(probs[np.asarray(idx)])}
+
+
 def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
               confusion: ArrayLike | None = None, a: ArrayLike | None = None,
               b: ArrayLike | None = None, weights: str | ArrayLike = "iv",
@@ -367,6 +386,9 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
         (``annotator_index``, ``class_index``, :func:`noisycal.correction.fit_index`):
         the same ratings give the same target whatever order annotators and classes
         are listed in.
+        A fit that used a classifier's scores adds ``scores_fingerprint``
+        (:mod:`noisycal.targets.circular`): a metric of the same scores against the
+        target gets the status 'circular_target'.
 
     Notes
     -----
@@ -392,6 +414,7 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     status, message, statuses = _fit_status(fit, informative_checked=True)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
+    det.update(_scores_details(fit, items))
     return Target(values, "corrected", classes=classes, details=det, items=items,
                   status=status, message=message, statuses=statuses)
 
@@ -422,7 +445,9 @@ def posterior(annotations: Annotations | None, fit: Any, *,
     Returns
     -------
     Target
-        ``kind='posterior'``; ``details`` holds the fit's model, method and status.
+        ``kind='posterior'``; ``details`` holds the fit's model, method and status, and
+        for a fit that used a classifier's scores their ``scores_fingerprint`` (a metric
+        of the same scores against the target gets the status 'circular_target').
 
     Raises
     ------
@@ -454,7 +479,8 @@ def posterior(annotations: Annotations | None, fit: Any, *,
                          f"{fit.status!r}: {fit.message or 'no message'})")
     status, message, statuses = _fit_status(fit)
     return Target(post, "posterior", classes=np.asarray(classes), items=items,
-                  details={"model": fit.model, "method": fit.method, "status": fit.status},
+                  details={"model": fit.model, "method": fit.method, "status": fit.status,
+                           **_scores_details(fit, items)},
                   status=status, message=message, statuses=statuses)
 
 

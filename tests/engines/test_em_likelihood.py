@@ -161,7 +161,7 @@ def test_models_registry_and_simulation_branch_recover_parameters():
     assert MODELS["dawid_skene"] is dsm.dawid_skene
     assert set(MODELS) == {"dawid_skene", "class_conditional_dawid_skene", "mace",
                            "hierarchical_dawid_skene", "item_difficulty",
-                           "dirichlet_soft_labels"}
+                           "dirichlet_soft_labels", "classifier_informed"}
     n = 6000
     prev = np.array([0.5, 0.3, 0.2])
     conf = np.stack([[[0.8, 0.15, 0.05], [0.1, 0.7, 0.2], [0.1, 0.1, 0.8]],

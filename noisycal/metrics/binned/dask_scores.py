@@ -130,7 +130,7 @@ def dask_score(score: str, probs: object, target: object, *, logits: object,
             "for the Brier score against the clean labels"))
     if outside:  # the smallest mean score against any clean labels, from the block sums
         est = with_floor_status(est, sum(q["floor"] for q in parts) / n)
-    return with_target_status(est, target)
+    return with_target_status(est, target, probs, logits)
 
 
 def _mean_estimate(blocks: RowBlocks, value: float, n: int, n_inf: int, name: str,

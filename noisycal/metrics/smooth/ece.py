@@ -221,7 +221,7 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     named = {"estimand": _ESTIMAND.format(sigma=sigma), "estimator": "plug-in"}
     if status == "degenerate":
         return with_target_status(Estimate(label, 0.0, n=n, status=status, message=message,
-                                           details=details, **named), target)
+                                           details=details, **named), target, probs, logits)
     m = grid_size(sigma, n_grid)
     value, per_group = curves.value(sigma, m)
     single = len(groups) == 1
@@ -237,7 +237,7 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
         details["per_group"] = dict(zip(groups, per_group.tolist(), strict=True))
     if interval is None or status != "ok":
         return with_target_status(Estimate(label, value, n=n, status=status, message=message,
-                                           details=details, **named), target)
+                                           details=details, **named), target, probs, logits)
     if interval == "inversion":
         reported, ci, status, message, extra = _inverted(
             conf, resid, sigma, m, value, level=level, n_boot=n_boot, seed=seed,
@@ -247,7 +247,7 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
                        n_boot=n_boot, status=status, message=message, details=details,
                        estimand=_ESTIMAND.format(sigma=sigma),
                        estimator=estimator if status == "ok" else "plug-in")
-        return with_target_status(est, target)
+        return with_target_status(est, target, probs, logits)
     method = option.method
     ci, status, message, reps = _bootstrap(
         conf, resid, sigma, m, value, level=level, n_boot=n_boot, method=method, seed=seed,
@@ -258,7 +258,7 @@ def smooth_ece(probs: ArrayLike | None = None, target: object = None, *,
     est = Estimate(label, value, ci, level, "bootstrap", method, n=n, n_boot=n_boot,
                    status=status, message=message, details=details, replicates=reps,
                    estimand=_ESTIMAND.format(sigma=sigma), estimator="plug-in")
-    return with_target_status(est, target)
+    return with_target_status(est, target, probs, logits)
 
 
 smooth_ece.__doc__ = smooth_ece.__doc__.replace("{params}", _PARAMS)

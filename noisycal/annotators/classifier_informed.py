@@ -1,0 +1,389 @@
+"""Classifier-informed Dawid–Skene: annotator channels with each item's prior from a classifier.
+
+The model of Raykar et al. (2010), "Learning From Crowds", with the classifier held
+fixed (:mod:`models.classifier_informed`): item i's true class has the prior
+``softmax(scale * z_i + bias)`` (``z_i`` the classifier's log-probabilities, ``scale``
+and ``bias`` fitted so that a miscalibrated classifier does not dominate), and each
+annotator labels through a Dawid–Skene confusion matrix. Fitted by EM
+(:mod:`noisycal.engines.em.classifier_informed`).
+
+Circularity. The fit's item posteriors used each item's own score, so a target built from
+the fit agrees with those scores by construction. The fit remembers them
+(``fit.score_probs``), every target built from it carries their fingerprint, and a metric
+that compares the same scores with that target gets the status ``'circular_target'``
+(:mod:`noisycal.targets.circular`). The honest routes:
+
+- a held-out classifier: fit with one classifier's scores (or none), evaluate another;
+- cross-fitting: split the items in folds, fit on the other folds' items and scores, and
+  build each fold's target from its own ratings (``nc.targets.corrected(ann_fold, fit)``,
+  whose rows then used no score of their own item).
+
+References
+----------
+Raykar, V. C., Yu, S., Zhao, L. H., Valadez, G. H., Florin, C., Bogoni, L. and Moy, L.
+(2010). Learning From Crowds. Journal of Machine Learning Research 11, 1297-1322.
+Dawid, A. P. and Skene, A. M. (1979). Maximum likelihood estimation of observer
+error-rates using the EM algorithm. Applied Statistics 28(1), 20-28.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._util.items import match_columns, prediction_items
+from .._util.jax import x64
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_seed, predictions
+from ..annotations.core import Annotations
+from ..engines.methods import EM, as_method
+from ..engines.results import AnnotatorFit, every_status
+from ..engines.summary import Summary
+from .dawid_skene import DawidSkene, _ds_data
+
+__all__ = ["ClassifierInformedDawidSkene", "ClassifierInformedFit"]
+
+
+@dataclass(frozen=True, eq=False)
+class ClassifierInformedFit(AnnotatorFit):
+    """A fitted :class:`ClassifierInformedDawidSkene` (an AnnotatorFit with the prior's
+    parameters and the scores it used).
+
+    Attributes
+    ----------
+    scale : float
+        The fitted factor ``a > 0`` of the scores in the prior ``softmax(a z_i + c)``.
+    bias : ndarray of shape (K,)
+        The fitted class bias ``c``, centred (mean 0).
+    item_prior : ndarray of shape (n_items, K)
+        Each item's prior ``softmax(a z_i + c)`` over the true classes.
+    score_probs : ndarray of shape (n_items, K)
+        The classifier's probabilities the fit used, in the fit's item order (what the
+        targets built from the fit remember, :mod:`noisycal.targets.circular`).
+
+    Notes
+    -----
+    ``group_prevalence`` holds the prevalence-equivalent: the mean of the item priors,
+    ``mean_i softmax(a z_i + c)`` (one row). The other fields are those of
+    :class:`~noisycal.engines.results.AnnotatorFit`; ``refit`` and ``influence`` are not
+    offered (``NotOffered``), ``predict`` scores fitted items only.
+    """
+
+    scale: float = float("nan")
+    bias: np.ndarray | None = None
+    item_prior: np.ndarray | None = None
+    score_probs: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ quality
+    @property
+    def label_quality(self) -> pd.DataFrame:
+        """Per item: the majority label (ties: the lowest class index) and the posterior
+        probability that it is the true class.
+
+        Returns
+        -------
+        DataFrame
+            Indexed by item id; columns ``label`` (a class label) and ``quality``.
+        """
+        vote = np.asarray(self.annotations.majority_vote(tie="lowest"))
+        q = self.item_posterior[np.arange(self.n_items), vote]  # the fit's own classes
+        return pd.DataFrame({"label": np.asarray(self.annotations.classes)[vote],
+                             "quality": q}, index=pd.Index(self.items, name="item"))
+
+    @property
+    def rating_quality(self) -> pd.DataFrame:
+        """Per rating: the posterior probability that the annotator's label is the true
+        class.
+
+        Returns
+        -------
+        DataFrame
+            Columns ``item``, ``annotator``, ``label`` and ``quality``, one row per rating
+            of the fitted annotations.
+        """
+        m = self.match(self.annotations)
+        q = self.item_posterior[m.item, m.label]
+        ann = self.annotations
+        arr = ann.engine_arrays()
+        return pd.DataFrame({"item": ann.items[arr.item],
+                             "annotator": ann.annotators[arr.annotator],
+                             "label": ann.classes[arr.label], "quality": q})
+
+    @property
+    def annotator_quality(self) -> pd.DataFrame:
+        """Per annotator: the accuracy read off the channels, ``sum_k pi_k confusion[j, k,
+        k]`` with ``pi`` the prevalence-equivalent, and the number of ratings.
+
+        Returns
+        -------
+        DataFrame
+            Indexed by annotator id; columns ``accuracy`` and ``n_ratings``.
+        """
+        pi = self.group_prevalence[0]
+        acc = np.einsum("k,jkk->j", pi, self.confusion)
+        n = np.bincount(self.annotations.engine_arrays().annotator,
+                        minlength=len(self.annotators))
+        return pd.DataFrame({"accuracy": acc, "n_ratings": n},
+                            index=pd.Index(self.annotators, name="annotator"))
+
+    # ------------------------------------------------------------------ overrides
+    def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
+        """P(true class | ratings, score) of fitted items, from other ratings of them.
+
+        Each item keeps its fitted prior ``softmax(a z_i + c)``: a new item has no score
+        in this fit, so only items the fit was fitted on are accepted.
+
+        Parameters
+        ----------
+        annotations : Annotations
+            Ratings of fitted items (matched by id; annotators by id, classes by name).
+        groups : None
+            This model has no groups.
+
+        Returns
+        -------
+        ndarray of shape (n_items of annotations, K)
+            Columns in the fit's class order.
+
+        Raises
+        ------
+        ValueError
+            Naming ``annotations`` for an item, annotator or class the fit does not know,
+            ``groups`` when given.
+        """
+        import jax.numpy as jnp
+
+        from noisycal.models.dawid_skene import class_log_likelihood, make_data
+
+        if groups is not None:
+            raise ValueError("groups: ClassifierInformedDawidSkene has no item groups")
+        if not isinstance(annotations, Annotations):
+            raise ValueError("annotations must be a noisycal.Annotations, got "
+                             f"{type(annotations).__name__}")
+        m = self.match(annotations, items="fitted")
+        rows = np.asarray(m.item_index)
+        with x64():
+            data = make_data(m.item, m.channel, m.label, n_items=annotations.n_items,
+                             n_annotators=len(self.annotators), n_classes=len(self.classes))
+            joint = np.asarray(class_log_likelihood({"confusion": jnp.asarray(
+                self.confusion)}, data)) + np.log(np.maximum(self.item_prior[rows], 1e-300))
+        joint -= joint.max(axis=1, keepdims=True)
+        post = np.exp(joint)
+        return post / post.sum(axis=1, keepdims=True)
+
+    def summary(self, *, level: float = 0.9, loo: bool | None = None) -> Summary:
+        """The AnnotatorFit summary (:meth:`AnnotatorFit.summary`) with the prior's
+        ``scale`` in the header and a ``prior`` table (the class bias).
+
+        Parameters
+        ----------
+        level : float, default=0.9
+        loo : bool, optional
+            Not offered (an EM fit): True is a ``ValueError`` naming ``loo``.
+        """
+        base = super().summary(level=level, loo=loo)
+        header = {**base.header, "scale": float(self.scale)}
+        prior = pd.DataFrame({"bias": self.bias, "prior_mean": self.group_prevalence[0]},
+                             index=pd.Index(self.classes, name="class"))
+        prior.attrs.update(title="prior", caption="class prior softmax(scale z + bias): "
+                           "bias (centred) and the mean prior")
+        return Summary(base.title, header, (*base.tables, prior))
+
+    def __repr__(self) -> str:
+        status = (f"statuses={self.statuses!r}" if len(self.statuses) > 1
+                  else f"status={self.status!r}")
+        return (f"ClassifierInformedFit(method={self.method!r}, n_items={self.n_items}, "
+                f"scale={self.scale:.4f}, {status}, loglik={self.loglik:.4f})")
+
+
+class ClassifierInformedDawidSkene(DawidSkene):
+    """Dawid–Skene channels with each item's class prior from a fixed classifier.
+
+    Raykar et al. (2010), "Learning From Crowds", with the classifier held fixed: the
+    prior of item i is ``softmax(scale * z_i + bias)`` over the K classes, ``z_i`` the
+    classifier's log-probabilities (``logits=``, or ``log(probs)``), ``scale > 0`` and
+    the class ``bias`` fitted, and every annotator has a confusion matrix as in
+    :class:`~noisycal.DawidSkene`. With a good classifier this recovers the true class
+    of items the annotators disagree on far better than the annotators alone.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        K; checked against the annotations' classes when given.
+    beta : array-like of shape (K, K) or (n_annotators, K, K), optional
+        Dirichlet prior on each confusion row: MAP-EM with pseudo-counts ``beta - 1``,
+        as for :class:`~noisycal.DawidSkene` (default: none, maximum likelihood).
+
+    Notes
+    -----
+    A target built from this fit used the classifier's scores: a calibration metric of
+    the same scores against it gets the status ``'circular_target'``. Evaluate a held-out
+    classifier, or cross-fit (fit on the other folds' items and build each fold's target
+    from its own ratings), so that no item's target used that item's score
+    (:mod:`noisycal.annotators.classifier_informed`).
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 3, 300)
+    >>> z = 2.0 * np.eye(3)[y] + rng.normal(size=(300, 3))       # a classifier's logits
+    >>> conf = np.array([[[.8, .1, .1], [.1, .8, .1], [.1, .1, .8]]] * 3)
+    >>> labels = np.stack([[rng.choice(3, p=conf[j, k]) for j in range(3)] for k in y])
+    >>> ann = nc.Annotations.from_wide(labels, classes=[0, 1, 2])
+    >>> fit = nc.annotators.ClassifierInformedDawidSkene().fit(ann, logits=z)
+    >>> fit.status, fit.confusion.shape, bool(fit.scale > 0)
+    ('ok', (3, 3, 3), True)
+    """
+
+    _model = "classifier_informed"
+    _engines = (EM,)
+
+    def __init__(self, n_classes: int | None = None, *, beta: ArrayLike | None = None
+                 ) -> None:
+        super().__init__(n_classes, beta=beta)
+
+    def _n_params(self, K: int, J: int, L: int) -> int:
+        return K + J * K * (K - 1)   # scale, K - 1 biases, the channels
+
+    def fit(self, annotations: Annotations, *, logits: ArrayLike | None = None,  # noqa: D417
+            probs: ArrayLike | None = None, items: ArrayLike | None = None,
+            method: EM | str | None = None, seed: Seed = 0,
+            progress: bool = False) -> ClassifierInformedFit:
+        """Fit the channels and the prior's scale and bias by EM.
+
+        Parameters
+        ----------
+        annotations : Annotations
+        logits, probs : array-like of shape (n_scored, K), or (n_scored,) for two classes
+            The classifier's scores, exactly one of them; columns in the annotations'
+            class order (a DataFrame's columns are matched to the classes by label).
+            Rows are matched to the annotations' items by id (``items=``, or a pandas
+            index); without ids there must be one row per annotated item, in the
+            annotations' item order. Every rated item needs a score and every scored
+            item a rating. Probabilities must be positive (a zero would rule a class
+            out whatever the annotators say: give logits).
+        items : array-like of shape (n_scored,), optional
+            Item ids of the score rows.
+        method : EM or 'em', optional
+            EM's ``max_iter`` and ``tol`` apply; its starts are the soft vote and the
+            classifier's probabilities (the better end point is kept; one start with
+            ``n_starts=1``). Bootstrap refits (``n_boot``), ``init='moments'``,
+            ``screen_gaps`` and ``devices`` are not offered.
+        seed : int or jax key, default=0
+            Checked; the fit is deterministic.
+        progress : bool, default=False
+            Not used (a fit takes seconds).
+
+        Returns
+        -------
+        ClassifierInformedFit
+            With the statuses of a Dawid–Skene EM fit (the data design, non-convergence,
+            a prevalence-equivalent on the boundary, adversarial or degenerate
+            channels); the identification check is not run
+            (``details['identification']``).
+
+        Raises
+        ------
+        ValueError
+            Naming the argument: ``logits``/``probs`` (both or neither, shape, values),
+            ``items`` (ids that do not match the annotations' items), ``method``.
+        """
+        engine = as_method(method, self._engines, where=type(self).__name__)
+        _check_engine(engine)
+        check_seed(seed)
+        ann, _, _ = self._check(annotations, None)
+        K = ann.n_classes
+        _, beta = self._priors(K, ann.n_annotators, "em")
+        P, Z = _scores(ann, probs, logits, items)
+        return self._fit_ci(ann, P, Z, beta, engine)
+
+    def _fit_ci(self, ann: Annotations, P: np.ndarray, Z: np.ndarray,
+                beta: np.ndarray | None, em: EM) -> ClassifierInformedFit:
+        from noisycal.models.classifier_informed import class_log_prior
+
+        from ..engines.em.classifier_informed import fit_ci_em
+
+        starts = [ann.soft_labels(), P][:max(1, min(int(em.n_starts), 2))]
+        with x64():
+            data = _ds_data(ann, None, 1)
+            runs = [fit_ci_em(s, data, Z, beta, max_iter=em.max_iter, tol=em.tol)
+                    for s in starts]
+            best = int(np.argmax([r.objective if np.isfinite(r.objective) else -np.inf
+                                  for r in runs]))
+            st = runs[best]
+            prior = np.asarray(class_log_prior({"scale": st.scale, "bias": st.bias}, Z))
+        prior = np.exp(prior)
+        prev = prior.mean(axis=0, keepdims=True)
+        status, message, chan, seen = self._status(ann, prev, st.confusion, st.post,
+                                                   st.converged, 1)
+        seen.append((status, message))
+        self._warn("EM", status, message)
+        status, message, statuses = every_status(status, message, *seen)
+        details = {"start_objectives": np.array([r.objective for r in runs]),
+                   "best_start": best, "max_iter": em.max_iter, "tol": em.tol,
+                   "map": beta is not None, "prior_beta": beta, "groups": 1,
+                   "channels": chan, "gold": False,
+                   "identification": {"checked": False, "reason": "not implemented for "
+                                      "the classifier-informed model"}}
+        return ClassifierInformedFit(
+            self._model, "em", ann.classes, ann.annotators, ann.items, prev, st.confusion,
+            st.post, st.loglik, self._n_params(ann.n_classes, ann.n_annotators, 1),
+            status, message, st.converged, st.n_iter, None, details, annotations=ann,
+            engine=em, statuses=statuses, scale=st.scale, bias=st.bias, item_prior=prior,
+            score_probs=P)
+
+
+def _check_engine(em: EM) -> None:
+    """Refuse the EM settings this model does not offer (ValueError naming method)."""
+    if em.n_boot:
+        raise ValueError(f"method: bootstrap refits (EM(n_boot={em.n_boot})) are not offered "
+                         "by ClassifierInformedDawidSkene; use n_boot=0")
+    if em.init == "moments" or em.screen_gaps or em.devices is not None:
+        raise ValueError("method: ClassifierInformedDawidSkene starts from the soft vote and "
+                         "the classifier's probabilities; init='moments', screen_gaps and "
+                         "devices are not offered")
+
+
+def _scores(ann: Annotations, probs: Any, logits: Any, items: Any
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The classifier's probabilities and log-probabilities (n_items, K), rows in the
+    annotations' item order (matched by id when the scores have ids)."""
+    name = "probs" if probs is not None else "logits"
+    if probs is not None and logits is not None or probs is None and logits is None:
+        raise ValueError("give exactly one of probs= or logits= (the classifier's scores; "
+                         "they are never guessed)")
+    x = probs if probs is not None else logits
+    if hasattr(x, "columns"):
+        x = match_columns(x, ann.classes, name)
+    ids = prediction_items(*((x, None) if probs is not None else (None, x)), items)
+    P, logP, _ = predictions(*((x, None) if probs is not None else (None, x)))
+    K = ann.n_classes
+    if P.shape[1] != K:
+        raise ValueError(f"{name} must have {K} columns (the annotations' classes "
+                         f"{list(ann.classes)}), got shape {P.shape}")
+    if not np.all(np.isfinite(logP)):
+        raise ValueError(f"{name}: some probabilities are 0; the prior softmax(a log p + c) "
+                         "would rule those classes out whatever the annotators say; give "
+                         "logits= (finite)")
+    if ids is None:
+        if P.shape[0] != ann.n_items:
+            raise ValueError(f"{name} must have one row per annotated item ({ann.n_items}, "
+                             f"in the annotations' item order), got {P.shape[0]}; or give "
+                             "items= to match rows by id")
+        return P, logP
+    pos = {v: i for i, v in enumerate(ids.tolist())}
+    want = np.asarray(ann.items).tolist()
+    missing = [v for v in want if v not in pos]
+    if missing:
+        raise ValueError(f"items: {len(missing)} rated item(s) have no score row, e.g. "
+                         f"{missing[:3]}")
+    if len(pos) != len(want):
+        extra = [v for v in ids.tolist() if v not in set(want)]
+        raise ValueError(f"{name}: {len(extra)} scored item(s) have no ratings, e.g. "
+                         f"{extra[:3]}; give the scores of the rated items only")
+    rows = np.asarray([pos[v] for v in want])
+    return P[rows], logP[rows]
