@@ -18,6 +18,8 @@
   logistic ability against each item's difficulty (NUTS).
 - :mod:`noisycal.annotators.sbc`: :func:`sbc`, simulation-based calibration of the
   models' NUTS fits (models plug in through ``SBC_MODELS``).
+- :mod:`noisycal.annotators.glad`: :class:`GLAD`, annotators' ability times each item's
+  easiness (EM), and its fit :class:`GLADFit`.
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from .hui_walter import HuiWalter, equal_count_groups
     from .item_difficulty import ItemDifficultyModel
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
+    from .glad import GLAD, GLADFit
 
 __all__ = [
     "DawidSkene",
@@ -70,6 +73,8 @@ __all__ = [
     "SBCResult",
     "SBCSpec",
     "SBC_MODELS",
+    "GLAD",
+    "GLADFit",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
