@@ -107,34 +107,38 @@ def e_step(alpha: jax.Array, b: jax.Array, log_prev: jax.Array, item: jax.Array,
     return jnp.exp(joint - lse[:, None]), jnp.sum(lse)
 
 
-def _log_prior(x: jax.Array, prior: tuple[float, float] | None) -> jax.Array:
-    if prior is None:
-        return jnp.zeros((), x.dtype)
-    return -0.5 * jnp.sum(((x - prior[0]) / prior[1]) ** 2)
+def _log_prior(x: jax.Array, prior: jax.Array) -> jax.Array:
+    """``prior = (on, mean, sd)``: the normal log-density up to its constant, 0 when off."""
+    return -0.5 * prior[0] * jnp.sum(((x - prior[1]) / prior[2]) ** 2)
 
 
-@partial(jax.jit, static_argnames=("n_items", "priors", "free_alpha"))
-def _scale(alpha: jax.Array, b: jax.Array, item: jax.Array, annotator: jax.Array, *,
-           n_items: int, priors: tuple, free_alpha: bool) -> jax.Array:
+def _prior_array(ability_prior: tuple | None, easiness_prior: tuple | None) -> np.ndarray:
+    return np.array([[0.0, 0.0, 1.0] if p is None else [1.0, float(p[0]), float(p[1])]
+                     for p in (ability_prior, easiness_prior)])
+
+
+@partial(jax.jit, static_argnames=("n_items", "free_alpha"))
+def _scale(alpha: jax.Array, b: jax.Array, item: jax.Array, annotator: jax.Array,
+           priors: jax.Array, *, n_items: int, free_alpha: bool) -> jax.Array:
     """The square root of the expected curvature of each coordinate of minus the M-step
     objective per item (the diagonal preconditioner of L-BFGS)."""
     z = alpha[annotator] * jnp.exp(b[item])
     s = jax.nn.sigmoid(z)
     v = s * (1.0 - s)
     hb = jax.ops.segment_sum(v * z * z, item, num_segments=n_items)
-    hb = hb + (0.0 if priors[1] is None else 1.0 / priors[1][1] ** 2)
+    hb = hb + priors[1, 0] / priors[1, 2] ** 2
     if not free_alpha:
         return jnp.sqrt(hb / n_items + 1e-12)
     ha = jax.ops.segment_sum(v * jnp.exp(2.0 * b[item]), annotator,
                              num_segments=alpha.shape[0])
-    ha = ha + (0.0 if priors[0] is None else 1.0 / priors[0][1] ** 2)
+    ha = ha + priors[0, 0] / priors[0, 2] ** 2
     return jnp.sqrt(jnp.concatenate([ha, hb]) / n_items + 1e-12)
 
 
-@partial(jax.jit, static_argnames=("n_items", "n_classes", "priors", "free_alpha"))
+@partial(jax.jit, static_argnames=("n_items", "n_classes", "free_alpha"))
 def _neg_q(x: jax.Array, scale: jax.Array, alpha_fixed: jax.Array, w: jax.Array,
-           item: jax.Array, annotator: jax.Array, *, n_items: int, n_classes: int,
-           priors: tuple, free_alpha: bool) -> tuple[jax.Array, jax.Array]:
+           item: jax.Array, annotator: jax.Array, priors: jax.Array, *, n_items: int,
+           n_classes: int, free_alpha: bool) -> tuple[jax.Array, jax.Array]:
     """Minus the M-step objective per item and its gradient in the preconditioned
     coordinates ``x = theta * scale``; ``w`` each rating's posterior probability of
     being correct."""
@@ -155,10 +159,10 @@ def _neg_q(x: jax.Array, scale: jax.Array, alpha_fixed: jax.Array, w: jax.Array,
     return jax.value_and_grad(f)(x)
 
 
-@partial(jax.jit, static_argnames=("n_items", "n_classes", "priors"))
+@partial(jax.jit, static_argnames=("n_items", "n_classes"))
 def _e(alpha: jax.Array, b: jax.Array, log_prev: jax.Array, item: jax.Array,
-       annotator: jax.Array, label: jax.Array, gold: jax.Array | None, *, n_items: int,
-       n_classes: int, priors: tuple) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+       annotator: jax.Array, label: jax.Array, gold: jax.Array | None, priors: jax.Array, *,
+       n_items: int, n_classes: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     post, ll = e_step(alpha, b, log_prev, item, annotator, label, gold, n_items, n_classes)
     obj = ll + _log_prior(alpha, priors[0]) + _log_prior(b, priors[1])
     return post, ll, obj, post[item, label]
@@ -229,15 +233,14 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
     from scipy.optimize import minimize
 
     K, J = n_classes, n_annotators
-    priors = (None if ability_prior is None else tuple(map(float, ability_prior)),
-              None if easiness_prior is None else tuple(map(float, easiness_prior)))
-    a0 = priors[0][0] if priors[0] is not None else 1.0
+    a0 = 1.0 if ability_prior is None else float(ability_prior[0])
     alpha = (np.full(J, a0) if ability is None else np.asarray(ability, np.float64)).copy()
-    b = np.full(n_items, priors[1][0] if priors[1] is not None else 1.0)
+    b = np.full(n_items, 1.0 if easiness_prior is None else float(easiness_prior[0]))
     fixed_prev = prevalence is not None
     prev = np.full(K, 1.0 / K) if prevalence is None else np.asarray(prevalence, np.float64)
-    kw = {"n_items": n_items, "n_classes": K, "priors": priors}
+    kw = {"n_items": n_items, "n_classes": K}
     with x64():
+        priors = jnp.asarray(_prior_array(ability_prior, easiness_prior))
         it, an, lb = (jnp.asarray(x, jnp.int32) for x in (item, annotator, label))
         gd = None if gold is None else jnp.asarray(gold, jnp.int32)
 
@@ -245,10 +248,10 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
             with np.errstate(divide="ignore"):
                 lp = np.log(prev)
             return _e(jnp.asarray(alpha), jnp.asarray(b), jnp.asarray(lp), it, an, lb, gd,
-                      **kw)
+                      priors, **kw)
 
         def fun(x: np.ndarray, w: Any, scale: Any) -> tuple[float, np.ndarray]:
-            v, g = _neg_q(jnp.asarray(x), scale, a_fixed, w, it, an,
+            v, g = _neg_q(jnp.asarray(x), scale, a_fixed, w, it, an, priors,
                           free_alpha=free_ability, **kw)
             return float(v), np.asarray(g, np.float64)
 
@@ -258,8 +261,8 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
         for n_iter in range(1, max_iter + 1):
             a_fixed = jnp.asarray(alpha)
             theta = np.concatenate([alpha, b]) if free_ability else b
-            scale = _scale(a_fixed, jnp.asarray(b), it, an, n_items=n_items,
-                           priors=priors, free_alpha=free_ability)
+            scale = _scale(a_fixed, jnp.asarray(b), it, an, priors, n_items=n_items,
+                           free_alpha=free_ability)
             sc = np.asarray(scale)
             res = minimize(fun, theta * sc, args=(w, scale), jac=True, method="L-BFGS-B",
                            options={"maxiter": m_step_iter, "ftol": 1e-15, "gtol": 1e-10})
