@@ -42,7 +42,6 @@ import time
 import warnings
 
 import numpy as np
-
 from _output import add_publish_argument, write_result  # benchmarks/_output.py (run as a script)
 
 _CK = r"""

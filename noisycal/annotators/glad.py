@@ -263,6 +263,14 @@ class GLADFit(AnnotatorFit):
     prevalence held, each new item's easiness fitted by EM. The influence, refits and
     posterior draws of the noise-corrected intervals are not offered
     (:class:`~noisycal.exceptions.NotOffered`).
+
+    Parameters
+    ----------
+    model, method, classes, annotators, items, group_prevalence, confusion, item_posterior,
+    loglik, n_params, status, message, converged, n_iter, draws, details, bootstrap_refits,
+    annotations, engine, statuses
+        As for :class:`~noisycal.engines.results.AnnotatorFit`; ``details`` holds
+        ``ability``, ``log_easiness`` and ``easiness`` (made by :meth:`GLAD.fit`).
     """
 
     def __repr__(self) -> str:

@@ -36,7 +36,23 @@ LOGIT_LIMIT = float(np.log((1 - 1e-6) / 1e-6))
 
 
 class GladEM(NamedTuple):
-    """What :func:`fit_glad` returns (NumPy arrays, in the data's codes)."""
+    """What :func:`fit_glad` returns (NumPy arrays, in the data's codes).
+
+    Parameters
+    ----------
+    ability : ndarray of shape (J,)
+        ``alpha``.
+    log_easiness : ndarray of shape (n_items,)
+        ``b``; the easiness is ``beta = exp(b)``.
+    prevalence : ndarray of shape (K,)
+    posterior : ndarray of shape (n_items, K)
+    loglik : float
+        The marginal log-likelihood at the estimates.
+    objective : float
+        ``loglik`` plus the log-priors (their normal constants left out).
+    n_iter : int
+    converged : bool
+    """
 
     ability: np.ndarray          # (J,) alpha
     log_easiness: np.ndarray     # (n,) b, easiness beta = exp(b)
@@ -258,7 +274,8 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
         post, ll, obj, w = estep(alpha, b, prev)
         obj = float(obj)
         converged, n_iter = False, 0
-        for n_iter in range(1, max_iter + 1):
+        for step in range(1, max_iter + 1):
+            n_iter = step
             a_fixed = jnp.asarray(alpha)
             theta = np.concatenate([alpha, b]) if free_ability else b
             scale = _scale(a_fixed, jnp.asarray(b), it, an, priors, n_items=n_items,
