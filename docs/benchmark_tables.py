@@ -1484,3 +1484,40 @@ def _coverage_crossfit_kclass(records: dict[str, Record]) -> dict[str, str]:
                f"a smallest mean half-width of {num(min(widths) / 2)}.")
     return {"run": run_line(name, rec), "design": design, "table": body,
             "verdict": verdict}
+
+
+@renderer("bench_glad")
+def _bench_glad(records: dict[str, Record]) -> dict[str, str]:
+    (name, rec), = records.items()
+    r = result(rec)
+    if not r:
+        return {"run": run_line(name, rec), "table": "", "verdict": ""}
+    rows = []
+    for c in r["cases"]:
+        ck = "crowdkit_fit_s" in c
+        rows.append([
+            f"{c['data']} ({count(c['n_items'])} items, {c['n_annotators']} annotators, "
+            f"K = {c['n_classes']})",
+            secs(c["noisycal_first_fit_s"]), secs(c["noisycal_fit_s"]),
+            secs(c["crowdkit_fit_s"]) if ck else "-",
+            f"**{ratio(c['speedup'])}**" if ck else "-",
+            f"{num(c['noisycal_accuracy'], 4)} / "
+            + (num(c["crowdkit_accuracy"], 4) if ck else "-"),
+            num(c["ability_corr"], 6) if ck else "-",
+            sig(c["ability_max_abs_diff"]) if ck else "-",
+            sig(c["log_easiness_max_abs_diff"]) if ck else "-",
+            f"{c['noisycal_n_iter']} / " + (str(c["crowdkit_n_iter"]) if ck else "-"),
+            f"`{c['noisycal_status']}`"])
+    body = table(["data", "noisycal first fit", "noisycal fit", "crowd-kit fit",
+                  "crowd-kit / noisycal", "accuracy (noisycal / crowd-kit)",
+                  "ability correlation", "ability max abs diff",
+                  "log-easiness max abs diff", "EM iterations (noisycal / crowd-kit)",
+                  "status"], rows, align="lrrrrrrrrrl")
+    speed = [c["speedup"] for c in r["cases"] if "speedup" in c]
+    verdict = ("crowd-kit was not run." if not speed else
+               "Goal, noisycal at least 10x faster: " + "; ".join(
+                   f"{c['data']} {met(c['speedup'], 10)} ({ratio(c['speedup'])})"
+                   for c in r["cases"] if "speedup" in c) + ".")
+    if r.get("cifar10n_skipped"):
+        verdict += f" CIFAR-10N skipped: {r['cifar10n_skipped']}."
+    return {"run": run_line(name, rec), "table": body, "verdict": verdict}

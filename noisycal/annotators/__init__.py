@@ -20,6 +20,8 @@
   models' NUTS fits (models plug in through ``SBC_MODELS``).
 - :mod:`noisycal.annotators.classifier_informed`: :class:`ClassifierInformedDawidSkene`,
   Dawid–Skene channels with each item's class prior from a fixed classifier's scores.
+- :mod:`noisycal.annotators.glad`: :class:`GLAD`, annotators' ability times each item's
+  easiness (EM), and its fit :class:`GLADFit`.
 
 All inference (EM, gradient MLE/MAP, NUTS, moments and GMM) lives in :mod:`noisycal.engines`;
 :func:`moment_triple` (the closed-form three-annotator estimator of
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from .hui_walter import HuiWalter, equal_count_groups
     from .item_difficulty import ItemDifficultyModel
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
+    from .glad import GLAD, GLADFit
 
 __all__ = [
     "DawidSkene",
@@ -75,6 +78,8 @@ __all__ = [
     "SBC_MODELS",
     "ClassifierInformedDawidSkene",
     "ClassifierInformedFit",
+    "GLAD",
+    "GLADFit",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)

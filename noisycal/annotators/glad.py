@@ -1,0 +1,352 @@
+"""GLAD: annotator ability times item easiness, fitted by EM.
+
+Model object -> ``fit(annotations, method=EM(...))`` -> :class:`GLADFit` (an
+:class:`~noisycal.engines.results.AnnotatorFit` with ``model='glad'`` that also answers for
+its abilities and easiness). The EM loop is :func:`noisycal.engines.em.glad.fit_glad`.
+
+References
+----------
+Whitehill, J., Ruvolo, P., Wu, T., Bergsma, J. and Movellan, J. (2009). "Whose Vote
+Should Count More: Optimal Integration of Labels from Labelers of Unknown Expertise".
+Advances in Neural Information Processing Systems 22.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._util.progress import check_progress
+from .._util.types import ArrayLike, Seed
+from .._util.validation import check_array, check_real, check_seed
+from ..annotations.core import Annotations
+from ..engines.checks import channel_status
+from ..engines.em.glad import LOGIT_LIMIT, fit_glad, saturated
+from ..engines.methods import EM, Method, as_method
+from ..engines.results import (
+    AnnotatorFit,
+    design_problems,
+    estimate_problems,
+    every_status,
+    first_status,
+)
+from ..engines.summary import Summary
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
+from .dawid_skene import DawidSkene
+
+__all__ = ["GLAD", "GLADFit"]
+
+#: The EM fields GLAD reads; every other field must keep its default.
+_EM_FIELDS = ("max_iter", "tol")
+
+
+def _prior(value: object, name: str) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise ValueError(f"{name} must be a (mean, sd) pair or None, got {value!r}")
+    return (check_real(value[0], f"{name}[0]"),
+            check_real(value[1], f"{name}[1]", minimum=0.0, strict=True))
+
+
+class GLAD:
+    """GLAD: annotator ``a`` labels item ``i`` correctly with ``sigmoid(alpha_a beta_i)``.
+
+    The model of "Whose Vote Should Count More: Optimal Integration of Labels from
+    Labelers of Unknown Expertise" (Whitehill et al., 2009): ``alpha_a`` is a real
+    ability (negative: worse than a coin toss between the true class and the rest),
+    ``beta_i = exp(b_i) > 0`` the item's easiness, a wrong label is uniform over the other
+    ``K - 1`` classes, and the true class is drawn from the prevalence. Fitted by EM
+    (exact E-step; the M-step maximises the expected complete-data log-likelihood plus the
+    log-priors by L-BFGS over all abilities and log-easiness at once, and sets the
+    prevalence to the mean posterior), from the start and under the priors of the
+    authors' code and crowd-kit: ``alpha ~ N(1, 1)``, ``b ~ N(1, 1)``, every ``alpha`` at
+    1 and ``b`` at 1.
+
+    Parameters
+    ----------
+    n_classes : int, optional
+        K; checked against the annotations' classes when given.
+    ability_prior : (mean, sd) or None, default=(1.0, 1.0)
+        Normal prior on each ``alpha``; None: flat.
+    easiness_prior : (mean, sd) or None, default=(1.0, 1.0)
+        Normal prior on each ``b = log beta``; None: flat. The likelihood depends on
+        ``alpha_a beta_i`` only, so at least one of the two priors is needed (it fixes
+        the scale).
+    prevalence : array-like of shape (K,), optional
+        Hold the prevalence fixed at these values (crowd-kit's GLAD holds it uniform);
+        default: fitted.
+
+    Examples
+    --------
+    >>> import numpy as np, noisycal as nc
+    >>> conf = np.array([[[0.85, 0.15], [0.2, 0.8]]] * 4)
+    >>> ann = nc.simulate.dawid_skene(300, [0.5, 0.5], conf, seed=0).annotations
+    >>> fit = nc.annotators.GLAD().fit(ann)
+    >>> fit.ability.shape, fit.easiness.shape, fit.status
+    ((4,), (300,), 'ok')
+    """
+
+    _model = "glad"
+
+    def __init__(self, n_classes: int | None = None, *,
+                 ability_prior: tuple[float, float] | None = (1.0, 1.0),
+                 easiness_prior: tuple[float, float] | None = (1.0, 1.0),
+                 prevalence: ArrayLike | None = None) -> None:
+        self.n_classes = n_classes
+        self.ability_prior = ability_prior
+        self.easiness_prior = easiness_prior
+        self.prevalence = prevalence
+
+    def _settings(self, K: int) -> tuple:
+        ap = _prior(self.ability_prior, "ability_prior")
+        ep = _prior(self.easiness_prior, "easiness_prior")
+        if ap is None and ep is None:
+            raise ValueError("ability_prior and easiness_prior are both None: the likelihood "
+                             "depends on alpha * beta only, so its scale needs a prior on "
+                             "one of them")
+        prev = self.prevalence
+        if prev is not None:
+            prev = check_array(prev, "prevalence", ndim=1)
+            if prev.shape != (K,) or np.any(prev <= 0) or abs(prev.sum() - 1.0) > 1e-9:
+                raise ValueError(f"prevalence must be positive with shape ({K},) and sum to "
+                                 f"1, got shape {prev.shape} summing to {prev.sum():g}")
+        return ap, ep, prev
+
+    def fit(self, annotations: Annotations, *, method: Method | str | None = None,
+            groups: ArrayLike | None = None, gold: dict | None = None,
+            anchor: object = None, seed: Seed = 0, progress: bool = False) -> GLADFit:
+        """Fit the model by EM.
+
+        Parameters
+        ----------
+        annotations : Annotations
+        method : EM object or 'em', optional
+            The only engine (default ``EM()``): GLAD reads its ``max_iter`` (EM iterations
+            at most) and ``tol`` (EM stops when the log posterior per item changes by
+            less than it); the other fields (starts, bootstrap, devices) do not apply and
+            must keep their defaults.
+        groups : None
+            Refused: the model has one prevalence for every item.
+        gold : dict, optional
+            Known true classes ``{item id: class label}``: those items enter the
+            likelihood with their class, and their posteriors are clamped.
+        anchor : None
+            Refused: the classes are named by the model (abilities start positive).
+        seed : int or jax key, default=0
+            Checked only: the fit is deterministic (one start).
+        progress : bool, default=False
+            Checked only: EM shows no bar.
+
+        Returns
+        -------
+        GLADFit
+            ``model='glad'``, ``method='em'``; ``confusion`` each annotator's one-coin
+            channel averaged over the items it rated (see :class:`GLADFit`). Statuses:
+            'not_converged' when EM stops at ``max_iter``; 'boundary' when every rating of
+            an annotator (its ability) or of an item (its easiness) has a fitted log-odds
+            ``|alpha_a beta_i|`` above :data:`~noisycal.engines.em.glad.LOGIT_LIMIT`
+            (13.8, an accuracy within 1e-6 of 0 or 1: the likelihood is flat there) or a
+            fitted prevalence is below 1e-6; 'unobserved_class' and 'not_identified' (one
+            annotator) from the design; 'small_gap', 'adversarial_channel' and
+            'degenerate_channel' from the averaged channels, as for Dawid–Skene.
+
+        Raises
+        ------
+        ValueError
+            Naming the argument: another engine, an EM field GLAD does not read,
+            ``groups``, ``anchor``, the priors, ``prevalence``, ``gold``.
+        """
+        engine = as_method(method, (EM,), where=type(self).__name__)
+        for f in dataclasses.fields(EM):
+            if f.name not in _EM_FIELDS and getattr(engine, f.name) != getattr(EM(), f.name):
+                raise ValueError(f"method: GLAD's EM reads only max_iter and tol; {f.name}="
+                                 f"{getattr(engine, f.name)!r} does not apply (one "
+                                 "deterministic start, no bootstrap)")
+        check_progress(progress)
+        check_seed(seed)
+        if groups is not None:
+            raise ValueError("groups= is for GroupedDawidSkene; GLAD has one prevalence for "
+                             "every item")
+        if anchor is not None:
+            raise ValueError("anchor does not apply to GLAD: the abilities start positive, "
+                             "which names the classes")
+        ds = DawidSkene(self.n_classes)
+        ann, _, _ = ds._check(annotations, None)
+        K, J, n = ann.n_classes, ann.n_annotators, ann.n_items
+        ap, ep, fixed = self._settings(K)
+        gold_idx = ds._gold(ann, gold)
+        arr = ann.engine_arrays()
+        em = fit_glad(arr.item, arr.annotator, arr.label, n_items=n, n_annotators=J,
+                      n_classes=K, ability_prior=ap, easiness_prior=ep, prevalence=fixed,
+                      gold=gold_idx, max_iter=engine.max_iter, tol=engine.tol)
+        conf = averaged_confusion(em.ability, em.log_easiness, arr.item, arr.annotator, K)
+        found = design_problems(np.bincount(arr.label, minlength=K), ann.classes,
+                                J + (K - 1) * (fixed is None), arr.item.size, J=J, L=1)
+        found = [p for p in found if p[0] in ("unobserved_class", "not_identified")]
+        found += estimate_problems(em.prevalence[None], conf, em.converged)
+        bad_a, bad_i = saturated(em.ability, em.log_easiness, arr.item, arr.annotator, n)
+        if bad_a.any() or bad_i.any():
+            found.append(("boundary", (
+                f"{int(bad_a.sum())} annotator(s) {ann.annotators[bad_a][:5].tolist()} and "
+                f"{int(bad_i.sum())} item(s) {ann.items[bad_i][:5].tolist()} have every "
+                f"rating's fitted log-odds |alpha * beta| above {LOGIT_LIMIT:.1f}: their "
+                "ability or easiness ran off to where the likelihood is flat (a weaker "
+                "prior lets it)")))
+        (status, message), rest = first_status(found)
+        status, message, chan = channel_status(status, message, conf, ann, em.posterior)
+        status, message, statuses = every_status(status, message, *rest)
+        if status not in ("ok", "boundary"):
+            cls = ConvergenceWarning if status == "not_converged" else IdentifiabilityWarning
+            warnings.warn(f"glad em: {message}", cls, stacklevel=2)
+        details = {
+            "ability": em.ability, "log_easiness": em.log_easiness,
+            "easiness": np.exp(em.log_easiness), "ability_prior": ap,
+            "easiness_prior": ep, "fixed_prevalence": fixed, "objective": em.objective,
+            "max_iter": engine.max_iter, "tol": engine.tol, "groups": 1,
+            "group_index": np.zeros(n, np.int64), "gold": gold_idx is not None,
+            "gold_index": gold_idx, "channels": chan,
+            "boundary_annotators": ann.annotators[bad_a], "boundary_items": ann.items[bad_i],
+            "channel": "averaged: one-coin with accuracy the mean of sigmoid(alpha_a "
+                       "beta_i) over the items annotator a rated",
+            "identification": {"checked": False,
+                               "reason": "GLAD fits are not checked for weak "
+                                         "identification"}}
+        n_params = J + n + (K - 1) * (fixed is None)
+        return GLADFit(self._model, "em", ann.classes, ann.annotators, ann.items,
+                       em.prevalence[None], conf, em.posterior, em.loglik, n_params, status,
+                       message, em.converged, em.n_iter, None, details, annotations=ann,
+                       engine=engine, statuses=statuses)
+
+
+def averaged_confusion(alpha: np.ndarray, b: np.ndarray, item: np.ndarray,
+                       annotator: np.ndarray, K: int) -> np.ndarray:
+    """Each annotator's one-coin channel averaged over the items it rated, (J, K, K).
+
+    Parameters
+    ----------
+    alpha, b : ndarray
+        Abilities (J,) and log-easiness (n_items,).
+    item, annotator : ndarray of int
+        Each rating's codes.
+    K : int
+
+    Returns
+    -------
+    ndarray
+        ``confusion[a, k, k]`` the mean of ``sigmoid(alpha_a beta_i)`` over annotator a's
+        ratings, the rest of each row ``(1 - that) / (K - 1)``.
+    """
+    J = alpha.shape[0]
+    acc = 1.0 / (1.0 + np.exp(-alpha[annotator] * np.exp(b[item])))
+    count = np.bincount(annotator, minlength=J)
+    mean = np.bincount(annotator, weights=acc, minlength=J) / np.maximum(count, 1)
+    off = (1.0 - mean) / (K - 1)
+    eye = np.eye(K)
+    return mean[:, None, None] * eye + off[:, None, None] * (1.0 - eye)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GLADFit(AnnotatorFit):
+    """A GLAD fit: an :class:`~noisycal.engines.results.AnnotatorFit` with ``model='glad'``.
+
+    ``item_posterior`` is the model's own (each item's easiness used); ``confusion``
+    is each annotator's one-coin channel averaged over the items it rated, so
+    ``nc.targets.corrected(ann, fit)`` accepts it (an approximation: the corrected label
+    is then unbiased only on average over items); ``nc.targets.posterior(ann, fit)``
+    uses the model itself. :attr:`ability` and :attr:`easiness` are the fitted
+    parameters; :meth:`predict` scores new items with the fitted abilities and
+    prevalence held, each new item's easiness fitted by EM. The influence, refits and
+    posterior draws of the noise-corrected intervals are not offered
+    (:class:`~noisycal.exceptions.NotOffered`).
+
+    Parameters
+    ----------
+    model, method, classes, annotators, items, group_prevalence, confusion, item_posterior,
+    loglik, n_params, status, message, converged, n_iter, draws, details, bootstrap_refits,
+    annotations, engine, statuses
+        As for :class:`~noisycal.engines.results.AnnotatorFit`; ``details`` holds
+        ``ability``, ``log_easiness`` and ``easiness`` (made by :meth:`GLAD.fit`).
+    """
+
+    def __repr__(self) -> str:
+        status = (f"statuses={self.statuses!r}" if len(self.statuses) > 1
+                  else f"status={self.status!r}")
+        return (f"GLADFit(n_items={self.n_items}, n_annotators={len(self.annotators)}, "
+                f"n_classes={len(self.classes)}, {status}, loglik={self.loglik:.4f}, "
+                f"n_iter={self.n_iter})")
+
+    @property
+    def ability(self) -> np.ndarray:
+        """``alpha``, one per annotator in ``annotators`` order."""
+        return np.asarray(self.details["ability"])
+
+    @property
+    def easiness(self) -> np.ndarray:
+        """``beta = exp(b)``, one per item in ``items`` order."""
+        return np.asarray(self.details["easiness"])
+
+    @property
+    def params(self) -> dict[str, np.ndarray]:
+        """The point estimates by name: prevalence, confusion, ability, easiness."""
+        return {**super().params, "ability": self.ability, "easiness": self.easiness}
+
+    def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
+        """P(true class | ratings) for new items: abilities and prevalence held at the
+        fit, each item's easiness fitted by EM under the fit's easiness prior.
+
+        Parameters
+        ----------
+        annotations : Annotations
+            Ratings of the new items (annotators matched by id, classes by name).
+        groups : None
+            Refused: GLAD has no groups.
+
+        Returns
+        -------
+        ndarray of shape (n_new_items, K)
+            Columns in the fit's class order.
+        """
+        if groups is not None:
+            raise ValueError("groups: GLAD has one prevalence for every item")
+        if not isinstance(annotations, Annotations):
+            raise ValueError("annotations must be a noisycal.Annotations, got "
+                             f"{type(annotations).__name__}")
+        m = self.match(annotations)
+        ep = self.details["easiness_prior"]
+        em = fit_glad(m.item, m.channel, m.label, n_items=annotations.n_items,
+                      n_annotators=len(self.annotators), n_classes=len(self.classes),
+                      ability_prior=self.details["ability_prior"],
+                      easiness_prior=ep, prevalence=self.prevalence,
+                      max_iter=int(self.details["max_iter"]), tol=float(self.details["tol"]),
+                      ability=self.ability, free_ability=False)
+        return em.posterior
+
+    def summary(self, *, level: float = 0.9, loo: bool | None = None) -> Summary:
+        """:meth:`AnnotatorFit.summary` with an ``ability`` table: each annotator's
+        ``alpha``, its ratings and its averaged accuracy; the header adds the easiness
+        quantiles (``easiness_q10``, ``easiness_median``, ``easiness_q90``).
+
+        Parameters
+        ----------
+        level : float, default=0.9
+        loo : bool, optional
+            Refused when True (no posterior draws), as for every EM fit.
+        """
+        base = super().summary(level=level, loo=loo)
+        count = (np.bincount(self.annotations.annotator_index,
+                             minlength=len(self.annotators))
+                 if self.annotations is not None else None)
+        table = pd.DataFrame({"annotator": self.annotators, "ability": self.ability,
+                              "ratings": count,
+                              "accuracy": np.diagonal(self.confusion, axis1=1,
+                                                      axis2=2)[:, 0]})
+        table.attrs["title"] = "ability"
+        q = np.quantile(self.easiness, [0.1, 0.5, 0.9])
+        header = {**base.header, "easiness_q10": float(q[0]),
+                  "easiness_median": float(q[1]), "easiness_q90": float(q[2])}
+        return Summary(base.title, header, (*base.tables, table))
