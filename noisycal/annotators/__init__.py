@@ -43,11 +43,11 @@ if TYPE_CHECKING:
     from .checks.sbc import SBC_MODELS, SBCResult, SBCSpec, sbc
     from .classifier_informed import ClassifierInformedDawidSkene, ClassifierInformedFit
     from .dawid_skene import DawidSkene, GroupedDawidSkene, OneCoinDawidSkene, predict
+    from .glad import GLAD, GLADFit
     from .hierarchical import HierarchicalDawidSkene
     from .hui_walter import HuiWalter, equal_count_groups
     from .item_difficulty import ItemDifficultyModel
     from .soft_labels import DirichletSoftLabels, SoftLabelFit
-    from .glad import GLAD, GLADFit
 
 __all__ = [
     "DawidSkene",

@@ -362,9 +362,9 @@ def ece(probs: ArrayLike | None = None, target: object = None, *,
     :mod:`noisycal.metrics.nc.delta` (the channels' covariance from the fit's per-item
     influence, ``fit.influence()``: the sandwich, or for a NUTS fit the influence on the
     posterior mean from its draws; and its correlation with the items' own terms, items
-    matched to the fit by id; ``details['channel_error']``). Status 'weak_channels' when a move of two standard
-    errors of the channels makes a used channel singular (the normal approximation
-    fails), 'channels_fixed' when the error could not be computed (the interval then
+    matched to the fit by id; ``details['channel_error']``). Status 'weak_channels' when a
+    move of two standard errors of the channels makes a used channel singular (the normal
+    approximation fails), 'channels_fixed' when the error could not be computed (the interval then
     treats the channels as known). Channels given by the user (``confusion=``, ``a=``,
     ``b=``) are treated as known. Measured coverage: ``benchmarks/README.md``
     (``benchmarks/coverage_nc_ece.py``).
