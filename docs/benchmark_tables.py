@@ -1521,3 +1521,58 @@ def _bench_glad(records: dict[str, Record]) -> dict[str, str]:
     if r.get("cifar10n_skipped"):
         verdict += f" CIFAR-10N skipped: {r['cifar10n_skipped']}."
     return {"run": run_line(name, rec), "table": body, "verdict": verdict}
+
+
+@renderer("bench_cifar10n_accuracy")
+def _bench_cifar10n_accuracy(records: dict[str, Record]) -> dict[str, str]:
+    (name, rec), = records.items()
+    r = result(rec)
+    if not r.get("rows"):
+        note = f"CIFAR-10N skipped: {r['skipped']}." if r.get("skipped") else ""
+        return {"run": run_line(name, rec), "table": "", "verdict": note, "quality": ""}
+    rows = r["rows"]
+    body = table(["method", "library", "accuracy", "first fit", "second fit", "status"],
+                 [[c["method"] + (f" ({count(c['n_ties'])} ties)" if "n_ties" in c else ""),
+                   c["library"], num(c["accuracy"], 4),
+                   secs(c["first_fit_s"], 3), secs(c["fit_s"], 3),
+                   f"`{c['status']}`" if c["status"] else "-"] for c in rows],
+                 align="llrrrl")
+    ranked = sorted(rows, key=lambda c: -c["accuracy"])
+    best, second = ranked[0], ranked[1]
+
+    def who(c: dict) -> str:
+        return c["method"] + (" (crowd-kit)" if c["library"] == "crowd-kit" else "")
+
+    clf = [c for c in rows if c["library"] == "-"]
+    crowd = [c for c in rows if c["library"] != "-" and c is not best]
+    verdict = (f"**Most accurate: {who(best)}, {num(best['accuracy'], 4)}**, "
+               f"{num(100 * (best['accuracy'] - second['accuracy']), 2)} percentage points "
+               f"ahead of the next, {who(second)} ({num(second['accuracy'], 4)})")
+    if clf and clf[0] is not best:
+        verdict += (f"; {num(100 * (best['accuracy'] - clf[0]['accuracy']), 2)} points ahead "
+                    f"of the classifier alone ({num(clf[0]['accuracy'], 4)})")
+    if crowd:
+        top = max(crowd, key=lambda c: c["accuracy"])
+        if top is not second:
+            verdict += (f"; {num(100 * (best['accuracy'] - top['accuracy']), 2)} points "
+                        f"ahead of the best other aggregator of the labels, {who(top)} "
+                        f"({num(top['accuracy'], 4)})")
+    verdict += "."
+    ref = r.get("reference", {})
+    if ref:
+        verdict += (" For context only, the issue reporter's numbers from another machine "
+                    "(not measured here): " + ", ".join(f"{k} {num(v, 4)}"
+                                                        for k, v in ref.items()) + ".")
+    if r.get("crowdkit_skipped"):
+        verdict += f" crowd-kit rows left out: {r['crowdkit_skipped']}."
+    elif r.get("crowdkit_version"):
+        verdict += f" crowd-kit {r['crowdkit_version']}."
+    q = r.get("annotator_quality", [])
+    quality = table(["annotator", "ratings", "fitted accuracy", "accuracy on the clean labels",
+                     "fitted - clean"],
+                    [[a["annotator"], count(a["n_ratings"]), num(a["fitted_accuracy"], 4),
+                      num(a["clean_accuracy"], 4),
+                      num(a["fitted_accuracy"] - a["clean_accuracy"], 4)] for a in q],
+                    align="lrrrr") if q else ""
+    return {"run": run_line(name, rec), "table": body, "verdict": verdict,
+            "quality": quality}
