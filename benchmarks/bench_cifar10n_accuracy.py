@@ -146,7 +146,7 @@ def noisycal_rows(A: np.ndarray, logits: np.ndarray, y: np.ndarray) -> tuple[lis
     K = logits.shape[1]
     rows = []
     votes, first, second = _timed(lambda: majority_vote(A, K))
-    rows.append({"method": "majority vote (ties: lowest class index)", "library": "noisycal",
+    rows.append({"method": "majority vote", "library": "noisycal",
                  "accuracy": float(np.mean(votes[0] == y)), "first_fit_s": first,
                  "fit_s": second, "status": None, "n_ties": votes[1]})
     ann = nc.Annotations.from_wide(A, classes=np.arange(K))

@@ -1532,7 +1532,8 @@ def _bench_cifar10n_accuracy(records: dict[str, Record]) -> dict[str, str]:
         return {"run": run_line(name, rec), "table": "", "verdict": note, "quality": ""}
     rows = r["rows"]
     body = table(["method", "library", "accuracy", "first fit", "second fit", "status"],
-                 [[c["method"] + (f" ({count(c['n_ties'])} ties)" if "n_ties" in c else ""),
+                 [[c["method"] + (f" ({count(c['n_ties'])} ties, each given to the lowest "
+                                  "class index)" if "n_ties" in c else ""),
                    c["library"], num(c["accuracy"], 4),
                    secs(c["first_fit_s"], 3), secs(c["fit_s"], 3),
                    f"`{c['status']}`" if c["status"] else "-"] for c in rows],
@@ -1548,7 +1549,7 @@ def _bench_cifar10n_accuracy(records: dict[str, Record]) -> dict[str, str]:
     verdict = (f"**Most accurate: {who(best)}, {num(best['accuracy'], 4)}**, "
                f"{num(100 * (best['accuracy'] - second['accuracy']), 2)} percentage points "
                f"ahead of the next, {who(second)} ({num(second['accuracy'], 4)})")
-    if clf and clf[0] is not best:
+    if clf and clf[0] is not best and clf[0] is not second:
         verdict += (f"; {num(100 * (best['accuracy'] - clf[0]['accuracy']), 2)} points ahead "
                     f"of the classifier alone ({num(clf[0]['accuracy'], 4)})")
     if crowd:
@@ -1561,7 +1562,7 @@ def _bench_cifar10n_accuracy(records: dict[str, Record]) -> dict[str, str]:
     ref = r.get("reference", {})
     if ref:
         verdict += (" For context only, the issue reporter's numbers from another machine "
-                    "(not measured here): " + ", ".join(f"{k} {num(v, 4)}"
+                    "(not measured here): " + ", ".join(f"{k} {float(v):g}"
                                                         for k, v in ref.items()) + ".")
     if r.get("crowdkit_skipped"):
         verdict += f" crowd-kit rows left out: {r['crowdkit_skipped']}."
