@@ -29,16 +29,33 @@ def _release_compiled_programs() -> Iterator[None]:
     2026-12-03 a worker reached 27,700 mappings at 81% of the suite and crashed with a
     segmentation fault inside XLA's compiler near the end (Linux's default
     vm.max_map_count is 65,530). Clearing the caches between modules released about 60%
-    of the mappings of a process after six fits (3,223 -> 1,450); programs are reused
-    within a module as before.
+    of the mappings of a process after six fits (3,223 -> 1,450). The caches are cleared
+    only once a process holds more than :data:`MAX_MAPPINGS` mappings, so that the
+    modules in between reuse each other's programs (the metrics' and the engines' shared
+    programs, one fit's shape in several files) instead of recompiling them.
     """
     yield
     jax = sys.modules.get("jax")
-    if jax is not None:
+    if jax is not None and _n_mappings() > MAX_MAPPINGS:
         import gc
 
         jax.clear_caches()
         gc.collect()
+
+
+#: Memory mappings of a test process above which its compiled programs are dropped
+#: (a quarter of Linux's default vm.max_map_count, 65,530).
+MAX_MAPPINGS = 16_000
+
+
+def _n_mappings() -> int:
+    """Memory mappings of this process (Linux); elsewhere a count above the limit, so that
+    the caches are cleared after every module as before."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return MAX_MAPPINGS + 1
 
 
 @pytest.fixture(scope="module")

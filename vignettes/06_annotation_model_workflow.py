@@ -102,8 +102,7 @@ def part1(args: argparse.Namespace) -> dict:
     print("\n" + str(em["Dawid-Skene"].summary()))
     bic = nc.annotators.compare(em, ann, ic="bic")
     print("\nEM fits compared by BIC\n" + bic.to_frame().to_string(index=False, **FMT))
-    bayes = nuts_fits(ann, ("Dawid-Skene", "class-conditional", "hierarchical DS"),
-                      num_samples=args.num_samples, seed=args.seed)
+    bayes = nuts_fits(ann, args.part1_models, num_samples=args.num_samples, seed=args.seed)
     print("\nNUTS fits\n" + status_table(bayes).to_string(index=False, **FMT))
     loo = nc.annotators.compare(bayes, ann)
     print("\nNUTS fits compared by PSIS-LOO (one left-out patient at a time), stacking "
@@ -158,8 +157,7 @@ def part2(args: argparse.Namespace) -> dict:
     d = load(args.data, args.n_items, args.seed)
     ann = nc.Annotations.from_wide(d["A"])
     print(f"\n\n{d['name']}: {ann.n_items} items, 3 annotators, {ann.n_classes} classes")
-    fits = nuts_fits(ann, ("Dawid-Skene", "one-coin", "class-conditional",
-                           "hierarchical DS"), num_samples=args.num_samples, seed=args.seed)
+    fits = nuts_fits(ann, args.part2_models, num_samples=args.num_samples, seed=args.seed)
     print("\nNUTS fits\n" + status_table(fits).to_string(index=False, **FMT))
     check = nc.annotators.ppc(fits["Dawid-Skene"], ann, n_rep=args.n_rep, seed=args.seed,
                               discrepancies=["unanimity", "distinct_labels"])
@@ -236,7 +234,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="NUTS warm-up and draws per chain (default: the library's, "
                         "extended until the chains converge)")
     p.add_argument("--n-sims", type=int, default=None, help="SBC simulations (100)")
-    p.add_argument("--small", action="store_true", help="tiny sizes for tests")
+    p.add_argument("--small", action="store_true",
+                   help="tiny sizes for tests, and only Dawid-Skene and the hierarchical "
+                        "model under NUTS (each further model is one more compilation)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path,
                    default=here / "output" / "06_annotation_model_workflow")
@@ -246,6 +246,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a.num_samples = a.num_samples or (100 if a.small else None)
     a.n_sims = a.n_sims or (10 if a.small else 100)
     a.n_rep = 100 if a.small else 500
+    # the models fitted by NUTS in parts 1 and 2 (--small: two, for the tests' time)
+    few = ("Dawid-Skene", "hierarchical DS")
+    a.part1_models = few if a.small else ("Dawid-Skene", "class-conditional",
+                                          "hierarchical DS")
+    a.part2_models = few if a.small else ("Dawid-Skene", "one-coin", "class-conditional",
+                                          "hierarchical DS")
     return a
 
 
