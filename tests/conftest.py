@@ -71,3 +71,46 @@ def study() -> object:
     spec.loader.exec_module(mod)
     return mod
 
+
+
+#: Test files that each took half a minute or more in the fresh-clone CI runs (the
+#: vignettes about three minutes): handed to the xdist workers first, so that the two
+#: workers finish together instead of one idling while the other runs a long file last.
+#: (pytest-xdist's own order is by the number of tests in a file, which put the
+#: vignettes, a handful of long tests, near the end.) A stale entry only changes the order.
+HEAVY_FIRST = (
+    "tests/test_vignettes.py",
+    "tests/intervals/test_inversion_coverage_binary.py",
+    "tests/intervals/test_inversion_coverage_kclass.py",
+    "tests/engines/test_posterior_influence.py",
+    "tests/annotators/test_channel_models.py",
+    "tests/annotators/test_hierarchical_ds.py",
+    "tests/annotators/checks/test_compare.py",
+    "tests/metrics/nc/test_coverage_models.py",
+    "tests/annotators/checks/test_sbc.py",
+    "tests/test_readme.py",
+    "tests/engines/test_arviz_export.py",
+    "tests/engines/test_engines_generic.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the controller keeps the collection's order (below) instead of re-sorting the
+    # files by their number of tests
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Files in :data:`HEAVY_FIRST` first, the others by their number of tests (most
+    first, as pytest-xdist orders them); a file's tests stay together and in order."""
+    def path(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    sizes: dict[str, int] = {}
+    for item in items:
+        sizes[path(item)] = sizes.get(path(item), 0) + 1
+    rank = {p: i for i, p in enumerate(HEAVY_FIRST)}
+    first = {p: i for i, p in enumerate(dict.fromkeys(path(it) for it in items))}
+    items.sort(key=lambda it: (rank.get(path(it), len(rank)), -sizes[path(it)],
+                               first[path(it)]))
