@@ -140,7 +140,7 @@ class GLAD:
         seed : int or jax key, default=0
             Checked only: the fit is deterministic (one start).
         progress : bool, default=False
-            Checked only: EM shows no bar.
+            A bar of EM iterations on stderr.
 
         Returns
         -------
@@ -167,7 +167,6 @@ class GLAD:
                 raise ValueError(f"method: GLAD's EM reads only max_iter and tol; {f.name}="
                                  f"{getattr(engine, f.name)!r} does not apply (one "
                                  "deterministic start, no bootstrap)")
-        check_progress(progress)
         check_seed(seed)
         if groups is not None:
             raise ValueError("groups= is for GroupedDawidSkene; GLAD has one prevalence for "
@@ -183,7 +182,8 @@ class GLAD:
         arr = ann.engine_arrays()
         em = fit_glad(arr.item, arr.annotator, arr.label, n_items=n, n_annotators=J,
                       n_classes=K, ability_prior=ap, easiness_prior=ep, prevalence=fixed,
-                      gold=gold_idx, max_iter=engine.max_iter, tol=engine.tol)
+                      gold=gold_idx, max_iter=engine.max_iter, tol=engine.tol,
+                      progress=check_progress(progress))
         conf = averaged_confusion(em.ability, em.log_easiness, arr.item, arr.annotator, K)
         found = design_problems(np.bincount(arr.label, minlength=K), ann.classes,
                                 J + (K - 1) * (fixed is None), arr.item.size, J=J, L=1)

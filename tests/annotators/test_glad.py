@@ -77,6 +77,21 @@ def test_not_converged_at_the_iteration_cap(sim500):
     assert fit.status == "not_converged" and fit.n_iter == 1 and not fit.converged
 
 
+def test_progress_shows_a_bar_of_em_iterations_and_the_same_fit(sim500, capsys):
+    ann = sim500[0]
+    with warnings.catch_warnings():      # three iterations: not converged, and it says so
+        warnings.simplefilter("ignore", nc.exceptions.ConvergenceWarning)
+        quiet = nc.annotators.GLAD().fit(ann, method=nc.engines.EM(max_iter=3))
+        capsys.readouterr()
+        shown = nc.annotators.GLAD().fit(ann, method=nc.engines.EM(max_iter=3),
+                                         progress=True)
+    err = capsys.readouterr().err
+    assert "GLAD EM iterations" in err and "3/3" in err
+    np.testing.assert_array_equal(shown.ability, quiet.ability)
+    with pytest.raises(ValueError, match="progress"):
+        nc.annotators.GLAD().fit(ann, progress="yes")
+
+
 def _unanimous():
     rng = np.random.default_rng(0)
     item, ann = np.repeat(np.arange(40), 3), np.tile(np.arange(3), 40)

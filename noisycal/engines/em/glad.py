@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from ..._util.jax import x64
+from ..._util.progress import ProgressBar
 
 __all__ = ["GladEM", "class_log_likelihood", "e_step", "fit_glad", "LOGIT_LIMIT",
            "saturated"]
@@ -214,7 +215,7 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
              easiness_prior: tuple[float, float] | None, prevalence: np.ndarray | None,
              gold: np.ndarray | None = None, max_iter: int = 1000, tol: float = 1e-8,
              ability: np.ndarray | None = None, free_ability: bool = True,
-             m_step_iter: int = 200) -> GladEM:
+             m_step_iter: int = 200, progress: bool = False) -> GladEM:
     """GLAD by EM from ``alpha`` at the ability prior's mean (or ``ability``), every ``b``
     at the easiness prior's mean (1 without one) and the uniform prevalence (crowd-kit's
     start).
@@ -241,6 +242,8 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
         Fit the abilities (else only the easiness and the classes).
     m_step_iter : int
         L-BFGS iterations per M-step at most.
+    progress : bool, default=False
+        A bar of EM iterations on stderr (up to ``max_iter``; EM usually stops earlier).
 
     Returns
     -------
@@ -274,26 +277,28 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
         post, ll, obj, w = estep(alpha, b, prev)
         obj = float(obj)
         converged, n_iter = False, 0
-        for step in range(1, max_iter + 1):
-            n_iter = step
-            a_fixed = jnp.asarray(alpha)
-            theta = np.concatenate([alpha, b]) if free_ability else b
-            scale = _scale(a_fixed, jnp.asarray(b), it, an, priors, n_items=n_items,
-                           free_alpha=free_ability)
-            sc = np.asarray(scale)
-            res = minimize(fun, theta * sc, args=(w, scale), jac=True, method="L-BFGS-B",
-                           options={"maxiter": m_step_iter, "ftol": 1e-15, "gtol": 1e-10})
-            theta = res.x / sc
-            if free_ability:
-                alpha, b = theta[:J].copy(), theta[J:].copy()
-            else:
-                b = theta.copy()
-            if not fixed_prev:
-                prev = np.asarray(post).mean(axis=0)
-            post, ll, new, w = estep(alpha, b, prev)
-            new = float(new)
-            if abs(new - obj) / n_items < tol:
-                obj, converged = new, True
-                break
-            obj = new
+        with ProgressBar(max_iter, "GLAD EM iterations", enabled=progress) as bar:
+            for step in range(1, max_iter + 1):
+                n_iter = step
+                bar.update()
+                a_fixed = jnp.asarray(alpha)
+                theta = np.concatenate([alpha, b]) if free_ability else b
+                scale = _scale(a_fixed, jnp.asarray(b), it, an, priors, n_items=n_items,
+                               free_alpha=free_ability)
+                sc = np.asarray(scale)
+                res = minimize(fun, theta * sc, args=(w, scale), jac=True, method="L-BFGS-B",
+                               options={"maxiter": m_step_iter, "ftol": 1e-15, "gtol": 1e-10})
+                theta = res.x / sc
+                if free_ability:
+                    alpha, b = theta[:J].copy(), theta[J:].copy()
+                else:
+                    b = theta.copy()
+                if not fixed_prev:
+                    prev = np.asarray(post).mean(axis=0)
+                post, ll, new, w = estep(alpha, b, prev)
+                new = float(new)
+                if abs(new - obj) / n_items < tol:
+                    obj, converged = new, True
+                    break
+                obj = new
     return GladEM(alpha, b, prev, np.asarray(post), float(ll), obj, n_iter, converged)
