@@ -1577,3 +1577,48 @@ def _bench_cifar10n_accuracy(records: dict[str, Record]) -> dict[str, str]:
                     align="lrrrr") if q else ""
     return {"run": run_line(name, rec), "table": body, "verdict": verdict,
             "quality": quality}
+
+
+@renderer("plan_annotations_validation")
+def _plan_annotations_validation(records: dict[str, Record]) -> dict[str, str]:
+    (name, rec), = records.items()
+    res = result(rec)
+    designs = res.get("designs", {})
+    if not designs:
+        return {"run": run_line(name, rec), "design": "", "table": missing(name),
+                "verdict": ""}
+    rows, goals = [], []
+    for d, c in designs.items():
+        chosen = c["n_items"] is not None
+        rows.append([
+            d, num(c["population"], 4), f"`{c['pilot_status']}`",
+            num(c["pilot_max_channel_error"], 3),
+            f"{count(c['n_items'])} x {c['ratings_per_item']}" if chosen else "none",
+            num(c["planned_median"], 4) if chosen else "-",
+            num(c["achieved_median"], 4) if chosen else "-",
+            num(c["ratio"], 2) if chosen else "-",
+            num(c["check_coverage"], 2) if chosen else "-",
+            num(c["check_share_not_ok"], 2) if chosen else "-",
+            secs(c["plan_s"], 0)])
+        if chosen:
+            goals.append(f"{d} {met(abs(c['ratio'] - 1), 0.2, below=True)} "
+                         f"(ratio {num(c['ratio'], 2)})")
+        else:
+            goals.append(f"{d}: no budget chosen ({c['choice_message']})")
+    body = table(["design", "population ECE", "pilot fit", "pilot max channel error",
+                  "chosen items x ratings", "planned median width",
+                  "achieved median width", "planned / achieved", "check coverage",
+                  "check share not ok", "plan time"], rows)
+    design = (f"Settings of this run: target width {num(res['width'], 3)}, level "
+              f"{num(res['level'], 2)}, {res['n_bins']} bins, annotator accuracies "
+              f"{', '.join(num(a, 2) for a in res['accuracies'])} (errors spread evenly), "
+              f"pilot {count(res['pilot_items'])} items x {res['pilot_ratings']} ratings, "
+              f"pool {count(res['pool'])} items, grid {res['grid_items']} items x "
+              f"{res['grid_ratings']} ratings, {res['plan_sims']} simulations per cell in "
+              f"the plan, {res['check_sims']} in the check.")
+    verdict = ("Goal, planned median width within 20% of the achieved one: "
+               + "; ".join(goals) + ". With so few simulations the medians themselves are "
+               "noisy (a few percent to tens of percent), so this checks the planner's "
+               "order of magnitude, not its second digit.")
+    return {"run": run_line(name, rec), "design": design, "table": body,
+            "verdict": verdict}

@@ -1,7 +1,7 @@
 """Workflows over several results.
 
 This package holds the calibration report, annotator-model comparison with the
-calibration under each model, and cross-fitted NC-ECE."""
+calibration under each model, cross-fitted NC-ECE, and annotation-budget planning."""
 
 from typing import TYPE_CHECKING
 
@@ -11,6 +11,7 @@ from .._util.lazy import attach
 if TYPE_CHECKING:
     from .comparison import AVERAGES, compare_calibration, mixture_interval
     from .crossfit import nc_ece_crossfit
+    from .planning import AnnotationPlan, BudgetChoice, plan_annotations
     from .report import (
         COLUMNS,
         DEFAULT_METRICS,
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COLUMNS", "DEFAULT_METRICS", "EXPORT_COLUMNS", "METRICS", "report", "Report", "to_html",
     "to_latex", "to_markdown", "AVERAGES", "compare_calibration", "mixture_interval",
-    "nc_ece_crossfit",
+    "nc_ece_crossfit", "AnnotationPlan", "BudgetChoice", "plan_annotations",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
