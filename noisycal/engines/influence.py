@@ -241,7 +241,7 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     fixed, as for Dawid–Skene: its sandwich variance is 0 and its rule-of-three move is
     in ``boundary_moves``, which the NC-ECE turns into a status when it matters.
     """
-    from .em.dawid_skene import split_data
+    from .em.dawid_skene import bucketed, split_data
     from .free_params import channel_flat, free_parameters
     from .identification import MAX_FREE
     from .patterns import pattern_data
@@ -289,13 +289,18 @@ def dawid_skene_influence(fit: Any, annotations: Any = None) -> ChannelInfluence
     if len(names) > MAX_FREE:
         return f"more than MAX_FREE={MAX_FREE} free parameters"
     x0 = np.concatenate([prev.ravel(), channel_flat(conf, one_coin)])
-    arrays, sizes = split_data(pd_.data)
+    n_pat = w.shape[0]
     with x64():
-        scores, info = _scores_and_hessian(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(w),
-                                           arrays, None if pd_.gold is None
-                                           else jnp.asarray(pd_.gold), sizes=sizes,
+        # patterns of weight 0 up to a bucketed size, as for EM and the identification
+        # Hessians: new data of a similar size reuse the compiled scores and Hessian (the
+        # padded patterns add nothing to the Hessian; their scores are dropped)
+        data, _, jgold, jw = bucketed(pd_.data, np.zeros((n_pat, K)), pd_.gold, w)
+        arrays, sizes = split_data(data)
+        scores, info = _scores_and_hessian(jnp.asarray(x0), jnp.asarray(B), jnp.asarray(jw),
+                                           arrays, None if jgold is None
+                                           else jnp.asarray(jgold), sizes=sizes,
                                            shape=(L, J, K), one_coin=one_coin)
-    scores, info = np.asarray(scores), np.asarray(info)
+    scores, info = np.asarray(scores)[:n_pat], np.asarray(info)
     info = 0.5 * (info + info.T)
     try:
         chol = np.linalg.cholesky(info)
