@@ -20,8 +20,8 @@ voted label), fixed for the whole study, as the paper fixes its split:
   order of the image's ratings); the voted label, LS-TS and MCTS use the subsampled
   target too; ``all`` (every rating, 47 to 63 per image) is fitted once. The paper does
   not say whether the test targets are subsampled as well: ``--test-ratings full`` (the
-  default, the spec's assumption) scores every cell against the full test distributions,
-  ``subsampled`` against m ratings per test image as well.
+  default: the methods aim at the full distributions) scores every cell against the full
+  test distributions, ``subsampled`` against m ratings per test image as well.
 
 Metrics as in ``ambiguous_gt_tables.py`` (ECEs in percent, Brier in the expected form, NLL
 against the test distributions). The Monte-Carlo metrics use one set of ``--n-draws``
@@ -64,8 +64,8 @@ KEEP = ["method", "T", *PERCENT, "brier_expected", "nll", "status"]
 #: every larger one is within this many points of the full-data value (ours, not the
 #: paper's; the page reads it from the record).
 TOLERANCE = 0.25
-#: What the paper reports of its figures (spec of the paper, Section 5.4), as numbers the
-#: page compares ours with.
+#: What the paper reports of its figures (the text of its Appendices E and F), as numbers
+#: the page compares ours with.
 PAPER = {"stable_from_size": 250, "ratings_gain_max_points": 0.3, "lsts_converged_m": 4,
          "ratings_stable_from_m": 2}
 
@@ -245,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         z, counts = load_cifar10_logits("densenet40").logits_test, load_cifar10h().counts
     except FileNotFoundError as exc:
-        print(f"skip: the CIFAR-10H data are not available ({exc}); set NOISYCAL_DATA to "
-              "the shared data folder")
+        print(f"skip: the CIFAR-10H ratings or the DenseNet-40 CIFAR-10 logits are not "
+              f"available ({exc})")
         return 0
     pi = counts / counts.sum(axis=1, keepdims=True)
     cal, test = A.stratified_split(np.argmax(pi, axis=1), 5000, seed=args.split_seed)
