@@ -189,13 +189,16 @@ def figure(rows: list[dict], key: str, path: object, xlabel: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     t = pd.DataFrame(rows)
     xs = list(dict.fromkeys(t[key]))
     pos = {x: (i if key == "m" else x) for i, x in enumerate(xs)}
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     for ax, metric, label in zip(axes, ("ece_true_mc", "nll"),
-                                 ("true-label ECE (MC, %)", "NLL"), strict=True):
+                                 ("true-label ECE (MC, %)",
+                                  "NLL (a mean with an infinite NLL is not drawn)"),
+                                 strict=True):
         for i, method in enumerate(METHODS):
             g = t[t["method"] == method].groupby(key, sort=False)[metric]
             mean, sd = g.mean(), g.std(ddof=1).fillna(0.0)
@@ -208,6 +211,7 @@ def figure(rows: list[dict], key: str, path: object, xlabel: str) -> None:
         else:
             ax.set_xscale("log")
             ax.set_xticks(xs, [str(x) for x in xs])
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.set_yscale("log")

@@ -1611,6 +1611,12 @@ def _converged(means: dict, grid: list, tol: float) -> object:
     return first
 
 
+def _ablation_cell(values: list[float], digits: int) -> str:
+    """Mean ± SD, or how many fits gave an infinite value (an NLL of a binning map)."""
+    inf = sum(v is not None and math.isinf(v) for v in values)
+    return f"inf in {inf}/{len(values)}" if inf else _pm(values, digits)
+
+
 def _ablation_table(rows: list[dict], key: str, label: str, metric: str, digits: int,
                     tol: float | None = None) -> str:
     grid, methods, by = _ablation_cells(rows, key)
@@ -1623,7 +1629,8 @@ def _ablation_table(rows: list[dict], key: str, label: str, metric: str, digits:
         n = sum(len(by.get((m, g), [])) for g in grid)
         name = m + (f" ({', '.join(f'{s} {bad.count(s)}/{n}' for s in sorted(set(bad)))})"
                     if bad else "")
-        row = [name, *(_pm([r[metric] for r in by.get((m, g), [])], digits) for g in grid)]
+        row = [name, *(_ablation_cell([r[metric] for r in by.get((m, g), [])], digits)
+                       for g in grid)]
         if tol is not None:
             mean = _ablation_means(by, grid, m, metric)
             row += [num(mean[grid[0]] - mean[grid[-1]], digits),
