@@ -1616,7 +1616,8 @@ def _gaussian_toy_table1(records: dict[str, Record]) -> dict[str, str]:
             rows.append([label, count(x["runs"]), num(x["mean"], 4), num(x["sd"], 4),
                          num(x["bias"], 4), f"{num(x['mae'], 4)} ({num(x['mae_se'], 4)})",
                          num(x["mae_binned"], 4),
-                         num(x["default_mean"], 4) if nc_row else "-",
+                         f"{num(x['default_mean'], 4)} ({num(x['default_mae'], 4)})"
+                         if nc_row else "-",
                          num(x["coverage_binned"], 2) if nc_row else "-",
                          num(x["coverage"], 2) if nc_row else "-",
                          num(x["mean_width"], 4) if nc_row else "-",
@@ -1632,14 +1633,14 @@ def _gaussian_toy_table1(records: dict[str, Record]) -> dict[str, str]:
                      f"({', '.join(num(v, 3) for v in s['fitted_b_mean'])})")
         parts.append(head + ".\n\n" + table(
             ["estimator", "reps", "mean", "SD", "bias", "MAE (MC s.e.)", "MAE vs binned",
-             "default value, mean", "coverage of binned ECE", "coverage of ECE(f)",
+             "default value: mean (MAE)", "coverage of binned ECE", "coverage of ECE(f)",
              "mean width", "interval statuses"], rows, align="lrrrrrrrrrrl"))
         got = {k: v["mae"] for k, v in s["rows"].items() if k != "oracle"}
         best = min(got, key=got.get)
-        lines.append(f"{truth}: the smallest MAE short of the oracle is "
+        lines.append(f"{truth.capitalize()}: the smallest MAE short of the oracle is "
                      f"{TOY_ROWS[best]} ({num(got[best], 4)}), against "
                      f"{num(got['majority_vote'], 4)} for the majority vote and "
                      f"{num(got['soft_vote'], 4)} for the soft vote")
-    verdict = "**What the table says.** " + "; ".join(lines) + "."
+    verdict = "**What the table says.** " + ". ".join(lines) + "."
     return {"run": run_line(name, rec), "design": design, "table": "\n\n".join(parts),
             "verdict": verdict}
