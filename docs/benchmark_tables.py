@@ -1786,3 +1786,70 @@ def _ambiguous_gt_ablations(records: dict[str, Record]) -> dict[str, str]:
             f"{title}:\n\n{_ablation_table(rows, key, label, metric, digits)}"
             for metric, title, digits in ABLATION_METRICS)
     return out
+
+
+# -- "Noisy-Label Calibration with Multiple Unreliable Labels": the Gaussian toy, Table 1 --
+
+TOY_ROWS = {"majority_vote": "naive, majority vote", "soft_vote": "naive, soft vote",
+            "nc_true": "NC-ECE, true channels", "nc_em": "NC-ECE, Dawid–Skene EM channels",
+            "oracle": "Gaussian Oracle ECE (labels m(Z_i))"}
+
+
+@renderer("gaussian_toy_table1")
+def _gaussian_toy_table1(records: dict[str, Record]) -> dict[str, str]:
+    (name, rec), = records.items()
+    r = result(rec)
+    if not r.get("truths"):
+        return {"run": run_line(name, rec), "design": "", "table": missing(name),
+                "verdict": ""}
+    reps = r["reps"]
+    design = (f"Settings of this run: {count(reps)} repetitions per truth (the paper's "
+              f"Table 1: {count(r['paper_reps'])}"
+              + ("" if reps == r["paper_reps"] else "; reduced") + f"), "
+              f"n_ev = {count(r['n_ev'])} evaluation items, "
+              + (f"n_ch = {count(r['n_ch'])} items in an independent channel sample"
+                 if r["n_ch"] else "channels fitted on the evaluation items")
+              + f", M = {r['n_bins']} equal-width bins, '{r['weights']}' weights, level "
+              f"{num(r['level'], 2)}; annotator false-positive rates "
+              f"{', '.join(num(x, 2) for x in r['a'])} and true-positive rates "
+              f"{', '.join(num(x, 2) for x in r['b'])} (the paper's).")
+    parts, lines = [], []
+    for truth, s in r["truths"].items():
+        pop = s["population"]
+        rows = []
+        for est, label in TOY_ROWS.items():
+            x = s["rows"].get(est)
+            if x is None:
+                continue
+            nc_row = "coverage" in x
+            rows.append([label, count(x["runs"]), num(x["mean"], 4), num(x["sd"], 4),
+                         num(x["bias"], 4), f"{num(x['mae'], 4)} ({num(x['mae_se'], 4)})",
+                         num(x["mae_binned"], 4),
+                         f"{num(x['default_mean'], 4)} ({num(x['default_mae'], 4)})"
+                         if nc_row else "-",
+                         num(x["coverage_binned"], 2) if nc_row else "-",
+                         num(x["coverage"], 2) if nc_row else "-",
+                         num(x["mean_width"], 4) if nc_row else "-",
+                         ", ".join(f"{k} {v}" for k, v in x["statuses"].items())
+                         if nc_row else "-"])
+        head = (f"**{truth.capitalize()}**: ECE(f) = E|m(Z) - Z| = {num(pop['ece'], 4)}, "
+                f"population binned ECE {num(pop['ece_binned'], 4)}")
+        if "fit_statuses" in s:
+            head += ("; EM fit statuses: " + ", ".join(f"{k} {v}" for k, v in
+                                                       s["fit_statuses"].items())
+                     + f", {s['refused']} refused; mean fitted a "
+                     f"({', '.join(num(v, 3) for v in s['fitted_a_mean'])}), b "
+                     f"({', '.join(num(v, 3) for v in s['fitted_b_mean'])})")
+        parts.append(head + ".\n\n" + table(
+            ["estimator", "reps", "mean", "SD", "bias", "MAE (MC s.e.)", "MAE vs binned",
+             "default value: mean (MAE)", "coverage of binned ECE", "coverage of ECE(f)",
+             "mean width", "interval statuses"], rows, align="lrrrrrrrrrrl"))
+        got = {k: v["mae"] for k, v in s["rows"].items() if k != "oracle"}
+        best = min(got, key=got.get)
+        lines.append(f"{truth.capitalize()}: the smallest MAE short of the oracle is "
+                     f"{TOY_ROWS[best]} ({num(got[best], 4)}), against "
+                     f"{num(got['majority_vote'], 4)} for the majority vote and "
+                     f"{num(got['soft_vote'], 4)} for the soft vote")
+    verdict = "**What the table says.** " + ". ".join(lines) + "."
+    return {"run": run_line(name, rec), "design": design, "table": "\n\n".join(parts),
+            "verdict": verdict}
