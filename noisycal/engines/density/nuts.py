@@ -359,6 +359,8 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
         ``diverging``, ``energy``, ``potential_energy``, ``num_steps``, ``accept_prob``
         and ``step_size`` (:func:`noisycal.engines.density.nuts_program.transition_stats`).
     """
+    # long: one entry for every chain method, with and without a progress bar, and the
+    # keeping and continuing of an extended fit's chains
     import jax
     import jax.numpy as jnp
 
