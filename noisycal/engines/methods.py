@@ -266,18 +266,28 @@ class NUTS(Method):
         transition diverged); 'diagnostics_unavailable' without R-hat (one chain, fewer
         than 4 draws per chain).
     extend : bool, optional
-        Run the fit again with warm-up and draws doubled while its largest R-hat exceeds
-        ``rhat_threshold`` or its smallest bulk ESS is below ``min_ess``, at most
-        ``max_extensions`` times (the budget: at most ``2**max_extensions`` times the
-        first run's transitions in the last run, ``2**(max_extensions + 1) - 1`` in
-        all). Divergences alone do not extend (longer chains do not remove them; raise
-        ``target_accept_prob``). Default (None): extend when ``num_warmup`` and
-        ``num_samples`` are at their defaults, run exactly the given numbers otherwise.
-        The fit's ``details['extensions']`` lists every run's warm-up, draws, R-hat and
-        ESS; ``fit.engine`` is the settings of the last run. Annotator models only
-        (the soft-label model refuses ``extend=True``).
+        Extend the fit while its largest R-hat exceeds ``rhat_threshold`` or its
+        smallest bulk ESS is below ``min_ess``, at most ``max_extensions`` times. An
+        extension **continues** the chains: each resumes from its last state with its
+        adapted step size and mass matrix, without new warm-up, and draws as many draws
+        again as it holds, so the draws per chain double and the fit uses the earlier
+        draws followed by the new ones (one compiled continuation program serves every
+        extension). It **restarts** instead, from the same seed with the last run's
+        warm-up and draws both doubled, after a run with divergent transitions, or after
+        a continuation whose R-hat is still above the threshold and whose excess over 1
+        did not fall below 3/4 of the run's before (a chain stuck in another mode), or
+        when the chains could not be kept (:func:`noisycal.engines.density.nuts.extended_fit`).
+        The budget: at most ``2**max_extensions`` times the first run's draws per chain
+        in the last run. Divergences alone do not extend (longer chains do not remove
+        them; raise ``target_accept_prob``). Default (None): extend when ``num_warmup``
+        and ``num_samples`` are at their defaults, run exactly the given numbers
+        otherwise. The fit's ``details['extensions']`` lists every run's warm-up, draws
+        per chain (in all), R-hat, ESS, whether it ``continued`` and any
+        ``restart_reason``; ``fit.engine`` is the settings of the last run (its
+        ``num_samples`` counts every draw of the continued chains). Annotator models
+        only (the soft-label model refuses ``extend=True``).
     max_extensions : int, default=2
-        The most reruns.
+        The most extensions (continuations or restarts).
     min_ess : float, default=400
         The smallest bulk ESS (of every parameter) that stops the extension.
 

@@ -32,6 +32,7 @@ from ..._util.statuses import join_messages
 from ..._util.types import Seed
 from ..._util.validation import check_choice, check_int, check_seed
 from ...exceptions import ConvergenceWarning
+from .continuation import KeptChains, chain_store, continue_chains, current_store
 from .diagnostics import (
     convergence_status,
     diagnostics_table,
@@ -358,13 +359,24 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
         ``diverging``, ``energy``, ``potential_energy``, ``num_steps``, ``accept_prob``
         and ``step_size`` (:func:`noisycal.engines.density.nuts_program.transition_stats`).
     """
+    # long: one entry for every chain method, with and without a progress bar, and the
+    # keeping and continuing of an extended fit's chains
     import jax
     import jax.numpy as jnp
 
     settings = {"target_accept_prob": float(target_accept_prob),
                 "max_tree_depth": max_tree_depth, "dense_mass": bool(dense_mass)}
+    store = current_store()  # inside an extended fit: keep the chains, or continue them
+    call = store.next_call() if store is not None else 0
     with x64():
         signature, arrays, rebuild = split_inputs(tuple(model_args), dict(model_kwargs or {}))
+        run_key = (model, signature, num_chains, num_warmup, chain_method,
+                   tuple(sorted(settings.items())))
+        kept = store.matching(call, run_key, arrays, num_samples) if store else None
+        if kept is not None:
+            samples, stats = continue_chains(kept, num_samples, progress_bar)
+            store.keep(call, kept, continued=True)
+            return samples, (stats if sample_stats else stats["diverging"])
         values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
                   for k, v in (init_params or {}).items()}
         if cache is None:
@@ -379,6 +391,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
             signature, arrays, rebuild = split_inputs(tuple(model_args),
                                                        dict(model_kwargs or {}),
                                                        arrays_static=True)
+            store = None  # data baked into the program: not continued
             prog = get_program(model, signature, rebuild, arrays, shapes, cache=False,
                             **settings)
         import sys
@@ -391,25 +404,38 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
             data = (arrays, fixed)
             keys = jax.random.split(key_run, num_chains)
             if chain_method == "parallel":
-                z, div = parallel_runner(prog, num_warmup, num_samples)(keys, x_init, data)
+                z, div, *states = parallel_runner(prog, num_warmup, num_samples,
+                                                  store is not None)(keys, x_init, data)
+                states = states[0] if states else None
             elif chain_method == "vectorized":
-                z, div = _run_chain(prog, keys, x_init, data, num_warmup, num_samples,
-                                    f"{num_chains} chains", vectorized=True)
+                z, div, states = _run_chain(prog, keys, x_init, data, num_warmup, num_samples,
+                                            f"{num_chains} chains", vectorized=True)
             else:
-                z, div = zip(*(_run_chain(prog, keys[c], x_init[c], data, num_warmup,
-                                          num_samples, f"chain {c + 1}")
-                               for c in range(num_chains)), strict=True)
-                z, div = jnp.stack(z), jax.tree_util.tree_map(lambda *v: jnp.stack(v), *div)
+                z, div, states = zip(*(_run_chain(prog, keys[c], x_init[c], data, num_warmup,
+                                                  num_samples, f"chain {c + 1}")
+                                       for c in range(num_chains)), strict=True)
+                z, div, states = (jnp.stack(z),) + tuple(
+                    jax.tree_util.tree_map(lambda *v: jnp.stack(v), *t) for t in (div, states))
             constrained = prog.constrain(z, data)
         else:
             # initialisation, all chains, and the constrained draws in one compiled call
-            constrained, div, ok = prog.sample(rng_key, arrays, values, num_chains,
-                                               num_warmup, num_samples,
-                                               chain_method == "vectorized")
+            # (inside an extended fit, a program that returns the chains' last states too)
+            out = (prog.sample if store is None else prog.sample_keep)(
+                rng_key, arrays, values, num_chains, num_warmup, num_samples,
+                chain_method == "vectorized")
+            constrained, div, ok = out[:3]
             _check_start(ok)
+            if store is not None:
+                states, fixed = out[3]
+                data = (arrays, fixed)
         samples = {k: np.asarray(v) for k, v in constrained.items()}
         stats = {k: np.asarray(v) for k, v in div.items()}
         stats["diverging"] = stats["diverging"].astype(bool)
+        if store is not None:
+            store.keep(call, KeptChains(
+                run_key, list(arrays), prog, data, states,
+                {k: v.copy() for k, v in samples.items()},
+                {k: v.copy() for k, v in stats.items()}, num_samples), continued=False)
     return samples, (stats if sample_stats else stats["diverging"])
 
 
@@ -432,9 +458,10 @@ def _chunks(n: int) -> list[int]:
 
 def _run_chain(prog: Program, key: Any, x: Any, data: tuple, num_warmup: int,
                num_samples: int, label: str, *, vectorized: bool = False
-               ) -> tuple[Any, Any]:
+               ) -> tuple[Any, Any, Any]:
     """One chain (or, ``vectorized``, all chains in lockstep) with a progress bar: it
-    advances in compiled chunks between updates."""
+    advances in compiled chunks between updates. Returns the draws, their statistics and
+    the last state."""
     from tqdm.auto import tqdm
 
     import jax
@@ -456,7 +483,7 @@ def _run_chain(prog: Program, key: Any, x: Any, data: tuple, num_warmup: int,
             bar.update(n)
     axis = 1 if vectorized else 0
     return (jnp.concatenate(zs, axis=axis),
-            jax.tree_util.tree_map(lambda *v: jnp.concatenate(v, axis=axis), *divs))
+            jax.tree_util.tree_map(lambda *v: jnp.concatenate(v, axis=axis), *divs), state)
 
 
 def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num_chains: int,
@@ -482,22 +509,46 @@ def _result(samples: dict[str, np.ndarray], diverging: np.ndarray | None, *, num
 
 
 def extended_fit(run: Callable[[Any], Any], engine: Any) -> Any:
-    """A NUTS fit, rerun with warm-up and draws doubled until it converges (the budget of
-    ``engine.extend``, :class:`noisycal.engines.NUTS`).
+    """A NUTS fit, extended until it converges (the budget of ``engine.extend``,
+    :class:`noisycal.engines.NUTS`): its chains are continued, or rerun with warm-up and
+    draws doubled when continuing cannot help.
+
+    A run whose largest R-hat is above ``engine.rhat_threshold`` or whose smallest bulk ESS
+    is below ``engine.min_ess`` is followed by another, at most ``engine.max_extensions``
+    times. The next run **continues** the chains: every chain resumes from its last state
+    with the step size and mass matrix its warm-up adapted, draws as many draws again as
+    it holds (so the draws per chain double) without new warm-up, and the fit is computed
+    from the earlier draws followed by the new ones. It **restarts** instead (a fresh run
+    from the same seed with the last run's warm-up and draws per chain both doubled, the
+    schedule of a fit that is never continued) when
+
+    * the last run had divergent transitions (continuing keeps the step size that
+      diverged; a longer warm-up adapts a new one), or
+    * the last run was a continuation whose largest R-hat is above the threshold and whose
+      excess over 1 is not below 3/4 of the run's before it (the chains' means agree
+      better as draws accumulate, so with mixing chains the excess about halves when the
+      draws double): more draws did not bring the chains together, so one is likely
+      stuck in another mode, or
+    * the last run kept no chains to continue (a model whose data are baked into its
+      sampler).
 
     Parameters
     ----------
     run : callable
-        ``run(engine) -> AnnotatorFit``: the model's NUTS fit with these settings.
+        ``run(engine) -> AnnotatorFit``: the model's NUTS fit with these settings; its
+        calls of :func:`sample_nuts` keep and continue the chains.
     engine : NUTS
 
     Returns
     -------
     AnnotatorFit
         The last run's fit, with ``details['extensions']`` (one entry per run:
-        ``num_warmup``, ``num_samples``, ``max_rhat``, ``min_ess_bulk``) and, when the
-        budget ran out before R-hat and ESS passed, a message saying so. Only the last
-        run's warnings are shown.
+        ``num_warmup``, ``num_samples`` (draws per chain in all, continued ones included),
+        ``max_rhat``, ``min_ess_bulk``, ``continued`` (whether the run continued the
+        previous run's chains) and ``restart_reason`` (why a run after the first started
+        afresh; None for the first run and continued ones)) and, when the budget ran out
+        before R-hat and ESS passed, a message saying so. Only the last run's warnings are
+        shown.
     """
     import dataclasses
 
@@ -510,20 +561,29 @@ def extended_fit(run: Callable[[Any], Any], engine: Any) -> Any:
         _reissue(caught, user_stacklevel())
         return fit
     runs: list[dict] = []
-    current = engine
-    for k in range(engine.max_extensions + 1):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fit = run(current)
-        rhat, ess = _worst_diagnostics(fit.details)
-        runs.append({"num_warmup": current.num_warmup, "num_samples": current.num_samples,
-                     "max_rhat": rhat, "min_ess_bulk": ess})
-        # NaN diagnostics (one chain) or divergences alone: longer chains do not help
-        enough = not (rhat > engine.rhat_threshold or ess < engine.min_ess)
-        if enough or k == engine.max_extensions:
-            break
-        current = dataclasses.replace(current, num_warmup=2 * current.num_warmup,
-                                      num_samples=2 * current.num_samples, extend=False)
+    current, reason = engine, None
+    with chain_store() as store:
+        for k in range(engine.max_extensions + 1):
+            store.begin(cont=k > 0 and reason is None)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fit = run(current)
+            continued = bool(store.continued) and all(store.continued)
+            if k > 0 and reason is None and not continued:
+                reason = "the previous run's chains could not be continued"
+            rhat, ess = _worst_diagnostics(fit.details)
+            runs.append({"num_warmup": current.num_warmup, "num_samples": current.num_samples,
+                         "max_rhat": rhat, "min_ess_bulk": ess, "continued": continued,
+                         "restart_reason": reason})
+            # NaN diagnostics (one chain) or divergences alone: longer chains do not help
+            enough = not (rhat > engine.rhat_threshold or ess < engine.min_ess)
+            if enough or k == engine.max_extensions:
+                break
+            reason = _restart_reason(fit.details, runs, engine.rhat_threshold,
+                                     bool(store.continued))
+            current = dataclasses.replace(
+                current, num_samples=2 * current.num_samples, extend=False,
+                num_warmup=current.num_warmup * (1 if reason is None else 2))
     _reissue(caught, user_stacklevel())
     message = fit.message
     if not enough:
@@ -535,6 +595,31 @@ def extended_fit(run: Callable[[Any], Any], engine: Any) -> Any:
             f"min_ess={engine.min_ess:g})"))
     return dataclasses.replace(fit, message=message,
                                details={**fit.details, "extensions": tuple(runs)})
+
+
+#: A continuation must bring R-hat's excess over 1 below this fraction of the run's before
+#: it (when R-hat is still above the threshold), or the next run restarts.
+RHAT_SHRINK = 0.75
+
+
+def _restart_reason(details: Mapping[str, Any], runs: list[dict], rhat_threshold: float,
+                    kept: bool) -> str | None:
+    """Why the run after ``runs[-1]`` must start afresh instead of continuing its chains
+    (the rule of :func:`extended_fit`); None: continue."""
+    if not kept:
+        return "the run kept no chains to continue"
+    n_div = details.get("num_divergences")
+    if n_div:
+        return (f"{int(n_div)} divergent transition(s): continuing would keep the step "
+                "size that diverged")
+    last = runs[-1]
+    if len(runs) > 1 and last["continued"] and last["max_rhat"] > rhat_threshold \
+            and not last["max_rhat"] - 1 < RHAT_SHRINK * (runs[-2]["max_rhat"] - 1):
+        return (f"R-hat {last['max_rhat']:.3g} did not improve enough on "
+                f"{runs[-2]['max_rhat']:.3g} after a continuation (its excess over 1 did "
+                f"not fall below {RHAT_SHRINK:g} of the previous): a chain may be stuck in "
+                "another mode")
+    return None
 
 
 def _reissue(caught: list, stacklevel: int) -> None:

@@ -38,10 +38,14 @@ def concrete_errors() -> tuple[type[Exception], ...]:
 
 
 @lru_cache(maxsize=MAX_PROGRAMS)
-def parallel_runner(prog: Program, num_warmup: int, num_samples: int) -> Callable:
+def parallel_runner(prog: Program, num_warmup: int, num_samples: int,
+                    keep: bool = False) -> Callable:
+    """The chains on one device each: ``(keys, x, data) -> (z, stats)``, and the last
+    states with ``keep``."""
     import jax
 
-    return jax.pmap(lambda k, x, d: prog.run(k, x, d, num_warmup, num_samples),
+    return jax.pmap(lambda k, x, d: prog.run(k, x, d, num_warmup, num_samples)[:3 if keep
+                                                                               else 2],
                     in_axes=(0, 0, None))
 
 
@@ -56,13 +60,16 @@ class Program(NamedTuple):
     start: Callable  # (key, x, data, num_warmup) -> HMCState
     advance: Callable  # (state, data, n) -> state after n transitions
     collect: Callable  # (state, data, n) -> (state, (z (n, d), stats))
-    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats)
-    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, stats)
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats, last state)
+    run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, stats, states)
     start_all: Callable  # start, advance and collect vmapped over chains (progress bar)
     advance_all: Callable
     collect_all: Callable
     constrain: Callable  # (z (chains, draws, d), data) -> dict of constrained values
     sample: Callable  # (key, arrays, init_values, C, W, S, vectorized) -> all of it
+    sample_keep: Callable  # the same, with the chains' last states and the param sites'
+    #                        values (a separate program: ``sample`` stays as it was)
+    resume: Callable  # (states (C, ...), data, n) -> (states, (z (C, n, d), stats)), no warm-up
 
 
 def _initialiser(pot: FlatPotential) -> Callable:
@@ -118,7 +125,8 @@ class _Kernels(NamedTuple):
     start: Callable  # (key, x, data, num_warmup) -> HMCState
     advance: Callable  # (state, data, n) -> state after n transitions
     collect: Callable  # (state, data, n) -> (state, (z (n, d), stats))
-    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats)
+    run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats, last state)
+    resume: Callable  # (state, data, n) -> (state, (z (n, d), stats)), past warm-up
 
 
 def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: int,
@@ -163,11 +171,29 @@ def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: i
         zs = jnp.zeros((num_samples, x.shape[0]), x.dtype)
         stats = jax.tree_util.tree_map(lambda v: jnp.zeros((num_samples,), jnp.result_type(v)),
                                        transition_stats(state))
-        _, zs, stats = jax.lax.fori_loop(0, num_warmup + num_samples, body,
-                                         (state, zs, stats))
-        return zs, stats
+        state, zs, stats = jax.lax.fori_loop(0, num_warmup + num_samples, body,
+                                             (state, zs, stats))
+        return zs, stats, state
 
-    return _Kernels(start, advance, collect, run)
+    # a second kernel pair for continuing chains: NumPyro's sample kernel reads the warm-up
+    # length its init kernel last set (a Python value fixed when a program is traced), so
+    # continuation gets its own pair, set to no warm-up: the kept state's adapted step size
+    # and mass matrix are used as they are and nothing adapts any more
+    init_more, sample_more = hmc(
+        potential_fn_gen=lambda data: partial(pot.potential, data=data), algo="NUTS")
+
+    def resume(state: Any, data: tuple, n: int) -> tuple[Any, tuple]:
+        init_more(state.z, 0, dense_mass=dense_mass, target_accept_prob=target_accept_prob,
+                  max_tree_depth=max_tree_depth, model_args=(data,),
+                  rng_key=state.rng_key)  # sets the kernel's settings; the result is unused
+
+        def body(s: Any, _: None) -> tuple[Any, tuple]:
+            s = sample_more(s, model_args=(data,))
+            return s, (s.z, transition_stats(s))
+
+        return jax.lax.scan(body, state, None, length=n)
+
+    return _Kernels(start, advance, collect, run, resume)
 
 
 def _build_program(model: Callable, rebuild: Callable, arrays: list,
@@ -192,14 +218,21 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
     def constrain_draws(z: jax.Array, data: tuple) -> dict:
         return jax.vmap(jax.vmap(pot.constrain, (0, None)), (0, None))(z, data)
 
-    def sample(key: jax.Array, dyn: list, values: dict, num_chains: int, num_warmup: int,
-               num_samples: int, vectorized: bool) -> tuple:
+    def sample_keep(key: jax.Array, dyn: list, values: dict, num_chains: int,
+                    num_warmup: int, num_samples: int, vectorized: bool) -> tuple:
         key_run, key_init = jax.random.split(key)
         x, fixed, ok = init_chains(key_init, dyn, values, num_chains)
         data = (dyn, fixed)
-        z, stats = run_chains(jax.random.split(key_run, num_chains), x, data, num_warmup,
-                              num_samples, vectorized)
-        return constrain_draws(z, data), stats, ok
+        z, stats, states = run_chains(jax.random.split(key_run, num_chains), x, data,
+                                      num_warmup, num_samples, vectorized)
+        return constrain_draws(z, data), stats, ok, (states, fixed)
+
+    def sample(*args: Any) -> tuple:
+        return sample_keep(*args)[:3]
+
+    def resume(states: Any, data: tuple, n: int) -> tuple:
+        states, (z, stats) = jax.vmap(lambda s: k.resume(s, data, n))(states)
+        return states, (z, stats)
 
     return Program(
         names=pot.latent,
@@ -217,6 +250,8 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
                             static_argnums=2),
         constrain=jax.jit(constrain_draws),
         sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
+        sample_keep=jax.jit(sample_keep, static_argnums=(3, 4, 5, 6)),
+        resume=jax.jit(resume, static_argnums=2),
     )
 
 
