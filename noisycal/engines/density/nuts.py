@@ -473,11 +473,11 @@ def _run_chain(prog: Program, key: Any, x: Any, data: tuple, num_warmup: int,
     zs, divs = [], []
     with tqdm(total=num_warmup + num_samples, desc=f"{label} warmup", leave=True) as bar:
         for n in _chunks(num_warmup):
-            state = jax.block_until_ready(advance(state, data, n))
+            state = jax.block_until_ready(advance(state, data, n, num_warmup))
             bar.update(n)
         bar.set_description(f"{label} sample")
         for n in _chunks(num_samples):
-            state, (z, div) = jax.block_until_ready(collect(state, data, n))
+            state, (z, div) = jax.block_until_ready(collect(state, data, n, num_warmup))
             zs.append(z)
             divs.append(div)
             bar.update(n)

@@ -58,8 +58,8 @@ class Program(NamedTuple):
     names: tuple[str, ...]  # latent sites
     init_chains: Callable  # (key, arrays, init_values, C) -> (x (C, d), fixed, ok (C,))
     start: Callable  # (key, x, data, num_warmup) -> HMCState
-    advance: Callable  # (state, data, n) -> state after n transitions
-    collect: Callable  # (state, data, n) -> (state, (z (n, d), stats))
+    advance: Callable  # (state, data, n, num_warmup) -> state after n transitions
+    collect: Callable  # (state, data, n, num_warmup) -> (state, (z (n, d), stats))
     run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats, last state)
     run_chains: Callable  # (keys, x (C, d), data, W, S, vectorized) -> (z, stats, states)
     start_all: Callable  # start, advance and collect vmapped over chains (progress bar)
@@ -123,8 +123,8 @@ class _Kernels(NamedTuple):
     """NUTS on a potential, unjitted: start, advance/collect in chunks, or run at once."""
 
     start: Callable  # (key, x, data, num_warmup) -> HMCState
-    advance: Callable  # (state, data, n) -> state after n transitions
-    collect: Callable  # (state, data, n) -> (state, (z (n, d), stats))
+    advance: Callable  # (state, data, n, num_warmup) -> state after n transitions
+    collect: Callable  # (state, data, n, num_warmup) -> (state, (z (n, d), stats))
     run: Callable  # (key, x, data, num_warmup, num_samples) -> (z, stats, last state)
     resume: Callable  # (state, data, n) -> (state, (z (n, d), stats)), past warm-up
 
@@ -143,11 +143,21 @@ def _kernels(pot: FlatPotential, *, target_accept_prob: float, max_tree_depth: i
                            target_accept_prob=target_accept_prob,
                            max_tree_depth=max_tree_depth, model_args=(data,), rng_key=key)
 
-    def advance(state: Any, data: tuple, n: int) -> Any:
+    def settings(state: Any, data: tuple, num_warmup: int) -> None:
+        # NumPyro's sample kernel reads the warm-up length and adaptation schedule its
+        # init kernel last set, when a program is traced: a chunk traced after another
+        # run's start would keep that run's schedule, so every chunk sets its own (the
+        # chunks are compiled per warm-up length; the init kernel's result is unused)
+        start(state.rng_key, state.z, data, num_warmup)
+
+    def advance(state: Any, data: tuple, n: int, num_warmup: int) -> Any:
+        settings(state, data, num_warmup)
         return jax.lax.fori_loop(0, n, lambda _, s: sample_kernel(s, model_args=(data,)),
                                  state)
 
-    def collect(state: Any, data: tuple, n: int) -> tuple[Any, tuple]:
+    def collect(state: Any, data: tuple, n: int, num_warmup: int) -> tuple[Any, tuple]:
+        settings(state, data, num_warmup)
+
         def body(s: Any, _: None) -> tuple[Any, tuple]:
             s = sample_kernel(s, model_args=(data,))
             return s, (s.z, transition_stats(s))
@@ -238,16 +248,16 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
         names=pot.latent,
         init_chains=jax.jit(init_chains, static_argnums=3),
         start=jax.jit(k.start, static_argnums=3),
-        advance=jax.jit(k.advance, static_argnums=2),
-        collect=jax.jit(k.collect, static_argnums=2),
+        advance=jax.jit(k.advance, static_argnums=(2, 3)),
+        collect=jax.jit(k.collect, static_argnums=(2, 3)),
         run=jax.jit(k.run, static_argnums=(3, 4)),
         run_chains=jax.jit(run_chains, static_argnums=(3, 4, 5)),
         start_all=jax.jit(lambda key, x, d, w: jax.vmap(
             lambda ki, xi: k.start(ki, xi, d, w))(key, x), static_argnums=3),
-        advance_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.advance(si, d, n))(st),
-                            static_argnums=2),
-        collect_all=jax.jit(lambda st, d, n: jax.vmap(lambda si: k.collect(si, d, n))(st),
-                            static_argnums=2),
+        advance_all=jax.jit(lambda st, d, n, w: jax.vmap(
+            lambda si: k.advance(si, d, n, w))(st), static_argnums=(2, 3)),
+        collect_all=jax.jit(lambda st, d, n, w: jax.vmap(
+            lambda si: k.collect(si, d, n, w))(st), static_argnums=(2, 3)),
         constrain=jax.jit(constrain_draws),
         sample=jax.jit(sample, static_argnums=(3, 4, 5, 6)),
         sample_keep=jax.jit(sample_keep, static_argnums=(3, 4, 5, 6)),
