@@ -123,7 +123,8 @@ def test_posterior_mean_is_near_map_em_and_the_truth(fits):
 
 def test_nuts_targets_are_circular_against_the_same_scores(fits):
     """Posterior and corrected targets of the NUTS fit carry the scores' fingerprint: the
-    same scores get 'circular_target', a held-out classifier's do not."""
+    same scores get 'circular_target', a held-out classifier's do not; NC-ECE's default
+    interval of the held-out scores says it held the channels fixed ('channels_fixed')."""
     z, _, ann, fit, _ = fits
     post = nc.targets.posterior(None, fit)
     U = nc.targets.corrected(ann, fit)
@@ -133,6 +134,9 @@ def test_nuts_targets_are_circular_against_the_same_scores(fits):
         assert "same classifier scores" in est.message
     other = _softmax(z + np.random.default_rng(5).normal(size=z.shape))
     assert nc.ece(other, post, interval=None).status == "ok"
+    est = nc.ece(other, U)   # the default interval: no posterior influence for this model
+    assert est.statuses == ("channels_fixed",)
+    assert "posterior influence of a 'classifier_informed' fit" in est.message
 
 
 def test_not_converged_by_the_one_nuts_rule_and_no_posterior_influence(fits):
