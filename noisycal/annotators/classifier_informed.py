@@ -142,7 +142,9 @@ class ClassifierInformedFit(AnnotatorFit):
         """P(true class | ratings, score) of fitted items, from other ratings of them.
 
         Each item keeps its fitted prior ``softmax(a z_i + c)``: a new item has no score
-        in this fit, so only items the fit was fitted on are accepted.
+        in this fit, so only items the fit was fitted on are accepted. For a NUTS fit
+        this is the plug-in at the posterior means (``item_prior`` and ``confusion``),
+        not an average over the draws as ``item_posterior`` is.
 
         Parameters
         ----------
@@ -190,7 +192,9 @@ class ClassifierInformedFit(AnnotatorFit):
         ----------
         level : float, default=0.9
         loo : bool, optional
-            Not offered (an EM fit): True is a ``ValueError`` naming ``loo``.
+            EM fit: not offered (True is a ``ValueError`` naming ``loo``). NUTS fit: as
+            :meth:`AnnotatorFit.summary`, PSIS-LOO from each item's log-likelihood under
+            its own prior.
         """
         base = super().summary(level=level, loo=loo)
         header = {**base.header, "scale": float(self.scale)}

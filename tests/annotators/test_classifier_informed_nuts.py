@@ -119,6 +119,8 @@ def test_posterior_mean_is_near_map_em_and_the_truth(fits):
     assert idata.log_likelihood["label"].shape == (2, 200, 200)
     assert idata.posterior["scale"].shape == (2, 200)
     assert idata.posterior_predictive["label"].shape == (2, 200, ann.n_ratings)
+    header = fit.summary(loo=True).header    # 21 parameters: p_loo 18.3 measured
+    assert 15 < header["p_loo"] < 21 and header["pareto_k_high"] == 0
 
 
 def test_nuts_targets_are_circular_against_the_same_scores(fits):
