@@ -5,7 +5,8 @@ fixed (:mod:`models.classifier_informed`): item i's true class has the prior
 ``softmax(scale * z_i + bias)`` (``z_i`` the classifier's log-probabilities, ``scale``
 and ``bias`` fitted so that a miscalibrated classifier does not dominate), and each
 annotator labels through a Dawid–Skene confusion matrix. Fitted by EM
-(:mod:`noisycal.engines.em.classifier_informed`).
+(:mod:`noisycal.engines.em.classifier_informed`, the default) or NUTS on the NumPyro
+model (:mod:`noisycal.engines.density.classifier_informed`).
 
 Circularity. The fit's item posteriors used each item's own score, so a target built from
 the fit agrees with those scores by construction. The fit remembers them
@@ -36,13 +37,16 @@ import pandas as pd
 
 from .._util.items import match_columns, prediction_items
 from .._util.jax import x64
+from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_seed, predictions
 from ..annotations.core import Annotations
-from ..engines.methods import EM, as_method
+from ..engines.density.nuts import extended_fit
+from ..engines.identification import NUTS_NOTE
+from ..engines.methods import EM, NUTS, as_method
 from ..engines.results import AnnotatorFit, every_status
 from ..engines.summary import Summary
-from .dawid_skene import DawidSkene, _ds_data
+from .dawid_skene import DawidSkene, _ds_data, check_fit_size
 
 __all__ = ["ClassifierInformedDawidSkene", "ClassifierInformedFit"]
 
@@ -69,7 +73,11 @@ class ClassifierInformedFit(AnnotatorFit):
     ``group_prevalence`` holds the prevalence-equivalent: the mean of the item priors,
     ``mean_i softmax(a z_i + c)`` (one row). The other fields are those of
     :class:`~noisycal.engines.results.AnnotatorFit`; ``refit`` and ``influence`` are not
-    offered (``NotOffered``), ``predict`` scores fitted items only.
+    offered (``NotOffered``), ``predict`` scores fitted items only. A NUTS fit reports
+    posterior means (``scale``, ``bias``, ``confusion``; ``item_prior`` and
+    ``item_posterior`` averaged over the draws) and keeps the draws in ``draws``
+    (``prevalence``, each draw's mean item prior, ``confusion``, ``scale`` and ``bias``;
+    chains and samples merged).
     """
 
     scale: float = float("nan")
@@ -134,7 +142,9 @@ class ClassifierInformedFit(AnnotatorFit):
         """P(true class | ratings, score) of fitted items, from other ratings of them.
 
         Each item keeps its fitted prior ``softmax(a z_i + c)``: a new item has no score
-        in this fit, so only items the fit was fitted on are accepted.
+        in this fit, so only items the fit was fitted on are accepted. For a NUTS fit
+        this is the plug-in at the posterior means (``item_prior`` and ``confusion``),
+        not an average over the draws as ``item_posterior`` is.
 
         Parameters
         ----------
@@ -182,7 +192,9 @@ class ClassifierInformedFit(AnnotatorFit):
         ----------
         level : float, default=0.9
         loo : bool, optional
-            Not offered (an EM fit): True is a ``ValueError`` naming ``loo``.
+            EM fit: not offered (True is a ``ValueError`` naming ``loo``). NUTS fit: as
+            :meth:`AnnotatorFit.summary`, PSIS-LOO from each item's log-likelihood under
+            its own prior.
         """
         base = super().summary(level=level, loo=loo)
         header = {**base.header, "scale": float(self.scale)}
@@ -240,7 +252,7 @@ class ClassifierInformedDawidSkene(DawidSkene):
     """
 
     _model = "classifier_informed"
-    _engines = (EM,)
+    _engines = (EM, NUTS)
 
     def __init__(self, n_classes: int | None = None, *, beta: ArrayLike | None = None
                  ) -> None:
@@ -251,9 +263,9 @@ class ClassifierInformedDawidSkene(DawidSkene):
 
     def fit(self, annotations: Annotations, *, logits: ArrayLike | None = None,  # noqa: D417
             probs: ArrayLike | None = None, items: ArrayLike | None = None,
-            method: EM | str | None = None, seed: Seed = 0,
+            method: EM | NUTS | str | None = None, seed: Seed = 0,
             progress: bool = False) -> ClassifierInformedFit:
-        """Fit the channels and the prior's scale and bias by EM.
+        """Fit the channels and the prior's scale and bias by EM or NUTS.
 
         Parameters
         ----------
@@ -268,15 +280,20 @@ class ClassifierInformedDawidSkene(DawidSkene):
             out whatever the annotators say: give logits).
         items : array-like of shape (n_scored,), optional
             Item ids of the score rows.
-        method : EM or 'em', optional
-            EM's ``max_iter`` and ``tol`` apply; its starts are the soft vote and the
-            classifier's probabilities (the better end point is kept; one start with
-            ``n_starts=1``). Bootstrap refits (``n_boot``), ``init='moments'``,
-            ``screen_gaps`` and ``devices`` are not offered.
+        method : EM or NUTS object, or {'em', 'nuts'}, optional
+            EM (default): ``max_iter`` and ``tol`` apply; its starts are the soft vote
+            and the classifier's probabilities (the better end point is kept; one start
+            with ``n_starts=1``). Bootstrap refits (``n_boot``), ``init='moments'``,
+            ``screen_gaps`` and ``devices`` are not offered. NUTS: the NumPyro model
+            :func:`models.classifier_informed.classifier_informed` (``log scale ~
+            Normal(0, 1)``, ``bias ~ Normal(0, 1)``, the confusion rows Dirichlet with
+            ``beta``, default the Stan User's Guide prior), every chain started at the
+            MAP-EM estimate under the same ``beta``; rerun with longer chains as
+            ``NUTS.extend`` says.
         seed : int or jax key, default=0
-            Checked; the fit is deterministic.
+            The NUTS chains; checked for EM (deterministic).
         progress : bool, default=False
-            Not used (a fit takes seconds).
+            A bar of NUTS transitions (EM takes seconds).
 
         Returns
         -------
@@ -284,7 +301,12 @@ class ClassifierInformedDawidSkene(DawidSkene):
             With the statuses of a Dawid–Skene EM fit (the data design, non-convergence,
             a prevalence-equivalent on the boundary, adversarial or degenerate
             channels); the identification check is not run
-            (``details['identification']``).
+            (``details['identification']``). A NUTS fit: 'not_converged' when the
+            largest R-hat of the channels, scale and bias exceeds the engine's
+            ``rhat_threshold`` or a transition diverged, 'diagnostics_unavailable'
+            without R-hat (the one NUTS rule,
+            :func:`noisycal.engines.density.dawid_skene.chain_status`); its draws are not
+            relabelled (the classifier's columns name the classes).
 
         Raises
         ------
@@ -293,16 +315,69 @@ class ClassifierInformedDawidSkene(DawidSkene):
             ``items`` (ids that do not match the annotations' items), ``method``.
         """
         engine = as_method(method, self._engines, where=type(self).__name__)
-        _check_engine(engine)
-        check_seed(seed)
+        if engine.name == "em":
+            _check_engine(engine)
+        seed = check_seed(seed)
+        progress = check_progress(progress)
         ann, _, _ = self._check(annotations, None)
         K = ann.n_classes
-        _, beta = self._priors(K, ann.n_annotators, "em")
+        check_fit_size(ann, engine)
+        _, beta = self._priors(K, ann.n_annotators, engine.name)
         P, Z = _scores(ann, probs, logits, items)
+        if engine.name == "nuts":   # rerun with longer chains until it converges
+            return extended_fit(lambda nuts: self._fit_ci_nuts(
+                ann, P, Z, beta, nuts, seed=seed, progress=progress), engine)
         return self._fit_ci(ann, P, Z, beta, engine)
 
+    def _fit_ci_nuts(self, ann: Annotations, P: np.ndarray, Z: np.ndarray, beta: np.ndarray,
+                     nuts: NUTS, *, seed: Seed, progress: bool) -> ClassifierInformedFit:
+        from ..engines.density.classifier_informed import (
+            ci_chain_diagnostics,
+            item_loglik,
+            prior_posterior,
+            replicate_ratings,
+            sample_classifier_informed,
+        )
+
+        # every chain starts at the MAP-EM estimate under the same channel prior
+        em = self._fit_ci(ann, P, Z, beta, EM(max_iter=1000, tol=1e-8), quiet=True)
+        conf = np.clip(em.confusion, 1e-4, None)
+        init = {"scale": np.asarray(max(em.scale, 1e-3)), "bias": np.asarray(em.bias),
+                "confusion": conf / conf.sum(-1, keepdims=True)}
+        with x64():
+            data = _ds_data(ann, None, 1)
+        nd = sample_classifier_informed(data, Z, beta, init, seed=seed,
+                                        progress_bar=progress, **nuts.sampler())
+        diag = ci_chain_diagnostics(nd)
+        K, J = ann.n_classes, ann.n_annotators
+        conf_d, bias_d = nd.confusion.reshape(-1, J, K, K), nd.bias.reshape(-1, K)
+        conf_m = conf_d.mean(0)
+        status, message, chan, statuses = self._nuts_status(ann, 1, diag, nuts, conf_m,
+                                                            nd.post)
+        prev = nd.item_prior.mean(axis=0, keepdims=True)
+        details = {"chains": nuts.num_chains, "max_rhat": diag["max_rhat"],
+                   "min_ess_bulk": diag["min_ess_bulk"],
+                   "num_divergences": diag["num_divergences"], "relabelled_chains": [],
+                   "relabelling": "not applied: the prior softmax(scale z + bias) ties each "
+                   "latent class to the classifier's column, so the classes cannot switch",
+                   "groups": 1, "gold": False, "prior_beta": beta, "channels": chan,
+                   "sample_stats": nd.sample_stats,
+                   "arviz": {"log_likelihood": item_loglik, "replicate": replicate_ratings,
+                             "posterior": prior_posterior}, "em_start": {
+                       "scale": em.scale, "bias": em.bias, "loglik": em.loglik},
+                   "identification": {"checked": False, "reason": NUTS_NOTE}}
+        return ClassifierInformedFit(
+            self._model, "nuts", ann.classes, ann.annotators, ann.items, prev, conf_m,
+            nd.post, nd.loglik, self._n_params(K, J, 1), status, message, status == "ok",
+            nuts.num_warmup + nuts.num_samples,
+            {"prevalence": nd.prevalence.reshape(-1, 1, K), "confusion": conf_d,
+             "scale": nd.scale.ravel(), "bias": bias_d}, details,
+            annotations=ann, engine=nuts, statuses=statuses, scale=float(nd.scale.mean()),
+            bias=bias_d.mean(0), item_prior=nd.item_prior, score_probs=P)
+
     def _fit_ci(self, ann: Annotations, P: np.ndarray, Z: np.ndarray,
-                beta: np.ndarray | None, em: EM) -> ClassifierInformedFit:
+                beta: np.ndarray | None, em: EM, *, quiet: bool = False
+                ) -> ClassifierInformedFit:
         from noisycal.models.classifier_informed import class_log_prior
 
         from ..engines.em.classifier_informed import fit_ci_em
@@ -321,7 +396,8 @@ class ClassifierInformedDawidSkene(DawidSkene):
         status, message, chan, seen = self._status(ann, prev, st.confusion, st.post,
                                                    st.converged, 1)
         seen.append((status, message))
-        self._warn("EM", status, message)
+        if not quiet:   # (quiet: the start of a NUTS fit, whose own status is reported)
+            self._warn("EM", status, message)
         status, message, statuses = every_status(status, message, *seen)
         details = {"start_objectives": np.array([r.objective for r in runs]),
                    "best_start": best, "max_iter": em.max_iter, "tol": em.tol,

@@ -185,7 +185,7 @@ def test_bad_inputs_name_the_argument(world):
     with pytest.raises(ValueError, match="method"):
         model.fit(ann, logits=z, method=nc.engines.EM(n_boot=10))
     with pytest.raises(ValueError, match="method"):
-        model.fit(ann, logits=z, method="nuts")
+        model.fit(ann, logits=z, method="mle")
     new = nc.Annotations.from_long({"item": [-1], "annotator": [0], "label": [1]},
                                    classes=[0, 1, 2])
     with pytest.raises(ValueError, match="annotations"):
