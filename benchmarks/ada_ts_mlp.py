@@ -10,8 +10,8 @@ defaults, the paper's settings: hidden 128 and 64, ReLU, softplus + 1e-6, Adam l
 100 epochs, batch 256, NLL; seeded by the split). Per split it also records the MLP's mean
 and spread of temperatures on the test part, its status, its final training loss, and
 temperature scaling's temperature, and the NLL with the authors' +1e-12 inside the
-logarithm (an item whose own class gets probability 0 makes our NLL infinite). The paper's Ada-TS rows (ResNet-20 and ResNet-56) are
-set beside ours on the page.
+logarithm (an item whose own class gets probability 0 makes our NLL infinite). The
+paper's Ada-TS rows (ResNet-20 and ResNet-56) are set beside ours on the page.
 
 Usage::
 

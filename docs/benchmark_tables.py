@@ -1914,12 +1914,13 @@ def _ada_ts_mlp(records: dict[str, Record]) -> dict[str, str]:
                           for p, t in zip((ada20, ada56), PAPER_SET_MASS_TS, strict=True))]
     overfit = sum(f["fitting_nll"] < f["ts_fitting_nll"] for f in fits)
     out["verdict"] = (
-        f"- The MLP form is worse than temperature scaling here on "
-        f"{', '.join(worse) if worse else 'none'} of CMCE, ECE, NLL (+1e-12) and Brier "
-        f"(CMCE {num(mean['Ada-TS (MLP)']['CMCE'], 4)} against "
+        f"- The MLP form is worse than temperature scaling here on {len(worse)} of "
+        f"CMCE, ECE, NLL (+1e-12) and Brier ({', '.join(worse) or 'none'}; "
+        f"CMCE {num(mean['Ada-TS (MLP)']['CMCE'], 4)} against "
         f"{num(mean['Temp. scaling']['CMCE'], 4)}, ECE {num(mean['Ada-TS (MLP)']['ECE'], 4)} "
         f"against {num(mean['Temp. scaling']['ECE'], 4)}); the paper's Ada-TS is worse than "
-        f"its temperature scaling on both ResNets on {', '.join(paper_worse) or 'none'}.\n"
+        f"its temperature scaling on both ResNets on {len(paper_worse)} of these "
+        f"({', '.join(paper_worse) or 'none'}).\n"
         f"- It fits the calibration part better than temperature scaling (lower fitting NLL) "
         f"in {overfit} of {len(fits)} splits while doing worse on the test part: with "
         f"{count(res['n_calibration'])} images and a network of this size (100 epochs, no "
