@@ -161,3 +161,29 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="probs"):
         cal.predict_temperature(probs=softmax(Z, axis=1))
     assert cal.get_params()["hidden"] == (16, 8)
+
+
+def test_brier_loss_objective_is_the_brier_score_of_the_final_map():
+    Z, y, _ = _two_clusters(3000, seed=10)
+    fit = C.MLPTemperatureScaling(**{**SMALL, "epochs": 2}, loss="brier").fit(
+        logits=Z, target=y)
+    assert fit.status_ == "ok" and fit.loss_ == "brier"
+    P = fit.predict_proba(logits=Z)
+    brier = np.mean(np.sum((P - np.eye(4)[y]) ** 2, axis=1))
+    assert fit.objective_ == pytest.approx(brier, rel=1e-12)
+
+
+def test_first_adam_step_moves_every_live_parameter_by_lr():
+    # Adam's first step is lr * g / (|g| + 1e-8): each parameter with a gradient moves by
+    # lr; lr = 1e-300 leaves the (seeded) initial parameters as they are. One batch of the
+    # 700 items: the shapes of the padding test, so nothing new compiles
+    Z, y, _ = _two_clusters(700, seed=4)
+    kw = {"hidden": (4,), "epochs": 1, "batch_size": 700}
+    init = C.MLPTemperatureScaling(**kw, lr=1e-300).fit(logits=Z, target=y)
+    step = C.MLPTemperatureScaling(**kw, lr=1e-3).fit(logits=Z, target=y)
+    moves = np.concatenate([np.abs(a - b).ravel() for pa, pb in zip(
+        init.params_, step.params_, strict=True) for a, b in zip(pa, pb, strict=True)])
+    live = moves > 1e-12
+    # 4 x 4 + 4 + 4 + 1 = 25 parameters; measured: all 25 move (no dead ReLU unit here)
+    assert moves.size == 25 and live.sum() == 25
+    np.testing.assert_allclose(moves[live], 1e-3, rtol=1e-4)
