@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .lwcal import GatedLWCal, LWCal
     from .ovr import OneVsRestIsotonic, OneVsRestPlatt
     from .scaling.beta_ats import AdaptiveTemperatureScaling, BetaCalibration
+    from .scaling.mlp_temperature import MLPTemperatureScaling
     from .scaling.multiclass import (
         DirichletCalibration,
         MatrixScaling,
@@ -41,6 +42,6 @@ __all__ = ["Calibrator", "NotFittedError", "TemperatureScaling", "PlattScaling",
            "JointMap", "IsotonicCalibration", "LWCal", "GatedLWCal", "TrimCal",
            "SplitConformal", "evaluate_sets", "SetEvaluation", "MassRescaling",
            "ConformalTemperature", "NaiveCMCETemperature",
-           "OneVsRestPlatt", "OneVsRestIsotonic", "VennAbers"]
+           "OneVsRestPlatt", "OneVsRestIsotonic", "VennAbers", "MLPTemperatureScaling"]
 
 __getattr__, __dir__ = attach(__name__, __file__)

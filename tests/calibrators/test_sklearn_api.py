@@ -65,6 +65,7 @@ ESTIMATORS = [
     CAL.NaiveCMCETemperature(grid="log", n_bins=10),
     CAL.OneVsRestPlatt(eps=1e-5, bounds=(-5.0, 5.0)),
     CAL.OneVsRestIsotonic(interpolation="step"),
+    CAL.MLPTemperatureScaling(hidden=(8,), epochs=3, batch_size=64, seed=1),
 ]
 IDS = [type(e).__name__ for e in ESTIMATORS]
 

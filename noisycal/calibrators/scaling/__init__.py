@@ -1,7 +1,7 @@
 """Scaling maps fitted to any target.
 
 The maps are temperature, vector, Platt, matrix, Dirichlet, beta and adaptive
-temperature scaling, and the naive CMCE temperature."""
+temperature scaling, the naive CMCE temperature and MLP temperature scaling."""
 
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         BetaCalibration,
         ats_features,
     )
+    from .mlp_temperature import MLP_MIN_TEMPERATURE, MLPTemperatureScaling
     from .multiclass import (
         DirichletCalibration,
         MatrixScaling,
@@ -31,6 +32,7 @@ __all__ = [
     "DirichletCalibration", "fit_softmax_map", "MatrixScaling", "PlattScaling",
     "VectorScaling", "ATS_MAX_LOGIT", "BETA_PARAMETERS", "AdaptiveTemperatureScaling",
     "ats_features", "BetaCalibration", "REFERENCE_TAU_GRID", "NaiveCMCETemperature",
+    "MLPTemperatureScaling", "MLP_MIN_TEMPERATURE",
 ]
 
 __getattr__, __dir__ = attach(__name__, __file__)
