@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from scipy.special import softmax
 
+from .._util.statuses import join_messages
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_int, check_level, prediction_items, predictions
 from ..intervals.estimate import Estimate
@@ -141,6 +142,7 @@ def posterior_true_label_ece(fit: Any, target: object, *, logits: ArrayLike | No
         statuses = (*getattr(fit, "statuses", (fit.status,)), *statuses)
         message = f"the calibration map's NUTS fit: {fit.message}" + (
             f"; {message}" if message else "")
+    message = join_messages(est.message, message)  # the point estimate's own message too
     out = dataclasses.replace(
         est, interval=ci, level=level, kind="credible", method="credible-eti",
         status=status, statuses=statuses, message=message, replicates=vals,

@@ -62,7 +62,7 @@ def fit_problems(kappa: float | None, totals: np.ndarray) -> list[tuple[str, str
             "kappa, so kappa is not identified (its value is the optimiser's start or the "
             "prior's); W and b are the one-hot cross-entropy fit. Collect at least two "
             "votes on some items to estimate the overdispersion"))]
-    if kappa is not None and np.isfinite(kappa) and (n_max - 1) / (kappa + 1) < KAPPA_EXCESS:
+    if kappa is not None and not np.isnan(kappa) and (n_max - 1) / (kappa + 1) < KAPPA_EXCESS:
         return [("boundary", (
             f"kappa = {kappa:.4g} is at the boundary of the parameter space (kappa = "
             f"infinity, the multinomial limit): with at most {n_max} votes per item the "

@@ -44,6 +44,8 @@ def test_boundary_rule_and_one_vote_per_item():
     assert KAPPA_EXCESS == 0.01
     assert fit_problems(898.0, np.array([10, 3])) == []
     assert fit_problems(900.0, np.array([10, 3]))[0][0] == "boundary"
+    assert fit_problems(np.inf, np.array([10, 3]))[0][0] == "boundary"  # the limit itself
+    assert fit_problems(np.nan, np.array([10, 3])) == []   # the engine says 'nonfinite'
     assert fit_problems(None, np.array([10, 3])) == []           # NUTS: no boundary rule
     assert fit_problems(None, np.array([1, 1]))[0][0] == "not_identified"
 
