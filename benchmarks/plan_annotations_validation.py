@@ -4,7 +4,8 @@ For each design, a pilot (``PILOT_ITEMS`` items, each rated by ``PILOT_RATINGS``
 ``len(ACCURACIES)`` simulated annotators) is fitted by Dawid–Skene EM; the planner gets
 that fit (its channels), the classifier's probabilities on a pool of items and the pool's
 true class probabilities, plans over the grid and picks the cheapest budget whose median
-width reaches ``WIDTH``. The plan is then checked by an independent simulation at that
+width reaches ``WIDTH`` and whose simulated analyses were all ok (``max_share_not_ok=0``,
+the default). The plan is then checked by an independent simulation at that
 budget with the true channels and other seeds: the planned median width should lie within
 20% of the achieved one.
 
@@ -60,8 +61,9 @@ def design(name: str, plan_sims: int, check_sims: int, seed: int) -> dict:
            "pilot_max_channel_error": float(np.abs(np.asarray(fit.confusion) - C).max()),
            "population": plan.population, "plan_s": plan_s,
            "table": plan.to_frame().to_dict("list"), "choice_status": choice.status,
-           "choice_message": choice.message, "n_items": choice.n_items,
-           "ratings_per_item": choice.ratings_per_item, "planned_median": choice.median_width}
+           "choice_statuses": list(choice.statuses), "choice_message": choice.message,
+           "n_items": choice.n_items, "ratings_per_item": choice.ratings_per_item,
+           "planned_median": choice.median_width}
     if choice.n_items is None:
         return out
     t0 = time.perf_counter()

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._util.jax import as_numpy_rng
+from .._util.statuses import join_messages, ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
     check_array,
@@ -42,6 +43,10 @@ QUANTILES = (0.1, 0.9)
 #: Tolerance of a channel row's sum and of a truth row's sum.
 ROW_ATOL = 1e-6
 
+#: Default of :meth:`AnnotationPlan.smallest_budget`'s ``max_share_not_ok``: a cell is
+#: chosen only when every one of its simulated analyses had status 'ok'.
+MAX_SHARE_NOT_OK = 0.0
+
 
 @dataclasses.dataclass(frozen=True)
 class BudgetChoice:
@@ -51,13 +56,24 @@ class BudgetChoice:
     ----------
     n_items, ratings_per_item, n_ratings : int or None
         The chosen cell (``n_ratings = n_items * ratings_per_item``, the cost); None when
-        no cell reaches the width.
+        no cell reaches the width with at most ``max_share_not_ok`` non-ok simulations.
     median_width : float
-        The chosen cell's median width (NaN when none reaches it).
+        The chosen cell's median width (NaN when none is chosen).
     width : float
         The target width.
-    status : {'ok', 'width_not_reached'}
+    status : str
+        ``statuses[0]``: 'ok'; 'width_not_reached' or 'share_not_ok_exceeded' (no cell
+        chosen); ``'channels_<s>'`` when the plan's channels came from a fit with status
+        ``s``; or the most severe status of the chosen cell's simulated Estimates (e.g.
+        'weak_channels') when any of them was not ok.
     message : str
+    statuses : tuple of str
+        Every status that applies, without repeats: the channel fit's (prefixed) first,
+        then the choice's own, then the chosen cell's simulations' statuses, most severe
+        first; ``('ok',)`` when none.
+    share_not_ok : float
+        The chosen cell's share of simulations whose status is not 'ok' (NaN when none is
+        chosen).
     """
 
     n_items: int | None
@@ -67,6 +83,8 @@ class BudgetChoice:
     width: float
     status: str
     message: str
+    statuses: tuple[str, ...] = ("ok",)
+    share_not_ok: float = float("nan")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +106,16 @@ class AnnotationPlan:
     level : float
     truth : str
         The truth model ('probs' or 'given').
+    status : str
+        ``'channels_<s>'`` when the assumed channels came from a fit (``channels=``) whose
+        status ``s`` is not 'ok' (its first status), else 'ok'. It concerns the channels
+        only: the simulations' statuses are in :attr:`statuses` and in every
+        :class:`BudgetChoice`.
+    message : str
+        The fit's message when :attr:`status` is not 'ok'.
+    channel_statuses : tuple of str
+        The fit's statuses (``('ok',)`` for channels given as an array); each travels,
+        prefixed ``'channels_'``, into every :class:`BudgetChoice`.
     """
 
     n_items: np.ndarray
@@ -99,6 +127,9 @@ class AnnotationPlan:
     width: float
     level: float
     truth: str
+    status: str = "ok"
+    message: str = ""
+    channel_statuses: tuple[str, ...] = ("ok",)
 
     @property
     def widths(self) -> np.ndarray:
@@ -130,39 +161,81 @@ class AnnotationPlan:
             "coverage": self.covered.mean(axis=1), "n_sims": w.shape[1],
         })
 
-    def smallest_budget(self, width: float | None = None) -> BudgetChoice:
-        """The cheapest cell whose median width is at most ``width``.
+    def smallest_budget(self, width: float | None = None, *,
+                        max_share_not_ok: float = MAX_SHARE_NOT_OK) -> BudgetChoice:
+        """The cheapest cell whose median width is at most ``width`` and whose analyses are ok.
 
         Cost is the number of ratings, ``n_items * ratings_per_item``; ties go to the
-        smaller median width, then to fewer ratings per item.
+        smaller median width, then to fewer ratings per item. A cell whose share of
+        simulations with a non-ok Estimate status exceeds ``max_share_not_ok`` is not
+        chosen: its width is that of an interval the analysis itself would flag.
 
         Parameters
         ----------
         width : float, optional
             Positive target width; default the plan's :attr:`width`.
+        max_share_not_ok : float, default=0.0
+            Largest share of a cell's simulations whose status is not 'ok' that still lets
+            the cell be chosen, in [0, 1]. The default 0 asks that every simulated analysis
+            of the chosen budget be ok, so that an 'ok' choice means the planned width is
+            one the analysis reported without a flag; a flag in a few simulations out of
+            ``n_sims`` may be chance, so raise it (e.g. 0.1) to accept such cells: the
+            choice then carries their statuses.
 
         Returns
         -------
         BudgetChoice
             Status 'width_not_reached' (cell None) when no cell's median width reaches
-            ``width``; the message names the narrowest cell.
+            ``width``, the message naming the narrowest cell; 'share_not_ok_exceeded'
+            (cell None) when the cells that reach it all have more non-ok simulations than
+            ``max_share_not_ok``, the message naming the cheapest of them, its share and
+            its statuses; else the chosen cell, with the most severe status of its
+            simulations when any was not ok (the message gives their share). A non-ok
+            :attr:`status` of the plan (its channels' fit) comes first.
         """
         width = self.width if width is None else _check_width(width)
+        limit = _check_share(max_share_not_ok)
         t = self.to_frame()
-        ok = t[t["median_width"] <= width]
-        if ok.empty:
+        t["cell"] = np.arange(len(t))
+        reach = t[t["median_width"] <= width].sort_values(
+            ["n_ratings", "median_width", "ratings_per_item"])
+        ours = tuple(f"channels_{s}" for s in self.channel_statuses if s != "ok")
+        if reach.empty:
             best = t.loc[t["median_width"].idxmin()] if t["median_width"].notna().any() \
                 else None
             where = "no cell has a finite median width" if best is None else (
                 f"the narrowest median width is {best['median_width']:.4g} at "
                 f"{int(best['n_items'])} items x {int(best['ratings_per_item'])} ratings")
-            return BudgetChoice(None, None, None, float("nan"), width, "width_not_reached",
-                                f"no budget of the grid reaches a median width of "
-                                f"{width:.4g}: {where}; extend the grid")
-        row = ok.sort_values(["n_ratings", "median_width", "ratings_per_item"]).iloc[0]
+            return self._no_choice(width, ours, status="width_not_reached",
+                                   message=f"no budget of the grid reaches a median width of "
+                                   f"{width:.4g}: {where}; extend the grid")
+        fine = reach[reach["share_not_ok"] <= limit]
+        if fine.empty:
+            row = reach.iloc[0]
+            return self._no_choice(
+                width, ours, status="share_not_ok_exceeded",
+                message=f"every budget that reaches a median width of {width:.4g} has a "
+                f"share of non-ok simulations above max_share_not_ok={limit:g}: the cheapest, "
+                f"{_cell_text(row, self.statuses[int(row['cell'])])}; raise "
+                "max_share_not_ok to accept it, or extend the grid")
+        row = fine.iloc[0]
+        cell = self.statuses[int(row["cell"])]
+        own = tuple(s for s in ordered_statuses(cell) if s != "ok")
+        message = "" if not own else (
+            f"{_cell_text(row, cell)}: the analysis flags the planned width in that share "
+            "of data sets")
+        statuses = ours + own or ("ok",)
         return BudgetChoice(int(row["n_items"]), int(row["ratings_per_item"]),
-                            int(row["n_ratings"]), float(row["median_width"]), width, "ok",
-                            "")
+                            int(row["n_ratings"]), float(row["median_width"]), width,
+                            statuses[0], join_messages(self.message, message), statuses,
+                            float(row["share_not_ok"]))
+
+    def _no_choice(self, width: float, ours: tuple[str, ...], status: str, message: str
+                   ) -> BudgetChoice:
+        """A choice of no cell, with the channel fit's statuses first."""
+        statuses = (*ours, status)
+        return BudgetChoice(None, None, None, float("nan"), width, statuses[0],
+                            join_messages(self.message, message), statuses)
 
     def plot(self, ax: Any = None) -> Any:
         """Median width (with the 10%-90% band) against the number of items.
@@ -201,6 +274,34 @@ def _check_width(width: object) -> float:
         raise ValueError(f"width: the target interval width must be a positive finite "
                          f"number, got {width!r}")
     return float(width)
+
+
+def _check_share(share: object) -> float:
+    if isinstance(share, bool) or not isinstance(share, numbers.Real) \
+            or not 0.0 <= float(share) <= 1.0:
+        raise ValueError(f"max_share_not_ok: a share in [0, 1] is needed, got {share!r}")
+    return float(share)
+
+
+def _cell_text(row: pd.Series, cell: tuple[str, ...]) -> str:
+    """A cell, its share of non-ok simulations and their statuses, in words."""
+    bad = [s for s in cell if s != "ok"]
+    which = ", ".join(f"{s} ({bad.count(s)})" for s in ordered_statuses(bad)) or "none"
+    return (f"{int(row['n_items'])} items x {int(row['ratings_per_item'])} ratings, had "
+            f"{len(bad)} of {len(cell)} simulations ({len(bad) / len(cell):.0%}) not ok: "
+            f"{which}")
+
+
+def _channel_status(channels: object) -> tuple[str, str, tuple[str, ...]]:
+    """The plan's status and message from the fit whose channels it assumes, its statuses."""
+    status = getattr(channels, "status", "ok")
+    if not isinstance(status, str) or status == "ok":
+        return "ok", "", ("ok",)
+    statuses = tuple(getattr(channels, "statuses", (status,)) or (status,))
+    message = getattr(channels, "message", "") or ""
+    text = (f"the channels come from a fit with status {', '.join(statuses)}"
+            + (f" ({message})" if message else "") + ": the plan assumes them as the truth")
+    return f"channels_{status}", text, statuses
 
 
 def _check_grid(values: object, name: str, minimum: int, maximum: int | None = None
@@ -270,6 +371,9 @@ def _simulate_once(probs: np.ndarray, truth: np.ndarray, C: np.ndarray, n: int, 
         fit = DawidSkene().fit(ann, seed=seed)
         est = ece(probs[idx], corrected(ann, fit), n_bins=n_bins, level=level,
                   interval=interval, seed=seed)
+    if est.interval is None:
+        raise ValueError(f"interval: {interval!r} gave no interval (the NC-ECE Estimate had "
+                         f"status {est.status}); the planner needs an interval option")
     lo, hi = est.interval
     return float(lo), float(hi), est.status
 
@@ -306,7 +410,9 @@ def plan_annotations(probs: ArrayLike, channels: Any, *, n_items: ArrayLike,
     channels : array-like of shape (n_annotators, K, K) or fitted annotator model
         Assumed channels ``confusion[j, true, observed]`` (rows non-negative, summing to
         1), or a fit (e.g. Dawid–Skene on pilot annotations) whose ``confusion`` is used.
-        The fit's prevalence is not used: true classes come from ``truth``.
+        The fit's prevalence is not used: true classes come from ``truth``. A fit whose
+        status is not 'ok' gives the plan status ``'channels_<status>'``, and each of its
+        statuses, prefixed ``'channels_'``, travels into every :class:`BudgetChoice`.
     n_items : sequence of int
         Grid of item counts (each at least 2 and at least ``n_bins / 10``).
     ratings_per_item : sequence of int
@@ -329,7 +435,8 @@ def plan_annotations(probs: ArrayLike, channels: Any, *, n_items: ArrayLike,
         Bins of the ECE.
     interval : str or interval option, default='auto'
         The ``interval`` of :func:`noisycal.ece` (the default is the planned estimand;
-        e.g. ``Inversion(n_boot=200)`` trades precision of the ends for speed).
+        e.g. ``Inversion(n_boot=200)`` trades precision of the ends for speed). None (no
+        interval) is refused.
     seed : int, default=0
         Randomness of the simulations; the same seed gives the same plan.
 
@@ -343,7 +450,8 @@ def plan_annotations(probs: ArrayLike, channels: Any, *, n_items: ArrayLike,
     ValueError
         Naming the argument: an empty or non-integer grid, a width that is not positive, a
         level given in percent, channels that are not row-stochastic or whose class count
-        differs from ``probs``, ratings per item above the number of annotators.
+        differs from ``probs``, ratings per item above the number of annotators, an
+        ``interval`` that gives no interval (None).
 
     Examples
     --------
@@ -360,6 +468,9 @@ def plan_annotations(probs: ArrayLike, channels: Any, *, n_items: ArrayLike,
         raise ValueError(f"probs must have shape (n_pool, K), got {p.shape}")
     K = p.shape[1]
     C = _check_channels(channels, K)
+    if interval is None:
+        raise ValueError("interval: None gives no interval, and the plan is of interval "
+                         "widths; give 'auto' (the default) or an interval option")
     n_grid = _check_grid(n_items, "n_items", 2)
     r_grid = _check_grid(ratings_per_item, "ratings_per_item", 1, C.shape[0])
     width = _check_width(width)
@@ -377,5 +488,7 @@ def plan_annotations(probs: ArrayLike, channels: Any, *, n_items: ArrayLike,
     lower = np.array([[o[0] for o in row] for row in out])
     upper = np.array([[o[1] for o in row] for row in out])
     statuses = tuple(tuple(o[2] for o in row) for row in out)
+    status, message, fit_statuses = _channel_status(channels)
     return AnnotationPlan(np.array([c[0] for c in cells]), np.array([c[1] for c in cells]),
-                          lower, upper, statuses, float(population), width, level, truth_name)
+                          lower, upper, statuses, float(population), width, level, truth_name,
+                          status, message, fit_statuses)
