@@ -8,11 +8,12 @@ annotator labels through a Dawid–Skene confusion matrix. Fitted by EM
 (:mod:`noisycal.engines.em.classifier_informed`, the default) or NUTS on the NumPyro
 model (:mod:`noisycal.engines.density.classifier_informed`).
 
-Circularity. The fit's item posteriors used each item's own score, so a target built from
-the fit agrees with those scores by construction. The fit remembers them
-(``fit.score_probs``), every target built from it carries their fingerprint, and a metric
-that compares the same scores with that target gets the status ``'circular_target'``
-(:mod:`noisycal.targets.circular`). The honest routes:
+Circularity. The fit's item posteriors used each item's own score, so a posterior target
+agrees with those scores by construction; a corrected target uses them only through the
+channels, which were fitted with the scores as the items' priors, and still leans towards
+them. The fit remembers them (``fit.score_probs``), every target built from it carries
+the scores of its fitted rows, and a metric that compares the same scores with that
+target gets the status ``'circular_target'`` (:mod:`noisycal.targets.circular`). The honest routes:
 
 - a held-out classifier: fit with one classifier's scores (or none), evaluate another;
 - cross-fitting: split the items in folds, fit on the other folds' items and scores, and
@@ -29,6 +30,7 @@ error-rates using the EM algorithm. Applied Statistics 28(1), 20-28.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,10 +43,11 @@ from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_seed, predictions
 from ..annotations.core import Annotations
+from ..annotations.matching import positions
 from ..engines.density.nuts import extended_fit
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import EM, NUTS, as_method
-from ..engines.results import AnnotatorFit, every_status
+from ..engines.results import AnnotatorFit, check_fit, every_status
 from ..engines.summary import Summary
 from .dawid_skene import DawidSkene, _ds_data, check_fit_size
 
@@ -161,13 +164,14 @@ class ClassifierInformedFit(AnnotatorFit):
         Raises
         ------
         ValueError
-            Naming ``annotations`` for an item, annotator or class the fit does not know,
-            ``groups`` when given.
+            Naming ``fit`` when the fit has no finite estimates, ``annotations`` for an
+            item, annotator or class the fit does not know, ``groups`` when given.
         """
-        import jax.numpy as jnp
+        from noisycal.models.dawid_skene import make_data
 
-        from noisycal.models.dawid_skene import class_log_likelihood, make_data
+        from ..engines.em.classifier_informed import ci_posterior
 
+        check_fit(self, "predict")
         if groups is not None:
             raise ValueError("groups: ClassifierInformedDawidSkene has no item groups")
         if not isinstance(annotations, Annotations):
@@ -175,14 +179,13 @@ class ClassifierInformedFit(AnnotatorFit):
                              f"{type(annotations).__name__}")
         m = self.match(annotations, items="fitted")
         rows = np.asarray(m.item_index)
+        with np.errstate(divide="ignore"):   # a prior that underflowed to 0 rules k out
+            log_prior = np.log(self.item_prior[rows])
         with x64():
             data = make_data(m.item, m.channel, m.label, n_items=annotations.n_items,
                              n_annotators=len(self.annotators), n_classes=len(self.classes))
-            joint = np.asarray(class_log_likelihood({"confusion": jnp.asarray(
-                self.confusion)}, data)) + np.log(np.maximum(self.item_prior[rows], 1e-300))
-        joint -= joint.max(axis=1, keepdims=True)
-        post = np.exp(joint)
-        return post / post.sum(axis=1, keepdims=True)
+            post, _ = ci_posterior(log_prior, self.confusion, data)
+            return np.asarray(post)
 
     def summary(self, *, level: float = 0.9, loo: bool | None = None) -> Summary:
         """The AnnotatorFit summary (:meth:`AnnotatorFit.summary`) with the prior's
@@ -283,8 +286,10 @@ class ClassifierInformedDawidSkene(DawidSkene):
         method : EM or NUTS object, or {'em', 'nuts'}, optional
             EM (default): ``max_iter`` and ``tol`` apply; its starts are the soft vote
             and the classifier's probabilities (the better end point is kept; one start
-            with ``n_starts=1``). Bootstrap refits (``n_boot``), ``init='moments'``,
-            ``screen_gaps`` and ``devices`` are not offered. NUTS: the NumPyro model
+            with ``n_starts=1``; ``n_starts`` other than 1, 2 or the default is a
+            ``ValueError``). Any other EM field set away from its default (``init``,
+            ``n_boot``, ``screen_gaps``, ``weak_threshold``, ``devices``) is a
+            ``ValueError`` naming ``method`` and the field. NUTS: the NumPyro model
             :func:`models.classifier_informed.classifier_informed` (``log scale ~
             Normal(0, 1)``, ``bias ~ Normal(0, 1)``, the confusion rows Dirichlet with
             ``beta``, default the Stan User's Guide prior), every chain started at the
@@ -293,7 +298,7 @@ class ClassifierInformedDawidSkene(DawidSkene):
         seed : int or jax key, default=0
             The NUTS chains; checked for EM (deterministic).
         progress : bool, default=False
-            A bar of NUTS transitions (EM takes seconds).
+            EM: a bar of EM iterations per start; NUTS: a bar of transitions.
 
         Returns
         -------
@@ -312,7 +317,8 @@ class ClassifierInformedDawidSkene(DawidSkene):
         ------
         ValueError
             Naming the argument: ``logits``/``probs`` (both or neither, shape, values),
-            ``items`` (ids that do not match the annotations' items), ``method``.
+            ``items`` (ids that do not match the annotations' items), ``method`` (another
+            engine, or an EM field this model does not read).
         """
         engine = as_method(method, self._engines, where=type(self).__name__)
         if engine.name == "em":
@@ -327,7 +333,7 @@ class ClassifierInformedDawidSkene(DawidSkene):
         if engine.name == "nuts":   # rerun with longer chains until it converges
             return extended_fit(lambda nuts: self._fit_ci_nuts(
                 ann, P, Z, beta, nuts, seed=seed, progress=progress), engine)
-        return self._fit_ci(ann, P, Z, beta, engine)
+        return self._fit_ci(ann, P, Z, beta, engine, progress=progress)
 
     def _fit_ci_nuts(self, ann: Annotations, P: np.ndarray, Z: np.ndarray, beta: np.ndarray,
                      nuts: NUTS, *, seed: Seed, progress: bool) -> ClassifierInformedFit:
@@ -376,17 +382,17 @@ class ClassifierInformedDawidSkene(DawidSkene):
             bias=bias_d.mean(0), item_prior=nd.item_prior, score_probs=P)
 
     def _fit_ci(self, ann: Annotations, P: np.ndarray, Z: np.ndarray,
-                beta: np.ndarray | None, em: EM, *, quiet: bool = False
-                ) -> ClassifierInformedFit:
+                beta: np.ndarray | None, em: EM, *, quiet: bool = False,
+                progress: bool = False) -> ClassifierInformedFit:
         from noisycal.models.classifier_informed import class_log_prior
 
         from ..engines.em.classifier_informed import fit_ci_em
 
-        starts = [ann.soft_labels(), P][:max(1, min(int(em.n_starts), 2))]
+        starts = [ann.soft_labels(), P][:1 if em.n_starts == 1 else 2]
         with x64():
             data = _ds_data(ann, None, 1)
-            runs = [fit_ci_em(s, data, Z, beta, max_iter=em.max_iter, tol=em.tol)
-                    for s in starts]
+            runs = [fit_ci_em(s, data, Z, beta, max_iter=em.max_iter, tol=em.tol,
+                              progress=progress) for s in starts]
             best = int(np.argmax([r.objective if np.isfinite(r.objective) else -np.inf
                                   for r in runs]))
             st = runs[best]
@@ -413,15 +419,26 @@ class ClassifierInformedDawidSkene(DawidSkene):
             score_probs=P)
 
 
+#: The EM fields this model reads (``n_starts`` only as 1, 2 or the default: its starts
+#: are the soft vote and the classifier's probabilities).
+_EM_FIELDS = ("max_iter", "tol", "n_starts")
+
+
 def _check_engine(em: EM) -> None:
-    """Refuse the EM settings this model does not offer (ValueError naming method)."""
-    if em.n_boot:
-        raise ValueError(f"method: bootstrap refits (EM(n_boot={em.n_boot})) are not offered "
-                         "by ClassifierInformedDawidSkene; use n_boot=0")
-    if em.init == "moments" or em.screen_gaps or em.devices is not None:
-        raise ValueError("method: ClassifierInformedDawidSkene starts from the soft vote and "
-                         "the classifier's probabilities; init='moments', screen_gaps and "
-                         "devices are not offered")
+    """Refuse the EM settings this model does not read (ValueError naming method and the
+    field)."""
+    default = EM()
+    for f in dataclasses.fields(EM):
+        value = getattr(em, f.name)
+        if f.name not in _EM_FIELDS and value != getattr(default, f.name):
+            raise ValueError(f"method: ClassifierInformedDawidSkene's EM reads only max_iter, "
+                             f"tol and n_starts; {f.name}={value!r} does not apply (its "
+                             "starts are the soft vote and the classifier's probabilities, "
+                             "no bootstrap, no identification check)")
+    if em.n_starts not in (1, 2, default.n_starts):
+        raise ValueError(f"method: ClassifierInformedDawidSkene's EM has two starts (the soft "
+                         f"vote and the classifier's probabilities); n_starts={em.n_starts!r} "
+                         "does not apply: give 1 (the soft vote) or 2 (the default)")
 
 
 def _scores(ann: Annotations, probs: Any, logits: Any, items: Any
@@ -451,15 +468,14 @@ def _scores(ann: Annotations, probs: Any, logits: Any, items: Any
                              f"in the annotations' item order), got {P.shape[0]}; or give "
                              "items= to match rows by id")
         return P, logP
-    pos = {v: i for i, v in enumerate(ids.tolist())}
-    want = np.asarray(ann.items).tolist()
-    missing = [v for v in want if v not in pos]
-    if missing:
-        raise ValueError(f"items: {len(missing)} rated item(s) have no score row, e.g. "
-                         f"{missing[:3]}")
-    if len(pos) != len(want):
-        extra = [v for v in ids.tolist() if v not in set(want)]
-        raise ValueError(f"{name}: {len(extra)} scored item(s) have no ratings, e.g. "
-                         f"{extra[:3]}; give the scores of the rated items only")
-    rows = np.asarray([pos[v] for v in want])
+    want = np.asarray(ann.items)
+    rows = positions(want, ids)   # each rated item's score row
+    if np.any(rows < 0):
+        missing = want[rows < 0]
+        raise ValueError(f"items: {missing.size} rated item(s) have no score row, e.g. "
+                         f"{missing[:3].tolist()}")
+    if len(ids) != len(want):
+        extra = np.asarray(ids)[positions(ids, want) < 0]
+        raise ValueError(f"{name}: {extra.size} scored item(s) have no ratings, e.g. "
+                         f"{extra[:3].tolist()}; give the scores of the rated items only")
     return P[rows], logP[rows]

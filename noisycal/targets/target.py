@@ -39,6 +39,7 @@ from .._util.validation import (
     check_items,
     encode_labels,
 )
+from ..annotations.matching import positions
 from ..correction.labels import corrected_labels
 from .circular import score_fingerprint
 from .frame import frame_matrix, one_hot, vector_target
@@ -319,22 +320,22 @@ def _fit_status(fit: Any, *, informative_checked: bool = False
                          f"{getattr(fit, 'message', '') or 'no message'}"), statuses
 
 
-def _scores_details(fit: Any, items: ArrayLike | None) -> dict:
+def _scores_details(fit: Any, items: ArrayLike | None, source: str) -> dict:
     """``{'scores_fingerprint': ...}`` of the target's rows when ``fit`` used classifier
-    scores (``fit.score_probs``, :mod:`noisycal.targets.circular`) and every row is a
-    fitted item; ``{}`` otherwise."""
+    scores (``fit.score_probs``, :mod:`noisycal.targets.circular`) and some row is a
+    fitted item (rows of other items get NaN scores); ``{}`` otherwise."""
     probs = getattr(fit, "score_probs", None)
     if probs is None:
         return {}
     probs = np.asarray(probs, dtype=np.float64)
     if items is None:
-        return ({"scores_fingerprint": score_fingerprint(probs)}
+        return ({"scores_fingerprint": score_fingerprint(probs, fit.items, source)}
                 if len(probs) == len(fit.items) else {})
-    pos = {v: i for i, v in enumerate(np.asarray(fit.items).tolist())}
-    idx = [pos.get(v, -1) for v in np.asarray(items).tolist()]
-    if min(idx, default=-1) < 0:
+    idx = positions(items, fit.items)
+    if not np.any(idx >= 0):
         return {}
-    return {"scores_fingerprint": score_fingerprint(probs[np.asarray(idx)])}
+    rows = np.where((idx >= 0)[:, None], probs[np.maximum(idx, 0)], np.nan)
+    return {"scores_fingerprint": score_fingerprint(rows, items, source)}
 
 
 def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
@@ -414,7 +415,7 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     status, message, statuses = _fit_status(fit, informative_checked=True)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
-    det.update(_scores_details(fit, items))
+    det.update(_scores_details(fit, items, "corrected"))
     return Target(values, "corrected", classes=classes, details=det, items=items,
                   status=status, message=message, statuses=statuses)
 
@@ -480,7 +481,7 @@ def posterior(annotations: Annotations | None, fit: Any, *,
     status, message, statuses = _fit_status(fit)
     return Target(post, "posterior", classes=np.asarray(classes), items=items,
                   details={"model": fit.model, "method": fit.method, "status": fit.status,
-                           **_scores_details(fit, items)},
+                           **_scores_details(fit, items, "posterior")},
                   status=status, message=message, statuses=statuses)
 
 

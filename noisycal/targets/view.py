@@ -65,7 +65,9 @@ def select_rows(target: Any, index: object) -> Any:
     Target
         The same kind, classes, status, message and details, with the selected rows of
         the matrix, of the item ids and of the per-item details (a corrected target's
-        ``ratings`` and ``observed``, :data:`PER_ITEM_DETAILS`); everything else (the
+        ``ratings`` and ``observed``, :data:`PER_ITEM_DETAILS`, and the fingerprint of
+        the classifier scores of a target built from a fit that used them,
+        ``scores_fingerprint``); everything else (the
         weights, the channels, the fit) is kept as is, so a split of a corrected target
         still matches its fit by item id.
 
@@ -91,6 +93,9 @@ def select_rows(target: Any, index: object) -> Any:
         value = details.get(key)
         if value is not None and np.shape(value)[:1] == (target.n_items,):
             details[key] = np.asarray(value)[rows]
+    fp = details.get("scores_fingerprint")
+    if fp is not None:   # the scores of the selected rows (:mod:`noisycal.targets.circular`)
+        details["scores_fingerprint"] = fp.take(rows)
     items = None if target.items is None else np.asarray(target.items)[rows]
     return dataclasses.replace(target, values=target.values[rows], items=items,
                                details=details)

@@ -1,6 +1,8 @@
 """ClassifierInformedDawidSkene: Raykar et al. (2010) with the classifier fixed, and the
 circular-target status of targets built from it."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -223,3 +225,116 @@ def test_cifar10n_beats_dawid_skene_and_the_classifier(cifar):
     assert acc > max(acc_ds, acc_clf) and acc >= 0.963
     assert acc_ds == pytest.approx(0.9206, abs=1e-3)
     assert acc_clf == pytest.approx(0.9382, abs=1e-4)
+
+
+# ------------------------------------------------------------------ review fixes
+
+@pytest.fixture(scope="module")
+def small():
+    z, y, ann = _world(400, 7)
+    return z, ann, ClassifierInformedDawidSkene().fit(ann, logits=z)
+
+
+@pytest.mark.parametrize("em, field", [
+    (nc.engines.EM(init="soft_vote"), "init='soft_vote'"),
+    (nc.engines.EM(weak_threshold=0.01), "weak_threshold=0.01"),
+    (nc.engines.EM(screen_gaps=True), "screen_gaps=True"),
+    (nc.engines.EM(n_boot=10), "n_boot=10"),
+    (nc.engines.EM(n_starts=3), "n_starts=3"),
+])
+def test_em_fields_it_does_not_read_are_refused(small, em, field):
+    z, ann, _ = small
+    with pytest.raises(ValueError, match=f"method: .*{re.escape(field)} does not apply"):
+        ClassifierInformedDawidSkene().fit(ann, logits=z, method=em)
+
+
+def test_n_starts_one_or_two_and_a_progress_bar_of_em_iterations(small, capsys):
+    """n_starts=2 is the default fit (both starts); n_starts=1 runs the soft vote only;
+    progress=True draws a bar of EM iterations on stderr and changes nothing."""
+    z, ann, fit = small
+    two = ClassifierInformedDawidSkene().fit(ann, logits=z, method=nc.engines.EM(n_starts=2))
+    np.testing.assert_array_equal(two.confusion, fit.confusion)
+    assert fit.details["start_objectives"].shape == (2,)
+    one = ClassifierInformedDawidSkene().fit(ann, logits=z, method=nc.engines.EM(n_starts=1))
+    assert one.details["start_objectives"].shape == (1,)
+    assert one.details["start_objectives"][0] == fit.details["start_objectives"][0]
+    capsys.readouterr()
+    shown = ClassifierInformedDawidSkene().fit(ann, logits=z, progress=True)
+    err = capsys.readouterr().err
+    assert err.count("EM iterations [") >= 2 and f"{fit.n_iter}/1000" in err
+    np.testing.assert_array_equal(shown.confusion, fit.confusion)
+    with pytest.raises(ValueError, match="progress"):
+        ClassifierInformedDawidSkene().fit(ann, logits=z, progress="yes")
+
+
+def test_predict_is_the_engines_e_step_and_checks_the_fit(small):
+    """predict of the fitted ratings is the fit's own item posterior (the engine's E-step
+    at the fitted prior), on a subset too; a fit without finite estimates is refused."""
+    import dataclasses
+
+    _, ann, fit = small
+    np.testing.assert_allclose(fit.predict(ann), fit.item_posterior, rtol=0, atol=1e-12)
+    sub = ann.subset(np.arange(50, 80))
+    np.testing.assert_allclose(fit.predict(sub), fit.item_posterior[50:80], rtol=0,
+                               atol=1e-12)
+    bad = dataclasses.replace(fit, confusion=np.full_like(fit.confusion, np.nan))
+    with pytest.raises(ValueError, match="fit has no finite estimates"):
+        bad.predict(ann)
+
+
+def test_selected_rows_keep_the_circular_status(small):
+    """target[m] keeps the scores of its rows: nc.ece(P[m], T[m]) is circular, and so is
+    a mask or a permutation; other rows' scores against T[m] are not."""
+    z, ann, fit = small
+    P = _softmax(z)
+    m = np.arange(400) % 3 == 0
+    for T in (nc.targets.posterior(None, fit), nc.targets.corrected(ann, fit)):
+        assert nc.ece(P[m], T[m], interval=None).status == "circular_target"
+        perm = np.random.default_rng(2).permutation(400)[:50]
+        assert nc.brier(P[perm], T[perm]).status == "circular_target"
+        assert nc.ece(P[:100], T[100:200], interval=None).status == "ok"
+
+
+def test_every_row_is_compared_and_unfitted_rows_are_skipped():
+    """One row of 400 moved by 1e-4 is another set of scores ('ok'; float32 rounding is
+    still recognised); a target over fitted and unfitted items keeps the fitted rows'
+    scores (NaN for the others) and is circular for the same scores."""
+    z, _, ann = _world(400, 11)
+    half = np.arange(400) < 200
+    fit = ClassifierInformedDawidSkene().fit(ann.subset(half), logits=z[half])
+    P = _softmax(z)
+    U = nc.targets.corrected(ann, fit)
+    fp = U.details["scores_fingerprint"]
+    assert fp.shape == (400, 3) and int(fp.fitted.sum()) == 200
+    np.testing.assert_array_equal(fp.fitted, half)
+    est = nc.ece(P, U, interval=None)
+    assert est.status == "circular_target"
+    assert "(200 of the 400 rows are items the fit scored)" in est.message
+    moved = P.copy()
+    moved[150] = [moved[150, 0] + 1e-4, moved[150, 1] - 1e-4, moved[150, 2]]
+    assert nc.ece(moved, U, interval=None).status == "ok"
+    assert nc.ece(P.astype(np.float32), U, interval=None).status == "circular_target"
+
+
+def test_posterior_and_corrected_targets_have_their_own_wording(small):
+    z, ann, fit = small
+    P = _softmax(z)
+    post = nc.ece(P, nc.targets.posterior(None, fit), interval=None)
+    corr = nc.ece(P, nc.targets.corrected(ann, fit), interval=None)
+    assert post.status == corr.status == "circular_target"
+    assert "each item's posterior used that item's own score" in post.message
+    assert "uses the scores only through those channels" in corr.message
+    assert "own score" not in corr.message.split(";")[0]
+
+
+def test_fingerprint_matches_prediction_rows_by_item_id(small):
+    """Predictions with item ids are matched to the target's rows by id (any order)."""
+    from noisycal.targets.circular import same_scores
+
+    z, ann, fit = small
+    P = _softmax(z)
+    fp = nc.targets.posterior(None, fit).details["scores_fingerprint"]
+    perm = np.random.default_rng(3).permutation(400)
+    assert same_scores(fp, P[perm], ann.items[perm]) == 400
+    assert same_scores(fp, P[perm]) == 0          # by position: not the same rows
+    assert same_scores(fp, P[perm[:10]], ann.items[perm[:10]]) == 10

@@ -29,11 +29,12 @@ import jax
 import jax.numpy as jnp
 
 from noisycal.models.classifier_informed import class_log_prior, joint_log_likelihood
-from noisycal.models.dawid_skene import DSData
+from noisycal.models.dawid_skene import DSData, class_log_likelihood
 
+from ..._util.progress import ProgressBar
 from .dawid_skene import join_data, log_prior, m_step, split_data
 
-__all__ = ["CIState", "ci_e_step", "prior_m_step", "fit_ci_em"]
+__all__ = ["CIState", "ci_e_step", "ci_posterior", "prior_m_step", "fit_ci_em"]
 
 
 class CIState(NamedTuple):
@@ -71,8 +72,21 @@ def _e_step(scale: jax.Array, bias: jax.Array, confusion: jax.Array, arrays: tup
     data = join_data(arrays, sizes)
     joint = joint_log_likelihood({"scale": scale, "bias": bias, "confusion": confusion},
                                  data, scores)
+    return _normalise(joint)
+
+
+def _normalise(joint: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The E-step's end: ``joint`` (n_items, K) normalised per item, and the sum of the
+    items' log normalisers (the marginal log-likelihood)."""
     lse = jax.nn.logsumexp(joint, axis=1)
     return jnp.exp(joint - lse[:, None]), jnp.sum(lse)
+
+
+@partial(jax.jit, static_argnames=("sizes",))
+def _posterior(log_prior: jax.Array, confusion: jax.Array, arrays: tuple, *, sizes: tuple
+               ) -> tuple[jax.Array, jax.Array]:
+    data = join_data(arrays, sizes)
+    return _normalise(log_prior + class_log_likelihood({"confusion": confusion}, data))
 
 
 @partial(jax.jit, static_argnames=("sizes",))
@@ -97,6 +111,23 @@ def ci_e_step(scale: float, bias: Any, confusion: Any, data: DSData, scores: Any
     arrays, sizes = split_data(data)
     return _e_step(jnp.asarray(scale), jnp.asarray(bias), jnp.asarray(confusion), arrays,
                    jnp.asarray(scores), sizes=sizes)
+
+
+def ci_posterior(log_prior: Any, confusion: Any, data: DSData
+                 ) -> tuple[jax.Array, jax.Array]:
+    """The E-step given each item's log prior: item posteriors (n_items, K) and the
+    marginal log-likelihood (for a fit's ``predict``: its fitted ``item_prior``, which for
+    a NUTS fit is averaged over the draws and so is no ``softmax(scale z + bias)``).
+
+    Parameters
+    ----------
+    log_prior : array of shape (n_items, K)
+        ``log prior_i(k)``, rows as the items of ``data``.
+    confusion : array of shape (J, K, K)
+    data : DSData
+    """
+    arrays, sizes = split_data(data)
+    return _posterior(jnp.asarray(log_prior), jnp.asarray(confusion), arrays, sizes=sizes)
 
 
 def _prior_objective(theta: jax.Array, scores: jax.Array, post: jax.Array) -> jax.Array:
@@ -168,7 +199,7 @@ def prior_m_step(scale: float, bias: np.ndarray, scores: Any, post: Any
 
 
 def fit_ci_em(post0: np.ndarray, data: DSData, scores: np.ndarray, beta: np.ndarray | None,
-              *, max_iter: int, tol: float) -> CIState:
+              *, max_iter: int, tol: float, progress: bool = False) -> CIState:
     """EM from initial item posteriors (one start), in float64 (call it under ``x64``).
 
     Parameters
@@ -181,6 +212,8 @@ def fit_ci_em(post0: np.ndarray, data: DSData, scores: np.ndarray, beta: np.ndar
         Dirichlet prior of the confusion rows (MAP-EM), as for Dawid–Skene.
     max_iter : int
     tol : float
+    progress : bool, default=False
+        A bar of EM iterations (up to ``max_iter``) on stderr.
 
     Returns
     -------
@@ -192,16 +225,19 @@ def fit_ci_em(post0: np.ndarray, data: DSData, scores: np.ndarray, beta: np.ndar
     arrays, sizes = split_data(data)
     scale, bias = 1.0, np.zeros(K)
     objective, loglik, converged, it = -np.inf, -np.inf, False, 0
-    for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
-        conf = _channels(post, arrays, bj, sizes=sizes)
-        scale, bias, _ = prior_m_step(scale, bias, scores, post)
-        post, ll = ci_e_step(scale, bias, conf, data, scores)
-        loglik = float(ll)
-        lp = 0.0 if bj is None else float(log_prior(jnp.ones((1, K)), conf, None, bj, False))
-        new = (loglik + lp) / n
-        converged = bool(abs(new - objective) < tol)
-        objective = new
-        if converged or not np.isfinite(new):
-            break
+    with ProgressBar(max_iter, "EM iterations", enabled=progress) as bar:
+        for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
+            bar.update()
+            conf = _channels(post, arrays, bj, sizes=sizes)
+            scale, bias, _ = prior_m_step(scale, bias, scores, post)
+            post, ll = ci_e_step(scale, bias, conf, data, scores)
+            loglik = float(ll)
+            lp = (0.0 if bj is None
+                  else float(log_prior(jnp.ones((1, K)), conf, None, bj, False)))
+            new = (loglik + lp) / n
+            converged = bool(abs(new - objective) < tol)
+            objective = new
+            if converged or not np.isfinite(new):
+                break
     return CIState(np.asarray(post), scale, bias, np.asarray(conf), loglik, objective, it,
                    converged)
