@@ -33,6 +33,7 @@ SEVERITY: tuple[str, ...] = (
     "weak_channels",
     "boundary",
     "noise_depends_on_score",  # a target's noise check, after the fit's own statuses
+    "averaged_channels",  # a corrected target from channels averaged over items (GLAD)
     "estimate_outside_interval",
 )
 

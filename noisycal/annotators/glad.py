@@ -20,6 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import jax.numpy as jnp
+
+from noisycal.models.dawid_skene import one_coin_confusion
+
+from .._util.jax import x64
 from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
 from .._util.validation import check_array, check_real, check_seed
@@ -245,9 +250,8 @@ def averaged_confusion(alpha: np.ndarray, b: np.ndarray, item: np.ndarray,
     acc = 1.0 / (1.0 + np.exp(-alpha[annotator] * np.exp(b[item])))
     count = np.bincount(annotator, minlength=J)
     mean = np.bincount(annotator, weights=acc, minlength=J) / np.maximum(count, 1)
-    off = (1.0 - mean) / (K - 1)
-    eye = np.eye(K)
-    return mean[:, None, None] * eye + off[:, None, None] * (1.0 - eye)
+    with x64():
+        return np.asarray(one_coin_confusion(jnp.asarray(mean), K))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -256,11 +260,13 @@ class GLADFit(AnnotatorFit):
 
     ``item_posterior`` is the model's own (each item's easiness used); ``confusion``
     is each annotator's one-coin channel averaged over the items it rated, so
-    ``nc.targets.corrected(ann, fit)`` accepts it (an approximation: the corrected label
-    is then unbiased only on average over items); ``nc.targets.posterior(ann, fit)``
-    uses the model itself. :attr:`ability` and :attr:`easiness` are the fitted
-    parameters; :meth:`predict` scores new items with the fitted abilities and
-    prevalence held, each new item's easiness fitted by EM. The influence, refits and
+    ``nc.targets.corrected(ann, fit)`` accepts it as an approximation: the corrected label
+    is then unbiased only on average over items, and the target carries the status
+    'averaged_channels' (an Estimate against it ``'target_averaged_channels'``; the
+    cross-fitted NC-ECE refuses GLAD); ``nc.targets.posterior(ann, fit)`` uses the model
+    itself. :attr:`ability` and :attr:`easiness` are the fitted parameters;
+    :meth:`predict` scores new items with the fitted abilities and prevalence held, each
+    new item's easiness fitted by EM. The influence, refits and
     posterior draws of the noise-corrected intervals are not offered
     (:class:`~noisycal.exceptions.NotOffered`).
 
@@ -279,6 +285,13 @@ class GLADFit(AnnotatorFit):
         return (f"GLADFit(n_items={self.n_items}, n_annotators={len(self.annotators)}, "
                 f"n_classes={len(self.classes)}, {status}, loglik={self.loglik:.4f}, "
                 f"n_iter={self.n_iter})")
+
+    @property
+    def averaged_channels(self) -> bool:
+        """True: ``confusion`` averages item-dependent channels over items, so a corrected
+        target built from it gets the status 'averaged_channels' and the cross-fitted
+        NC-ECE refuses the model."""
+        return True
 
     @property
     def ability(self) -> np.ndarray:
@@ -309,7 +322,8 @@ class GLADFit(AnnotatorFit):
         Returns
         -------
         ndarray of shape (n_new_items, K)
-            Columns in the fit's class order.
+            Columns in the fit's class order. A ConvergenceWarning when the EM of the new
+            items stops at the fit's ``max_iter`` before ``tol`` (as :meth:`GLAD.fit`).
         """
         if groups is not None:
             raise ValueError("groups: GLAD has one prevalence for every item")
@@ -324,6 +338,12 @@ class GLADFit(AnnotatorFit):
                       easiness_prior=ep, prevalence=self.prevalence,
                       max_iter=int(self.details["max_iter"]), tol=float(self.details["tol"]),
                       ability=self.ability, free_ability=False)
+        if not em.converged:
+            warnings.warn(f"glad predict: the EM of the new items' easiness stopped at "
+                          f"max_iter={int(self.details['max_iter'])} before its change per "
+                          f"item fell below tol={float(self.details['tol']):g}; the "
+                          "posteriors are those of its last iteration", ConvergenceWarning,
+                          stacklevel=2)
         return em.posterior
 
     def summary(self, *, level: float = 0.9, loo: bool | None = None) -> Summary:

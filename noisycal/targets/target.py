@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._util.statuses import ordered_statuses
+from .._util.statuses import join_messages, ordered_statuses
 from .._util.types import ArrayLike, Seed
 from .._util.validation import (
     PROB_ATOL,
@@ -298,6 +298,18 @@ def voted(annotations: Annotations, *, tie: str = "lowest", seed: Seed = None) -
                   details={"tie": tie, "n_ties": n_ties})
 
 
+#: The status of a corrected target whose channels are a model's item-dependent channels
+#: averaged over items (GLAD's ``confusion``).
+AVERAGED_STATUS = "averaged_channels"
+
+_AVERAGED_MESSAGE = (
+    "built from an annotator fit whose channels are item-dependent channels averaged "
+    "over each annotator's items (a GLAD fit's confusion): the corrected target is "
+    "unbiased only on average over items, not per item or per score bin; use "
+    "nc.targets.posterior(annotations, fit) for the model's own posteriors, or a "
+    "class-conditional model (DawidSkene) for a corrected target")
+
+
 def _fit_status(fit: Any, *, informative_checked: bool = False
                 ) -> tuple[str, str, tuple[str, ...]]:
     """The target's status, message and statuses from those of ``fit``."""
@@ -356,10 +368,12 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
     fit : fitted annotator model, optional
         Supplies ``confusion`` (and the prevalence for IV weights); give ``fit``,
         ``confusion``, or the rates ``a`` and ``b``. A fit whose status is not 'ok'
-        gives a target with that status. Its channels are matched to Annotations by
-        annotator id and class name (any order, a subset of its annotators allowed; an
-        unseen annotator or another class set is a ``ValueError``), to an array by
-        position.
+        gives a target with that status; a fit whose channels are averaged over items
+        (``fit.averaged_channels``, a GLAD fit) gives the status 'averaged_channels'
+        (the target is unbiased only on average over items). Its channels are matched
+        to Annotations by annotator id and class name (any order, a subset of its
+        annotators allowed; an unseen annotator or another class set is a
+        ``ValueError``), to an array by position.
     confusion : array-like of shape (n_annotators, K, K), optional
         ``confusion[j, true, observed]``.
     a, b : array-like of shape (n_annotators,), optional
@@ -413,6 +427,9 @@ def corrected(annotations: Annotations | ArrayLike, fit: Any = None, *,
                                    weights=weights, prevalence=prevalence,
                                    informative=informative)
     status, message, statuses = _fit_status(fit, informative_checked=True)
+    if getattr(fit, "averaged_channels", False) is True:
+        statuses = ordered_statuses((*statuses, AVERAGED_STATUS))
+        status, message = statuses[0], join_messages(message, _AVERAGED_MESSAGE)
     det["fit_status"] = getattr(fit, "status", None)
     classes, items = det.pop("classes"), det.pop("items")
     det.update(_scores_details(fit, items, "corrected"))

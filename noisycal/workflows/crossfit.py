@@ -28,7 +28,14 @@ from ..correction.labels import fit_class_prevalence, fit_prevalence
 from ..engines.methods import Method
 from ..exceptions import IdentifiabilityWarning
 from ..intervals.estimate import Estimate
-from ..metrics.binned.bins import residual_ece, segment_stats
+from ..metrics.binned.bins import (
+    Binned,
+    bin_sums,
+    residual_ece,
+    segment_stats,
+    uniform_edges,
+)
+from ..metrics.binned.outside import with_outside_bins
 from ..metrics.inputs import resolve_kind
 from ..metrics.nc.bound import class_ranges, hoeffding_radius
 from ..metrics.nc.intervals import nc_ece_items
@@ -105,6 +112,10 @@ def _fold_target(model: Any, annotations: Annotations, train: np.ndarray, test: 
     if fit.status not in ("ok", "boundary"):
         raise ValueError(f"the channel fit on the folds other than {k} failed: "
                          f"{fit.status} ({fit.message})")
+    if getattr(fit, "averaged_channels", False) is True:
+        raise ValueError(f"model: the cross-fitted NC-ECE needs class-conditional channels; "
+                         f"the fits of {type(model).__name__} average item-dependent "
+                         "channels over items (item-dependent channels are not supported)")
     K = annotations.n_classes
     C = getattr(fit, "confusion", None)
     if C is None or np.shape(C) != (annotations.n_annotators, K, K):
@@ -182,7 +193,8 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, kind: str | N
         'classwise' is the mean over the K classes of each class's binned error.
     model : annotator model, optional
         Fitted on every training fold; default ``DawidSkene()``. Its fits must have a
-        confusion matrix per annotator (class-conditional channels).
+        confusion matrix per annotator (class-conditional channels): ``GLAD`` (whose
+        confusion averages item-dependent channels over items) is refused.
     method : engine object or str, optional
         The engine of every fold's fit (``model.fit(..., method=method)``, an object of
         :mod:`noisycal.engines.methods` or its string); default the model's own (EM for
@@ -246,10 +258,20 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, kind: str | N
         A fold fit with status 'boundary' gives the Estimate status
         ``'channels_boundary'`` with a message and an IdentifiabilityWarning (other
         non-ok fits raise). The status is otherwise 'ok', with the message that the
-        interval assumes exact channels (for two and K classes alike).
+        interval assumes exact channels (for two and K classes alike). The pooled
+        cross-fitted target goes through the check of every binned metric
+        (:func:`~noisycal.metrics.binned.outside.with_outside_bins`): a bin whose mean
+        of it lies outside [0, 1] beyond its sampling noise adds the status
+        ``'outside_parameter_space'`` (``details['outside_bins']``; value and interval
+        kept).
     """
-    from ..annotators import DawidSkene
+    from ..annotators import GLAD, DawidSkene
 
+    if isinstance(model, GLAD):
+        raise ValueError("model: the cross-fitted NC-ECE needs class-conditional channels; "
+                         "GLAD's channels depend on the item (its confusion averages them "
+                         "over items, so the fold targets would be unbiased only on average "
+                         "over items): item-dependent channels are not supported")
     z, kind, M, level = _check_inputs(probs, annotations, items, kind, n_bins, level, seed)
     n = z.shape[0]
     fold, F = _fold_ids(folds, n_folds, n, seed)
@@ -287,8 +309,22 @@ def nc_ece_crossfit(probs: ArrayLike, annotations: Annotations, *, kind: str | N
         warnings.warn(message, IdentifiabilityWarning, stacklevel=2)
     name = {"positive_class": "cross-fitted NC-ECE", "top_label": "cross-fitted top-label "
             "NC-ECE", "classwise": "cross-fitted classwise NC-ECE"}[kind]
-    return Estimate(name, value, (max(0.0, value - radius), value + radius),
-                    level, "bound", "hoeffding-union-crossfit", n=n, status=status,
-                    message=message,
-                    details={"n_folds": F, "per_fold": per_fold, "sampling_radius": radius,
-                             "residuals": r[0] if G == 1 else r, "n_bins": M, "kind": kind})
+    est = Estimate(name, value, (max(0.0, value - radius), value + radius),
+                   level, "bound", "hoeffding-union-crossfit", n=n, status=status,
+                   message=message,
+                   details={"n_folds": F, "per_fold": per_fold, "sampling_radius": radius,
+                            "residuals": r[0] if G == 1 else r, "n_bins": M, "kind": kind})
+    return _outside(est, T, conf, bins, cols, M, kind)
+
+
+def _outside(est: Estimate, T: np.ndarray, conf: np.ndarray, bins: np.ndarray,
+             cols: np.ndarray, M: int, kind: str) -> Estimate:
+    """``est`` through the bin-mean-outside-[0, 1] check of every binned metric
+    (:func:`~noisycal.metrics.binned.outside.with_outside_bins`), on the pooled
+    cross-fitted target in the statistic's own bins and score groups."""
+    n, G = T.shape[0], conf.shape[0]
+    t = np.stack([T[np.arange(n), cols[g]] for g in range(G)])  # (G, n)
+    data = np.stack([np.ones((G, n)), conf, t, t**2], axis=2)
+    binned = Binned(data, bins, np.tile(uniform_edges(M), (G, 1)), M, 1)
+    groups = [f"class_{k}" for k in range(G)] if kind == "classwise" else [kind]
+    return with_outside_bins(est, binned, bin_sums(binned), groups)

@@ -151,3 +151,62 @@ def test_agrees_with_crowdkit():
     assert np.abs(np.log(fit.easiness) - b_ck).max() < 0.05
     post_ck = theirs.probas_.reindex(np.arange(150))[[0, 1, 2]].to_numpy()
     assert np.abs(fit.item_posterior - post_ck).max() < 0.05
+
+
+@pytest.fixture(scope="module")
+def glad300():
+    """300 items, four annotators, K = 3, a GLAD fit (status ok) and scores."""
+    ann, _, _, y = _sim(300, 4, 3, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = nc.annotators.GLAD().fit(ann)
+    P = np.full((300, 3), 0.1) + 0.7 * np.eye(3)[y]
+    return ann, fit, P
+
+
+def test_averaged_confusion_is_the_one_coin_channel_of_the_mean_accuracy(glad300):
+    ann, fit, _ = glad300
+    arr = ann.engine_arrays()
+    acc = 1 / (1 + np.exp(-fit.ability[arr.annotator] * fit.easiness[arr.item]))
+    mean = np.bincount(arr.annotator, weights=acc) / np.bincount(arr.annotator)
+    want = np.where(np.eye(3, dtype=bool), mean[:, None, None],
+                    (1 - mean[:, None, None]) / 2)
+    np.testing.assert_allclose(fit.confusion, want, rtol=1e-14, atol=0)
+    assert fit.confusion.dtype == np.float64
+
+
+def test_corrected_target_from_glad_carries_averaged_channels(glad300):
+    ann, fit, P = glad300
+    assert fit.status == "ok"
+    T = nc.targets.corrected(ann, fit)
+    assert T.statuses == ("averaged_channels",) and T.status == "averaged_channels"
+    assert "unbiased only on average over items" in T.message
+    est = nc.ece(P, T, interval=None)
+    assert est.statuses[0] == "target_averaged_channels"
+    assert "unbiased only on average over items" in est.message
+    # the model's own posteriors, and a Dawid-Skene fit's corrected target, are ok
+    assert nc.targets.posterior(ann, fit).statuses == ("ok",)
+    ds = nc.DawidSkene().fit(ann)
+    assert ds.status == "ok" and nc.targets.corrected(ann, ds).statuses == ("ok",)
+
+
+def test_corrected_target_keeps_a_failed_fit_status_before_averaged_channels(sim500):
+    ann = sim500[0]
+    with pytest.warns(nc.exceptions.ConvergenceWarning):
+        fit = nc.annotators.GLAD().fit(ann, method=nc.engines.EM(max_iter=1))
+    T = nc.targets.corrected(ann, fit)
+    assert T.statuses == ("not_converged", "averaged_channels")
+
+
+def test_predict_warns_when_the_new_items_em_does_not_converge(sim500):
+    ann = sim500[0]
+    new = ann.subset(np.arange(40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = nc.annotators.GLAD().fit(ann)
+        fit.predict(new)  # converged: no warning
+    with pytest.warns(nc.exceptions.ConvergenceWarning):
+        capped = nc.annotators.GLAD().fit(ann, method=nc.engines.EM(max_iter=1))
+    with pytest.warns(nc.exceptions.ConvergenceWarning, match="glad predict: .*max_iter=1"):
+        post = capped.predict(new)
+    assert post.shape == (40, 3)

@@ -61,7 +61,12 @@ def test_k_class_value_and_radius_by_hand(bench, kind):
     assert est.details["sampling_radius"] == pytest.approx(rad.mean(), rel=1e-12)
     assert est.interval == pytest.approx((max(0.0, float(est) - rad.mean()),
                                           float(est) + rad.mean()), rel=1e-12)
-    assert est.status == "ok" and "assumes exact channels" in est.message
+    assert "assumes exact channels" in est.message
+    # the pooled target goes through the bin-mean check of nc.ece, with its verdict (top
+    # label: a two-item bin whose mean is 1.28, 15 standard errors above 1)
+    assert est.statuses == ref.statuses == {"top_label": ("outside_parameter_space",),
+                                            "classwise": ("ok",)}[kind]
+    assert est.details.get("outside_bins") == ref.details.get("outside_bins")
 
 
 def test_default_kind_is_top_label_as_in_ece(bench):
@@ -119,7 +124,11 @@ def test_reduced_coverage_cell(bench):
             rad = est.details["sampling_radius"]
             assert est.low <= pop <= est.high, (kind, seed, pop, est.interval)
             assert abs(float(est) - pop) < rad / 4, (kind, seed, float(est), pop, rad)
-            assert 0.25 < rad < 0.45 and est.status == "ok"
+            assert 0.25 < rad < 0.45
+            # the bin-mean check of nc.ece flags one run: a three-item top-label bin
+            # (0.3 to 0.4) whose corrected mean is -0.131, 37 within-bin s.e. below 0
+            flag = (kind, seed) == ("top_label", 2)
+            assert est.statuses == (("outside_parameter_space",) if flag else ("ok",))
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +158,47 @@ def test_cifar10n_densenet_crossfit_against_the_clean_labels(cifar):
     # track the clean labels' ECE within 0.005 (top label) and 0.003 (classwise)
     assert abs(out["top_label"][0] - out["top_label"][2]) < 0.005
     assert abs(out["classwise"][0] - out["classwise"][2]) < 0.003
+
+
+def _score_dependent(n, seed, *, low=0.6, high=0.98):
+    """Calibrated binary scores; three annotators of accuracy ``high`` on items scored
+    above 0.5 and ``low`` below (noise that depends on the score: equal ``low`` and
+    ``high`` is class-conditional)."""
+    rng = np.random.default_rng(seed)
+    z = rng.random(n)
+    y = rng.random(n) < z
+    ok = rng.random((n, 3)) < np.where(z > 0.5, high, low)[:, None]
+    A = np.where(ok, y[:, None], ~y[:, None]).astype(int)
+    return z, nc.Annotations.from_wide(A, classes=[0, 1])
+
+
+def test_bin_means_outside_unit_interval_flag_the_crossfitted_estimate():
+    # the fitted channels average the two accuracies: too noisy for the top bins, whose
+    # corrected mean is then above 1 (bin 9: 293 items, mean 1.081, 4.6 s.e.)
+    z, ann = _score_dependent(3000, 0)
+    est = nc.workflows.nc_ece_crossfit(z, ann, n_folds=4, seed=0)
+    assert float(est) == pytest.approx(0.09167326254991928, rel=1e-12)
+    assert est.statuses == ("outside_parameter_space",)
+    found = est.details["outside_bins"]
+    assert [(f["bin"], f["count"]) for f in found["flagged"]] == [(9, 293)]
+    assert found["flagged"][0]["mean"] == pytest.approx(1.081, abs=1e-3)
+    assert found["flagged"][0]["z"] > found["z"]
+    assert "bin 9 of positive_class" in est.message and "assumes exact channels" in est.message
+    # class-conditional annotators of the same design: nothing flagged
+    z, ann = _score_dependent(3000, 0, low=0.8, high=0.8)
+    assert nc.workflows.nc_ece_crossfit(z, ann, n_folds=4, seed=0).statuses == ("ok",)
+
+
+class _GladInside:
+    """A model whose fits are GLAD's (averaged channels) under another name."""
+
+    def fit(self, annotations, **kw):
+        return nc.annotators.GLAD().fit(annotations, **kw)
+
+
+def test_glad_is_refused_its_channels_depend_on_the_item(bench):
+    P, _, ann = bench.draw(3, False, 300, seed=0)
+    with pytest.raises(ValueError, match="model: .*GLAD's channels depend on the item"):
+        nc.workflows.nc_ece_crossfit(P, ann, model=nc.annotators.GLAD())
+    with pytest.raises(ValueError, match="model: .*_GladInside average item-dependent"):
+        nc.workflows.nc_ece_crossfit(P, ann, model=_GladInside(), n_folds=2)

@@ -7,7 +7,9 @@ correction does not hold there: the annotators' channels are not what the fit sa
 (annotator noise that depends on the classifier's score, or misestimated channels).
 :func:`with_outside_bins` is applied once, by
 :func:`noisycal.metrics.binned.estimate.binned_estimate`, which every binned metric (ECE,
-MCE, the NC-ECE and its intervals) passes through.
+MCE, the NC-ECE and its intervals) passes through, and by
+:func:`noisycal.workflows.nc_ece_crossfit` to its pooled cross-fitted target (its
+statistic is computed outside ``binned_estimate``).
 """
 
 from __future__ import annotations
