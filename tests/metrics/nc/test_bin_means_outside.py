@@ -8,7 +8,7 @@ import pytest
 
 import noisycal as nc
 from noisycal.metrics.binned.bins import bin_sums, make_binned
-from noisycal.metrics.binned.outside import OUTSIDE_LEVEL, outside_bins
+from noisycal.metrics.binned.outside import MIN_BIN_ITEMS, OUTSIDE_LEVEL, outside_bins
 
 OUT = "outside_parameter_space"
 
@@ -90,10 +90,15 @@ def test_fitted_channels_from_another_design_flag_every_nc_path():
     assert bound.value == plain.value
 
 
-def test_single_item_and_zero_se_bins_are_not_checked():
-    # bin 0: one item at -3; bin 1: two items both at 1.5 (SE 0); bin 2: spread, inside
-    conf = np.array([0.05, 0.5, 0.52, 0.9, 0.95, 0.97])
-    tgt = np.array([-3.0, 1.5, 1.5, 0.8, 1.0, 0.9])
+def test_small_and_zero_se_bins_are_not_checked():
+    # bin 0: MIN_BIN_ITEMS - 1 items around -3; bin 1: MIN_BIN_ITEMS items all at 1.5
+    # (SE 0); bin 2: MIN_BIN_ITEMS items spread inside [0, 1] (checked, not flagged)
+    m = MIN_BIN_ITEMS
+    assert m == 30
+    rng = np.random.default_rng(0)
+    conf = np.concatenate([np.full(m - 1, 0.05), np.full(m, 0.5), np.full(m, 0.9)])
+    tgt = np.concatenate([rng.normal(-3.0, 0.1, m - 1), np.full(m, 1.5),
+                          rng.uniform(0.6, 1.0, m)])
     binned = make_binned(conf[:, None], tgt[:, None, None], 3, "uniform", with_sq=False)
     found = outside_bins(binned, bin_sums(binned), ["positive_class"])
     assert found["n_outside"] == 2 and found["n_checked"] == 1
