@@ -184,8 +184,9 @@ class MLPTemperatureScaling(SoftmaxMap):
     ----------
     params_ : list of (ndarray, ndarray)
         Weight matrix and bias of each layer (float64), input to output.
-    loss_history_ : ndarray of shape (epochs_run_,)
-        Mean training loss of each epoch (over its minibatches, as they were seen).
+    loss_history_ : ndarray of shape (n_epochs_run,)
+        Mean training loss of each epoch (over its minibatches, as they were seen); its
+        length is ``epochs_run_``.
     epochs_run_ : int
         Epochs completed with finite loss and parameters.
     objective_ : float
