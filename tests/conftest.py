@@ -59,6 +59,18 @@ def _n_mappings() -> int:
 
 
 @pytest.fixture(scope="module")
+def cifar() -> tuple:
+    """CIFAR-10N's human labels and the CIFAR-10 DenseNet-40 logits (the test skips when
+    either is absent)."""
+    import noisycal as nc
+
+    try:
+        return nc.datasets.load_cifar10n(), nc.datasets.load_cifar10_logits()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
 def study() -> object:
     """``benchmarks/coverage_study.py`` as a module (the reduced coverage study's cells)."""
     import importlib.util

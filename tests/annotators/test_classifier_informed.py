@@ -196,14 +196,6 @@ def test_bad_inputs_name_the_argument(world):
 
 # ------------------------------------------------------------------------ real data
 
-@pytest.fixture(scope="module")
-def cifar():
-    try:
-        return nc.datasets.load_cifar10n(), nc.datasets.load_cifar10_logits()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.mark.data
 def test_cifar10n_beats_dawid_skene_and_the_classifier(cifar):
     """CIFAR-10N, the 5,000 validation images of DenseNet-40, three human labels each;

@@ -327,14 +327,6 @@ def test_kclass_requests_that_stay_refused():
 
 # ------------------------------------------------------------------------ real data
 
-@pytest.fixture(scope="module")
-def cifar():
-    try:
-        return nc.datasets.load_cifar10n(), nc.datasets.load_cifar10_logits()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.mark.data
 def test_cifar10n_ten_class_nc_ece_with_refitted_channels(cifar):
     """DenseNet-40 on the 5000 CIFAR-10 validation images, three CIFAR-10N labels each,

@@ -191,14 +191,6 @@ def test_log_loss_on_a_target_outside_unit_interval_runs_to_the_box_and_says_so(
     assert br.loss_ == "brier" and br.objective_ >= -0.5 - 1e-12
 
 
-@pytest.fixture(scope="module")
-def cifar():
-    try:
-        return nc.datasets.load_cifar10n(), nc.datasets.load_cifar10_logits()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.mark.data
 def test_cifar10n_densenet_brier_against_corrected_target(cifar):
     d, lg = cifar

@@ -129,14 +129,6 @@ def test_reduced_coverage_cell(bench):
             assert est.statuses == ("ok",)
 
 
-@pytest.fixture(scope="module")
-def cifar():
-    try:
-        return nc.datasets.load_cifar10n(), nc.datasets.load_cifar10_logits()
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-
-
 @pytest.mark.data
 def test_cifar10n_densenet_crossfit_against_the_clean_labels(cifar):
     d, lg = cifar

@@ -29,8 +29,14 @@ from ..._util.types import ArrayLike
 from ..._util.validation import check_choice, check_real
 from ...exceptions import IdentifiabilityWarning
 from .._base import check_box
-from .._inputs import EPS, score_matrix
-from .multiclass import ATS_MIN_TEMPERATURE, N_ATS_FEATURES, _doc, _LbfgsMap
+from .._inputs import EPS
+from .multiclass import (
+    ATS_MIN_TEMPERATURE,
+    N_ATS_FEATURES,
+    _doc,
+    _LbfgsMap,
+    _PerItemTemperature,
+)
 from .temperature import TemperatureScaling
 
 __all__ = ["BetaCalibration", "BETA_PARAMETERS", "AdaptiveTemperatureScaling",
@@ -264,7 +270,7 @@ def ats_features(S: np.ndarray) -> np.ndarray:
                             top2[:, 0] - top2[:, 1], top2[:, 0]])
 
 
-class AdaptiveTemperatureScaling(_LbfgsMap):
+class AdaptiveTemperatureScaling(_PerItemTemperature, _LbfgsMap):
     """Adaptive temperature scaling: one temperature per item from features of its scores.
 
     Joy et al. (2023), in the form that "Confidence Calibration under Ambiguous Ground
@@ -349,30 +355,6 @@ class AdaptiveTemperatureScaling(_LbfgsMap):
         a = self._standardised(S) @ self.coef_ + self.intercept_
         return softplus(a) + ATS_MIN_TEMPERATURE
 
-    def _eta(self, S: np.ndarray) -> np.ndarray:
-        return S / self._temperatures(S)[:, None]
-
-    def predict_temperature(self, *, probs: ArrayLike | None = None,
-                            logits: ArrayLike | None = None) -> np.ndarray:
-        """The per-item temperatures ``T_i``.
-
-        Parameters
-        ----------
-        probs, logits : array-like of shape (n,) or (n, n_classes), optional
-            Exactly one, as for :meth:`predict_proba`.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        self._check_fitted()
-        x = score_matrix(probs, logits, self.eps_)
-        if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_ \
-                or x.given != self.input_:
-            raise ValueError(f"{x.given} must be the input kind and shape the map was "
-                             f"fitted on ({self.input_}=, {self.n_classes_} classes); got "
-                             f"shape {np.shape(x.raw)}")
-        return self._temperatures(x.S)
 
     @_doc
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,

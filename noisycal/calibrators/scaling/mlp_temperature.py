@@ -30,8 +30,8 @@ from ..._util.jax import as_key, x64
 from ..._util.types import ArrayLike, Seed
 from ..._util.validation import check_int, check_real, check_seed
 from ...exceptions import ConvergenceWarning, IdentifiabilityWarning
-from .._inputs import EPS, SoftmaxMap, score_matrix
-from .multiclass import _doc
+from .._inputs import EPS, SoftmaxMap
+from .multiclass import _doc, _PerItemTemperature
 
 __all__ = ["MLPTemperatureScaling", "MLP_MIN_TEMPERATURE"]
 
@@ -134,7 +134,7 @@ def _check_hidden(hidden: object) -> tuple[int, ...]:
     return tuple(int(h) for h in hidden)
 
 
-class MLPTemperatureScaling(SoftmaxMap):
+class MLPTemperatureScaling(_PerItemTemperature, SoftmaxMap):
     """Temperature scaling with one temperature per item from an MLP on its scores.
 
     The Ada-TS of "Adaptive Set-Mass Calibration with Conformal Prediction" (Appendix F,
@@ -230,30 +230,6 @@ class MLPTemperatureScaling(SoftmaxMap):
             p = [(jnp.asarray(W), jnp.asarray(b)) for W, b in self.params_]
             return np.asarray(_temperature_jit(p, jnp.asarray(S, dtype=jnp.float64)))
 
-    def _eta(self, S: np.ndarray) -> np.ndarray:
-        return S / self._temperatures(S)[:, None]
-
-    def predict_temperature(self, *, probs: ArrayLike | None = None,
-                            logits: ArrayLike | None = None) -> np.ndarray:
-        """The per-item temperatures ``T(z_i)``.
-
-        Parameters
-        ----------
-        probs, logits : array-like of shape (n,) or (n, n_classes), optional
-            Exactly one, as for :meth:`predict_proba`.
-
-        Returns
-        -------
-        ndarray of shape (n,)
-        """
-        self._check_fitted()
-        x = score_matrix(probs, logits, self.eps_)
-        if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_ \
-                or x.given != self.input_:
-            raise ValueError(f"{x.given} must be the input kind and shape the map was "
-                             f"fitted on ({self.input_}=, {self.n_classes_} classes); got "
-                             f"shape {np.shape(x.raw)}")
-        return self._temperatures(x.S)
 
     @_doc
     def fit(self, *, probs: ArrayLike | None = None, logits: ArrayLike | None = None,

@@ -55,7 +55,7 @@ from ..._util.threads import single_thread_blas
 from ..._util.types import ArrayLike
 from ..._util.validation import check_int, check_real, check_work_bytes
 from .._base import check_box, minimise_from_starts
-from .._inputs import EPS, SoftmaxMap, finish_status, separates
+from .._inputs import EPS, SoftmaxMap, finish_status, score_matrix, separates
 
 __all__ = ["VectorScaling", "PlattScaling", "MatrixScaling", "DirichletCalibration",
            "fit_softmax_map"]
@@ -241,6 +241,36 @@ _FIT_DOC = """
             aligned with the target's items, target rows do not sum to 1, or a parameter
             is invalid.
 """
+
+
+class _PerItemTemperature:
+    """For maps that divide each item's scores by its own temperature: ``_eta`` and
+    ``predict_temperature`` from the subclass's ``_temperatures(S)`` (one per row)."""
+
+    def _eta(self, S: np.ndarray) -> np.ndarray:
+        return S / self._temperatures(S)[:, None]
+
+    def predict_temperature(self, *, probs: ArrayLike | None = None,
+                            logits: ArrayLike | None = None) -> np.ndarray:
+        """The per-item temperatures ``T_i``.
+
+        Parameters
+        ----------
+        probs, logits : array-like of shape (n,) or (n, n_classes), optional
+            Exactly one, as for :meth:`predict_proba`.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+        """
+        self._check_fitted()
+        x = score_matrix(probs, logits, self.eps_)
+        if x.binary != self.binary_ or x.S.shape[1] != self.n_classes_ \
+                or x.given != self.input_:
+            raise ValueError(f"{x.given} must be the input kind and shape the map was "
+                             f"fitted on ({self.input_}=, {self.n_classes_} classes); got "
+                             f"shape {np.shape(x.raw)}")
+        return self._temperatures(x.S)
 
 
 def _doc(fn: object) -> object:
