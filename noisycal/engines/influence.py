@@ -55,7 +55,7 @@ from .._util.jax import x64
 __all__ = ["ChannelInfluence", "FreeParameters", "channel_influence", "dawid_skene_influence",
            "hui_walter_influence", "posterior_influence", "params_from_free",
            "boundary_moves", "RULE_OF_THREE", "CHANNELS", "MIN_INFLUENCE_DRAWS",
-           "MAX_NOISE_SHARE", "POSTERIOR_MODELS"]
+           "MAX_NOISE_SHARE", "POSTERIOR_MODELS", "full_coordinates", "full_influence"]
 
 #: The channel of each model whose influence is its marginal likelihood's sandwich: the
 #: ``one_coin`` switch of :mod:`noisycal.engines.free_params` (False: full confusion
@@ -645,8 +645,6 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     :data:`MAX_NOISE_SHARE` the influence is refused (the covariance would be mostly
     noise). ``information`` is the inverse of the covariance (pseudo-inverse).
     """
-    from .identification import MAX_FREE
-
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
     if ann is None:
         return "the fit does not carry the annotations it was fitted on"
@@ -672,19 +670,11 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     if not (np.all(np.isfinite(prev)) and np.all(np.isfinite(conf))
             and np.all(np.isfinite(conf_d)) and np.all(np.isfinite(prev_d))):
         return "the fit has no finite estimates"
-    x0 = np.concatenate([prev.ravel(), conf.ravel()])
-    rows = x0.reshape(-1, K)
-    ref = np.argmax(rows, axis=1)
-    free = np.ones(rows.shape, bool)
-    free[np.arange(rows.shape[0]), ref] = False
-    free = free.ravel()
-    p = int(free.sum())
-    if p > MAX_FREE:
-        return f"more than MAX_FREE={MAX_FREE} free parameters"
-    basis = np.zeros((x0.size, p))
-    cols = np.flatnonzero(free)
-    basis[cols, np.arange(p)] = 1.0
-    basis[(cols // K) * K + ref[cols // K], np.arange(p)] = -1.0
+    coords = full_coordinates(prev, conf)
+    if isinstance(coords, str):
+        return coords
+    x0, basis, cols, names = coords
+    p = cols.size
     # a draw's coordinates: its free entries' moves (a row's moves sum to zero)
     x = np.concatenate([prev_d.reshape(S, -1), conf_d.reshape(S, -1)], axis=1)
     theta = (x - x0)[:, cols]
@@ -701,11 +691,85 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     phi = (ll - ll.mean(axis=0)).T @ tc / (S - 1)              # (n_patterns, p)
     w = counts.astype(np.float64)
     phi = phi - (w @ phi) / w.sum()                              # centred over the items
-    cov = (phi * w[:, None]).T @ phi
+    return full_influence(x0, basis, names, phi, pattern, counts, (L, J, K))
+
+
+def full_coordinates(prev: np.ndarray, conf: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]] | str:
+    """The free coordinates of prevalence rows and full confusion matrices.
+
+    Every entry of a probability row is free except the row's largest, which moves
+    against the others (the row keeps summing to one): ``x = x0 + basis @ theta``. No
+    entry is held fixed at the boundary. The coordinates of :func:`posterior_influence`
+    and of the models whose influence is computed on their channels directly (GLAD's
+    item-averaged channels, the classifier-informed model's channels).
+
+    Parameters
+    ----------
+    prev : ndarray of shape (L, K)
+    conf : ndarray of shape (J, K, K)
+
+    Returns
+    -------
+    x0 : ndarray of shape (L * K + J * K * K,)
+        ``prev`` then ``conf``, flattened.
+    basis : ndarray of shape (x0.size, p)
+    cols : ndarray of shape (p,)
+        The flat index of each free entry: a move ``dx`` of ``x`` whose rows sum to
+        zero has the coordinates ``dx[cols]``.
+    names : tuple of str
+        The free parameters.
+
+    Or a str saying why there are none (more than ``MAX_FREE`` free parameters).
+    """
+    from .identification import MAX_FREE
+
+    K = prev.shape[1]
+    J = conf.shape[0]
+    L = prev.shape[0]
+    x0 = np.concatenate([prev.ravel(), conf.ravel()])
+    rows = x0.reshape(-1, K)
+    ref = np.argmax(rows, axis=1)
+    free = np.ones(rows.shape, bool)
+    free[np.arange(rows.shape[0]), ref] = False
+    free = free.ravel()
+    p = int(free.sum())
+    if p > MAX_FREE:
+        return f"more than MAX_FREE={MAX_FREE} free parameters"
+    basis = np.zeros((x0.size, p))
+    cols = np.flatnonzero(free)
+    basis[cols, np.arange(p)] = 1.0
+    basis[(cols // K) * K + ref[cols // K], np.arange(p)] = -1.0
     names = ([f"prevalence[{g}, {k}]" for g in range(L) for k in range(K)]
              + [f"confusion[{j}, {t}, {o}]" for j in range(J) for t in range(K)
                 for o in range(K)])
-    return ChannelInfluence(x0, basis, tuple(names[i] for i in cols), phi, pattern, counts,
-                            np.linalg.pinv(cov), cov, False, (L, J, K),
-                            np.zeros((0, x0.size)))
+    return x0, basis, cols, tuple(names[i] for i in cols)
+
+
+def full_influence(x0: np.ndarray, basis: np.ndarray, names: tuple[str, ...],
+                   phi: np.ndarray, pattern: np.ndarray, counts: np.ndarray,
+                   shape: tuple[int, int, int]) -> ChannelInfluence:
+    """A :class:`ChannelInfluence` in the coordinates of :func:`full_coordinates`.
+
+    Parameters
+    ----------
+    x0, basis, names
+        From :func:`full_coordinates`.
+    phi : ndarray of shape (n_patterns, p)
+        The influence of one item of each pattern, in the free coordinates (centred over
+        the items by the caller).
+    pattern : ndarray of shape (n_items,)
+    counts : ndarray of shape (n_patterns,)
+    shape : (L, J, K)
+
+    Returns
+    -------
+    ChannelInfluence
+        Its covariance ``sum_i phi_i phi_i^T``, its information the covariance's
+        pseudo-inverse, no boundary moves.
+    """
+    w = np.asarray(counts, dtype=np.float64)
+    cov = (phi * w[:, None]).T @ phi
+    return ChannelInfluence(x0, basis, names, phi, pattern, counts, np.linalg.pinv(cov), cov,
+                            False, shape, np.zeros((0, x0.size)))
 
