@@ -288,7 +288,10 @@ class AnnotatorFit:
         under those weights: the same model, priors, iteration limit and tolerance, started
         from the fitted posteriors so the class labelling is kept. All rows run in one
         compiled loop. Offered by EM fits of the Dawid–Skene family (Dawid–Skene,
-        one-coin, grouped, class-conditional, MACE) without gold labels.
+        one-coin, grouped, class-conditional, MACE). A fit with gold labels is refitted
+        with its gold items' posteriors clamped at their classes, as in the fit: a gold
+        item keeps its class in every replicate and weighs its weight (a resample's
+        multiplicity).
 
         Parameters
         ----------
@@ -329,8 +332,8 @@ class AnnotatorFit:
         Raises
         ------
         NotOffered
-            For a fit that cannot be refitted (not EM, not of the Dawid–Skene family, gold
-            labels, no fitted ratings).
+            For a fit that cannot be refitted (not EM, not of the Dawid–Skene family, no
+            fitted ratings or gold labels).
         ValueError
             Naming ``weights``.
 
@@ -369,7 +372,7 @@ class AnnotatorFit:
                                  f"(what draw makes the weights from), got {weights!r}")
             else:
                 W = weights
-            post0, perm, data, pattern, group = self._refit_data()
+            post0, perm, data, pattern, group, gold = self._refit_data()
             alpha, beta = (None if self.details.get(k) is None
                            else jnp.asarray(self.details[k])
                            for k in ("prior_alpha", "prior_beta"))
@@ -381,7 +384,8 @@ class AnnotatorFit:
                     max_iter=int(self.details.get("max_iter", 1000)),
                     tol=float(self.details.get("tol", 1e-8)), draw=draw,
                     statistic=statistic, args=jax.tree.map(jnp.asarray, args),
-                    progress=progress)
+                    progress=progress,
+                    gold=None if gold is None else jnp.asarray(gold, jnp.int32))
                 out = jax.tree.map(np.asarray, out)
         if draw is None and np.ndim(weights) == 1:
             out = jax.tree.map(lambda x: x[0], out)
@@ -397,16 +401,18 @@ class AnnotatorFit:
             return ("refit refits Dawid-Skene-family channels by EM (dawid_skene, one_coin, "
                     f"grouped, class_conditional, mace); this fit is {self.model!r} by "
                     f"{self.method!r}")
-        if self.details.get("gold"):
-            return "fits with gold labels are not refitted yet"
+        if self.details.get("gold") and self.details.get("gold_index") is None:
+            return "the fit used gold labels but does not carry them (details['gold_index'])"
         if self.annotations is None:
             return "the fit does not carry the annotations it was fitted on"
         return ""
 
     def _refit_data(self) -> tuple:
-        """The EM data of the fit's ratings collapsed to rating patterns (within groups),
-        the start (fitted posteriors in EM's latent labelling), ``latent_perm``, and each
-        item's pattern and group. Ratings sorted by item, then annotator."""
+        """The start (fitted posteriors in EM's latent labelling), ``latent_perm``, the EM
+        data of the fit's ratings collapsed to rating patterns (within groups and gold
+        classes: a gold item never shares a pattern with an item of another or no gold
+        class), each item's pattern and group, and each pattern's gold class (-1: none;
+        None for a fit without gold labels). Ratings sorted by item, then annotator."""
         from noisycal.models.dawid_skene import make_data
 
         from .patterns import collapse_patterns
@@ -419,7 +425,12 @@ class AnnotatorFit:
         order = np.lexsort((arr.annotator, arr.item))
         item, annotator, label = (np.asarray(x, np.int64)[order]
                                   for x in (arr.item, arr.annotator, arr.label))
-        pattern, rep, _ = collapse_patterns(item, annotator * K + label, n, extra=(group,))
+        # gold classes index the fit's classes as given to EM (the latent labelling the
+        # original fit clamped them in), in the fit's item order
+        gold = self.details.get("gold_index") if self.details.get("gold") else None
+        gold = None if gold is None else np.asarray(gold, np.int64)
+        extra = (group,) if gold is None else (group, gold)
+        pattern, rep, _ = collapse_patterns(item, annotator * K + label, n, extra=extra)
         keep = np.isin(item, rep)
         pos = np.full(n, -1, np.int64)
         pos[rep] = np.arange(rep.size)
@@ -429,7 +440,7 @@ class AnnotatorFit:
         post0 = np.asarray(self.item_posterior)[rep][:, np.argsort(perm)]
         data = make_data(pos[item[keep]], annotator[keep], label[keep], n_items=rep.size,
                          n_annotators=J, n_classes=K, group=group[rep], n_groups=L)
-        return post0, perm, data, pattern, group
+        return post0, perm, data, pattern, group, None if gold is None else gold[rep]
 
     def posterior_draws(self, level: float | None = None) -> Mapping[str, np.ndarray]:
         """The posterior draws of a NUTS fit, checked for an interval at ``level``.

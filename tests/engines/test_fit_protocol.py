@@ -127,7 +127,8 @@ def test_refit_refusals_and_bad_weights(toy):
     with pytest.raises(NotOffered, match="Dawid-Skene-family channels by EM.*'mle'"):
         mle.refit(np.ones(ann.n_items))
     gold = nc.DawidSkene(2).fit(ann, gold={0: int(t.y[0])})
-    with pytest.raises(NotOffered, match="gold labels"):
+    gold = dataclasses.replace(gold, details={**gold.details, "gold_index": None})
+    with pytest.raises(NotOffered, match="gold labels but does not carry them"):
         gold.refit(np.ones(ann.n_items))
     with pytest.raises(NotOffered, match="does not carry the annotations"):
         dataclasses.replace(fit, annotations=None).refit(np.ones(ann.n_items))

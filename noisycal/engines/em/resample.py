@@ -137,7 +137,8 @@ def _weighted_refits(weights: jax.Array, post0: jax.Array, perm: jax.Array, arra
                      alpha: jax.Array | None, beta: jax.Array | None, pattern: jax.Array,
                      group: jax.Array, args: Any, *, sizes: tuple, one_coin: bool,
                      max_iter: int, tol: float, draw: Callable[..., Any] | None,
-                     statistic: Callable[..., Any] | None, progress: bool = False) -> tuple:
+                     statistic: Callable[..., Any] | None, progress: bool = False,
+                     gold: jax.Array | None = None) -> tuple:
     from ...correction.labels import marginal_prevalence
 
     data = join_data(arrays, sizes)
@@ -145,7 +146,7 @@ def _weighted_refits(weights: jax.Array, post0: jax.Array, perm: jax.Array, arra
     def one(x: jax.Array) -> tuple:
         w = x if draw is None else draw(x, args)
         w_pat = jax.ops.segment_sum(w, pattern, num_segments=data.n_items)
-        st = run_em(post0, data, None, alpha, beta, one_coin=one_coin, max_iter=max_iter,
+        st = run_em(post0, data, gold, alpha, beta, one_coin=one_coin, max_iter=max_iter,
                     tol=tol, weights=w_pat)
         if progress:
             tick(st.n_iter)
@@ -168,7 +169,7 @@ def weighted_refits(weights: jax.Array, post0: jax.Array, perm: jax.Array, data:
                     group: jax.Array, *, one_coin: bool, max_iter: int, tol: float,
                     draw: Callable[..., Any] | None = None,
                     statistic: Callable[..., Any] | None = None, args: Any = (),
-                    progress: bool = False) -> tuple:
+                    progress: bool = False, gold: jax.Array | None = None) -> tuple:
     """EM refitted under each row of item weights (jitted, ``lax.map`` over the rows).
 
     Parameters
@@ -203,6 +204,11 @@ def weighted_refits(weights: jax.Array, post0: jax.Array, perm: jax.Array, data:
         Passed to ``draw`` and ``statistic`` as traced arguments.
     progress : bool, default=False
         Move the open progress bar (:mod:`noisycal._util.progress`) once per refit.
+    gold : int array of shape (n_patterns,), optional
+        Gold class of every pattern in the latent labelling, ``-1`` when unknown: those
+        patterns' posteriors are clamped in every refit, as in
+        :func:`noisycal.engines.em.dawid_skene.run_em` (patterns must not mix gold
+        classes, :func:`noisycal.engines.patterns.collapse_patterns`).
 
     Returns
     -------
@@ -214,4 +220,4 @@ def weighted_refits(weights: jax.Array, post0: jax.Array, perm: jax.Array, data:
     arrays, sizes = split_data(data)
     return _weighted_refits(weights, post0, perm, arrays, alpha, beta, pattern, group, args,
                             sizes=sizes, one_coin=one_coin, max_iter=max_iter, tol=tol,
-                            draw=draw, statistic=statistic, progress=progress)
+                            draw=draw, statistic=statistic, progress=progress, gold=gold)

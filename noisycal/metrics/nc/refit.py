@@ -8,7 +8,8 @@ Multiple Unreliable Labels" (Algorithm 1) inside every replicate b:
 1. draw n items with replacement (counts w_i);
 2. refit the channels by EM on the resampled items (the same model, priors, iteration
    limit and tolerance as the original fit; started from the fitted posteriors, so the
-   class orientation is kept);
+   class orientation is kept; a gold item of the fit keeps its class, clamped, in every
+   replicate);
 3. recompute the aggregation weights from the refitted channels by the target's rule
    ('iv' with the refitted prevalence, unless the target's prevalence was given by the
    user; 'equal', 'gap', 'squared_gap'; user-given weights stay fixed):
@@ -70,8 +71,8 @@ def check_refit_target(target: Any) -> tuple[dict, Any]:
     """Check that ``target`` is a corrected target built from an annotator fit, using all
     its annotators, classes and items.
 
-    Whether the fit can be refitted (an EM fit of the Dawid–Skene family without gold
-    labels) the fit says when asked (``fit.refit``; see :func:`nc_ece_refit_replicates`).
+    Whether the fit can be refitted (an EM fit of the Dawid–Skene family, with or without
+    gold labels) the fit says when asked (``fit.refit``; see :func:`nc_ece_refit_replicates`).
 
     Parameters
     ----------

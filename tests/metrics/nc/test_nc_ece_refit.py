@@ -227,12 +227,9 @@ def test_map_em_priors_follow_the_orientation():
     assert abs(boot.mean() - fit.prevalence[1]) < 3 * boot.std() / np.sqrt(200) + 2e-3
 
 
-def test_gold_fits_and_sparse_excluded_annotators():
+def test_sparse_excluded_annotators():
     t, ann = _toy(600, seed=6)
-    gold = {int(i): int(t.y[i]) for i in range(20)}
-    fit = nc.DawidSkene(2).fit(ann, gold=gold)
-    with pytest.raises(ValueError, match="gold labels"):
-        nc.ece(t.z, nc.targets.corrected(ann, fit), interval="refit")
+    # (gold fits are refitted: tests/metrics/nc/test_refit_gold.py)
     # a fourth annotator who rated 3 items, excluded from the target: resamples that
     # miss it give it no ratings, which must not poison the replicate
     A = np.column_stack([t.annotations, np.full(600, -1)])
