@@ -239,11 +239,12 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     replicate once per EM refit on a bootstrap resample of the items (``parameters=
     'refits'``, the default where the fit offers :meth:`AnnotatorFit.refit`): the
     bootstrap distribution of the estimate stands in for the posterior, so the check asks
-    the question a NUTS fit's check asks and the two can be compared. Other fits (MLE, EM
-    with gold labels) and ``parameters='plug-in'`` replicate ``n_rep`` times at the point
-    estimate (a plug-in parametric bootstrap, which ignores parameter uncertainty, so its
-    replicated ranges are narrower and its p-values more extreme than a posterior
-    check's; the result's ``method`` and message say so).
+    the question a NUTS fit's check asks and the two can be compared (EM fits with gold
+    labels too: their refits keep the gold items at their classes). Other fits (MLE)
+    and ``parameters='plug-in'`` replicate ``n_rep`` times at the point estimate (a
+    plug-in parametric bootstrap, which ignores parameter uncertainty, so its replicated
+    ranges are narrower and its p-values more extreme than a posterior check's; the
+    result's ``method`` and message say so).
 
     A NUTS fit's check judges the model *with its prior*. With many classes the default
     weakly informative Dirichlet priors put pseudo-counts on every error cell of every
