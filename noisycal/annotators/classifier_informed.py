@@ -75,9 +75,13 @@ class ClassifierInformedFit(AnnotatorFit):
     -----
     ``group_prevalence`` holds the prevalence-equivalent: the mean of the item priors,
     ``mean_i softmax(a z_i + c)`` (one row). The other fields are those of
-    :class:`~noisycal.engines.results.AnnotatorFit`; ``refit`` and ``influence`` are not
-    offered (``NotOffered``), ``predict`` scores fitted items only. A NUTS fit reports
-    posterior means (``scale``, ``bias``, ``confusion``; ``item_prior`` and
+    :class:`~noisycal.engines.results.AnnotatorFit`; ``influence`` is the sandwich of the
+    marginal likelihood on the channels for an EM fit
+    (:func:`noisycal.engines.influence.classifier_informed_influence`) and the posterior
+    influence from the draws for a NUTS fit, so the default NC-ECE interval of a
+    corrected target carries the channel error; ``refit`` is not offered (``NotOffered``:
+    this model's EM takes no item weights), ``predict`` scores fitted items only. A NUTS
+    fit reports posterior means (``scale``, ``bias``, ``confusion``; ``item_prior`` and
     ``item_posterior`` averaged over the draws) and keeps the draws in ``draws``
     (``prevalence``, each draw's mean item prior, ``confusion``, ``scale`` and ``bias``;
     chains and samples merged).

@@ -243,7 +243,10 @@ class AnnotatorFit:
         the model's own free coordinates
         (:func:`noisycal.engines.influence.dawid_skene_influence`);
         Hui–Walter moment and GMM fits: the GMM sandwich
-        (:func:`noisycal.engines.influence.hui_walter_influence`).
+        (:func:`noisycal.engines.influence.hui_walter_influence`); classifier-informed EM
+        fits: the sandwich of the marginal likelihood given the scores, on the channels,
+        the prior's scale and bias as nuisance parameters
+        (:func:`noisycal.engines.influence.classifier_informed_influence`).
 
         Parameters
         ----------

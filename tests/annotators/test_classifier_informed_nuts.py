@@ -2,6 +2,7 @@
 the posterior against MAP-EM on simulated data, the circular-target status and the
 one NUTS rule for convergence."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import noisycal as nc
 from noisycal.annotators import ClassifierInformedDawidSkene
-from noisycal.exceptions import ConvergenceWarning, NotOffered
+from noisycal.exceptions import ConvergenceWarning
 
 K = 3
 CONF = np.array([[[0.75, 0.15, 0.10], [0.10, 0.70, 0.20], [0.10, 0.15, 0.75]],
@@ -126,7 +127,8 @@ def test_posterior_mean_is_near_map_em_and_the_truth(fits):
 def test_nuts_targets_are_circular_against_the_same_scores(fits):
     """Posterior and corrected targets of the NUTS fit carry the scores' fingerprint: the
     same scores get 'circular_target', a held-out classifier's do not; NC-ECE's default
-    interval of the held-out scores says it held the channels fixed ('channels_fixed')."""
+    interval of the held-out scores carries the channel error by the posterior influence
+    (status 'ok'), wider than the same target's with the channels held fixed."""
     z, _, ann, fit, _ = fits
     post = nc.targets.posterior(None, fit)
     U = nc.targets.corrected(ann, fit)
@@ -136,16 +138,23 @@ def test_nuts_targets_are_circular_against_the_same_scores(fits):
         assert "same classifier scores" in est.message
     other = _softmax(z + np.random.default_rng(5).normal(size=z.shape))
     assert nc.ece(other, post, interval=None).status == "ok"
-    est = nc.ece(other, U)   # the default interval: no posterior influence for this model
-    assert est.statuses == ("channels_fixed",)
-    assert "posterior influence of a 'classifier_informed' fit" in est.message
+    est = nc.ece(other, U, seed=0)   # the default interval: the posterior influence
+    assert est.statuses == ("ok",)
+    ce = est.details["channel_error"]
+    assert ce["method"] == "delta (posterior influence)" and ce["n_free"] == 20
+    assert ce["channel_variance"].sum() > -ce["cross_covariance"].sum() > 0
+    bare = dataclasses.replace(fit, annotations=None)
+    fixed = nc.ece(other, nc.targets.corrected(ann, bare), seed=0)
+    assert fixed.statuses == ("channels_fixed",)
+    # upper ends 0.1765 and 0.1740 (both lower ends at 0)
+    assert est.high - est.low > 1.01 * (fixed.high - fixed.low)
 
 
-def test_not_converged_by_the_one_nuts_rule_and_no_posterior_influence(fits):
+def test_not_converged_by_the_one_nuts_rule(fits):
     """The same chains (same seed, settings and compiled sampler) judged with
     rhat_threshold=1.01: largest R-hat 1.033 > 1.01 gives 'not_converged' and a
-    ConvergenceWarning; the posterior influence (NC-ECE's default interval) is refused
-    with its reason, as the classifier's prior is outside the Dawid-Skene family."""
+    ConvergenceWarning; its posterior influence is that of the same draws (the status
+    reaches NC-ECE through the target, not through the influence)."""
     z, _, ann, ok, _ = fits
     with pytest.warns(ConvergenceWarning, match="R-hat"):
         fit = ClassifierInformedDawidSkene().fit(
@@ -153,8 +162,9 @@ def test_not_converged_by_the_one_nuts_rule_and_no_posterior_influence(fits):
     assert fit.status == "not_converged" and fit.statuses == ("not_converged",)
     assert not fit.converged and "exceeds 1.01" in fit.message
     assert fit.details["max_rhat"] == ok.details["max_rhat"] > 1.01
-    with pytest.raises(NotOffered, match="'classifier_informed' fit is not implemented"):
-        fit.influence()
+    infl = fit.influence()      # the same draws: the same posterior influence
+    assert infl.covariance.shape == (20, 20)
+    np.testing.assert_allclose(infl.covariance, ok.influence().covariance, rtol=1e-12)
 
 
 def test_engines_offered_and_refused(fits):

@@ -34,7 +34,8 @@ from noisycal.models.dawid_skene import DSData, class_log_likelihood
 from ..._util.progress import ProgressBar
 from .dawid_skene import join_data, log_prior, m_step, split_data
 
-__all__ = ["CIState", "ci_e_step", "ci_posterior", "prior_m_step", "fit_ci_em"]
+__all__ = ["CIState", "ci_e_step", "ci_posterior", "prior_m_step", "fit_ci_em",
+           "ci_score_information"]
 
 
 class CIState(NamedTuple):
@@ -241,3 +242,70 @@ def fit_ci_em(post0: np.ndarray, data: DSData, scores: np.ndarray, beta: np.ndar
                 break
     return CIState(np.asarray(post), scale, bias, np.asarray(conf), loglik, objective, it,
                    converged)
+
+
+@partial(jax.jit, static_argnames=("sizes",))
+def _score_information(x0: jax.Array, basis: jax.Array, scale: jax.Array, bias: jax.Array,
+                       arrays: tuple, scores: jax.Array, *, sizes: tuple
+                       ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    data = join_data(arrays, sizes)
+    J, K = sizes[1], sizes[2]
+    pc = basis.shape[1]
+    moved = jnp.any(basis != 0, axis=1)
+
+    def prior_params(t: jax.Array) -> dict:
+        return {"scale": scale + t[0],
+                "bias": bias + jnp.concatenate([jnp.zeros(1, t.dtype), t[1:]])}
+
+    def per_item(theta: jax.Array) -> jax.Array:
+        conf = jnp.where(moved, x0 + basis @ theta[:pc], x0).reshape(J, K, K)
+        params = {"confusion": conf, **prior_params(theta[pc:])}
+        return jax.nn.logsumexp(joint_log_likelihood(params, data, scores), axis=1)
+
+    def mean_prior(t: jax.Array) -> jax.Array:
+        return jnp.mean(jnp.exp(class_log_prior(prior_params(t), scores)), axis=0)
+
+    theta0 = jnp.zeros(pc + K, dtype=x0.dtype)
+    s = jax.jacfwd(per_item)(theta0)                                   # (n, p)
+    info = -jax.hessian(lambda t: jnp.sum(per_item(t)))(theta0)
+    return s, info, jax.jacfwd(mean_prior)(theta0[pc:])               # (K, K)
+
+
+def ci_score_information(confusion: Any, basis: Any, scale: float, bias: Any, data: DSData,
+                         scores: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-item scores and the observed information of the marginal log-likelihood.
+
+    ``l_i(theta) = log sum_k softmax(scale z_i + bias)_k prod_r confusion[j_r, k, y_r]``
+    at ``theta = (channel coordinates, scale, bias[1:])``: the confusion moves by
+    ``basis @ theta[:pc]`` (entries no column moves stay exactly where they are),
+    ``scale`` by ``theta[pc]`` and ``bias[1:]`` by ``theta[pc + 1:]`` (``bias[0]`` held:
+    the prior is unchanged by a constant added to the bias). Call it under ``x64``.
+
+    Parameters
+    ----------
+    confusion : array of shape (J, K, K)
+        The fitted channels.
+    basis : array of shape (J * K * K, pc)
+        The channels' free directions.
+    scale : float
+    bias : array of shape (K,)
+    data : DSData
+        The fitted ratings (one row per item, ``slots=False``).
+    scores : array of shape (n_items, K)
+        The classifier's log-probabilities.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_items, pc + K)
+        Each item's gradient of ``l_i`` at ``theta = 0``.
+    information : ndarray of shape (pc + K, pc + K)
+        The negative Hessian of ``sum_i l_i``.
+    prior_jacobian : ndarray of shape (K, K)
+        The derivative of the mean prior ``mean_i softmax(scale z_i + bias)`` in
+        ``(scale, bias[1:])``.
+    """
+    arrays, sizes = split_data(data)
+    out = _score_information(jnp.asarray(np.ravel(confusion)), jnp.asarray(basis),
+                             jnp.asarray(scale), jnp.asarray(bias), arrays,
+                             jnp.asarray(scores), sizes=sizes)
+    return tuple(np.asarray(x) for x in out)
