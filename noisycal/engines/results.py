@@ -244,6 +244,8 @@ class AnnotatorFit:
         (:func:`noisycal.engines.influence.dawid_skene_influence`);
         Hui–Walter moment and GMM fits: the GMM sandwich
         (:func:`noisycal.engines.influence.hui_walter_influence`).
+        GLAD EM fits override this with the influence on their item-averaged channels
+        (:func:`noisycal.engines.em.glad_influence.glad_influence`).
 
         Parameters
         ----------
