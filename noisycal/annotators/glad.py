@@ -31,6 +31,7 @@ from .._util.validation import check_array, check_real, check_seed
 from ..annotations.core import Annotations
 from ..engines.checks import channel_status
 from ..engines.em.glad import LOGIT_LIMIT, fit_glad, saturated
+from ..engines.influence import ChannelInfluence
 from ..engines.methods import EM, Method, as_method
 from ..engines.results import (
     AnnotatorFit,
@@ -40,7 +41,7 @@ from ..engines.results import (
     first_status,
 )
 from ..engines.summary import Summary
-from ..exceptions import ConvergenceWarning, IdentifiabilityWarning
+from ..exceptions import ConvergenceWarning, IdentifiabilityWarning, NotOffered
 from .dawid_skene import DawidSkene
 
 __all__ = ["GLAD", "GLADFit"]
@@ -266,8 +267,9 @@ class GLADFit(AnnotatorFit):
     cross-fitted NC-ECE refuses GLAD); ``nc.targets.posterior(ann, fit)`` uses the model
     itself. :attr:`ability` and :attr:`easiness` are the fitted parameters;
     :meth:`predict` scores new items with the fitted abilities and prevalence held, each
-    new item's easiness fitted by EM. The influence, refits and
-    posterior draws of the noise-corrected intervals are not offered
+    new item's easiness fitted by EM. :meth:`influence` is the items' influence on the
+    prevalence and the averaged channels (so the default NC-ECE interval carries their
+    estimation error); refits and posterior draws are not offered
     (:class:`~noisycal.exceptions.NotOffered`).
 
     Parameters
@@ -292,6 +294,42 @@ class GLADFit(AnnotatorFit):
         target built from it gets the status 'averaged_channels' and the cross-fitted
         NC-ECE refuses the model."""
         return True
+
+    def influence(self, annotations: Any = None) -> ChannelInfluence:
+        """The per-item influence of the fitted items on the prevalence and the averaged
+        channels (``confusion``).
+
+        The abilities and prevalence by the profile sandwich (each item's easiness
+        maximised out, the envelope theorem), pushed through the average of
+        ``sigmoid(alpha_a beta_i)`` over annotator a's ratings together with each item's
+        own term: :func:`noisycal.engines.em.glad_influence.glad_influence`, whose
+        docstring has the derivation. The default NC-ECE interval against a corrected
+        target from this fit then carries the channels' estimation error (the target
+        still has the status 'averaged_channels': the influence carries the sampling
+        error of the averaged channels, not the error of averaging).
+
+        Parameters
+        ----------
+        annotations : Annotations, optional
+            The data the fit was made on, when the fit does not carry them.
+
+        Returns
+        -------
+        ChannelInfluence
+            In the coordinates of :func:`noisycal.engines.influence.full_coordinates`.
+
+        Raises
+        ------
+        NotOffered
+            Saying why there is none: no fitted data, gold labels, the status
+            'boundary', a profile information that is not positive definite.
+        """
+        from ..engines.em.glad_influence import glad_influence
+
+        out = glad_influence(self, annotations)
+        if isinstance(out, str):
+            raise NotOffered(out)
+        return out
 
     @property
     def ability(self) -> np.ndarray:

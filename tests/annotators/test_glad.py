@@ -127,8 +127,6 @@ def test_bad_inputs_name_the_argument():
         nc.annotators.GLAD().fit(ann, groups=np.arange(40) % 2)
     with pytest.raises(ValueError, match="prevalence"):
         nc.annotators.GLAD(prevalence=[0.2, 0.2]).fit(ann)
-    with pytest.raises(nc.exceptions.NotOffered, match="glad"):
-        nc.annotators.GLAD().fit(ann).influence()
 
 
 def test_agrees_with_crowdkit():
