@@ -48,9 +48,15 @@ from ..annotations.matching import positions
 from ..engines.density.nuts import extended_fit
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import EM, NUTS, as_method
-from ..engines.results import AnnotatorFit, ChannelRefits, check_fit, every_status
-from ..exceptions import NotOffered
+from ..engines.results import (
+    AnnotatorFit,
+    ChannelRefits,
+    check_fit,
+    check_refit_inputs,
+    every_status,
+)
 from ..engines.summary import Summary
+from ..exceptions import NotOffered
 from .dawid_skene import DawidSkene, _ds_data, check_fit_size
 
 __all__ = ["ClassifierInformedDawidSkene", "ClassifierInformedFit"]
@@ -202,24 +208,13 @@ class ClassifierInformedFit(AnnotatorFit):
 
         from .._util.progress import ProgressBar
         from ..engines.em.classifier_informed import ci_weighted_refits
-        from ..engines.results import _check_weights
 
         refusal = self._refit_refusal()
         if refusal:
             raise NotOffered(refusal)
-        label = progress if isinstance(progress, str) else "EM refits"
-        progress = bool(progress) if isinstance(progress, str) else check_progress(progress)
-        for name, f in (("draw", draw), ("statistic", statistic)):
-            if f is not None and not callable(f):
-                raise ValueError(f"{name} must be callable, got {type(f).__name__}")
         with x64():
-            if draw is None:
-                W = _check_weights(weights, self.n_items)
-            elif not getattr(weights, "shape", None) or weights.shape[0] < 1:
-                raise ValueError("weights: with draw=, an array with one row per replicate "
-                                 f"(what draw makes the weights from), got {weights!r}")
-            else:
-                W = weights
+            W, label, progress = check_refit_inputs(weights, self.n_items, draw, statistic,
+                                                    progress)
             beta = self.details.get("prior_beta")
             with ProgressBar(W.shape[0], label, enabled=progress):
                 out = ci_weighted_refits(

@@ -16,6 +16,12 @@ Each iteration raises the marginal log-likelihood (the prior's M-step only accep
 steps that raise its concave objective, started at the previous values); EM stops when
 the mean log-likelihood per item (plus the mean log prior
 of the channels for MAP-EM) changes by less than ``tol``.
+
+Weighted EM (:func:`run_ci_em`) weights each item's log-likelihood: the channels'
+expected counts and the prior's Newton objective sum over the items with their weights.
+:func:`ci_weighted_refits` runs it under each row of item weights in one compiled
+``lax.map``, started from the fit (behind
+:meth:`noisycal.annotators.ClassifierInformedFit.refit`, which the refit NC-ECE calls).
 """
 
 from __future__ import annotations
