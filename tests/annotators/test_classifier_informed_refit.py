@@ -113,9 +113,10 @@ def test_refit_nc_ece_has_an_interval_and_the_sandwich_spread(world):
     the estimate; with the fit's own scores 'circular_target'. The variance of the
     refitted confusion entries over the 100 replicates, summed, is 1.05 of the
     sandwich's (fit.influence().covariance mapped to the entries; 0.95-1.14 over seeds
-    0-3 of the simulator with other resamples); a sum of
-    27 correlated variance estimates from 100 replicates has a relative standard error
-    of about 0.1, so [0.75, 1.3] allows more than two of them either way."""
+    0-3 of the simulator with other resamples). One variance from 100 replicates has a
+    relative standard error of 0.14, the sum of 27 less (the entries of different
+    annotators are nearly independent), so [0.75, 1.3] allows about two of the larger
+    either way."""
     z, p, _, ann, _ = world
     fit = ClassifierInformedDawidSkene().fit(ann, logits=z)   # EM's default tolerance
     target = nc.targets.corrected(ann, fit)
