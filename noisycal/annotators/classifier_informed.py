@@ -31,6 +31,7 @@ error-rates using the EM algorithm. Applied Statistics 28(1), 20-28.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +48,15 @@ from ..annotations.matching import positions
 from ..engines.density.nuts import extended_fit
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import EM, NUTS, as_method
-from ..engines.results import AnnotatorFit, check_fit, every_status
+from ..engines.results import (
+    AnnotatorFit,
+    ChannelRefits,
+    check_fit,
+    check_refit_inputs,
+    every_status,
+)
 from ..engines.summary import Summary
+from ..exceptions import NotOffered
 from .dawid_skene import DawidSkene, _ds_data, check_fit_size
 
 __all__ = ["ClassifierInformedDawidSkene", "ClassifierInformedFit"]
@@ -79,8 +87,10 @@ class ClassifierInformedFit(AnnotatorFit):
     marginal likelihood on the channels for an EM fit
     (:func:`noisycal.engines.influence.classifier_informed_influence`) and the posterior
     influence from the draws for a NUTS fit, so the default NC-ECE interval of a
-    corrected target carries the channel error; ``refit`` is not offered (``NotOffered``:
-    this model's EM takes no item weights), ``predict`` scores fitted items only. A NUTS
+    corrected target carries the channel error; ``refit`` reruns this model's EM under
+    item weights for an EM fit (so ``interval=nc.intervals.Refit()`` of a corrected
+    target applies; a NUTS fit is refused, ``NotOffered``), ``predict`` scores fitted
+    items only. A NUTS
     fit reports posterior means (``scale``, ``bias``, ``confusion``; ``item_prior`` and
     ``item_posterior`` averaged over the draws) and keeps the draws in ``draws``
     (``prevalence``, each draw's mean item prior, ``confusion``, ``scale`` and ``bias``;
@@ -145,6 +155,96 @@ class ClassifierInformedFit(AnnotatorFit):
                             index=pd.Index(self.annotators, name="annotator"))
 
     # ------------------------------------------------------------------ overrides
+    def refit(self, weights: ArrayLike, *, draw: Callable[..., Any] | None = None,
+              statistic: Callable[..., Any] | None = None, args: Any = (),
+              progress: bool | str = False) -> ChannelRefits:
+        """The channels and the prevalence-equivalent refitted under item weights, one
+        refit per row (the contract of :meth:`AnnotatorFit.refit`).
+
+        Each row of ``weights`` weighs the fitted items (``fit.items`` order; a bootstrap
+        resample is its multiplicities; the scores go with their items) and this model's
+        EM is run again on the fit's ratings and scores with each item's log-likelihood
+        weighted: the expected rating counts of the channels' M-step and the prior's
+        Newton steps weighted (:func:`noisycal.engines.em.classifier_informed.run_ci_em`),
+        under the same ``beta``, iteration limit and tolerance, started from the fitted
+        posteriors, scale and bias (the classifier's columns name the classes, so the
+        labelling cannot switch). All rows run in one compiled ``lax.map``. Offered by
+        EM fits that carry their annotations; a NUTS fit is refused.
+
+        Parameters
+        ----------
+        weights : array-like of shape (B, n_items) or (n_items,)
+            Non-negative item weights, one replicate per row, each with a positive sum;
+            with ``draw``, an array of shape (B, ...) of what ``draw`` makes them from.
+        draw : callable, optional
+            ``draw(x, args) -> (n_items,)``, as in :meth:`AnnotatorFit.refit`.
+        statistic : callable, optional
+            ``statistic(w, confusion, prevalence, args)``, as in
+            :meth:`AnnotatorFit.refit`; ``prevalence`` (K,) is the replicate's
+            prevalence-equivalent, the weighted mean of the refitted item priors
+            ``sum_i w_i softmax(scale z_i + bias) / sum_i w_i``.
+        args : pytree of arrays, default=()
+            Passed to ``draw`` and ``statistic``.
+        progress : bool or str, default=False
+            A progress bar on stderr, one step per refit; a string is its label.
+
+        Returns
+        -------
+        ChannelRefits
+            As :meth:`AnnotatorFit.refit` (``group_prevalence`` (B, 1, K) holds the
+            prevalence-equivalent); ``n_patterns`` is the number of items (each item its
+            own pattern: the priors differ from item to item).
+
+        Raises
+        ------
+        NotOffered
+            For a NUTS fit, a fit without its annotations, or scores that underflowed
+            to 0.
+        ValueError
+            Naming ``weights``, ``draw`` or ``statistic``.
+        """
+        import jax
+        import jax.numpy as jnp
+
+        from .._util.progress import ProgressBar
+        from ..engines.em.classifier_informed import ci_weighted_refits
+
+        refusal = self._refit_refusal()
+        if refusal:
+            raise NotOffered(refusal)
+        with x64():
+            W, label, progress = check_refit_inputs(weights, self.n_items, draw, statistic,
+                                                    progress)
+            beta = self.details.get("prior_beta")
+            with ProgressBar(W.shape[0], label, enabled=progress):
+                out = ci_weighted_refits(
+                    W, self.item_posterior, self.scale, self.bias,
+                    _ds_data(self.annotations, None, 1), np.log(self.score_probs), beta,
+                    max_iter=int(self.details.get("max_iter", 1000)),
+                    tol=float(self.details.get("tol", 1e-8)), draw=draw,
+                    statistic=statistic, args=jax.tree.map(jnp.asarray, args),
+                    progress=progress)
+                out = jax.tree.map(np.asarray, out)
+        if draw is None and np.ndim(weights) == 1:
+            out = jax.tree.map(lambda x: x[0], out)
+        stat, converged, confusion, n_iter, prevalence, group_prevalence = out[:6]
+        return ChannelRefits(group_prevalence, prevalence, confusion, converged, n_iter, stat,
+                             self.n_items)
+
+    def _refit_refusal(self) -> str:
+        """Why this fit cannot be refitted ('' when it can)."""
+        if self.method != "em":
+            return ("refit reruns this model's EM under item weights; this fit is "
+                    f"{self.model!r} by {self.method!r}")
+        if self.annotations is None:
+            return "the fit does not carry the annotations it was fitted on"
+        if self.score_probs is None or not np.all(np.asarray(self.score_probs) > 0):
+            return "some of the fit's classifier probabilities underflowed to 0"
+        if not (np.all(np.isfinite(self.confusion)) and np.isfinite(self.scale)
+                and np.all(np.isfinite(self.bias))):
+            return "the fit has no finite estimates"
+        return ""
+
     def predict(self, annotations: Any, groups: Any = None) -> np.ndarray:
         """P(true class | ratings, score) of fitted items, from other ratings of them.
 

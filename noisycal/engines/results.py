@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 # the statuses live in .status and are re-exported here, where the fitters import them
 __all__ = ["AnnotatorFit", "ChannelRefits", "predict", "check_fit", "fit_ids",
            "design_status", "estimate_status", "checked_status", "BOUNDARY",
-           "design_problems", "estimate_problems", "every_status", "first_status"]
+           "design_problems", "estimate_problems", "every_status", "first_status",
+           "check_refit_inputs"]
 
 
 class ChannelRefits(NamedTuple):
@@ -293,10 +294,12 @@ class AnnotatorFit:
         under those weights: the same model, priors, iteration limit and tolerance, started
         from the fitted posteriors so the class labelling is kept. All rows run in one
         compiled loop. Offered by EM fits of the Dawid–Skene family (Dawid–Skene,
-        one-coin, grouped, class-conditional, MACE). A fit with gold labels is refitted
-        with its gold items' posteriors clamped at their classes, as in the fit: a gold
-        item keeps its class in every replicate and weighs its weight (a resample's
-        multiplicity).
+        one-coin, grouped, class-conditional, MACE), and by classifier-informed EM fits
+        through their own weighted EM
+        (:meth:`noisycal.annotators.ClassifierInformedFit.refit`). A fit with gold
+        labels is refitted with its gold items' posteriors clamped at their classes, as
+        in the fit: a gold item keeps its class in every replicate and weighs its weight
+        (a resample's multiplicity).
 
         Parameters
         ----------
@@ -820,3 +823,45 @@ def _check_weights(weights: ArrayLike, n_items: int) -> Any:
     if not bool(xp.all(W.sum(axis=1) > 0)):
         raise ValueError("weights: every replicate (row) needs a positive sum")
     return W
+
+
+def check_refit_inputs(weights: ArrayLike, n_items: int, draw: Any, statistic: Any,
+                       progress: bool | str) -> tuple[Any, str, bool]:
+    """The checks of :meth:`AnnotatorFit.refit` on its arguments, for a fit class that
+    runs its own refit loop (:meth:`noisycal.annotators.ClassifierInformedFit.refit`).
+
+    Call it under ``x64``.
+
+    Parameters
+    ----------
+    weights : array-like
+        ``refit``'s ``weights``.
+    n_items : int
+        The fitted items.
+    draw, statistic : callable or None
+    progress : bool or str
+
+    Returns
+    -------
+    weights, label, progress
+        The weights as (B, n_items) float64 (without ``draw``; as given with it), the
+        progress bar's label and whether to show it.
+
+    Raises
+    ------
+    ValueError
+        Naming ``weights``, ``draw``, ``statistic`` or ``progress``.
+    """
+    from .._util.progress import check_progress
+
+    label = progress if isinstance(progress, str) else "EM refits"
+    progress = bool(progress) if isinstance(progress, str) else check_progress(progress)
+    for name, f in (("draw", draw), ("statistic", statistic)):
+        if f is not None and not callable(f):
+            raise ValueError(f"{name} must be callable, got {type(f).__name__}")
+    if draw is None:
+        return _check_weights(weights, n_items), label, progress
+    if not getattr(weights, "shape", None) or weights.shape[0] < 1:
+        raise ValueError("weights: with draw=, an array with one row per replicate "
+                         f"(what draw makes the weights from), got {weights!r}")
+    return weights, label, progress

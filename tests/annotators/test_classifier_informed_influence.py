@@ -168,10 +168,12 @@ def test_default_nc_ece_from_an_em_fit_carries_the_channel_error():
     assert e.high - e.low > 1.3 * (f.high - f.low)     # 1.51
 
 
-def test_refit_is_not_offered():
-    """Refitting under item weights is not offered (this model's EM takes none): a
-    NotOffered naming the model and engine."""
+def test_refit_is_offered_for_em_fits_only():
+    """Refitting under item weights is offered for EM fits (its numbers:
+    test_classifier_informed_refit.py); a NUTS fit (here a copy of the EM fit marked so)
+    is refused with a NotOffered naming the model and engine."""
     z, p, labels = _world(4)
     ann, fit = _fit(labels, z)
-    with pytest.raises(NotOffered, match="'classifier_informed' by 'em'"):
-        fit.refit(np.ones(N))
+    assert fit._refit_refusal() == ""
+    with pytest.raises(NotOffered, match="'classifier_informed' by 'nuts'"):
+        dataclasses.replace(fit, method="nuts").refit(np.ones(N))

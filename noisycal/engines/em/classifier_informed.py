@@ -16,10 +16,17 @@ Each iteration raises the marginal log-likelihood (the prior's M-step only accep
 steps that raise its concave objective, started at the previous values); EM stops when
 the mean log-likelihood per item (plus the mean log prior
 of the channels for MAP-EM) changes by less than ``tol``.
+
+Weighted EM (:func:`run_ci_em`) weights each item's log-likelihood: the channels'
+expected counts and the prior's Newton objective sum over the items with their weights.
+:func:`ci_weighted_refits` runs it under each row of item weights in one compiled
+``lax.map``, started from the fit (behind
+:meth:`noisycal.annotators.ClassifierInformedFit.refit`, which the refit NC-ECE calls).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -31,11 +38,11 @@ import jax.numpy as jnp
 from noisycal.models.classifier_informed import class_log_prior, joint_log_likelihood
 from noisycal.models.dawid_skene import DSData, class_log_likelihood
 
-from ..._util.progress import ProgressBar
+from ..._util.progress import ProgressBar, tick
 from .dawid_skene import join_data, log_prior, m_step, split_data
 
 __all__ = ["CIState", "ci_e_step", "ci_posterior", "prior_m_step", "fit_ci_em",
-           "ci_score_information"]
+           "ci_score_information", "run_ci_em", "ci_weighted_refits"]
 
 
 class CIState(NamedTuple):
@@ -131,37 +138,78 @@ def ci_posterior(log_prior: Any, confusion: Any, data: DSData
     return _posterior(jnp.asarray(log_prior), jnp.asarray(confusion), arrays, sizes=sizes)
 
 
-def _prior_objective(theta: jax.Array, scores: jax.Array, post: jax.Array) -> jax.Array:
+def _prior_objective(theta: jax.Array, scores: jax.Array, post: jax.Array,
+                     total: Any = None) -> jax.Array:
     """Mean ``sum_k post[i, k] log softmax(scale z_i + bias)_k`` at ``theta = (scale,
     bias[1:])`` (``bias[0] = 0``): concave, being linear in ``theta`` inside the log
-    softmax."""
+    softmax. Weighted EM passes the posteriors times the item weights and the weights'
+    ``total`` (default ``n_items``): with weights all one, the same number bit for bit."""
     bias = jnp.concatenate([jnp.zeros(1, theta.dtype), theta[1:]])
     lp = class_log_prior({"scale": theta[0], "bias": bias}, scores)
-    return jnp.sum(post * lp) / scores.shape[0]
+    return jnp.sum(post * lp) / (scores.shape[0] if total is None else total)
 
 
-@partial(jax.jit, static_argnames=("n_steps",))
-def _newton(theta: jax.Array, scores: jax.Array, post: jax.Array, *, n_steps: int
-            ) -> tuple[jax.Array, jax.Array]:
+def _prior_derivatives(theta: jax.Array, scores: jax.Array, post: jax.Array,
+                       total: Any) -> tuple[jax.Array, jax.Array]:
+    """The gradient and Hessian of :func:`_prior_objective` in closed form.
+
+    With ``x_ik = (z_ik, [k = 1], ..., [k = K-1])`` the derivative of ``scale z_ik +
+    bias_k`` in ``theta``, ``pi_i`` the prior and ``W_i = sum_k post[i, k]``: the gradient
+    is ``sum_ik (post[i, k] - W_i pi_ik) x_ik / total`` and the Hessian ``-sum_i W_i
+    Cov_{pi_i}(x_i) / total`` (the same numbers as autodiff to rounding; far less to
+    compile inside the refit loop).
+    """
+    bias = jnp.concatenate([jnp.zeros(1, theta.dtype), theta[1:]])
+    pi = jnp.exp(class_log_prior({"scale": theta[0], "bias": bias}, scores))
+    W = jnp.sum(post, axis=1)
+    resid = post - W[:, None] * pi                                   # (n, K)
+    g = jnp.concatenate([jnp.sum(resid * scores)[None], jnp.sum(resid, axis=0)[1:]])
+    # x_i's mean and second moment under pi_i, in the blocks (scale, bias[1:])
+    mz = jnp.sum(pi * scores, axis=1)                                # (n,)
+    ezz = jnp.sum(W * (jnp.sum(pi * scores ** 2, axis=1) - mz ** 2))
+    ezb = jnp.sum(W[:, None] * pi * (scores - mz[:, None]), axis=0)[1:]
+    ebb = jnp.diag(jnp.sum(W[:, None] * pi, axis=0)[1:]) \
+        - jnp.einsum("i,ik,il->kl", W, pi[:, 1:], pi[:, 1:])
+    H = jnp.concatenate([jnp.concatenate([ezz[None], ezb])[None],
+                         jnp.concatenate([ezb[:, None], ebb], axis=1)], axis=0)
+    return g / total, -H / total
+
+
+def _newton_steps(theta: jax.Array, scores: jax.Array, post: jax.Array, total: Any,
+                  n_steps: int, closed_form: bool = False) -> tuple[jax.Array, jax.Array]:
+    """:data:`NEWTON_STEPS` damped Newton steps of the prior's M-step (``post`` and
+    ``total`` as :func:`_prior_objective` takes them; ``closed_form``: the derivatives of
+    :func:`_prior_derivatives` rather than autodiff's, as the refit loop takes them)."""
     grad = jax.grad(_prior_objective)
     hess = jax.hessian(_prior_objective)
 
+    def derivatives(th: jax.Array) -> tuple[jax.Array, jax.Array]:
+        if closed_form:
+            return _prior_derivatives(th, scores, post, total)
+        return grad(th, scores, post, total), hess(th, scores, post, total)
+
     def step(_: int, carry: tuple) -> tuple:
         th, _ = carry
-        g, H = grad(th, scores, post), hess(th, scores, post)
+        g, H = derivatives(th)
         d = -jnp.linalg.solve(H - 1e-12 * jnp.eye(H.shape[0]), g)  # H is negative definite
-        f0 = _prior_objective(th, scores, post)
+        f0 = _prior_objective(th, scores, post, total)
 
         def worse(t: jax.Array) -> jax.Array:  # halve while off scale > 0 or not better
             new = th + t * d
-            return (t > 1e-10) & ((new[0] <= 0) | ~(_prior_objective(new, scores, post)
-                                                    >= f0))
+            return (t > 1e-10) & ((new[0] <= 0) | ~(_prior_objective(new, scores, post,
+                                                                     total) >= f0))
 
         t = jax.lax.while_loop(worse, lambda t: t / 2, jnp.asarray(1.0, th.dtype))
         new = jnp.where(t > 1e-10, th + t * d, th)
         return new, jnp.max(jnp.abs(g))
 
     return jax.lax.fori_loop(0, n_steps, step, (theta, jnp.asarray(jnp.inf, theta.dtype)))
+
+
+@partial(jax.jit, static_argnames=("n_steps",))
+def _newton(theta: jax.Array, scores: jax.Array, post: jax.Array, *, n_steps: int
+            ) -> tuple[jax.Array, jax.Array]:
+    return _newton_steps(theta, scores, post, None, n_steps)
 
 
 #: Newton steps of the prior's M-step per EM iteration (from the previous values; the
@@ -242,6 +290,172 @@ def fit_ci_em(post0: np.ndarray, data: DSData, scores: np.ndarray, beta: np.ndar
                 break
     return CIState(np.asarray(post), scale, bias, np.asarray(conf), loglik, objective, it,
                    converged)
+
+
+class _Loop(NamedTuple):
+    """The carry of :func:`run_ci_em` (JAX scalars and arrays)."""
+
+    post: jax.Array
+    scale: jax.Array
+    bias: jax.Array
+    confusion: jax.Array
+    loglik: jax.Array
+    objective: jax.Array
+    n_iter: jax.Array
+    converged: jax.Array
+
+
+def run_ci_em(post0: jax.Array, scale0: jax.Array, bias0: jax.Array, data: DSData,
+              scores: jax.Array, beta: jax.Array | None, weights: jax.Array, *,
+              max_iter: int, tol: float) -> _Loop:
+    """Weighted EM from item posteriors and a start of the prior, in one ``lax.while_loop``.
+
+    The iteration of :func:`fit_ci_em` with each item's log-likelihood weighted: the
+    channels' expected counts are ``sum_i w_i post[i, k]`` over the ratings, the prior's
+    Newton steps maximise ``sum_i w_i sum_k post[i, k] log softmax(scale z_i + bias)_k``
+    (started from the previous values, as there), and the objective is ``(sum_i w_i l_i
+    + log prior of the channels) / sum_i w_i``. Items of weight 0 drop out (their
+    log-likelihood is not evaluated into the sum). With ``weights`` all one and the start
+    of :func:`fit_ci_em` (``scale0 = 1``, ``bias0 = 0``) it takes the same steps: the same
+    end point to rounding (tests/annotators/test_classifier_informed_refit.py). Pure
+    JAX, so callers vmap or ``lax.map`` it; call it under ``x64``.
+
+    Parameters
+    ----------
+    post0 : array of shape (n_items, K)
+        The start (the fitted posteriors, for a refit that keeps the fit's labelling).
+    scale0 : scalar
+        The prior's scale where its first Newton steps start (> 0).
+    bias0 : array of shape (K,)
+        The prior's bias there (centred or not).
+    data : DSData
+        One row per item.
+    scores : array of shape (n_items, K)
+        The classifier's log-probabilities.
+    beta : array of shape (K, K) or (J, K, K), optional
+        Dirichlet prior of the confusion rows (MAP-EM), as for Dawid–Skene.
+    weights : array of shape (n_items,)
+        Non-negative item weights with a positive sum.
+    max_iter : int
+        At most this many iterations (at least one runs).
+    tol : float
+        Convergence tolerance on the objective.
+
+    Returns
+    -------
+    _Loop
+        ``post``, ``scale``, ``bias`` (centred), ``confusion``, ``loglik`` (the weighted
+        marginal log-likelihood), ``objective``, ``n_iter``, ``converged``.
+    """
+    K, J = data.n_classes, data.n_annotators
+    n = jnp.sum(weights)
+
+    def step(st: _Loop) -> _Loop:
+        conf = m_step(st.post, data, None, beta, False, weights)[1]
+        theta0 = jnp.concatenate([st.scale[None], st.bias[1:] - st.bias[0]])
+        theta, _ = _newton_steps(theta0, scores, st.post * weights[:, None], n,
+                                 NEWTON_STEPS, closed_form=True)
+        bias = jnp.concatenate([jnp.zeros(1, theta.dtype), theta[1:]])
+        bias = bias - jnp.mean(bias)
+        joint = joint_log_likelihood({"scale": theta[0], "bias": bias, "confusion": conf},
+                                     data, scores)
+        lse = jax.nn.logsumexp(joint, axis=1)
+        post = jnp.exp(joint - lse[:, None])
+        loglik = jnp.sum(jnp.where(weights > 0, weights * lse, 0.0))
+        lp = 0.0 if beta is None else log_prior(jnp.ones((1, K)), conf, None, beta, False)
+        obj = (loglik + lp) / n
+        return _Loop(post, theta[0], bias, conf, loglik, obj, st.n_iter + 1,
+                     jnp.abs(obj - st.objective) < tol)
+
+    def cond(st: _Loop) -> jax.Array:
+        return (st.n_iter < max_iter) & ~st.converged & jnp.isfinite(st.objective)
+
+    dt = post0.dtype
+    init = _Loop(post0, jnp.asarray(scale0, dt), jnp.asarray(bias0, dt),
+                 jnp.full((J, K, K), 1.0 / K, dt), jnp.asarray(-jnp.inf, dt),
+                 jnp.asarray(-jnp.inf, dt), jnp.asarray(0), jnp.asarray(False))
+    # the first step always runs (objective -inf is not finite, so bypass cond once)
+    return jax.lax.while_loop(cond, step, step(init))
+
+
+@partial(jax.jit, static_argnames=("sizes", "max_iter", "tol", "draw", "statistic",
+                                   "progress"))
+def _ci_refits(weights: jax.Array, post0: jax.Array, scale0: jax.Array, bias0: jax.Array,
+               arrays: tuple, scores: jax.Array, beta: jax.Array | None, args: Any, *,
+               sizes: tuple, max_iter: int, tol: float, draw: Callable[..., Any] | None,
+               statistic: Callable[..., Any] | None, progress: bool) -> tuple:
+    data = join_data(arrays, sizes)
+
+    def one(x: jax.Array) -> tuple:
+        w = x if draw is None else draw(x, args)
+        st = run_ci_em(post0, scale0, bias0, data, scores, beta, w, max_iter=max_iter,
+                       tol=tol)
+        if progress:
+            tick(st.n_iter)
+        # the prevalence-equivalent of the weighted items: their mean prior
+        prior = jnp.exp(class_log_prior({"scale": st.scale, "bias": st.bias}, scores))
+        mu = jnp.sum(w[:, None] * prior, axis=0) / jnp.sum(w)
+        stat = None if statistic is None else statistic(w, st.confusion, mu, args)
+        return (stat, st.converged, st.confusion, st.n_iter, mu, mu[None], st.scale,
+                st.bias)
+
+    return jax.lax.map(one, weights)
+
+
+def ci_weighted_refits(weights: Any, post0: Any, scale0: float, bias0: Any, data: DSData,
+                       scores: Any, beta: Any, *, max_iter: int, tol: float,
+                       draw: Callable[..., Any] | None = None,
+                       statistic: Callable[..., Any] | None = None, args: Any = (),
+                       progress: bool = False) -> tuple:
+    """Weighted EM (:func:`run_ci_em`) under each row of item weights, in one compiled
+    ``lax.map`` over the rows (each refit's own ``while_loop`` inside).
+
+    The classifier-informed counterpart of
+    :func:`noisycal.engines.em.resample.weighted_refits`: every item is its own row (the
+    priors differ from item to item), and the prevalence handed to ``statistic`` is the
+    prevalence-equivalent of the replicate, the weighted mean of the refitted priors
+    ``sum_i w_i softmax(scale z_i + bias) / sum_i w_i``.
+
+    Parameters
+    ----------
+    weights : (B, n_items), or (B, ...) inputs of ``draw``
+        Item weights of each replicate, or what ``draw`` makes them from.
+    post0 : (n_items, K)
+        Start (the fitted posteriors, so each refit keeps the fit's labelling).
+    scale0 : float
+        The fitted scale (where the prior's Newton steps start).
+    bias0 : (K,)
+        The fitted bias.
+    data : DSData
+        One row per item.
+    scores : (n_items, K)
+        The classifier's log-probabilities.
+    beta : optional
+        Dirichlet prior of the confusion rows.
+    max_iter, tol
+        As in :func:`fit_ci_em`.
+    draw : callable, optional
+        ``draw(x, args) -> (n_items,)``, inside the compiled loop; static (hashable).
+    statistic : callable, optional
+        ``statistic(w, confusion, prevalence, args)``, inside the compiled loop; static
+        (hashable).
+    args : pytree of arrays
+        Passed to ``draw`` and ``statistic`` as traced arguments.
+    progress : bool, default=False
+        Move the open progress bar (:mod:`noisycal._util.progress`) once per refit.
+
+    Returns
+    -------
+    tuple
+        Stacked over the replicates: the statistic (or None), converged (B,), channels
+        (B, J, K, K), iterations (B,), prevalences (B, K), the same as (B, 1, K), scales
+        (B,) and centred biases (B, K).
+    """
+    arrays, sizes = split_data(data)
+    return _ci_refits(weights, jnp.asarray(post0), jnp.asarray(scale0), jnp.asarray(bias0),
+                      arrays, jnp.asarray(scores), None if beta is None else jnp.asarray(beta),
+                      args, sizes=sizes, max_iter=max_iter, tol=tol, draw=draw,
+                      statistic=statistic, progress=progress)
 
 
 @partial(jax.jit, static_argnames=("sizes",))
