@@ -357,29 +357,19 @@ class AnnotatorFit:
         >>> fit.refit(np.ones((3, fit.n_items))).confusion.shape  # 3 replicates
         (3, 3, 2, 2)
         """
-        from .._util.progress import ProgressBar, check_progress
+        from .._util.progress import ProgressBar
         from .em.resample import weighted_refits
         from .influence import CHANNELS
 
         refusal = self._refit_refusal()
         if refusal:
             raise NotOffered(refusal)
-        label = progress if isinstance(progress, str) else "EM refits"
-        progress = bool(progress) if isinstance(progress, str) else check_progress(progress)
-        for name, f in (("draw", draw), ("statistic", statistic)):
-            if f is not None and not callable(f):
-                raise ValueError(f"{name} must be callable, got {type(f).__name__}")
         import jax
         import jax.numpy as jnp
 
         with x64():
-            if draw is None:
-                W = _check_weights(weights, self.n_items)
-            elif not getattr(weights, "shape", None) or weights.shape[0] < 1:
-                raise ValueError("weights: with draw=, an array with one row per replicate "
-                                 f"(what draw makes the weights from), got {weights!r}")
-            else:
-                W = weights
+            W, label, progress = check_refit_inputs(weights, self.n_items, draw, statistic,
+                                                    progress)
             post0, perm, data, pattern, group, gold = self._refit_data()
             alpha, beta = (None if self.details.get(k) is None
                            else jnp.asarray(self.details[k])
@@ -827,8 +817,9 @@ def _check_weights(weights: ArrayLike, n_items: int) -> Any:
 
 def check_refit_inputs(weights: ArrayLike, n_items: int, draw: Any, statistic: Any,
                        progress: bool | str) -> tuple[Any, str, bool]:
-    """The checks of :meth:`AnnotatorFit.refit` on its arguments, for a fit class that
-    runs its own refit loop (:meth:`noisycal.annotators.ClassifierInformedFit.refit`).
+    """The checks of :meth:`AnnotatorFit.refit` on its arguments, made there and by a fit
+    class that runs its own refit loop
+    (:meth:`noisycal.annotators.ClassifierInformedFit.refit`).
 
     Call it under ``x64``.
 
