@@ -126,3 +126,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     first = {p: i for i, p in enumerate(dict.fromkeys(path(it) for it in items))}
     items.sort(key=lambda it: (rank.get(path(it), len(rank)), -sizes[path(it)],
                                first[path(it)]))
+
+
+#: Seconds per test file (setup, call and teardown of its tests, summed over workers),
+#: printed at the end of the session: the measurement that says which files to trim
+#: (``--durations`` lists single tests only).
+_FILE_SECONDS: dict[str, float] = {}
+#: Files listed in the summary.
+SLOWEST_FILES = 25
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    f = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[f] = _FILE_SECONDS.get(f, 0.0) + float(report.duration)
+
+
+def pytest_terminal_summary(terminalreporter: object, exitstatus: int,
+                            config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or not _FILE_SECONDS:
+        return
+    total = sum(_FILE_SECONDS.values())
+    rows = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]
+    tr = terminalreporter
+    tr.write_sep("=", f"slowest {len(rows)} test files (of {len(_FILE_SECONDS)}; "
+                      f"{total:.0f} s of test time in all)")
+    for f, s in rows:
+        tr.write_line(f"{s:8.1f}s {100 * s / total:5.1f}%  {f}")
