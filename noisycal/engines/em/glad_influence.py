@@ -56,18 +56,14 @@ estimate does) nor the approximation of the item-dependent channels by their ave
 (the target's status 'averaged_channels'): the interval covers the NC-ECE against the
 averaged channels' limit.
 
-Checked by simulation (tests/annotators/test_glad_influence.py and the replications
-behind it): the influence's variance of :math:`\hat A_j` matches the spread of the
-refitted values (ratios 0.6-1.4 over 30-80 replications) except for weak annotators at
-few items, where it overstates it (ratio about 0.4-0.5 for :math:`\alpha = 0.4` at 300
-items; 0.8 at 1,000); the NC-ECE's delta standard error against a GLAD target matched
-the spread of the estimates at 1,000 items (0.0024 against 0.0025; held channels:
-0.0052) and understated it at 300 (0.0046 against 0.0064). But the averaged accuracies
-are biased upward there (the incidental-parameter bias: 0.90 for a true 0.845), so the
-NC-ECE is biased (at 1,000 items: 0.177 for a true 0.2 with scores that are a function
-of the class; 0.067 for a true 0.088 with noisy scores, where the 90% interval covered
-the true ECE in 12 of 20 replications, 13 with the channels held): what the interval
-carries is the sampling error only.
+Checked by simulation: the influence's variance of :math:`\hat A_j` against the spread
+of refitted values over replications (tests/annotators/test_glad_influence.py; it
+overstates the spread for weak annotators at a few hundred items). The averaged
+accuracies are biased upward with few ratings per item (the incidental-parameter bias),
+so the NC-ECE against a GLAD target is biased and its interval, which carries the
+sampling error only, does not cover the true-label ECE: see the coverage study of the
+NC-ECE under each annotator model (benchmarks/coverage_nc_ece_models.py, its
+``em_glad`` rows).
 
 Items with equal rating patterns (the same multiset of (annotator, label)) have the same
 :math:`\hat b_i`, scores and own terms, so one row is kept per pattern
