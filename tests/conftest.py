@@ -129,11 +129,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 
 
 #: Seconds per test file (setup, call and teardown of its tests, summed over workers),
-#: printed at the end of the session: the measurement that says which files to trim
-#: (``--durations`` lists single tests only).
+#: printed at the end of the session beside the seconds its tests spent compiling with
+#: JAX (tracing, lowering and XLA compilation): the measurements that say which files to
+#: trim and whether compilation or computation is what costs (``--durations`` lists
+#: single tests only).
 _FILE_SECONDS: dict[str, float] = {}
+_COMPILE_SECONDS: dict[str, float] = {}
+_CURRENT_FILE = ["(collection)"]
+#: The JAX events whose durations are counted as compilation.
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                  "/jax/core/compile/backend_compile_duration")
 #: Files listed in the summary.
 SLOWEST_FILES = 25
+
+
+def _on_jax_event(event: str, seconds: float, **kwargs: object) -> None:
+    if event in COMPILE_EVENTS:
+        f = _CURRENT_FILE[0]
+        _COMPILE_SECONDS[f] = _COMPILE_SECONDS.get(f, 0.0) + seconds
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    import jax.monitoring
+
+    jax.monitoring.register_event_duration_secs_listener(_on_jax_event)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logstart(nodeid: str, location: tuple) -> None:
+    _CURRENT_FILE[0] = nodeid.split("::", 1)[0]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -141,14 +166,27 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _FILE_SECONDS[f] = _FILE_SECONDS.get(f, 0.0) + float(report.duration)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:   # an xdist worker hands its compile seconds to the controller
+        out["compile_seconds"] = dict(_COMPILE_SECONDS)
+
+
+def pytest_testnodedown(node: object, error: object) -> None:
+    for f, s in getattr(node, "workeroutput", {}).get("compile_seconds", {}).items():
+        _COMPILE_SECONDS[f] = _COMPILE_SECONDS.get(f, 0.0) + s
+
+
 def pytest_terminal_summary(terminalreporter: object, exitstatus: int,
                             config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not _FILE_SECONDS:
         return
     total = sum(_FILE_SECONDS.values())
+    compiled = sum(_COMPILE_SECONDS.values())
     rows = sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:SLOWEST_FILES]
     tr = terminalreporter
     tr.write_sep("=", f"slowest {len(rows)} test files (of {len(_FILE_SECONDS)}; "
-                      f"{total:.0f} s of test time in all)")
+                      f"{total:.0f} s of test time in all, {compiled:.0f} s of it compiling)")
     for f, s in rows:
-        tr.write_line(f"{s:8.1f}s {100 * s / total:5.1f}%  {f}")
+        tr.write_line(f"{s:8.1f}s {100 * s / total:5.1f}%  compiling "
+                      f"{_COMPILE_SECONDS.get(f, 0.0):6.1f}s  {f}")
