@@ -359,9 +359,10 @@ class GLADFit(AnnotatorFit):
         fixed prevalence, gold labels, ``max_iter`` and ``tol``. A weight of 2 is the
         item counted twice sharing one easiness, which fits what two copies of it fit
         (each copy's easiness maximises the same criterion). ``confusion`` is the
-        refitted item-averaged channel (:func:`averaged_confusion` with each rating
-        weighing its item's weight; NaN for an annotator whose ratings all weigh 0), the
-        one a corrected target from GLAD uses. The M-step is scipy's L-BFGS on a jitted
+        refitted item-averaged channel
+        (:func:`~noisycal.annotators.glad.averaged_confusion`, each rating weighing its
+        item's weight; NaN for an annotator whose ratings all weigh 0), the one a
+        corrected target from GLAD uses. The M-step is scipy's L-BFGS on a jitted
         objective, so the refits run in a Python loop (each a jitted weighted EM;
         ``draw`` and ``statistic`` are compiled once and called per refit), not in one
         compiled loop as for the Dawid–Skene family: about 0.05 s a refit at 300 items
