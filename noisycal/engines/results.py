@@ -296,7 +296,10 @@ class AnnotatorFit:
         compiled loop. Offered by EM fits of the Dawid–Skene family (Dawid–Skene,
         one-coin, grouped, class-conditional, MACE), and by classifier-informed EM fits
         through their own weighted EM
-        (:meth:`noisycal.annotators.ClassifierInformedFit.refit`). A fit with gold
+        (:meth:`noisycal.annotators.ClassifierInformedFit.refit`), and by GLAD fits
+        through theirs (:meth:`noisycal.annotators.GLADFit.refit`: each item's ratings
+        and easiness prior weighted, the item-averaged channels refitted; a Python loop
+        of jitted fits, not one compiled loop). A fit with gold
         labels is refitted with its gold items' posteriors clamped at their classes, as
         in the fit: a gold item keeps its class in every replicate and weighs its weight
         (a resample's multiplicity).
@@ -817,9 +820,10 @@ def _check_weights(weights: ArrayLike, n_items: int) -> Any:
 
 def check_refit_inputs(weights: ArrayLike, n_items: int, draw: Any, statistic: Any,
                        progress: bool | str) -> tuple[Any, str, bool]:
-    """The checks of :meth:`AnnotatorFit.refit` on its arguments, made there and by a fit
-    class that runs its own refit loop
-    (:meth:`noisycal.annotators.ClassifierInformedFit.refit`).
+    """The checks of :meth:`AnnotatorFit.refit` on its arguments, made there and by the
+    fit classes that run their own refit loop
+    (:meth:`noisycal.annotators.ClassifierInformedFit.refit`,
+    :meth:`noisycal.annotators.GLADFit.refit`).
 
     Call it under ``x64``.
 

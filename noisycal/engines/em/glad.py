@@ -10,6 +10,16 @@ maximises the expected complete-data log-likelihood plus the normal log-priors o
 all ratings at once) and sets the prevalence to the mean posterior (its exact maximiser)
 unless it is fixed. The loop stops when the log posterior per item changes by less than
 ``tol``.
+
+Item weights (``fit_glad(weights=...)``, the refits of :meth:`GLADFit.refit
+<noisycal.annotators.GLADFit.refit>`) multiply each item's whole term of the log
+posterior, its ratings' log-likelihood and its easiness prior together: item i's
+easiness is still fitted from its own ratings alone (its maximiser does not depend on
+its weight), the abilities' prior is counted once, the prevalence is the weighted mean
+posterior and "per item" means per unit of weight. A weight of 2 is then the item
+counted twice with its copies sharing one easiness, which at the optimum is what two
+copies with an easiness each give (both copies maximise the same criterion), so integer
+weights fit what a fit on the items duplicated fits.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from ..._util.jax import x64
 from ..._util.progress import ProgressBar
 
 __all__ = ["GladEM", "class_log_likelihood", "e_step", "fit_glad", "LOGIT_LIMIT",
-           "saturated"]
+           "saturated", "call_draw", "call_statistic"]
 
 #: A rating whose fitted log-odds of being correct, ``|alpha_a * beta_i|``, exceeds this
 #: (13.8 = logit(1 - 1e-6), the prevalence boundary of :mod:`noisycal.engines.status`)
@@ -96,7 +106,7 @@ def class_log_likelihood(alpha: jax.Array, b: jax.Array, item: jax.Array,
 
 def e_step(alpha: jax.Array, b: jax.Array, log_prev: jax.Array, item: jax.Array,
            annotator: jax.Array, label: jax.Array, gold: jax.Array | None, n_items: int,
-           n_classes: int) -> tuple[jax.Array, jax.Array]:
+           n_classes: int, weights: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """Item posteriors and the marginal log-likelihood.
 
     Parameters
@@ -108,11 +118,14 @@ def e_step(alpha: jax.Array, b: jax.Array, log_prev: jax.Array, item: jax.Array,
     gold : (n_items,) int or None
         Known class codes (-1 where unknown): those items are clamped to their class
         and enter the likelihood at it.
+    weights : (n_items,), optional
+        Item weights of the log-likelihood (an item of weight 0 adds nothing, even where
+        its likelihood is 0).
 
     Returns
     -------
     (posterior, loglik)
-        (n_items, K) posteriors and the scalar log-likelihood.
+        (n_items, K) posteriors and the scalar (weighted) log-likelihood.
     """
     joint = log_prev[None, :] + class_log_likelihood(alpha, b, item, annotator, label,
                                                      n_items, n_classes)
@@ -121,11 +134,17 @@ def e_step(alpha: jax.Array, b: jax.Array, log_prev: jax.Array, item: jax.Array,
         clamp = jnp.where(jnp.arange(n_classes)[None, :] == gold[:, None], 0.0, -jnp.inf)
         joint = jnp.where(known[:, None], joint + clamp, joint)
     lse = jax.scipy.special.logsumexp(joint, axis=1)
+    if weights is not None:
+        return jnp.exp(joint - lse[:, None]), jnp.sum(jnp.where(weights > 0,
+                                                                weights * lse, 0.0))
     return jnp.exp(joint - lse[:, None]), jnp.sum(lse)
 
 
-def _log_prior(x: jax.Array, prior: jax.Array) -> jax.Array:
-    """``prior = (on, mean, sd)``: the normal log-density up to its constant, 0 when off."""
+def _log_prior(x: jax.Array, prior: jax.Array, weights: jax.Array | None = None) -> jax.Array:
+    """``prior = (on, mean, sd)``: the normal log-density up to its constant, 0 when off;
+    with ``weights``, each coordinate's term weighted."""
+    if weights is not None:
+        return -0.5 * prior[0] * jnp.sum(weights * ((x - prior[1]) / prior[2]) ** 2)
     return -0.5 * prior[0] * jnp.sum(((x - prior[1]) / prior[2]) ** 2)
 
 
@@ -136,29 +155,35 @@ def _prior_array(ability_prior: tuple | None, easiness_prior: tuple | None) -> n
 
 @partial(jax.jit, static_argnames=("n_items", "free_alpha"))
 def _scale(alpha: jax.Array, b: jax.Array, item: jax.Array, annotator: jax.Array,
-           priors: jax.Array, *, n_items: int, free_alpha: bool) -> jax.Array:
+           priors: jax.Array, iw: jax.Array | None = None, *, n_items: int,
+           free_alpha: bool) -> jax.Array:
     """The square root of the expected curvature of each coordinate of minus the M-step
-    objective per item (the diagonal preconditioner of L-BFGS)."""
+    objective per item (the diagonal preconditioner of L-BFGS); ``iw`` item weights."""
     z = alpha[annotator] * jnp.exp(b[item])
     s = jax.nn.sigmoid(z)
     v = s * (1.0 - s)
+    if iw is not None:
+        v = v * iw[item]
     hb = jax.ops.segment_sum(v * z * z, item, num_segments=n_items)
-    hb = hb + priors[1, 0] / priors[1, 2] ** 2
+    hb = hb + priors[1, 0] / priors[1, 2] ** 2 * (1.0 if iw is None else iw)
+    norm = n_items if iw is None else jnp.sum(iw)
     if not free_alpha:
-        return jnp.sqrt(hb / n_items + 1e-12)
+        return jnp.sqrt(hb / norm + 1e-12)
     ha = jax.ops.segment_sum(v * jnp.exp(2.0 * b[item]), annotator,
                              num_segments=alpha.shape[0])
     ha = ha + priors[0, 0] / priors[0, 2] ** 2
-    return jnp.sqrt(jnp.concatenate([ha, hb]) / n_items + 1e-12)
+    return jnp.sqrt(jnp.concatenate([ha, hb]) / norm + 1e-12)
 
 
 @partial(jax.jit, static_argnames=("n_items", "n_classes", "free_alpha"))
 def _neg_q(x: jax.Array, scale: jax.Array, alpha_fixed: jax.Array, w: jax.Array,
-           item: jax.Array, annotator: jax.Array, priors: jax.Array, *, n_items: int,
-           n_classes: int, free_alpha: bool) -> tuple[jax.Array, jax.Array]:
+           item: jax.Array, annotator: jax.Array, priors: jax.Array,
+           iw: jax.Array | None = None, *, n_items: int, n_classes: int,
+           free_alpha: bool) -> tuple[jax.Array, jax.Array]:
     """Minus the M-step objective per item and its gradient in the preconditioned
     coordinates ``x = theta * scale``; ``w`` each rating's posterior probability of
-    being correct."""
+    being correct, ``iw`` item weights (of the ratings' terms and the easiness prior;
+    "per item" is then per unit of weight)."""
 
     def f(x: jax.Array) -> jax.Array:
         t = x / scale
@@ -166,22 +191,25 @@ def _neg_q(x: jax.Array, scale: jax.Array, alpha_fixed: jax.Array, w: jax.Array,
         alpha = t[:J] if free_alpha else alpha_fixed
         b = t[J:] if free_alpha else t
         z = alpha[annotator] * jnp.exp(b[item])
-        q = jnp.sum(w * jax.nn.log_sigmoid(z)
-                    + (1.0 - w) * (jax.nn.log_sigmoid(-z) - jnp.log(n_classes - 1.0)))
-        q = q + _log_prior(b, priors[1])
+        term = (w * jax.nn.log_sigmoid(z)
+                + (1.0 - w) * (jax.nn.log_sigmoid(-z) - jnp.log(n_classes - 1.0)))
+        q = jnp.sum(term if iw is None else iw[item] * term)
+        q = q + _log_prior(b, priors[1], iw)
         if free_alpha:
             q = q + _log_prior(alpha, priors[0])
-        return -q / n_items
+        return -q / (n_items if iw is None else jnp.sum(iw))
 
     return jax.value_and_grad(f)(x)
 
 
 @partial(jax.jit, static_argnames=("n_items", "n_classes"))
 def _e(alpha: jax.Array, b: jax.Array, log_prev: jax.Array, item: jax.Array,
-       annotator: jax.Array, label: jax.Array, gold: jax.Array | None, priors: jax.Array, *,
-       n_items: int, n_classes: int) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    post, ll = e_step(alpha, b, log_prev, item, annotator, label, gold, n_items, n_classes)
-    obj = ll + _log_prior(alpha, priors[0]) + _log_prior(b, priors[1])
+       annotator: jax.Array, label: jax.Array, gold: jax.Array | None, priors: jax.Array,
+       iw: jax.Array | None = None, *, n_items: int, n_classes: int
+       ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    post, ll = e_step(alpha, b, log_prev, item, annotator, label, gold, n_items, n_classes,
+                      iw)
+    obj = ll + _log_prior(alpha, priors[0]) + _log_prior(b, priors[1], iw)
     return post, ll, obj, post[item, label]
 
 
@@ -215,10 +243,12 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
              easiness_prior: tuple[float, float] | None, prevalence: np.ndarray | None,
              gold: np.ndarray | None = None, max_iter: int = 1000, tol: float = 1e-8,
              ability: np.ndarray | None = None, free_ability: bool = True,
-             m_step_iter: int = 200, progress: bool = False) -> GladEM:
+             m_step_iter: int = 200, progress: bool = False,
+             weights: np.ndarray | None = None, log_easiness: np.ndarray | None = None,
+             start_prevalence: np.ndarray | None = None) -> GladEM:
     """GLAD by EM from ``alpha`` at the ability prior's mean (or ``ability``), every ``b``
-    at the easiness prior's mean (1 without one) and the uniform prevalence (crowd-kit's
-    start).
+    at the easiness prior's mean (1 without one; or ``log_easiness``) and the uniform
+    prevalence (crowd-kit's start; or ``start_prevalence``).
 
     Parameters
     ----------
@@ -244,6 +274,17 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
         L-BFGS iterations per M-step at most.
     progress : bool, default=False
         A bar of EM iterations on stderr (up to ``max_iter``; EM usually stops earlier).
+    weights : ndarray of shape (n_items,), optional
+        Non-negative item weights with a positive sum (not checked), each multiplying
+        its item's log-likelihood and easiness prior (the module docstring);
+        ``loglik`` and ``objective`` are then weighted sums and the tolerance is per
+        unit of weight. None: the
+        unweighted fit (not the same code path as weights all one, which agree with it
+        to rounding).
+    log_easiness : ndarray of shape (n_items,), optional
+        The start of ``b`` (a refit starts from the fit's).
+    start_prevalence : ndarray of shape (K,), optional
+        The start of a fitted prevalence (ignored when ``prevalence`` is given).
 
     Returns
     -------
@@ -254,23 +295,29 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
     K, J = n_classes, n_annotators
     a0 = 1.0 if ability_prior is None else float(ability_prior[0])
     alpha = (np.full(J, a0) if ability is None else np.asarray(ability, np.float64)).copy()
-    b = np.full(n_items, 1.0 if easiness_prior is None else float(easiness_prior[0]))
+    b = (np.full(n_items, 1.0 if easiness_prior is None else float(easiness_prior[0]))
+         if log_easiness is None else np.asarray(log_easiness, np.float64).copy())
     fixed_prev = prevalence is not None
-    prev = np.full(K, 1.0 / K) if prevalence is None else np.asarray(prevalence, np.float64)
+    prev = (np.asarray(prevalence, np.float64) if fixed_prev
+            else np.full(K, 1.0 / K) if start_prevalence is None
+            else np.asarray(start_prevalence, np.float64).copy())
     kw = {"n_items": n_items, "n_classes": K}
+    iw_np = None if weights is None else np.asarray(weights, np.float64)
+    norm = n_items if iw_np is None else float(iw_np.sum())
     with x64():
         priors = jnp.asarray(_prior_array(ability_prior, easiness_prior))
         it, an, lb = (jnp.asarray(x, jnp.int32) for x in (item, annotator, label))
         gd = None if gold is None else jnp.asarray(gold, jnp.int32)
+        iw = None if iw_np is None else jnp.asarray(iw_np)
 
         def estep(alpha: np.ndarray, b: np.ndarray, prev: np.ndarray) -> tuple:
             with np.errstate(divide="ignore"):
                 lp = np.log(prev)
             return _e(jnp.asarray(alpha), jnp.asarray(b), jnp.asarray(lp), it, an, lb, gd,
-                      priors, **kw)
+                      priors, iw, **kw)
 
         def fun(x: np.ndarray, w: Any, scale: Any) -> tuple[float, np.ndarray]:
-            v, g = _neg_q(jnp.asarray(x), scale, a_fixed, w, it, an, priors,
+            v, g = _neg_q(jnp.asarray(x), scale, a_fixed, w, it, an, priors, iw,
                           free_alpha=free_ability, **kw)
             return float(v), np.asarray(g, np.float64)
 
@@ -283,7 +330,7 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
                 bar.update()
                 a_fixed = jnp.asarray(alpha)
                 theta = np.concatenate([alpha, b]) if free_ability else b
-                scale = _scale(a_fixed, jnp.asarray(b), it, an, priors, n_items=n_items,
+                scale = _scale(a_fixed, jnp.asarray(b), it, an, priors, iw, n_items=n_items,
                                free_alpha=free_ability)
                 sc = np.asarray(scale)
                 res = minimize(fun, theta * sc, args=(w, scale), jac=True, method="L-BFGS-B",
@@ -294,11 +341,55 @@ def fit_glad(item: np.ndarray, annotator: np.ndarray, label: np.ndarray, *, n_it
                 else:
                     b = theta.copy()
                 if not fixed_prev:
-                    prev = np.asarray(post).mean(axis=0)
+                    prev = (np.asarray(post).mean(axis=0) if iw_np is None
+                            else iw_np @ np.asarray(post) / norm)
                 post, ll, new, w = estep(alpha, b, prev)
                 new = float(new)
-                if abs(new - obj) / n_items < tol:
+                if abs(new - obj) / norm < tol:
                     obj, converged = new, True
                     break
                 obj = new
     return GladEM(alpha, b, prev, np.asarray(post), float(ll), obj, n_iter, converged)
+
+
+@partial(jax.jit, static_argnames=("draw",))
+def call_draw(x: jax.Array, args: Any, *, draw: Any) -> jax.Array:
+    """``draw(x, args)`` compiled (once per ``draw``, which is hashed as a static argument):
+    one refit's item weights, for refit loops run from Python (:meth:`GLADFit.refit
+    <noisycal.annotators.GLADFit.refit>`).
+
+    Parameters
+    ----------
+    x : jax.Array
+        The replicate's row of ``refit``'s ``weights`` (a random key for the bootstrap).
+    args : pytree of arrays
+    draw : callable
+        ``draw(x, args) -> (n_items,)``.
+
+    Returns
+    -------
+    jax.Array
+    """
+    return draw(x, args)
+
+
+@partial(jax.jit, static_argnames=("statistic",))
+def call_statistic(w: jax.Array, confusion: jax.Array, prevalence: jax.Array, args: Any, *,
+                   statistic: Any) -> Any:
+    """``statistic(w, confusion, prevalence, args)`` compiled (once per ``statistic``), as
+    :func:`call_draw`.
+
+    Parameters
+    ----------
+    w : (n_items,)
+        The replicate's item weights.
+    confusion : (J, K, K)
+    prevalence : (K,)
+    args : pytree of arrays
+    statistic : callable
+
+    Returns
+    -------
+    pytree of arrays
+    """
+    return statistic(w, confusion, prevalence, args)

@@ -72,7 +72,7 @@ def check_refit_target(target: Any) -> tuple[dict, Any]:
     its annotators, classes and items.
 
     Whether the fit can be refitted (an EM fit of the Dawid–Skene family, with or without
-    gold labels, or of the classifier-informed model) the fit says when asked
+    gold labels, of the classifier-informed model, or of GLAD) the fit says when asked
     (``fit.refit``; see :func:`nc_ece_refit_replicates`).
 
     Parameters
@@ -135,7 +135,8 @@ def nc_ece_refit_replicates(target: Any, stat_args: tuple, *, n_bins: int, n_boo
     ----------
     target : Target
         A corrected target (any number of classes) built from an EM fit of the
-        Dawid–Skene family or of the classifier-informed model (``details['fit']``).
+        Dawid–Skene family, of the classifier-informed model or of GLAD
+        (``details['fit']``).
     stat_args : tuple of arrays
         Item-level arrays of the statistic (confidences, bins, target columns), in the
         order of the target's items.
