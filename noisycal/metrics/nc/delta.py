@@ -115,6 +115,49 @@ def _aligned(conf: jax.Array, annotator_index: jax.Array, class_index: jax.Array
     return conf[annotator_index][:, class_index][:, :, class_index]
 
 
+@partial(jax.jit, static_argnames=("params",))
+def _used_channels(thetas: jax.Array, x0: jax.Array, basis: jax.Array,
+                   annotator_index: jax.Array, class_index: jax.Array, mask: jax.Array, *,
+                   params: Any) -> jax.Array:
+    """The informative annotators' aligned channels (r, J_used, K, K) at each row of
+    ``thetas`` (r, p); one compiled program instead of every operation compiled alone."""
+    def one(theta: jax.Array) -> jax.Array:
+        return _aligned(params(theta, x0, basis)["confusion"], annotator_index,
+                        class_index)[mask]
+
+    return jax.vmap(one)(thetas)
+
+
+class UsedChannels(NamedTuple):
+    """``used_channels(theta) -> (J_used, K, K)``: the informative annotators' channels
+    in the target's order at free coordinates ``theta``; :meth:`many` evaluates rows of
+    coordinates together.
+
+    Attributes
+    ----------
+    params : callable
+        The influence's hashable parametrisation ``params(theta, x0, basis)``.
+    x0, basis, annotator_index, class_index, mask : jax.Array
+        Its arguments, the target's annotator and class order and the informative
+        annotators' positions.
+    """
+
+    params: Any
+    x0: jax.Array
+    basis: jax.Array
+    annotator_index: jax.Array
+    class_index: jax.Array
+    mask: jax.Array
+
+    def many(self, thetas: Any) -> jax.Array:
+        """The channels at each row of ``thetas`` (r, p): (r, J_used, K, K)."""
+        return _used_channels(jnp.asarray(thetas), self.x0, self.basis, self.annotator_index,
+                              self.class_index, self.mask, params=self.params)
+
+    def __call__(self, theta: Any) -> jax.Array:
+        return self.many(jnp.asarray(theta)[None])[0]
+
+
 class LinearForm(NamedTuple):
     r"""The bin means as a linear function of the inverse channels.
 
@@ -306,9 +349,8 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
     channel = D @ influence.covariance @ D.T
     mask = np.flatnonzero(np.asarray(det["informative"]))
 
-    def used_channels(theta: jax.Array) -> jax.Array:
-        p = influence.parametrisation(theta, args[0], args[1])
-        return _aligned(p["confusion"], args[7], args[8])[mask]
+    used_channels = UsedChannels(influence.parametrisation, args[0], args[1], args[7],
+                                 args[8], jnp.asarray(mask))
 
     with x64():
         curv = _curvature(means, D, influence.covariance, used_channels)
@@ -378,8 +420,13 @@ def _singular(used_channels: Any, thetas: np.ndarray) -> np.ndarray:
     than at the estimate. Bool array (r,)."""
     from ...correction.labels import channels_invertible
 
-    at0 = np.asarray(used_channels(jnp.zeros(thetas.shape[1])))
-    C = np.asarray(jax.vmap(used_channels)(jnp.asarray(thetas)))   # (r, J, K, K)
+    if isinstance(used_channels, UsedChannels):   # the estimate and the moves in one call
+        both = np.asarray(used_channels.many(np.vstack([np.zeros((1, thetas.shape[1])),
+                                                         thetas])))
+        at0, C = both[0], both[1:]
+    else:
+        at0 = np.asarray(used_channels(jnp.zeros(thetas.shape[1])))
+        C = np.asarray(jax.vmap(used_channels)(jnp.asarray(thetas)))   # (r, J, K, K)
     r, J, K, _ = C.shape
     ok = np.asarray(channels_invertible(C.reshape(r * J, K, K))).reshape(r, J)
     same = np.sign(np.linalg.det(C)) == np.sign(np.linalg.det(at0))[None, :]
