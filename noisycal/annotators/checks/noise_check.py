@@ -278,12 +278,16 @@ def _alt_data(data: DSData, n_groups: int) -> DSData:
     return data._replace(annotator=ann, n_annotators=data.n_annotators * n_groups, slots=None)
 
 
-@partial(jax.jit, static_argnames=("sizes", "max_iter", "tol", "batch_size", "progress"))
-def _bootstrap_lr(keys: jax.Array, prevalence: jax.Array, confusion: jax.Array,
-                  item: jax.Array, annotator: jax.Array, group: jax.Array, *, sizes: tuple,
-                  max_iter: int, tol: float, batch_size: int, progress: bool = False
-                  ) -> tuple[jax.Array, ...]:
-    """(loglik_shared, loglik_group, converged) on data sets drawn from the shared fit."""
+@partial(jax.jit, static_argnames=("n_boot", "sizes", "max_iter", "tol", "batch_size",
+                                   "progress"))
+def _bootstrap_lr(key: jax.Array, prevalence: jax.Array, confusion: jax.Array,
+                  item: jax.Array, annotator: jax.Array, group: jax.Array, *, n_boot: int,
+                  sizes: tuple, max_iter: int, tol: float, batch_size: int,
+                  progress: bool = False) -> tuple[jax.Array, ...]:
+    """(loglik_shared, loglik_group, converged) on ``n_boot`` data sets drawn from the
+    shared fit, one per key of ``jax.random.split(key, n_boot)`` (split here: no program
+    compiled for the split alone)."""
+    keys = jax.random.split(key, n_boot)
     n_items, J, K, L = sizes
     base = DSData(item, annotator, jnp.zeros_like(annotator), group, n_items, J, K, L, None)
     log_prev, log_conf = jnp.log(prevalence), jnp.log(confusion)
@@ -362,7 +366,7 @@ def _bootstrap(key: jax.Array, post: np.ndarray, data: DSData, n_boot: int, max_
         prev, conf = _m_step_jit(jnp.asarray(post), arrays, jnp.full(K, 1.0 + PSEUDOCOUNT),
                                  jnp.full((K, K), 1.0 + PSEUDOCOUNT), sizes=sizes)
         l0, l1, conv = bar.wait(_bootstrap_lr(
-            jax.random.split(key, n_boot), prev, conf, data.item, data.annotator, data.group,
+            key, prev, conf, data.item, data.annotator, data.group, n_boot=n_boot,
             sizes=(data.n_items, data.n_annotators, data.n_classes, data.n_groups),
             max_iter=max_iter, tol=tol, batch_size=min(batch_size, n_boot),
             progress=progress))
