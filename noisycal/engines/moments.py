@@ -23,7 +23,6 @@ Biometrics 36(1), 167-171.
 from __future__ import annotations
 
 import numbers
-from functools import partial
 
 import numpy as np
 
@@ -111,9 +110,12 @@ def moment_jacobian(theta: ArrayLike, n_groups: int) -> np.ndarray:
         For L = 2 its determinant is delta_1^2 delta_2^2 (mu_1 - mu_0)^2 (Eq. D.6).
     """
     with x64():
-        jac = jax.jacfwd(partial(grouped_moments, n_groups=n_groups))(
-            jnp.asarray(theta, dtype=jnp.float64))
+        jac = _moment_jacobian(jnp.asarray(theta, dtype=jnp.float64), n_groups=n_groups)
     return np.asarray(jac)
+
+
+# one compiled program per number of groups, not every operation of the Jacobian on its own
+_moment_jacobian = jax.jit(jax.jacfwd(grouped_moments), static_argnames=("n_groups",))
 
 
 def hui_walter_inverse(q: np.ndarray) -> tuple[np.ndarray, str, str]:

@@ -48,7 +48,7 @@ from ..._util.validation import (
     user_stacklevel,
 )
 from ...annotations.core import Annotations
-from ...engines.em.dawid_skene import e_step, fit_em, m_step, run_em
+from ...engines.em.dawid_skene import e_step, fit_em, join_data, m_step, run_em, split_data
 from ...engines.methods import EM, as_method
 from ...engines.results import AnnotatorFit
 from ...exceptions import NoisycalWarning, NumericalWarning
@@ -278,12 +278,16 @@ def _alt_data(data: DSData, n_groups: int) -> DSData:
     return data._replace(annotator=ann, n_annotators=data.n_annotators * n_groups, slots=None)
 
 
-@partial(jax.jit, static_argnames=("sizes", "max_iter", "tol", "batch_size", "progress"))
-def _bootstrap_lr(keys: jax.Array, prevalence: jax.Array, confusion: jax.Array,
-                  item: jax.Array, annotator: jax.Array, group: jax.Array, *, sizes: tuple,
-                  max_iter: int, tol: float, batch_size: int, progress: bool = False
-                  ) -> tuple[jax.Array, ...]:
-    """(loglik_shared, loglik_group, converged) on data sets drawn from the shared fit."""
+@partial(jax.jit, static_argnames=("n_boot", "sizes", "max_iter", "tol", "batch_size",
+                                   "progress"))
+def _bootstrap_lr(key: jax.Array, prevalence: jax.Array, confusion: jax.Array,
+                  item: jax.Array, annotator: jax.Array, group: jax.Array, *, n_boot: int,
+                  sizes: tuple, max_iter: int, tol: float, batch_size: int,
+                  progress: bool = False) -> tuple[jax.Array, ...]:
+    """(loglik_shared, loglik_group, converged) on ``n_boot`` data sets drawn from the
+    shared fit, one per key of ``jax.random.split(key, n_boot)`` (split here: no program
+    compiled for the split alone)."""
+    keys = jax.random.split(key, n_boot)
     n_items, J, K, L = sizes
     base = DSData(item, annotator, jnp.zeros_like(annotator), group, n_items, J, K, L, None)
     log_prev, log_conf = jnp.log(prevalence), jnp.log(confusion)
@@ -302,6 +306,21 @@ def _bootstrap_lr(keys: jax.Array, prevalence: jax.Array, confusion: jax.Array,
         return s0.loglik, s1.loglik, s0.converged & s1.converged
 
     return jax.lax.map(one, keys, batch_size=batch_size)
+
+
+# one compiled program per data size each instead of every operation compiled on its own
+@partial(jax.jit, static_argnames=("sizes",))
+def _loglik_jit(prevalence: jax.Array, confusion: jax.Array, arrays: tuple,
+                sizes: tuple) -> jax.Array:
+    """Each item's log-likelihood (:func:`e_step`) on ``join_data(arrays, sizes)``."""
+    return e_step(prevalence, confusion, join_data(arrays, sizes), None)[1]
+
+
+@partial(jax.jit, static_argnames=("sizes",))
+def _m_step_jit(post: jax.Array, arrays: tuple, alpha: jax.Array, beta: jax.Array, *,
+                sizes: tuple) -> tuple[jax.Array, jax.Array]:
+    """:func:`m_step` (full channels) on ``join_data(arrays, sizes)``."""
+    return m_step(post, join_data(arrays, sizes), alpha, beta, False)
 
 
 def _expected_counts_min(prev: np.ndarray, conf: np.ndarray, n_rated: np.ndarray) -> float:
@@ -343,10 +362,11 @@ def _bootstrap(key: jax.Array, post: np.ndarray, data: DSData, n_boot: int, max_
     """
     K = data.n_classes
     with x64(), ProgressBar(n_boot, "noise check bootstrap", enabled=progress) as bar:
-        prev, conf = m_step(jnp.asarray(post), data, jnp.full(K, 1.0 + PSEUDOCOUNT),
-                            jnp.full((K, K), 1.0 + PSEUDOCOUNT), False)
+        arrays, sizes = split_data(data)
+        prev, conf = _m_step_jit(jnp.asarray(post), arrays, jnp.full(K, 1.0 + PSEUDOCOUNT),
+                                 jnp.full((K, K), 1.0 + PSEUDOCOUNT), sizes=sizes)
         l0, l1, conv = bar.wait(_bootstrap_lr(
-            jax.random.split(key, n_boot), prev, conf, data.item, data.annotator, data.group,
+            key, prev, conf, data.item, data.annotator, data.group, n_boot=n_boot,
             sizes=(data.n_items, data.n_annotators, data.n_classes, data.n_groups),
             max_iter=max_iter, tol=tol, batch_size=min(batch_size, n_boot),
             progress=progress))
@@ -362,12 +382,13 @@ def _observed(ann: Annotations, fit0: AnnotatorFit, groups: np.ndarray, L: int,
                           n_annotators=ann.n_annotators, n_classes=ann.n_classes,
                           group=groups, n_groups=L, slots=False)
         data1 = _alt_data(data0, L)
-        ll0 = np.asarray(e_step(jnp.asarray(fit0.group_prevalence),
-                                jnp.asarray(fit0.confusion), data0, None)[1])
+        ll0 = np.asarray(_loglik_jit(jnp.asarray(fit0.group_prevalence),
+                                     jnp.asarray(fit0.confusion), *split_data(data0)))
         alt = fit_em(jnp.asarray(fit0.item_posterior)[None], data1, None, None, None,
                      one_coin=False, max_iter=max_iter, tol=tol)
         prev1, conf1 = np.asarray(alt.prevalence[0]), np.asarray(alt.confusion[0])
-        ll1 = np.asarray(e_step(jnp.asarray(prev1), jnp.asarray(conf1), data1, None)[1])
+        ll1 = np.asarray(_loglik_jit(jnp.asarray(prev1), jnp.asarray(conf1),
+                                     *split_data(data1)))
     return data0, ll0, ll1, prev1, conf1
 
 

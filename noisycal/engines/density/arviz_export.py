@@ -133,20 +133,33 @@ def item_loglik_draws(prevalence: np.ndarray, confusion: np.ndarray, data: Any,
     -------
     ndarray of shape (D, n_items)
     """
-    from noisycal.models.dawid_skene import item_log_likelihood, joint_log_likelihood
-
     with x64():
         import jax.numpy as jnp
 
         known = None if gold is None else jnp.asarray(gold)
-
-        def one(pc: tuple) -> jax.Array:
-            params = {"prevalence": pc[0], "confusion": pc[1]}
-            return item_log_likelihood(joint_log_likelihood(params, data), known)
-
-        out = jax.lax.map(one, (jnp.asarray(prevalence, jnp.float64),
-                                jnp.asarray(confusion, jnp.float64)), batch_size=batch_size)
+        arrays = (data.item, data.annotator, data.label, data.group, data.slots)
+        sizes = (data.n_items, data.n_annotators, data.n_classes, data.n_groups)
+        out = _loglik_draws(jnp.asarray(prevalence, jnp.float64),
+                            jnp.asarray(confusion, jnp.float64), arrays, known, sizes=sizes,
+                            batch_size=batch_size)
         return np.asarray(out)
+
+
+# jitted whole: outside jit, lax.map runs the draws left over after the last full batch
+# through vmap one operation at a time, each compiled on its own
+@partial(jax.jit, static_argnames=("sizes", "batch_size"))
+def _loglik_draws(prevalence: jax.Array, confusion: jax.Array, arrays: tuple,
+                  known: jax.Array | None, *, sizes: tuple, batch_size: int) -> jax.Array:
+    """:func:`item_loglik_draws` on ``DSData(*arrays[:4], *sizes, arrays[4])``."""
+    from noisycal.models.dawid_skene import DSData, item_log_likelihood, joint_log_likelihood
+
+    data = DSData(*arrays[:4], *sizes, arrays[4])
+
+    def one(pc: tuple) -> jax.Array:
+        params = {"prevalence": pc[0], "confusion": pc[1]}
+        return item_log_likelihood(joint_log_likelihood(params, data), known)
+
+    return jax.lax.map(one, (prevalence, confusion), batch_size=batch_size)
 
 
 def replicate_ratings(rng_key: Any, prevalence: np.ndarray, confusion: np.ndarray,

@@ -284,6 +284,10 @@ def bin_means_statistic(weights: jax.Array, target: jax.Array, conf: jax.Array,
     return sums.ravel() / jnp.sum(weights)
 
 
+# one compiled program, not every operation compiled on its own
+_bin_means_statistic_jit = jax.jit(bin_means_statistic, static_argnames=("n_bins",))
+
+
 def refit_covariance(target: Any, items: tuple, n_bins: int, n_boot: int, seed: Any,
                      progress: bool = False) -> tuple[np.ndarray, np.ndarray, dict]:
     """Covariance of the bin means over channel-refit bootstrap replicates.
@@ -356,9 +360,9 @@ def refit_inversion(est: Any, target: Any, items: tuple, *, n_bins: int, n_boot:
 
     conf, bins, cols = items
     with x64():
-        mean = np.asarray(bin_means_statistic(jnp.ones(conf.shape[1]),
-                                              jnp.asarray(target.values), jnp.asarray(conf),
-                                              jnp.asarray(bins), jnp.asarray(cols), n_bins))
+        mean = np.asarray(_bin_means_statistic_jit(
+            jnp.ones(conf.shape[1]), jnp.asarray(target.values), jnp.asarray(conf),
+            jnp.asarray(bins), jnp.asarray(cols), n_bins=n_bins))
     cov, reps, extra = refit_covariance(target, items, n_bins, n_boot, seed, progress)
     G = conf.shape[0]
     w = np.full(mean.size, 1.0 / G)

@@ -115,6 +115,49 @@ def _aligned(conf: jax.Array, annotator_index: jax.Array, class_index: jax.Array
     return conf[annotator_index][:, class_index][:, :, class_index]
 
 
+@partial(jax.jit, static_argnames=("params",))
+def _used_channels(thetas: jax.Array, x0: jax.Array, basis: jax.Array,
+                   annotator_index: jax.Array, class_index: jax.Array, mask: jax.Array, *,
+                   params: Any) -> jax.Array:
+    """The informative annotators' aligned channels (r, J_used, K, K) at each row of
+    ``thetas`` (r, p); one compiled program instead of every operation compiled alone."""
+    def one(theta: jax.Array) -> jax.Array:
+        return _aligned(params(theta, x0, basis)["confusion"], annotator_index,
+                        class_index)[mask]
+
+    return jax.vmap(one)(thetas)
+
+
+class UsedChannels(NamedTuple):
+    """``used_channels(theta) -> (J_used, K, K)``: the informative annotators' channels
+    in the target's order at free coordinates ``theta``; :meth:`many` evaluates rows of
+    coordinates together.
+
+    Attributes
+    ----------
+    params : callable
+        The influence's hashable parametrisation ``params(theta, x0, basis)``.
+    x0, basis, annotator_index, class_index, mask : jax.Array
+        Its arguments, the target's annotator and class order and the informative
+        annotators' positions.
+    """
+
+    params: Any
+    x0: jax.Array
+    basis: jax.Array
+    annotator_index: jax.Array
+    class_index: jax.Array
+    mask: jax.Array
+
+    def many(self, thetas: Any) -> jax.Array:
+        """The channels at each row of ``thetas`` (r, p): (r, J_used, K, K)."""
+        return _used_channels(jnp.asarray(thetas), self.x0, self.basis, self.annotator_index,
+                              self.class_index, self.mask, params=self.params)
+
+    def __call__(self, theta: Any) -> jax.Array:
+        return self.many(jnp.asarray(theta)[None])[0]
+
+
 class LinearForm(NamedTuple):
     r"""The bin means as a linear function of the inverse channels.
 
@@ -224,6 +267,56 @@ def _bin_means(theta: jax.Array, x0: jax.Array, basis: jax.Array, index: jax.Arr
 _jacobian = jax.jit(jax.jacfwd(_bin_means), static_argnames=("params", "n_cells"))
 
 
+@partial(jax.jit, static_argnames=("params", "n_cells"))
+def _bin_means_rows(thetas: jax.Array, *args: jax.Array, params: Any, n_cells: int
+                    ) -> jax.Array:
+    """:func:`_bin_means` at each row of ``thetas`` (r, p): (r, G * B)."""
+    return jax.vmap(lambda t: _bin_means(t, *args, params=params, n_cells=n_cells))(thetas)
+
+
+class BinMeans(NamedTuple):
+    """``bin_means(theta) -> (G * B,)``: the exact bin means at free channel coordinates
+    theta (vmappable; theta = 0 at the estimate). Every evaluation runs one compiled
+    program on ``rows`` coordinates at once (zero rows pad the last block), so the
+    estimate, the linearity check's moves and :func:`channel_noise`'s draws share one
+    program instead of compiling one for a single point and one per chunk size.
+
+    Attributes
+    ----------
+    args : tuple of jax.Array
+        :func:`_bin_means`' arguments after ``theta``.
+    params : callable
+        The influence's hashable parametrisation.
+    n_cells : int
+        G * B.
+    rows : int
+        Coordinates per evaluation (:func:`noise_chunk`).
+    """
+
+    args: tuple
+    params: Any
+    n_cells: int
+    rows: int
+
+    def many(self, thetas: Any) -> np.ndarray:
+        """The bin means at each row of ``thetas`` (r, p): (r, G * B)."""
+        thetas = np.asarray(thetas, dtype=np.float64)
+        out = []
+        for i in range(0, thetas.shape[0], self.rows):
+            block = thetas[i:i + self.rows]
+            padded = np.zeros((self.rows, thetas.shape[1]))
+            padded[:block.shape[0]] = block
+            out.append(np.asarray(_bin_means_rows(jnp.asarray(padded), *self.args,
+                                                  params=self.params,
+                                                  n_cells=self.n_cells))[:block.shape[0]])
+        return np.concatenate(out)
+
+    def __call__(self, theta: Any) -> Any:
+        if isinstance(theta, jax.core.Tracer):   # under a transformation: one point
+            return _bin_means(theta, *self.args, params=self.params, n_cells=self.n_cells)
+        return self.many(np.asarray(theta)[None])[0]
+
+
 def _match(target: Any, fit_items: np.ndarray) -> tuple[np.ndarray, str]:
     """Position in the fit of each target row (-1: not fitted)."""
     items = getattr(target, "items", None)
@@ -286,10 +379,9 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
         static = {"params": influence.parametrisation, "n_cells": G * B}
         theta0 = jnp.zeros(influence.basis.shape[1], dtype=jnp.float64)
         D = np.asarray(_jacobian(theta0, *args, **static))        # (J, p)
-        mhat = np.asarray(_bin_means(theta0, *args, **static))
-
-        def means(theta: jax.Array) -> jax.Array:
-            return _bin_means(theta, *args, **static)
+        means = BinMeans(args, influence.parametrisation, G * B,
+                         noise_chunk(int(form.index.size)))
+        mhat = np.asarray(means(theta0))
 
     T0 = np.asarray(target.values)
     fit_items = np.asarray(getattr(getattr(fit, "annotations", None) or annotations,
@@ -306,9 +398,8 @@ def channel_term(target: Any, conf: np.ndarray, bins: np.ndarray, cols: np.ndarr
     channel = D @ influence.covariance @ D.T
     mask = np.flatnonzero(np.asarray(det["informative"]))
 
-    def used_channels(theta: jax.Array) -> jax.Array:
-        p = influence.parametrisation(theta, args[0], args[1])
-        return _aligned(p["confusion"], args[7], args[8])[mask]
+    used_channels = UsedChannels(influence.parametrisation, args[0], args[1], args[7],
+                                 args[8], jnp.asarray(mask))
 
     with x64():
         curv = _curvature(means, D, influence.covariance, used_channels)
@@ -365,7 +456,10 @@ def _curvature(means: Any, D: np.ndarray, Sigma: np.ndarray, used_channels: Any)
         step = LINEARITY_Z * (root @ vt[k])
         if np.any(_singular(used_channels, np.stack([step, -step]))):
             return float("inf")
-        up, down = (np.asarray(means(jnp.asarray(x))) for x in (step, -step))
+        if isinstance(means, BinMeans):
+            up, down = np.asarray(means.many(np.stack([step, -step])))
+        else:
+            up, down = (np.asarray(means(jnp.asarray(x))) for x in (step, -step))
         slope = np.linalg.norm(up - down)
         if slope > 0:
             worst = max(worst, float(np.linalg.norm(up + down - 2 * m0) / slope))
@@ -378,8 +472,13 @@ def _singular(used_channels: Any, thetas: np.ndarray) -> np.ndarray:
     than at the estimate. Bool array (r,)."""
     from ...correction.labels import channels_invertible
 
-    at0 = np.asarray(used_channels(jnp.zeros(thetas.shape[1])))
-    C = np.asarray(jax.vmap(used_channels)(jnp.asarray(thetas)))   # (r, J, K, K)
+    if isinstance(used_channels, UsedChannels):   # the estimate and the moves in one call
+        both = np.asarray(used_channels.many(np.vstack([np.zeros((1, thetas.shape[1])),
+                                                         thetas])))
+        at0, C = both[0], both[1:]
+    else:
+        at0 = np.asarray(used_channels(jnp.zeros(thetas.shape[1])))
+        C = np.asarray(jax.vmap(used_channels)(jnp.asarray(thetas)))   # (r, J, K, K)
     r, J, K, _ = C.shape
     ok = np.asarray(channels_invertible(C.reshape(r * J, K, K))).reshape(r, J)
     same = np.sign(np.linalg.det(C)) == np.sign(np.linalg.det(at0))[None, :]
@@ -432,15 +531,24 @@ def channel_noise(term: ChannelTerm, sample_cov: np.ndarray, n_sim: int, seed: A
     e = rng.standard_normal((n_sim, sample_cov.shape[0])) @ covariance_factor(resid).T
     with x64():
         m0 = np.asarray(term.bin_means(jnp.zeros(Sigma.shape[0])))
-        chunk = max(1, min(NOISE_CHUNK, NOISE_ENTRIES // max(term.n_entries, 1)))
-        moved = np.concatenate([
-            np.asarray(jax.vmap(term.bin_means)(jnp.asarray(u[i:i + chunk])))
-            for i in range(0, n_sim, chunk)])
+        if isinstance(term.bin_means, BinMeans):   # in chunks of its compiled size
+            moved = np.asarray(term.bin_means.many(u))
+        else:
+            chunk = noise_chunk(term.n_entries)
+            moved = np.concatenate([
+                np.asarray(jax.vmap(term.bin_means)(jnp.asarray(u[i:i + chunk])))
+                for i in range(0, n_sim, chunk)])
         singular = _singular(term.used_channels, u)
     out = u @ B.T + e + (moved - m0)
     bad = ~np.all(np.isfinite(out), axis=1) | singular
     out[bad] = UNBOUNDED
     return out
+
+
+def noise_chunk(n_entries: int) -> int:
+    """Channel draws evaluated per vectorised chunk for a linear form of ``n_entries``
+    entries: ``NOISE_CHUNK``, fewer when a chunk would hold more than ``NOISE_ENTRIES``."""
+    return max(1, min(NOISE_CHUNK, NOISE_ENTRIES // max(n_entries, 1)))
 
 
 #: The value of every bin mean's error in a null draw whose channels are singular (an
