@@ -318,10 +318,12 @@ class GLADFit(AnnotatorFit):
         maximised out, the envelope theorem), pushed through the average of
         ``sigmoid(alpha_a beta_i)`` over annotator a's ratings together with each item's
         own term: :func:`noisycal.engines.em.glad_influence.glad_influence`, whose
-        docstring has the derivation. The default NC-ECE interval against a corrected
-        target from this fit then carries the channels' estimation error (the target
-        still has the status 'averaged_channels': the influence carries the sampling
-        error of the averaged channels, not the error of averaging).
+        docstring has the derivation. Items with gold labels enter at their class (their
+        ratings' likelihood at it, their easiness still maximised out). The default
+        NC-ECE interval against a corrected target from this fit then carries the
+        channels' estimation error (the target still has the status
+        'averaged_channels': the influence carries the sampling error of the averaged
+        channels, not the error of averaging).
 
         Parameters
         ----------
@@ -336,7 +338,8 @@ class GLADFit(AnnotatorFit):
         Raises
         ------
         NotOffered
-            Saying why there is none: no fitted data, gold labels, the status
+            Saying why there is none: no fitted data, a gold fit without its gold
+            labels (``details['gold_index']``), the status
             'boundary', a profile information that is not positive definite.
         """
         from ..engines.em.glad_influence import glad_influence

@@ -15,8 +15,12 @@ of the items' influence on :math:`(\pi, A)`:
    (:func:`noisycal.engines.influence.full_coordinates`: each entry but the largest,
    which moves against them; none when the prevalence is held fixed). EM maximises
    :math:`\sum_i [\ell_i(\theta, b_i) + \log p(b_i)] + \log p(\alpha)`, :math:`\ell_i`
-   item i's marginal log-likelihood (its class summed out). Each :math:`b_i` enters item
-   i only, so at the estimate :math:`\hat b_i(\theta)` maximises item i's own criterion
+   item i's marginal log-likelihood (its class summed out; for an item with a gold
+   label :math:`g_i`, as GLAD's EM clamps its posterior to that class, the likelihood
+   of its ratings at it, :math:`\ell_i = \log\pi_{g_i} + \sum_{r \in i}
+   \log p(y_r \mid g_i, \alpha, b_i)`, its easiness still profiled out). Each
+   :math:`b_i` enters item i only, so at the estimate :math:`\hat b_i(\theta)`
+   maximises item i's own criterion
    :math:`\tilde\ell_i(\theta) = \max_b [\ell_i(\theta, b) + \log p(b)]`, and
    :math:`\hat\theta` maximises :math:`\sum_i \tilde\ell_i(\theta) + \log p(\alpha)`:
    an M-estimator whose criterion is a sum of independent per-item terms.
@@ -65,9 +69,10 @@ sampling error only, does not cover the true-label ECE: see the coverage study o
 NC-ECE under each annotator model (benchmarks/coverage_nc_ece_models.py, its
 ``em_glad`` rows).
 
-Items with equal rating patterns (the same multiset of (annotator, label)) have the same
-:math:`\hat b_i`, scores and own terms, so one row is kept per pattern
-(:func:`noisycal.engines.patterns.collapse_patterns`). No array is n x n: the per-item
+Items with equal rating patterns (the same multiset of (annotator, label)) and the same
+gold class (or none) have the same :math:`\hat b_i`, scores and own terms, so one row is
+kept per pattern (:func:`noisycal.engines.patterns.collapse_patterns`, the gold class an
+extra key). No array is n x n: the per-item
 quantities are (n, J + K) and the rows kept (n_patterns, p).
 """
 
@@ -90,15 +95,18 @@ __all__ = ["accuracy_jacobian", "glad_influence", "glad_profile"]
 @partial(jax.jit, static_argnames=("n_items", "n_classes"))
 def _profile(alpha: jax.Array, t: jax.Array, b: jax.Array, prev0: jax.Array,
              pbasis: jax.Array, priors: jax.Array, item: jax.Array, annotator: jax.Array,
-             label: jax.Array, *, n_items: int, n_classes: int) -> tuple:
+             label: jax.Array, gold: jax.Array, *, n_items: int, n_classes: int) -> tuple:
     """Per-item scores, the cross and b-curvatures, and the summed theta Hessian."""
     J = alpha.shape[0]
+    known = gold >= 0
 
     def item_ll(theta: jax.Array, b: jax.Array) -> jax.Array:
         a, tt = theta[:J], theta[J:]
         prev = prev0 + pbasis @ tt
         cll = class_log_likelihood(a, b, item, annotator, label, n_items, n_classes)
-        ll = jax.scipy.special.logsumexp(jnp.log(prev)[None, :] + cll, axis=1)
+        joint = jnp.log(prev)[None, :] + cll
+        at_gold = jnp.take_along_axis(joint, jnp.maximum(gold, 0)[:, None], axis=1)[:, 0]
+        ll = jnp.where(known, at_gold, jax.scipy.special.logsumexp(joint, axis=1))
         return ll - 0.5 * priors[1, 0] * ((b - priors[1, 1]) / priors[1, 2]) ** 2
 
     theta0 = jnp.concatenate([alpha, t])
@@ -114,7 +122,8 @@ def _profile(alpha: jax.Array, t: jax.Array, b: jax.Array, prev0: jax.Array,
 def glad_profile(alpha: np.ndarray, b: np.ndarray, prevalence: np.ndarray,
                  fixed_prevalence: bool, ability_prior: tuple | None,
                  easiness_prior: tuple | None, item: np.ndarray, annotator: np.ndarray,
-                 label: np.ndarray, n_items: int) -> dict[str, np.ndarray]:
+                 label: np.ndarray, n_items: int,
+                 gold: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """GLAD's profile scores and information at a fit, and the easiness' derivatives.
 
     Parameters
@@ -129,6 +138,11 @@ def glad_profile(alpha: np.ndarray, b: np.ndarray, prevalence: np.ndarray,
     item, annotator, label : ndarray of int
         Each rating's codes.
     n_items : int
+    gold : ndarray of int of shape (n_items,), optional
+        Known class codes, -1 where unknown (the fit's ``details['gold_index']``): a gold
+        item's likelihood is that of its ratings at its class, ``log pi_g + sum_r log
+        p(y_r | g)``, as GLAD's EM clamps its posterior; the others' is summed over
+        the classes.
 
     Returns
     -------
@@ -145,13 +159,14 @@ def glad_profile(alpha: np.ndarray, b: np.ndarray, prevalence: np.ndarray,
     K = prevalence.shape[0]
     coords = full_coordinates(prevalence[None, :], np.zeros((0, K, K)))
     pbasis = np.zeros((K, 0)) if fixed_prevalence else coords[1]
+    gold = np.full(n_items, -1) if gold is None else np.asarray(gold)
     with x64():
         out = _profile(jnp.asarray(alpha, jnp.float64),
                        jnp.zeros(pbasis.shape[1], jnp.float64),
                        jnp.asarray(b, jnp.float64), jnp.asarray(prevalence, jnp.float64),
                        jnp.asarray(pbasis, jnp.float64),
                        jnp.asarray(_prior_array(ability_prior, easiness_prior)),
-                       *(jnp.asarray(x, jnp.int32) for x in (item, annotator, label)),
+                       *(jnp.asarray(x, jnp.int32) for x in (item, annotator, label, gold)),
                        n_items=n_items, n_classes=K)
     scores, h_bb, h_bt, h_tt = (np.asarray(x, np.float64) for x in out)
     info = -(h_tt - (h_bt / h_bb[:, None]).T @ h_bt)
@@ -206,9 +221,10 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     ChannelInfluence, or str
         In the coordinates of :func:`noisycal.engines.influence.full_coordinates`
         (prevalence row, then the averaged confusion matrices); one row per rating
-        pattern, centred over the items. A string says why there is none: no fitted
-        data, gold labels, estimates at the boundary or not finite, an information that
-        is not positive definite, too many free parameters.
+        pattern (and gold class), centred over the items. A string says why there is
+        none: no fitted data, a gold fit without its gold labels, estimates at the
+        boundary or not finite, an information that is not positive definite, too many
+        free parameters.
     """
     from scipy.linalg import cho_solve
 
@@ -219,9 +235,9 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     if ann is None:
         return "the fit does not carry the annotations it was fitted on"
     det = fit.details
-    if det.get("gold"):
-        return ("GLAD's influence is not offered for a fit with gold labels (the gold "
-                "items' likelihood is not the profile derived for the others)")
+    gold = det.get("gold_index") if det.get("gold") else None
+    if det.get("gold") and gold is None:
+        return "the fit used gold labels but does not carry them"
     if "boundary" in fit.statuses:
         return ("a GLAD fit with status 'boundary': an ability, easiness or prevalence at "
                 "the boundary has no normal sampling distribution")
@@ -238,15 +254,18 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     arr = ann.engine_arrays()
     item, an, lab = (np.asarray(x, np.int64) for x in (arr.item, arr.annotator, arr.label))
     n, J, K = ann.n_items, alpha.shape[0], prev.shape[0]
+    gold = np.full(n, -1, np.int64) if gold is None else np.asarray(gold, np.int64)
     prof = glad_profile(alpha, b, prev, det.get("fixed_prevalence") is not None,
-                        det["ability_prior"], det["easiness_prior"], item, an, lab, n)
+                        det["ability_prior"], det["easiness_prior"], item, an, lab, n, gold)
     if not np.all(prof["h_bb"] < 0):
         return "an item's easiness is not at a strict maximum of its own likelihood"
     try:
         chol = np.linalg.cholesky(prof["information"])
     except np.linalg.LinAlgError:
         return "the profile information is not positive definite at the estimate"
-    pattern, rep, counts = collapse_patterns(item, an * K + lab, n)
+    # a gold item shares its pattern only with gold items of its class (its likelihood
+    # is at that class), a non-gold item only with non-gold items
+    pattern, rep, counts = collapse_patterns(item, an * K + lab, n, extra=(gold,))
     s = prof["scores"]
     phi_t = cho_solve((chol, True), (s[rep] - s.mean(axis=0)).T).T    # (n_patterns, p_th)
     # the averaged accuracies: own terms and their derivative D in theta
