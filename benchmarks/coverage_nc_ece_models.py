@@ -31,9 +31,10 @@ The intervals (90%), one column each (``--fits`` picks some):
 * ``averaged_loo``: the same for the NUTS fits of Dawid–Skene and the hierarchical model,
   ``ic='loo'`` (stacking weights);
 * ``em_glad``: the default interval under an EM fit of GLAD to the ``class_conditional``
-  labels (GLAD's one-coin channel with errors spread evenly, without item effects): the
-  corrected target uses GLAD's item-averaged channels (status 'averaged_channels'
-  always) and the interval carries their sampling error (the profile sandwich);
+  labels (errors spread evenly, as GLAD has them, but accuracies that differ by class
+  and no item effects, so GLAD is misspecified here): the corrected target uses GLAD's
+  item-averaged channels (status 'averaged_channels' always) and the interval carries
+  their sampling error (the profile sandwich);
 * ``em_classifier_informed``: the default interval under an EM fit of the
   classifier-informed Dawid–Skene model to the ``ds`` labels, its item priors from a
   second, held-out classifier's logits on the same items (``2 * onehot(y) + N(0, 1)``),

@@ -340,7 +340,11 @@ class GLADFit(AnnotatorFit):
         NotOffered
             Saying why there is none: no fitted data, a gold fit without its gold
             labels (``details['gold_index']``), the status
-            'boundary', a profile information that is not positive definite.
+            'boundary', an item's easiness not at a strict maximum of its own likelihood,
+            a profile information that is not positive definite, more than ``MAX_FREE``
+            free coordinates of the full confusion matrices (J K (K - 1) + K - 1; the
+            influence has rank J + K - 1, but its coordinates are those of the full
+            channels).
         """
         from ..engines.em.glad_influence import glad_influence
 

@@ -562,8 +562,9 @@ def classifier_informed_influence(fit: Any, annotations: Any = None
     parameters, whose uncertainty is already in :math:`\phi` through :math:`H^{-1}`).
     The prevalence row of ``x0`` is the fit's prevalence-equivalent, the mean prior
     :math:`\bar\pi = \mathrm{mean}_i \pi_i`; its influence is the derivative of
-    :math:`\bar\pi` in (scale, bias) times their :math:`\phi_i` (given the scores:
-    the spread of the scores themselves over items is not counted).
+    :math:`\bar\pi` in (scale, bias) times their :math:`\phi_i` plus the item's own
+    term :math:`(\pi_i - \bar\pi)/n`, as the channel refits have it (the corrected
+    target uses the channels only, so the NC-ECE does not depend on this row).
 
     Confusion entries with fewer than ``MIN_COUNT`` ratings expected
     (:mod:`noisycal.engines.free_params`; an entry fitted at 0) are held fixed, as for
@@ -632,7 +633,12 @@ def classifier_informed_influence(fit: Any, annotations: Any = None
         return "the observed information is not positive definite at the estimate"
     phi = scipy_cho_solve(chol, s.T).T                          # (n, pc + K)
     phi = phi - phi.mean(axis=0)
-    dprev = phi[:, pc:] @ G.T                                   # (n, K): moves of the row
+    # the mean prior's moves: through (scale, bias), plus each item's own term, as a
+    # refit (which averages the refitted priors over the resampled items) has it
+    from scipy.special import softmax
+
+    pri = softmax(float(fit.scale) * Z + bias, axis=1)
+    dprev = phi[:, pc:] @ G.T + (pri - pri.mean(axis=0)) / n   # (n, K): moves of the row
     out = np.concatenate([dprev[:, cols[~on_conf]], phi[:, :pc]], axis=1)
     infl = full_influence(x0, basis, names, out, np.arange(n), np.ones(n, np.int64),
                           (1, J, K))

@@ -344,7 +344,8 @@ class AnnotatorFit:
         ------
         NotOffered
             For a fit that cannot be refitted (not EM, not of the Dawid–Skene family, no
-            fitted ratings or gold labels).
+            fitted ratings, or gold labels it does not carry in
+            ``details['gold_index']``).
         ValueError
             Naming ``weights``.
 

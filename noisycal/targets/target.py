@@ -306,9 +306,9 @@ _AVERAGED_MESSAGE = (
     "built from an annotator fit whose channels are item-dependent channels averaged "
     "over each annotator's items (a GLAD fit's confusion): the corrected target is "
     "unbiased only on average over items, not per item or per score bin, and with few "
-    "ratings per item the fitted item easiness overfits, so the averaged accuracies are "
-    "too high and a metric against this target is biased (its interval carries only the "
-    "channels' sampling error); use "
+    "ratings per item the fitted item easiness overfits, which pushes the averaged "
+    "accuracies up, so a metric against this target can be biased (its interval carries "
+    "only the channels' sampling error); use "
     "nc.targets.posterior(annotations, fit) for the model's own posteriors, or a "
     "class-conditional model (DawidSkene) for a corrected target")
 

@@ -60,7 +60,7 @@ def test_weights_all_one_reproduce_the_fit(world):
     once the prior's Newton steps have converged they move it by ~1e-12, accepted or not
     by rounding that differs between the two compiled programs, and EM carries that to
     ~1e-9). fit.refit(ones), started from the fitted posteriors, stays within 1e-6 of the
-    fit (EM's tolerance 1e-12)."""
+    fit (EM's tolerance 1e-14)."""
     from noisycal._util.jax import x64
     from noisycal.annotators.dawid_skene import _ds_data
     from noisycal.engines.em.classifier_informed import ci_weighted_refits
@@ -88,7 +88,7 @@ def test_integer_weights_equal_a_fit_on_duplicated_items(world):
     """Weights 0, 1 or 2 per item (as many 2 as 0, so the data keep their size): the
     refit equals a fresh fit (both starts, scale 1, bias 0) on the data with the weight-2
     items duplicated (new ids, their score rows duplicated too) and the weight-0 items
-    dropped, to 1e-6 (both EM runs stop at the tolerance 1e-12, from different starts);
+    dropped, to 1e-6 (both EM runs stop at the tolerance 1e-14, from different starts);
     its prevalence is the mean prior over the duplicated items."""
     z, _, labels, _, fit = world
     w = np.ones(N, np.int64)

@@ -240,7 +240,9 @@ def ppc(fit: AnnotatorFit, annotations: Annotations, *,
     'refits'``, the default where the fit offers :meth:`AnnotatorFit.refit`): the
     bootstrap distribution of the estimate stands in for the posterior, so the check asks
     the question a NUTS fit's check asks and the two can be compared (EM fits with gold
-    labels too: their refits keep the gold items at their classes). Other fits (MLE)
+    labels too: their refits keep the gold items at their classes, but the replicated
+    ratings draw every item's class from the prevalence, gold items included). Other
+    fits (MLE)
     and ``parameters='plug-in'`` replicate ``n_rep`` times at the point estimate (a
     plug-in parametric bootstrap, which ignores parameter uncertainty, so its replicated
     ranges are narrower and its p-values more extreme than a posterior check's; the

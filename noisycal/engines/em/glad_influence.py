@@ -64,10 +64,10 @@ Checked by simulation: the influence's variance of :math:`\hat A_j` against the 
 of refitted values over replications (tests/annotators/test_glad_influence.py; it
 overstates the spread for weak annotators at a few hundred items). The averaged
 accuracies are biased upward with few ratings per item (the incidental-parameter bias),
-so the NC-ECE against a GLAD target is biased and its interval, which carries the
-sampling error only, does not cover the true-label ECE: see the coverage study of the
-NC-ECE under each annotator model (benchmarks/coverage_nc_ece_models.py, its
-``em_glad`` rows).
+so the NC-ECE against a GLAD target can be biased, and its interval carries the
+sampling error only: in the coverage study of the NC-ECE under each annotator model
+(benchmarks/coverage_nc_ece_models.py, its ``em_glad`` rows, where GLAD is also
+misspecified) it did not cover the true-label ECE.
 
 Items with equal rating patterns (the same multiset of (annotator, label)) and the same
 gold class (or none) have the same :math:`\hat b_i`, scores and own terms, so one row is
