@@ -333,7 +333,8 @@ class GLADFit(AnnotatorFit):
         Returns
         -------
         ChannelInfluence
-            In the coordinates of :func:`noisycal.engines.influence.full_coordinates`.
+            In one-coin coordinates: the prevalence's free entries, then one averaged
+            accuracy per annotator (the averaged channels are one-coin).
 
         Raises
         ------
@@ -342,9 +343,7 @@ class GLADFit(AnnotatorFit):
             labels (``details['gold_index']``), the status
             'boundary', an item's easiness not at a strict maximum of its own likelihood,
             a profile information that is not positive definite, more than ``MAX_FREE``
-            free coordinates of the full confusion matrices (J K (K - 1) + K - 1; the
-            influence has rank J + K - 1, but its coordinates are those of the full
-            channels).
+            free parameters (J + K - 1).
         """
         from ..engines.em.glad_influence import glad_influence
 

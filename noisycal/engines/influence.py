@@ -857,7 +857,8 @@ def full_coordinates(prev: np.ndarray, conf: np.ndarray
 
 def full_influence(x0: np.ndarray, basis: np.ndarray, names: tuple[str, ...],
                    phi: np.ndarray, pattern: np.ndarray, counts: np.ndarray,
-                   shape: tuple[int, int, int]) -> ChannelInfluence:
+                   shape: tuple[int, int, int], *, one_coin: bool = False
+                   ) -> ChannelInfluence:
     """A :class:`ChannelInfluence` in the coordinates of :func:`full_coordinates`.
 
     Parameters
@@ -870,6 +871,10 @@ def full_influence(x0: np.ndarray, basis: np.ndarray, names: tuple[str, ...],
     pattern : ndarray of shape (n_items,)
     counts : ndarray of shape (n_patterns,)
     shape : (L, J, K)
+    one_coin : bool, default=False
+        Whether the channel part of ``x0`` holds one accuracy per annotator (one-coin
+        channels, :func:`~noisycal.engines.free_params.channel_from_flat`) instead of the
+        full confusion matrices.
 
     Returns
     -------
@@ -880,5 +885,5 @@ def full_influence(x0: np.ndarray, basis: np.ndarray, names: tuple[str, ...],
     w = np.asarray(counts, dtype=np.float64)
     cov = (phi * w[:, None]).T @ phi
     return ChannelInfluence(x0, basis, names, phi, pattern, counts, np.linalg.pinv(cov), cov,
-                            False, shape, np.zeros((0, x0.size)))
+                            one_coin, shape, np.zeros((0, x0.size)))
 

@@ -110,8 +110,11 @@ def test_refit_nc_ece_has_an_interval_and_the_sandwich_spread(world):
     assert 0 <= e.low <= e.value <= e.high < 1 and e.high > e.low
     assert e.details["n_failed"] == 0 and e.details["n_not_converged"] == 0
     infl = fit.influence()
-    on_conf = infl.basis[K:]                       # the confusion entries' rows of x0
-    sandwich = np.trace(on_conf @ infl.covariance @ on_conf.T)
+    # the averaged channels are one-coin: accuracy j moves annotator j's K diagonal
+    # entries by 1 and its K (K - 1) others by -1 / (K - 1)
+    assert infl.one_coin is True
+    acc_var = np.diag(infl.basis[K:] @ infl.covariance @ infl.basis[K:].T)
+    sandwich = acc_var.sum() * (K + K / (K - 1))
     refit = np.sum(e.details["confusion_sd"] ** 2)
     assert 0.6 < refit / sandwich < 1.5, refit / sandwich
 

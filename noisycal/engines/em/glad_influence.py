@@ -46,8 +46,10 @@ of the items' influence on :math:`(\pi, A)`:
              {d\theta}\Big],
 
    and on the prevalence it is :math:`\phi_i`'s t part. A move :math:`dA_j` moves row
-   k of channel j by :math:`dA_j (e_k - (1 - e_k)/(K - 1))`; in the coordinates of
-   ``full_coordinates`` that is its free entries.
+   k of channel j by :math:`dA_j (e_k - (1 - e_k)/(K - 1))`: the averaged channel is
+   one-coin, so the influence is kept in one-coin coordinates (the prevalence's free
+   entries, then one accuracy per annotator: J + K - 1 of them, not the J K (K - 1) of
+   full confusion matrices).
 
 What it carries, and what not: the sandwich :math:`\sum_i \psi_i\psi_i^T` is the
 sampling variance of :math:`(\hat\pi, \hat A)` about the value they converge to when
@@ -219,15 +221,17 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     Returns
     -------
     ChannelInfluence, or str
-        In the coordinates of :func:`noisycal.engines.influence.full_coordinates`
-        (prevalence row, then the averaged confusion matrices); one row per rating
+        In one-coin coordinates (``one_coin=True``: the prevalence row's free entries,
+        as :func:`noisycal.engines.influence.full_coordinates` has them, then the J
+        averaged accuracies); one row per rating
         pattern (and gold class), centred over the items. A string says why there is
         none: no fitted data, a gold fit without its gold labels, estimates at the
-        boundary or not finite, an information that is not positive definite, too many
-        free parameters.
+        boundary or not finite, an information that is not positive definite, more than
+        ``MAX_FREE`` free parameters (J + K - 1).
     """
     from scipy.linalg import cho_solve
 
+    from ..identification import MAX_FREE
     from ..influence import full_coordinates, full_influence
     from ..patterns import collapse_patterns
 
@@ -247,10 +251,6 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     conf = np.asarray(fit.confusion, np.float64)
     if not all(np.all(np.isfinite(x)) for x in (alpha, b, prev, conf)):
         return "the fit has no finite estimates"
-    coords = full_coordinates(prev[None, :], conf)
-    if isinstance(coords, str):
-        return coords
-    x0, basis, cols, names = coords
     arr = ann.engine_arrays()
     item, an, lab = (np.asarray(x, np.int64) for x in (arr.item, arr.annotator, arr.label))
     n, J, K = ann.n_items, alpha.shape[0], prev.shape[0]
@@ -279,16 +279,23 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     own = np.zeros((rep.size, J))
     np.add.at(own, (pos[item[keep]], an[keep]), (a - acc[an])[keep] / n_j[an[keep]])
     psi = own + phi_t @ D.T                                             # (n_patterns, J)
-    # to the free coordinates: dA_j moves row k of channel j by dA_j (e_k - (1-e_k)/(K-1))
-    row = np.full((K, K), -1.0 / (K - 1))
-    np.fill_diagonal(row, 1.0)
-    move_a = np.zeros((J, x0.size))
-    for j in range(J):
-        move_a[j, K + j * K * K:K + (j + 1) * K * K] = row.ravel()
-    phi = psi @ move_a[:, cols]
+    # one-coin coordinates (the averaged channel of annotator j is one-coin at A_j):
+    # the prevalence's free entries (against its largest), then the J accuracies
+    pcoords = full_coordinates(prev[None, :], np.zeros((0, K, K)))
+    if isinstance(pcoords, str) or pcoords[2].size + J > MAX_FREE:
+        return f"more than MAX_FREE={MAX_FREE} free parameters"
+    px0, pbasis, _, pnames = pcoords
+    x0 = np.concatenate([px0, conf[:, 0, 0]])   # the fit's own averaged accuracies
+    basis = np.zeros((K + J, pbasis.shape[1] + J))
+    basis[:K, :pbasis.shape[1]] = pbasis
+    basis[K:, pbasis.shape[1]:] = np.eye(J)
+    names = (*pnames, *(f"accuracy[{j}]" for j in range(J)))
+    phi = np.zeros((rep.size, basis.shape[1]))
     n_t = prof["pbasis"].shape[1]
     if n_t:
-        phi[:, :n_t] += phi_t[:, J:]          # the prevalence's free entries come first
+        phi[:, :n_t] = phi_t[:, J:]           # the prevalence's free entries come first
+    phi[:, pbasis.shape[1]:] = psi
     w = counts.astype(np.float64)
     phi -= (w @ phi) / w.sum()
-    return full_influence(x0, basis, names, phi, pattern, counts, (1, J, K))
+    return full_influence(x0, basis, names, phi, pattern, counts, (1, J, K),
+                          one_coin=True)
