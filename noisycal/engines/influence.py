@@ -58,7 +58,7 @@ __all__ = ["ChannelInfluence", "FreeParameters", "channel_influence", "dawid_ske
            "hui_walter_influence", "posterior_influence", "params_from_free",
            "boundary_moves", "RULE_OF_THREE", "CHANNELS", "MIN_INFLUENCE_DRAWS",
            "MAX_NOISE_SHARE", "POSTERIOR_MODELS", "full_coordinates", "full_influence",
-           "classifier_informed_influence"]
+           "same_items", "classifier_informed_influence"]
 
 #: The channel of each model whose influence is its marginal likelihood's sandwich: the
 #: ``one_coin`` switch of :mod:`noisycal.engines.free_params` (False: full confusion
@@ -595,6 +595,8 @@ def classifier_informed_influence(fit: Any, annotations: Any = None
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
     if ann is None:
         return "the fit does not carry the annotations it was fitted on"
+    if why := same_items(fit, ann):
+        return why
     if fit.method != "em":
         return ("the sandwich influence of a 'classifier_informed' fit needs an EM fit; "
                 f"this fit is by {fit.method!r}")
@@ -801,6 +803,30 @@ def posterior_influence(fit: Any, annotations: Any = None) -> ChannelInfluence |
     w = counts.astype(np.float64)
     phi = phi - (w @ phi) / w.sum()                              # centred over the items
     return full_influence(x0, basis, names, phi, pattern, counts, (L, J, K))
+
+
+def same_items(fit: Any, ann: Any) -> str:
+    """'' when ``ann`` holds the fit's items in the fit's order, else why not: the
+    influences that index the fit's per-item arrays (item posteriors, scores,
+    easiness) by the data's item codes need the two aligned.
+
+    Parameters
+    ----------
+    fit : AnnotatorFit
+    ann : Annotations
+
+    Returns
+    -------
+    str
+    """
+    items = getattr(fit, "items", None)
+    if items is None or ann is getattr(fit, "annotations", None):
+        return ""
+    if not np.array_equal(np.asarray(ann.items), np.asarray(items)):
+        return ("annotations: not the fit's items in the fit's order (the influence "
+                "indexes the fit's per-item estimates by item); pass the annotations the "
+                "fit was made on")
+    return ""
 
 
 def full_coordinates(prev: np.ndarray, conf: np.ndarray

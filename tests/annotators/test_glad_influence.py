@@ -262,3 +262,17 @@ def test_many_annotators_are_within_the_parameter_limit():
     e = nc.ece(P, nc.targets.corrected(ann, fit))
     assert "channels_fixed" not in e.statuses
     assert e.details["channel_error"]["n_free"] == J + K - 1
+
+
+def test_annotations_in_another_item_order_are_refused(glad300):
+    """The influence indexes the fit's per-item easiness by the data's item codes: the
+    same ratings with the items in another order are refused, naming annotations."""
+    ann, fit, _ = glad300
+    arr = ann.engine_arrays()
+    ids = np.asarray(ann.items)[::-1]
+    other = nc.Annotations.from_arrays(ids[arr.item], arr.annotator, arr.label,
+                                       classes=ann.classes)
+    assert not np.array_equal(np.asarray(other.items), np.asarray(fit.items))
+    with pytest.raises(nc.exceptions.NotOffered, match="annotations: not the fit's items"):
+        fit.influence(other)
+    assert fit.influence(ann).covariance.shape == (6, 6)

@@ -232,12 +232,14 @@ def glad_influence(fit: Any, annotations: Any = None) -> Any:
     from scipy.linalg import cho_solve
 
     from ..identification import MAX_FREE
-    from ..influence import full_coordinates, full_influence
+    from ..influence import full_coordinates, full_influence, same_items
     from ..patterns import collapse_patterns
 
     ann = annotations if annotations is not None else getattr(fit, "annotations", None)
     if ann is None:
         return "the fit does not carry the annotations it was fitted on"
+    if why := same_items(fit, ann):
+        return why
     det = fit.details
     gold = det.get("gold_index") if det.get("gold") else None
     if det.get("gold") and gold is None:
