@@ -85,7 +85,7 @@ class ClassifierInformedFit(AnnotatorFit):
     ``mean_i softmax(a z_i + c)`` (one row). The other fields are those of
     :class:`~noisycal.engines.results.AnnotatorFit`; ``influence`` is the sandwich of the
     marginal likelihood on the channels for an EM fit
-    (:func:`noisycal.engines.influence.classifier_informed_influence`) and the posterior
+    (:func:`noisycal.engines.em.ci_influence.classifier_informed_influence`) and the posterior
     influence from the draws for a NUTS fit, so the default NC-ECE interval of a
     corrected target carries the channel error; ``refit`` reruns this model's EM under
     item weights for an EM fit (so ``interval=nc.intervals.Refit()`` of a corrected
@@ -155,6 +155,37 @@ class ClassifierInformedFit(AnnotatorFit):
                             index=pd.Index(self.annotators, name="annotator"))
 
     # ------------------------------------------------------------------ overrides
+    def influence(self, annotations: Any = None) -> Any:
+        """The per-item influence of the fitted items on the channels.
+
+        EM fits: the sandwich of the marginal likelihood given the scores
+        (:func:`noisycal.engines.em.ci_influence.classifier_informed_influence`); NUTS
+        fits: the posterior influence, as every NUTS fit
+        (:meth:`AnnotatorFit.influence`).
+
+        Parameters
+        ----------
+        annotations : Annotations, optional
+            The data the fit was made on, when the fit does not carry them.
+
+        Returns
+        -------
+        ChannelInfluence
+
+        Raises
+        ------
+        NotOffered
+            Saying why there is none.
+        """
+        if self.method == "nuts":
+            return super().influence(annotations)
+        from ..engines.em.ci_influence import classifier_informed_influence
+
+        out = classifier_informed_influence(self, annotations)
+        if isinstance(out, str):
+            raise NotOffered(out)
+        return out
+
     def refit(self, weights: ArrayLike, *, draw: Callable[..., Any] | None = None,
               statistic: Callable[..., Any] | None = None, args: Any = (),
               progress: bool | str = False) -> ChannelRefits:

@@ -247,7 +247,7 @@ class AnnotatorFit:
         (:func:`noisycal.engines.influence.hui_walter_influence`); classifier-informed EM
         fits: the sandwich of the marginal likelihood given the scores, on the channels,
         the prior's scale and bias as nuisance parameters
-        (:func:`noisycal.engines.influence.classifier_informed_influence`);
+        (:func:`noisycal.engines.em.ci_influence.classifier_informed_influence`);
         GLAD EM fits override this with the influence on their item-averaged channels
         (:func:`noisycal.engines.em.glad_influence.glad_influence`).
 
