@@ -54,6 +54,7 @@ from ..engines.results import (
     check_fit,
     check_refit_inputs,
     every_status,
+    refit_result,
 )
 from ..engines.summary import Summary
 from ..exceptions import NotOffered
@@ -256,11 +257,7 @@ class ClassifierInformedFit(AnnotatorFit):
                     statistic=statistic, args=jax.tree.map(jnp.asarray, args),
                     progress=progress)
                 out = jax.tree.map(np.asarray, out)
-        if draw is None and np.ndim(weights) == 1:
-            out = jax.tree.map(lambda x: x[0], out)
-        stat, converged, confusion, n_iter, prevalence, group_prevalence = out[:6]
-        return ChannelRefits(group_prevalence, prevalence, confusion, converged, n_iter, stat,
-                             self.n_items)
+        return refit_result(tuple(out[:6]), weights, draw, self.n_items)
 
     def _refit_refusal(self) -> str:
         """Why this fit cannot be refitted ('' when it can)."""

@@ -42,6 +42,7 @@ from ..engines.results import (
     estimate_problems,
     every_status,
     first_status,
+    refit_result,
 )
 from ..engines.summary import Summary
 from ..exceptions import ConvergenceWarning, IdentifiabilityWarning, NotOffered
@@ -446,11 +447,8 @@ class GLADFit(AnnotatorFit):
         stat = (None if statistic is None
                 else jax.tree.map(lambda *xs: np.stack(xs), *[r[0] for r in rows]))
         conv, conf, n_iter, prev = (np.stack([r[i] for r in rows]) for i in range(1, 5))
-        out = (stat, conv, conf, n_iter, prev, prev[:, None])
-        if draw is None and np.ndim(weights) == 1:
-            out = jax.tree.map(lambda x: x[0], out)
-        stat, conv, conf, n_iter, prev, group_prev = out
-        return ChannelRefits(group_prev, prev, conf, conv, n_iter, stat, self.n_items)
+        return refit_result((stat, conv, conf, n_iter, prev, prev[:, None]), weights, draw,
+                            self.n_items)
 
     def _refit_refusal(self) -> str:
         """Why this fit cannot be refitted ('' when it can)."""

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["AnnotatorFit", "ChannelRefits", "predict", "check_fit", "fit_ids",
            "design_status", "estimate_status", "checked_status", "BOUNDARY",
            "design_problems", "estimate_problems", "every_status", "first_status",
-           "check_refit_inputs"]
+           "check_refit_inputs", "refit_result"]
 
 
 class ChannelRefits(NamedTuple):
@@ -389,11 +389,7 @@ class AnnotatorFit:
                     progress=progress,
                     gold=None if gold is None else jnp.asarray(gold, jnp.int32))
                 out = jax.tree.map(np.asarray, out)
-        if draw is None and np.ndim(weights) == 1:
-            out = jax.tree.map(lambda x: x[0], out)
-        stat, converged, confusion, n_iter, prevalence, group_prevalence = out
-        return ChannelRefits(group_prevalence, prevalence, confusion, converged, n_iter, stat,
-                             int(data.n_items))
+        return refit_result(out, weights, draw, int(data.n_items))
 
     def _refit_refusal(self) -> str:
         """Why this fit cannot be refitted ('' when it can)."""
@@ -861,3 +857,32 @@ def check_refit_inputs(weights: ArrayLike, n_items: int, draw: Any, statistic: A
         raise ValueError("weights: with draw=, an array with one row per replicate "
                          f"(what draw makes the weights from), got {weights!r}")
     return weights, label, progress
+
+
+def refit_result(out: tuple, weights: Any, draw: Any, n_patterns: int) -> ChannelRefits:
+    """The :class:`ChannelRefits` of a refit loop's stacked output, without the leading
+    axis for 1-D ``weights`` (as :meth:`AnnotatorFit.refit` promises).
+
+    Parameters
+    ----------
+    out : tuple
+        ``(statistic, converged, confusion, n_iter, prevalence, group_prevalence)``,
+        stacked over the replicates (NumPy arrays; ``statistic`` a pytree or None).
+    weights : array-like
+        ``refit``'s ``weights``.
+    draw : callable or None
+        ``refit``'s ``draw``.
+    n_patterns : int
+        The rating patterns (or items) the refits ran on.
+
+    Returns
+    -------
+    ChannelRefits
+    """
+    import jax
+
+    if draw is None and np.ndim(weights) == 1:
+        out = jax.tree.map(lambda x: x[0], out)
+    stat, converged, confusion, n_iter, prevalence, group_prevalence = out
+    return ChannelRefits(group_prevalence, prevalence, confusion, converged, n_iter, stat,
+                         n_patterns)
