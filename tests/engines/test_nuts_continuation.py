@@ -30,6 +30,10 @@ def _nuts(max_extensions):
 @pytest.fixture(scope="module")
 def fits():
     ann = nc.simulate.dawid_skene(150, [0.6, 0.4], CONF, seed=0).annotations
+    # fresh programs: another file's fits in this process (test_nuts_extension.py) may
+    # have compiled the same sampler with other settings, which the counts below would
+    # include
+    nuts_program.PROGRAMS.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.ConvergenceWarning)
         first = nc.DawidSkene(2).fit(ann, method=_nuts(0), seed=0)

@@ -212,6 +212,15 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
     import jax
 
     pot = build_potential(model, rebuild, arrays, init_shapes, init_strategy="uniform")
+    # the potential, the start and the constraining map as jitted functions of their own:
+    # a sampler program evaluates the potential's gradient in several places (the start's
+    # checks, the initial and the window-end step-size searches, the trajectory), each of
+    # which traced the NumPyro model through its handlers again, and so did every other
+    # sampler setting and progress-bar chunk of the same program; a nested jit is traced
+    # once per shapes and inlined by XLA, so the draws are the same bit for bit
+    # (tests/engines/test_nuts_tracing.py counts the traces)
+    pot = pot._replace(potential=jax.jit(pot.potential), constrain=jax.jit(pot.constrain),
+                       initial=jax.jit(pot.initial))
     init_chains = _initialiser(pot)
     k = _kernels(pot, target_accept_prob=target_accept_prob, max_tree_depth=max_tree_depth,
                  dense_mass=dense_mass)
