@@ -18,7 +18,14 @@ Every figure comes from a new subprocess, so nothing is imported or compiled bef
   check), and a second fit of the same data in the same process (compiled);
 * crowd-kit's first ``DawidSkene(n_iter=100).fit(df)`` in a fresh process of
   ``--crowdkit-python`` (a scratch venv: ``python3 -m venv /tmp/ck &&
-  /tmp/ck/bin/pip install crowd-kit``), skipped when that interpreter is absent.
+  /tmp/ck/bin/pip install crowd-kit``), skipped when that interpreter is absent;
+* the same on a simulated design (``--sim-items``, default 20,000; 0 skips it): every
+  item rated by each of 3 annotators, 10 classes, simulated with
+  :func:`noisycal.simulate.dawid_skene` (seed 0; each annotator's accuracy 0.7, the rest
+  of its confusion row spread evenly; uniform prevalence) and written to a temporary
+  file that every child, noisycal's and crowd-kit's, reads; each side's MAP labels'
+  accuracy against the simulated truth, and the share of items where the two agree.
+  Without CIFAR-10N's data (or with ``--n-items 0``) only this design is measured.
 
 The BLAS the children load is recorded (threadpoolctl's kernel, threads, and the
 ``OPENBLAS_CORETYPE`` / ``OPENBLAS_L2_SIZE`` of the environment, which some machines set
@@ -30,7 +37,7 @@ The noisycal under test is the one importable in this process's environment
 
 Usage::
 
-    python benchmarks/bench_first_call.py [--n-items 5000] [--repeats 5]
+    python benchmarks/bench_first_call.py [--n-items 5000] [--sim-items 20000] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -66,18 +73,34 @@ for name in ("multistart_em", "ds_identification"):  # where the first fit's tim
         phases.setdefault(_n, time.perf_counter() - t)
         return out
     setattr(dsm, name, timed)
-labels = nc.datasets.load_cifar10n().labels[:int(sys.argv[1])]
-ann = nc.Annotations.from_wide(labels)
+source = sys.argv[1]
+if source.endswith(".npz"):  # the simulated design: ratings written by the parent
+    import numpy as np
+    f = np.load(source)
+    n_sim = f["true_class"].size
+    ann = nc.Annotations.from_arrays(f["item"], f["annotator"], f["label"],
+                                     classes=np.arange(int(f["n_classes"])),
+                                     items=np.arange(n_sim),
+                                     annotators=np.arange(int(f["n_annotators"])))
+else:
+    labels = nc.datasets.load_cifar10n().labels[:int(source)]
+    ann = nc.Annotations.from_wide(labels)
 t1 = time.perf_counter()
 fit = nc.DawidSkene(n_classes=10).fit(ann, method="em", seed=0)
 t_first = time.perf_counter() - t1
 t2 = time.perf_counter()
 again = nc.DawidSkene(n_classes=10).fit(ann, method="em", seed=0)
 t_again = time.perf_counter() - t2
-print(json.dumps({"import_s": t_import, "modules_s": t_modules, "first_fit_s": t_first,
-                  "second_fit_s": t_again, "first_fit_phases_s": phases,
-                  "loglik": fit.loglik, "n_iter": fit.n_iter, "status": fit.status,
-                  "n_patterns": fit.details["n_patterns"], "noisycal_file": nc.__file__}))
+out = {"import_s": t_import, "modules_s": t_modules, "first_fit_s": t_first,
+       "second_fit_s": t_again, "first_fit_phases_s": phases,
+       "loglik": fit.loglik, "n_iter": fit.n_iter, "status": fit.status,
+       "n_patterns": fit.details["n_patterns"], "noisycal_file": nc.__file__}
+if source.endswith(".npz"):  # MAP labels of the fitted items, in item order
+    order = np.argsort(np.asarray(fit.items, dtype=np.int64))
+    map_labels = np.asarray(fit.classes)[np.argmax(fit.item_posterior, axis=1)][order]
+    out["map_accuracy"] = float(np.mean(map_labels == f["true_class"]))
+    out["map_labels"] = [int(v) for v in map_labels]
+print(json.dumps(out))
 """
 
 _REPLICATION_CODE = r"""
@@ -114,17 +137,29 @@ import pandas as pd
 from crowdkit.aggregation import DawidSkene
 t_import = time.perf_counter() - t0
 f = np.load(sys.argv[2])
-lab = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1)[:int(sys.argv[1])]
-n, J = lab.shape
-df = pd.DataFrame({"task": np.repeat(np.arange(n), J), "worker": np.tile(np.arange(J), n),
-                   "label": lab.ravel()})
+if "true_class" in f:  # the simulated design: the ratings noisycal's children fit
+    df = pd.DataFrame({"task": f["item"], "worker": f["annotator"], "label": f["label"]})
+else:
+    lab = np.stack([f[f"random_label{j}"] for j in (1, 2, 3)], axis=1)[:int(sys.argv[1])]
+    n, J = lab.shape
+    df = pd.DataFrame({"task": np.repeat(np.arange(n), J),
+                       "worker": np.tile(np.arange(J), n), "label": lab.ravel()})
 t1 = time.perf_counter()
 ds = DawidSkene(n_iter=100).fit(df)
 t_first = time.perf_counter() - t1
-print(json.dumps({"import_s": t_import, "first_fit_s": t_first,
-                  "n_iter": len(ds.loss_history_)}))
+out = {"import_s": t_import, "first_fit_s": t_first, "n_iter": len(ds.loss_history_)}
+if "true_class" in f:
+    map_labels = ds.labels_.reindex(np.arange(f["true_class"].size)).to_numpy()
+    out["map_accuracy"] = float(np.mean(map_labels == f["true_class"]))
+    out["map_labels"] = [int(v) for v in map_labels]
+print(json.dumps(out))
 """
 
+
+#: The simulated design: annotators (each rates every item), classes, each annotator's
+#: accuracy (the diagonal of its confusion matrix; the rest spread evenly over the other
+#: classes), the simulator's seed; the prevalence is uniform.
+SIM_ANNOTATORS, SIM_CLASSES, SIM_ACCURACY, SIM_SEED = 3, 10, 0.7, 0
 
 #: The children's working folder: not the checkout, whose ``noisycal/`` would shadow the
 #: ``--pythonpath`` one (``python -c`` puts the working folder first on ``sys.path``).
@@ -135,7 +170,8 @@ def _env(pythonpath: str | None) -> dict:
     import noisycal as nc
 
     env = dict(os.environ)
-    env.setdefault("NOISYCAL_DATA", str(nc.datasets.data_dir()))  # for any checkout
+    if nc.datasets.data_dir() is not None:
+        env.setdefault("NOISYCAL_DATA", str(nc.datasets.data_dir()))  # for any checkout
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
     return env
@@ -162,11 +198,34 @@ def import_times(repeats: int, env: dict) -> dict:
             "importtime_cumulative_s": cumulative[0] / 1e6 if cumulative else None}
 
 
-def first_fit(n_items: int, cache: str, env: dict) -> dict:
-    """One fresh process: import, first EM fit, second EM fit."""
-    out = subprocess.run([sys.executable, "-c", _FIT_CODE, str(n_items), cache], check=True,
+def first_fit(source: int | str, cache: str, env: dict) -> dict:
+    """One fresh process: import, first EM fit, second EM fit, on CIFAR-10N's first
+    ``source`` images or (a path ending ``.npz``) the simulated design's ratings."""
+    out = subprocess.run([sys.executable, "-c", _FIT_CODE, str(source), cache], check=True,
                          env=env, capture_output=True, text=True, cwd=CHILD_CWD)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def simulate_design(n_items: int, path: str) -> dict:
+    """Simulate the design's ratings with :func:`noisycal.simulate.dawid_skene` and write
+    them (item, annotator, label codes and the true classes) to ``path`` (``.npz``), for
+    both noisycal's and crowd-kit's children to read; returns the design's parameters."""
+    import numpy as np
+
+    import noisycal as nc
+
+    J, K, acc = SIM_ANNOTATORS, SIM_CLASSES, SIM_ACCURACY
+    conf = np.full((J, K, K), (1 - acc) / (K - 1))
+    conf[:, np.arange(K), np.arange(K)] = acc
+    sim = nc.simulate.dawid_skene(n_items, np.full(K, 1 / K), conf, seed=SIM_SEED)
+    a = sim.annotations
+    np.savez(path, item=np.asarray(a.items)[a.item_index],
+             annotator=np.asarray(a.annotators)[a.annotator_index],
+             label=np.asarray(a.classes)[a.label_index], true_class=sim.true_class,
+             n_classes=K, n_annotators=J)
+    return {"n_items": n_items, "n_annotators": J, "n_classes": K, "accuracy": acc,
+            "off_diagonal": (1 - acc) / (K - 1), "prevalence": "uniform",
+            "seed": SIM_SEED, "n_ratings": int(a.item_index.size)}
 
 
 def replications(n_items: int, reps: int, env: dict) -> dict:
@@ -184,16 +243,26 @@ def replications(n_items: int, reps: int, env: dict) -> dict:
     return r
 
 
-def crowdkit_first_fit(python: str, n_items: int, env: dict) -> dict | None:
-    """crowd-kit's first fit in a fresh process of ``python``, or None without it."""
+def cifar10n_path() -> str | None:
+    """CIFAR-10N's ``.npz`` under the data folder, or None when it is not there."""
+    import noisycal as nc
+
+    folder = nc.datasets.data_dir()
+    path = os.path.join(folder, "cifar10n", "cifar10n.npz") if folder else None
+    return path if path and os.path.isfile(path) else None
+
+
+def crowdkit_first_fit(python: str, n_items: int, env: dict,
+                       path: str | None = None) -> dict | None:
+    """crowd-kit's first fit in a fresh process of ``python`` on CIFAR-10N's first
+    ``n_items`` images, or on the simulated design's ratings at ``path``; None without
+    crowd-kit."""
     if not os.path.exists(python):
         return None
     probe = subprocess.run([python, "-c", "import crowdkit"], capture_output=True)
     if probe.returncode:
         return None
-    import noisycal as nc
-
-    path = os.path.join(nc.datasets.data_dir(), "cifar10n", "cifar10n.npz")
+    path = path or cifar10n_path()
     out = subprocess.run([python, "-c", _CROWDKIT_CODE, str(n_items), path], check=True,
                          capture_output=True, text=True, env={
                              k: v for k, v in env.items() if k != "PYTHONPATH"})
@@ -215,7 +284,10 @@ def blas_note(env: dict) -> dict:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--n-items", type=int, default=5000)
+    ap.add_argument("--n-items", type=int, default=5000,
+                    help="CIFAR-10N's first images (0: skip CIFAR-10N)")
+    ap.add_argument("--sim-items", type=int, default=20000,
+                    help="items of the simulated design (0: skip it)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--pythonpath", default=None,
                     help="PYTHONPATH of the child processes (default: inherited)")
@@ -228,13 +300,77 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def fit_modes(source: int | str, env: dict, has_cache: bool) -> dict:
+    """The first-fit processes of one design (``cold``, then with a compilation cache in a
+    new empty folder: ``cache-fill``, ``cache-warm``, ``cache-warm-blas1``), printed."""
+    out = {}
+    with tempfile.TemporaryDirectory() as folder:
+        modes = {"cold": ("none", env)}
+        if has_cache:
+            modes.update({"cache-fill": (folder, env), "cache-warm": (folder, env),
+                          # diagnostic: the same with single-threaded OpenBLAS (the
+                          # identification check's small Cholesky and eigh)
+                          "cache-warm-blas1": (folder, {**env, "OPENBLAS_NUM_THREADS": "1"})})
+        for mode, (cache, mode_env) in modes.items():
+            out[mode] = r = first_fit(source, cache, mode_env)
+            ph = r["first_fit_phases_s"]
+            acc = f", MAP accuracy {r['map_accuracy']:.4f}" if "map_accuracy" in r else ""
+            print(f"{mode:16s}: import {r['import_s']:.2f} s, modules {r['modules_s']:.2f} s, "
+                  f"first fit {r['first_fit_s']:.2f} s (EM {ph['multistart_em']:.2f} s, "
+                  f"identification {ph['ds_identification']:.2f} s), second fit "
+                  f"{r['second_fit_s']:.2f} s (loglik {r['loglik']:.6f}, {r['n_iter']} "
+                  f"iterations, {r['n_patterns']} patterns, {r['status']}{acc})")
+    return out
+
+
+def against_crowdkit(fits: dict, ck: dict | None, python: str) -> None:
+    """Print crowd-kit's first fit and store each process's first fit / crowd-kit's."""
+    if ck is None:
+        print(f"crowd-kit: not available at {python}")
+        return
+    acc = f", MAP accuracy {ck['map_accuracy']:.4f}" if "map_accuracy" in ck else ""
+    print(f"crowd-kit : import {ck['import_s']:.2f} s, first fit {ck['first_fit_s']:.2f} s"
+          f" ({ck['n_iter']} iterations{acc})")
+    for mode, r in fits.items():
+        ratio = r["first_fit_s"] / ck["first_fit_s"]
+        print(f"  noisycal {mode} first fit / crowd-kit first fit: {ratio:.1f}x")
+        r["ratio_to_crowdkit"] = ratio
+
+
+def simulated(args: argparse.Namespace, env: dict, has_cache: bool) -> dict:
+    """The simulated design, measured as CIFAR-10N: the same ratings (a temporary file)
+    for every noisycal process and for crowd-kit's; their MAP labels' accuracy against
+    the simulated truth, and the share of items where the two MAP labels agree."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "ratings.npz")
+        sim = simulate_design(args.sim_items, path)
+        print(f"simulated design: {sim}")
+        fits = fit_modes(path, env, has_cache)
+        ck = crowdkit_first_fit(args.crowdkit_python, args.sim_items, env, path=path)
+    labels = {mode: np.array(r.pop("map_labels")) for mode, r in fits.items()}
+    sim.update(fits)
+    against_crowdkit(fits, ck, args.crowdkit_python)
+    sim["crowdkit"] = ck
+    if ck is not None:
+        ck_labels = np.array(ck.pop("map_labels"))
+        for mode, lab in labels.items():
+            fits[mode]["map_agreement_crowdkit"] = float(np.mean(lab == ck_labels))
+        print("  MAP labels equal to crowd-kit's: " + ", ".join(
+            f"{mode} {r['map_agreement_crowdkit']:.4f}" for mode, r in fits.items()))
+    return sim
+
+
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     env = _env(args.pythonpath)
     load = os.getloadavg()[0]
-    print(f"first-call benchmark: {args.n_items} CIFAR-10N items, load {load:.1f} "
-          f"on {os.cpu_count()} CPUs")
-    result: dict = {"n_items": args.n_items, "load_1min": load, "cpus": os.cpu_count(),
+    cifar = args.n_items if args.n_items and cifar10n_path() else 0
+    print(f"first-call benchmark: {cifar} CIFAR-10N items (asked {args.n_items}; "
+          f"data {'found' if cifar10n_path() else 'absent'}), {args.sim_items} simulated "
+          f"items, load {load:.1f} on {os.cpu_count()} CPUs")
+    result: dict = {"n_items": cifar, "load_1min": load, "cpus": os.cpu_count(),
                     "blas": blas_note(env)}
     print(f"BLAS: {result['blas']}")
     result["import"] = imp = import_times(args.repeats, env)
@@ -244,31 +380,13 @@ def main(argv: list[str] | None = None) -> dict:
     has_cache = subprocess.run(
         [sys.executable, "-c", "import noisycal as nc; nc.set_compilation_cache"],
         env=env, capture_output=True, cwd=CHILD_CWD).returncode == 0
-    with tempfile.TemporaryDirectory() as folder:
-        modes = {"cold": ("none", env)}
-        if has_cache:
-            modes.update({"cache-fill": (folder, env), "cache-warm": (folder, env),
-                          # diagnostic: the same with single-threaded OpenBLAS (the
-                          # identification check's small Cholesky and eigh)
-                          "cache-warm-blas1": (folder, {**env, "OPENBLAS_NUM_THREADS": "1"})})
-        for mode, (cache, mode_env) in modes.items():
-            result[mode] = r = first_fit(args.n_items, cache, mode_env)
-            ph = r["first_fit_phases_s"]
-            print(f"{mode:16s}: import {r['import_s']:.2f} s, modules {r['modules_s']:.2f} s, "
-                  f"first fit {r['first_fit_s']:.2f} s (EM {ph['multistart_em']:.2f} s, "
-                  f"identification {ph['ds_identification']:.2f} s), second fit "
-                  f"{r['second_fit_s']:.2f} s (loglik {r['loglik']:.6f}, {r['n_iter']} "
-                  f"iterations, {r['n_patterns']} patterns, {r['status']})")
-    result["crowdkit"] = ck = crowdkit_first_fit(args.crowdkit_python, args.n_items, env)
-    if ck is None:
-        print(f"crowd-kit: not available at {args.crowdkit_python}")
-    else:
-        print(f"crowd-kit : import {ck['import_s']:.2f} s, first fit {ck['first_fit_s']:.2f} s"
-              f" ({ck['n_iter']} iterations)")
-        for mode in modes:
-            ratio = result[mode]["first_fit_s"] / ck["first_fit_s"]
-            print(f"  noisycal {mode} first fit / crowd-kit first fit: {ratio:.1f}x")
-            result[mode]["ratio_to_crowdkit"] = ratio
+    if cifar:
+        fits = fit_modes(cifar, env, has_cache)
+        result.update(fits)
+        result["crowdkit"] = ck = crowdkit_first_fit(args.crowdkit_python, cifar, env)
+        against_crowdkit(fits, ck, args.crowdkit_python)
+    if args.sim_items:
+        result["simulated"] = simulated(args, env, has_cache)
     if args.replications:
         result["replications"] = rep = replications(args.replication_items,
                                                     args.replications, env)

@@ -1078,18 +1078,56 @@ def _bench_metrics(records: dict[str, Record]) -> dict[str, str]:
     return out
 
 
+_FIRST_CALL_MODES = ("cold", "cache-fill", "cache-warm", "cache-warm-blas1")
+
+
+def _first_call_simulated(sim: dict | None) -> str:
+    """The simulated design's table of a bench_first_call record ('' when the record has
+    none: the records before the design was added)."""
+    if not sim:
+        return ""
+    modes = [m for m in _FIRST_CALL_MODES if m in sim]
+    ck = sim.get("crowdkit")
+    head = (f"Simulated with `nc.simulate.dawid_skene` (seed {sim['seed']}): "
+            f"{count(sim['n_items'])} items, {sim['n_annotators']} annotators each rating "
+            f"every item ({count(sim['n_ratings'])} ratings), {sim['n_classes']} classes, "
+            f"{sim['prevalence']} prevalence, each annotator's confusion matrix "
+            f"{num(sim['accuracy'], 2)} on the diagonal and {num(sim['off_diagonal'], 4)} "
+            f"elsewhere. noisycal's processes and crowd-kit's read the same ratings.\n\n")
+    rows = []
+    for m in modes:
+        x = sim[m]
+        ph = x["first_fit_phases_s"]
+        rows.append([m, secs(x["modules_s"]),
+                     f"**{secs(x['first_fit_s'])}**: {secs(ph['multistart_em'])} + "
+                     f"{secs(ph['ds_identification'])}", secs(x["second_fit_s"]),
+                     ratio(x["ratio_to_crowdkit"]) if "ratio_to_crowdkit" in x else "-",
+                     f"{num(x['map_accuracy'], 4)} (`{x['status']}`, {x['n_iter']} "
+                     f"iterations)",
+                     num(x.get("map_agreement_crowdkit"), 4)])
+    body = head + table(["process", "modules the fit needs",
+                         "first fit: EM + identification", "second fit",
+                         "first fit / crowd-kit's", "MAP accuracy (status)",
+                         "MAP labels equal to crowd-kit's"], rows)
+    if ck:
+        body += (f"\n\ncrowd-kit's first fit: {secs(ck['first_fit_s'])} ({ck['n_iter']} "
+                 f"iterations; its import {secs(ck['import_s'])}); its MAP labels' "
+                 f"accuracy {num(ck['map_accuracy'], 4)}.")
+    return body
+
+
 def _first_call_one(name: str, rec: Record) -> dict[str, str]:
     r = result(rec)
     if not r:
         return {"run": run_line(name, rec), "import_line": "", "table": "", "fits": "",
-                "replications": ""}
+                "simulated": "", "replications": ""}
     imp = r["import"]
     import_line = (f"`import noisycal`: {secs(imp['import_median_s'])} (median of fresh "
                    f"processes less an empty interpreter's "
                    f"{secs(imp['empty_interpreter_median_s'])}); `-X importtime`: "
                    f"{secs(imp['importtime_cumulative_s'])}. {count(r['n_items'])} "
                    f"CIFAR-10N items.")
-    modes = [m for m in ("cold", "cache-fill", "cache-warm", "cache-warm-blas1") if m in r]
+    modes = [m for m in _FIRST_CALL_MODES if m in r]
     ck = r.get("crowdkit")
     rows = []
     for m in modes:
@@ -1105,14 +1143,18 @@ def _first_call_one(name: str, rec: Record) -> dict[str, str]:
     if ck:
         body += (f"\n\ncrowd-kit's first fit: {secs(ck['first_fit_s'])} ({ck['n_iter']} "
                  f"iterations; its import {secs(ck['import_s'])}).")
-    same = {(r[m]["loglik"], r[m]["n_iter"], r[m]["status"]) for m in modes}
-    x = r[modes[0]]
-    fits = (f"Every process gave the same fit (log-likelihood {num(x['loglik'], 6)}, "
-            f"{x['n_iter']} iterations, {x['n_patterns']} rating patterns, status "
-            f"`{x['status']}`)." if len(same) == 1 else
-            "The processes did not all give the same fit: " + "; ".join(
-                f"{m}: {r[m]['loglik']}, {r[m]['n_iter']}, {r[m]['status']}"
-                for m in modes) + ".")
+    fits = ""
+    if modes:  # CIFAR-10N measured (its data were found)
+        same = {(r[m]["loglik"], r[m]["n_iter"], r[m]["status"]) for m in modes}
+        x = r[modes[0]]
+        fits = (f"Every process gave the same fit (log-likelihood {num(x['loglik'], 6)}, "
+                f"{x['n_iter']} iterations, {x['n_patterns']} rating patterns, status "
+                f"`{x['status']}`)." if len(same) == 1 else
+                "The processes did not all give the same fit: " + "; ".join(
+                    f"{m}: {r[m]['loglik']}, {r[m]['n_iter']}, {r[m]['status']}"
+                    for m in modes) + ".")
+    else:
+        body = "CIFAR-10N not measured (its data were not found)."
     rep = r.get("replications")
     reps = ""
     if rep:
@@ -1126,7 +1168,8 @@ def _first_call_one(name: str, rec: Record) -> dict[str, str]:
                       ", ".join(f"{v:.2f}" for v in rep["seconds"][m][1:])]
                      for m in ("dawid_skene", "mace") if m in rep], "lrrrl"))
     return {"run": run_line(name, rec), "import_line": import_line, "table": body,
-            "fits": fits, "replications": reps}
+            "fits": fits, "simulated": _first_call_simulated(r.get("simulated")),
+            "replications": reps}
 
 
 def _with_before(records: dict[str, Record],
