@@ -361,16 +361,15 @@ def _information(x0: np.ndarray, B: np.ndarray, post: np.ndarray, w: np.ndarray,
     L, K = data.n_groups, data.n_classes
     item, ann, lab = (np.asarray(a) for a in (data.item, data.annotator, data.label))
     group = np.asarray(data.group)
-    n, p = post.shape[0], B.shape[1]
+    n, nx = post.shape[0], x0.size
     wp = w[:, None] * post                                    # (n, K)
     moved = np.any(B != 0, axis=1)  # the other entries are constants (no derivative)
     safe = np.where(moved, x0, 0.5)
     # prevalence entries: log x[g K + k]
     prev_idx = group[:, None] * K + np.arange(K)              # (n, K)
-    d1 = np.where(moved[prev_idx], 1.0 / safe[prev_idx], 0.0)  # d log f / dx
-    G = B[prev_idx] * d1[..., None]                           # (n, K, p)
-    curv = np.zeros(x0.size)                                  # diagonal of A in x
-    np.add.at(curv, prev_idx.ravel(), (wp * d1 ** 2).ravel())
+    d1p = np.where(moved[prev_idx], 1.0 / safe[prev_idx], 0.0)  # d log f / dx
+    curv = np.zeros(nx)                                       # diagonal of A in x
+    np.add.at(curv, prev_idx.ravel(), (wp * d1p ** 2).ravel())
     # rating r of item i, for class k: log conf[j_r, k, l_r]
     wr = wp[item]                                             # (n_ratings, K)
     if one_coin:
@@ -383,14 +382,22 @@ def _information(x0: np.ndarray, B: np.ndarray, post: np.ndarray, w: np.ndarray,
         d1 = 1.0 / safe[idx]
     d1 = np.where(moved[idx], d1, 0.0)
     np.add.at(curv, idx.ravel(), (wr * d1 ** 2).ravel())
-    rating_grad = (B[idx] * d1[..., None]).reshape(item.size, K * p)
-    to_item = scipy.sparse.csr_matrix((np.ones(item.size), (item, np.arange(item.size))),
-                                      shape=(n, item.size))
-    G += (to_item @ rating_grad).reshape(n, K, p)
     complete = B.T @ (curv[:, None] * B)
-    centred = G - np.einsum("ik,ikp->ip", post, G)[:, None, :]
-    root = (np.sqrt(wp)[..., None] * centred).reshape(n * K, p)
-    return complete - root.T @ root, complete
+    # the gradient of joint[i, k] in x, row i K + k: one prevalence entry and one entry
+    # per rating of item i (sparse; repeated entries add up), centred at its posterior
+    # mean over k; the missing information is B' R' R B with R's rows weighted by
+    # sqrt(w_i post_ik): the products over the rows stay sparse (a few entries per row
+    # where B's columns are dense), then one (x, x) matrix meets B
+    ik = np.arange(n * K).reshape(n, K)
+    Gx = scipy.sparse.csr_matrix(
+        (np.concatenate([d1p.ravel(), d1.ravel()]),
+         (np.concatenate([ik.ravel(), ik[item].ravel()]),
+          np.concatenate([prev_idx.ravel(), idx.ravel()]))), shape=(n * K, nx))
+    mean = scipy.sparse.csr_matrix((post.ravel(), (np.repeat(np.arange(n), K), ik.ravel())),
+                                   shape=(n, n * K)) @ Gx   # (n, x)
+    R = scipy.sparse.diags(np.sqrt(wp).ravel()) @ (Gx - mean[np.repeat(np.arange(n), K)])
+    missing = (R.T @ R).toarray()
+    return complete - B.T @ missing @ B, complete
 
 
 def dawid_skene_identification(ann: Any, prevalence: np.ndarray, confusion: np.ndarray, *,
