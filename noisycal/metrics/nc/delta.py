@@ -103,8 +103,8 @@ class ChannelTerm(NamedTuple):
     curvature: float
     cross_factor: np.ndarray
     covariance: np.ndarray
-    bin_means: Any
-    used_channels: Any
+    bin_means: BinMeans
+    used_channels: UsedChannels
     boundary_effect: float
     n_entries: int = 0
 
@@ -434,7 +434,8 @@ LINEARITY_Z = 2.0
 LINEARITY_DIRECTIONS = 3
 
 
-def _curvature(means: Any, D: np.ndarray, Sigma: np.ndarray, used_channels: Any) -> float:
+def _curvature(means: BinMeans, D: np.ndarray, Sigma: np.ndarray,
+               used_channels: UsedChannels) -> float:
     r"""How far the bin means are from linear in the channels over their uncertainty.
 
     Along each of the leading directions :math:`\delta_k` of the channel error (the
@@ -456,29 +457,23 @@ def _curvature(means: Any, D: np.ndarray, Sigma: np.ndarray, used_channels: Any)
         step = LINEARITY_Z * (root @ vt[k])
         if np.any(_singular(used_channels, np.stack([step, -step]))):
             return float("inf")
-        if isinstance(means, BinMeans):
-            up, down = np.asarray(means.many(np.stack([step, -step])))
-        else:
-            up, down = (np.asarray(means(jnp.asarray(x))) for x in (step, -step))
+        up, down = np.asarray(means.many(np.stack([step, -step])))
         slope = np.linalg.norm(up - down)
         if slope > 0:
             worst = max(worst, float(np.linalg.norm(up + down - 2 * m0) / slope))
     return worst
 
 
-def _singular(used_channels: Any, thetas: np.ndarray) -> np.ndarray:
+def _singular(used_channels: UsedChannels, thetas: np.ndarray) -> np.ndarray:
     """Which rows of ``thetas`` (r, p) make a used channel singular: not invertible
     (:func:`noisycal.correction.channels_invertible`) or of the other determinant sign
     than at the estimate. Bool array (r,)."""
     from ...correction.labels import channels_invertible
 
-    if isinstance(used_channels, UsedChannels):   # the estimate and the moves in one call
-        both = np.asarray(used_channels.many(np.vstack([np.zeros((1, thetas.shape[1])),
-                                                         thetas])))
-        at0, C = both[0], both[1:]
-    else:
-        at0 = np.asarray(used_channels(jnp.zeros(thetas.shape[1])))
-        C = np.asarray(jax.vmap(used_channels)(jnp.asarray(thetas)))   # (r, J, K, K)
+    # the estimate and the moves in one call
+    both = np.asarray(used_channels.many(np.vstack([np.zeros((1, thetas.shape[1])),
+                                                     thetas])))
+    at0, C = both[0], both[1:]
     r, J, K, _ = C.shape
     ok = np.asarray(channels_invertible(C.reshape(r * J, K, K))).reshape(r, J)
     same = np.sign(np.linalg.det(C)) == np.sign(np.linalg.det(at0))[None, :]
@@ -531,13 +526,7 @@ def channel_noise(term: ChannelTerm, sample_cov: np.ndarray, n_sim: int, seed: A
     e = rng.standard_normal((n_sim, sample_cov.shape[0])) @ covariance_factor(resid).T
     with x64():
         m0 = np.asarray(term.bin_means(jnp.zeros(Sigma.shape[0])))
-        if isinstance(term.bin_means, BinMeans):   # in chunks of its compiled size
-            moved = np.asarray(term.bin_means.many(u))
-        else:
-            chunk = noise_chunk(term.n_entries)
-            moved = np.concatenate([
-                np.asarray(jax.vmap(term.bin_means)(jnp.asarray(u[i:i + chunk])))
-                for i in range(0, n_sim, chunk)])
+        moved = np.asarray(term.bin_means.many(u))   # in chunks of its compiled size
         singular = _singular(term.used_channels, u)
     out = u @ B.T + e + (moved - m0)
     bad = ~np.all(np.isfinite(out), axis=1) | singular
