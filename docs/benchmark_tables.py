@@ -1081,6 +1081,16 @@ def _bench_metrics(records: dict[str, Record]) -> dict[str, str]:
 _FIRST_CALL_MODES = ("cold", "cache-fill", "cache-warm", "cache-warm-blas1")
 
 
+def _first_call_row(mode: str, x: dict) -> list[str]:
+    """One process's row of a bench_first_call table: modules, first fit and its phases,
+    second fit, ratio to crowd-kit's first fit."""
+    ph = x["first_fit_phases_s"]
+    return [mode, secs(x["modules_s"]),
+            f"**{secs(x['first_fit_s'])}**: {secs(ph['multistart_em'])} + "
+            f"{secs(ph['ds_identification'])}", secs(x["second_fit_s"]),
+            ratio(x["ratio_to_crowdkit"]) if "ratio_to_crowdkit" in x else "-"]
+
+
 def _first_call_simulated(sim: dict | None) -> str:
     """The simulated design's table of a bench_first_call record ('' when the record has
     none: the records before the design was added)."""
@@ -1097,14 +1107,9 @@ def _first_call_simulated(sim: dict | None) -> str:
     rows = []
     for m in modes:
         x = sim[m]
-        ph = x["first_fit_phases_s"]
-        rows.append([m, secs(x["modules_s"]),
-                     f"**{secs(x['first_fit_s'])}**: {secs(ph['multistart_em'])} + "
-                     f"{secs(ph['ds_identification'])}", secs(x["second_fit_s"]),
-                     ratio(x["ratio_to_crowdkit"]) if "ratio_to_crowdkit" in x else "-",
-                     f"{num(x['map_accuracy'], 4)} (`{x['status']}`, {x['n_iter']} "
-                     f"iterations)",
-                     num(x.get("map_agreement_crowdkit"), 4)])
+        rows.append(_first_call_row(m, x) + [
+            f"{num(x['map_accuracy'], 4)} (`{x['status']}`, {x['n_iter']} iterations)",
+            num(x.get("map_agreement_crowdkit"), 4)])
     body = head + table(["process", "modules the fit needs",
                          "first fit: EM + identification", "second fit",
                          "first fit / crowd-kit's", "MAP accuracy (status)",
@@ -1131,12 +1136,7 @@ def _first_call_one(name: str, rec: Record) -> dict[str, str]:
     ck = r.get("crowdkit")
     rows = []
     for m in modes:
-        x = r[m]
-        ph = x["first_fit_phases_s"]
-        rows.append([m, secs(x["modules_s"]),
-                     f"**{secs(x['first_fit_s'])}**: {secs(ph['multistart_em'])} + "
-                     f"{secs(ph['ds_identification'])}", secs(x["second_fit_s"]),
-                     ratio(x["ratio_to_crowdkit"]) if "ratio_to_crowdkit" in x else "-"])
+        rows.append(_first_call_row(m, r[m]))
     body = table(["process", "modules the fit needs",
                   "first fit: EM + identification", "second fit",
                   "first fit / crowd-kit's"], rows)
