@@ -95,8 +95,10 @@ def test_log_density_is_the_em_likelihood_plus_the_priors():
 def test_posterior_mean_is_near_map_em_and_the_truth(fits):
     """200 items, K = 3, 2 x 200 draws. The posterior means against MAP-EM under the same
     channel prior: channels within 0.07 (0.054 measured; posterior sds up to 0.073),
-    scale within 0.1 (1.694 vs 1.675; posterior sd 0.28), item posteriors' classes agree
-    on 98%; against the truth: channels within 0.13 (0.107, as EM's 0.107) and the
+    scale within 0.1 (1.694 vs 1.675; posterior sd 0.28), item posteriors within 0.05 in
+    mean total variation (0.026) and of the same class wherever MAP-EM is decided (its
+    largest posterior >= 0.6; the 3 items that differ have 0.35-0.57 under both, and
+    which of them flip changes with the last digits of the draws); against the truth: channels within 0.13 (0.107, as EM's 0.107) and the
     scale 2.0 inside the 95% interval of its draws."""
     z, y, ann, fit, em = fits
     assert fit.method == "nuts" and fit.status == "ok" and fit.statuses == ("ok",)
@@ -109,7 +111,12 @@ def test_posterior_mean_is_near_map_em_and_the_truth(fits):
     np.testing.assert_allclose(d["bias"].sum(1), 0.0, atol=1e-12)
     assert np.abs(fit.confusion - em.confusion).max() < 0.07
     assert fit.scale == pytest.approx(em.scale, abs=0.1)
-    assert (fit.item_posterior.argmax(1) == em.item_posterior.argmax(1)).mean() >= 0.98
+    tv = 0.5 * np.abs(fit.item_posterior - em.item_posterior).sum(1)
+    assert tv.mean() < 0.05
+    decided = em.item_posterior.max(1) >= 0.6
+    assert decided.sum() >= 180
+    np.testing.assert_array_equal(fit.item_posterior[decided].argmax(1),
+                                  em.item_posterior[decided].argmax(1))
     np.testing.assert_allclose(fit.item_posterior.sum(1), 1.0)
     np.testing.assert_allclose(fit.group_prevalence[0], fit.item_prior.mean(0))
     assert np.abs(fit.confusion - CONF).max() < 0.13

@@ -78,7 +78,11 @@ def test_inverted_interval_equals_in_memory(kind, target, norm):
     a = nc.ece(P, T, kind=kind, norm=norm, interval=nc.intervals.Inversion(n_boot=300), seed=5)
     b = nc.ece(dP, dT, kind=kind, norm=norm, interval=nc.intervals.Inversion(n_boot=300), seed=5)
     assert a.kind == b.kind == "inversion"
-    _same(a, b, 1e-10)
+    # the ends are crossings of flat Monte Carlo test curves: the chunked sums' last-digit
+    # differences (4e-16 in the bin means) move the upper end by 7e-11 alone and 1.7e-10
+    # within the suite (l2 classwise hard), so ends are compared to 1e-8, the rest to 1e-10
+    assert abs(a.value - b.value) <= 1e-10
+    _same(a, b, 1e-8)
     assert abs(a.details["plugin"] - b.details["plugin"]) <= 1e-12
     assert a.details["zero_test"] == b.details["zero_test"]
     assert a.details["zero_test"] == ("consistency" if target == "hard" else "gaussian")
