@@ -49,7 +49,7 @@ templates_path = ["_templates"]
 
 # no network at build time: no intersphinx, no remote images, MathJax only when a page
 # uses math (a reader's browser then fetches it; the pages read fine without it)
-autosummary_generate = True
+autosummary_generate = False  # api_reference.py writes the object pages
 autosummary_imported_members = True
 autodoc_default_options = {"members": False}
 autodoc_typehints = "none"

@@ -274,7 +274,8 @@ class _PerItemTemperature:
 
 
 def _doc(fn: object) -> object:
-    fn.__doc__ = (fn.__doc__ or "") + _FIT_DOC
+    """Append the shared Parameters/Returns/Raises of ``fit`` (after a blank line)."""
+    fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n" + _FIT_DOC
     return fn
 
 
