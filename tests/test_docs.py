@@ -339,3 +339,26 @@ def test_the_guide_pages_exist_and_are_in_the_toctree():
         assert (DOCS / "guide" / f"{name}.md").is_file() and f"\n{name}\n" in index
     papers = (DOCS / "papers" / "index.md").read_text()
     assert len(re.findall(r"^\w+$", papers, re.M)) == 4
+
+
+def test_object_pages_document_methods_and_stay_out_of_the_navigation(tmp_path):
+    """A class page documents its public methods (DawidSkene.fit was once only listed),
+    inherited ones from noisycal's bases too, not tuple's or pandas'; object pages are
+    orphans, linked from the module tables (no autosummary toctree)."""
+    api = _api_reference()
+    api.write(tmp_path)
+    page = (tmp_path / "generated" / "noisycal.DawidSkene.rst").read_text()
+    assert page.startswith(":orphan:\n")
+    assert ".. autoclass:: DawidSkene\n   :members:\n   :inherited-members: object\n" in page
+    import noisycal
+
+    tuples = [full for full in api.owners().values()
+              if isinstance(_resolve(full), type) and issubclass(_resolve(full), tuple)]
+    assert tuples
+    for full in tuples:
+        text = (tmp_path / "generated" / f"{full}.rst").read_text()
+        assert "tuple" in text.split(":inherited-members:")[1].splitlines()[0]
+    fn = (tmp_path / "generated" / "noisycal.ece.rst").read_text()
+    assert ".. autofunction:: ece" in fn and noisycal.ece.__doc__
+    for module_page in tmp_path.glob("noisycal*.rst"):
+        assert ":toctree:" not in module_page.read_text()
