@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
+from scipy.special import ndtr, ndtri  # the normal cdf and ppf, without scipy.stats
 
 import jax
 import jax.numpy as jnp
@@ -214,19 +214,19 @@ def _bca(theta_hat: float, reps: np.ndarray, level: float, jackknife: np.ndarray
         return _warned(nan2, "bca_degenerate",
                        "all bootstrap replicates lie on one side of the estimate, so the "
                        "BCa bias correction is infinite; use method='percentile'")
-    z0 = float(sps.norm.ppf(prop))
+    z0 = float(ndtri(prop))
     jk = np.asarray(jackknife, dtype=np.float64)
     d = jk.mean() - jk
     denom = 6.0 * np.sum(d**2) ** 1.5
     acc = float(np.sum(d**3) / denom) if denom > 0 else 0.0
     a = (1.0 - level) / 2.0
-    z = sps.norm.ppf([a, 1.0 - a])
+    z = ndtri(np.array([a, 1.0 - a]))
     shrink = 1.0 - acc * (z0 + z)
     if np.any(shrink <= 0):
         return _warned(nan2, "bca_degenerate",
                        f"the BCa acceleration ({acc:.3g}) is so large that the adjusted "
                        "levels are not monotone; use method='percentile'")
-    adj = sps.norm.cdf(z0 + (z0 + z) / shrink)
+    adj = ndtr(z0 + (z0 + z) / shrink)
     # An end whose adjusted tail holds less than one replicate is the most extreme
     # replicate, not a quantile: the interval collapses onto the sample's edge
     # (typically a statistic biased near a boundary, such as an ECE near 0, whose

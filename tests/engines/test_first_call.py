@@ -31,6 +31,18 @@ def test_a_public_name_loads_only_what_it_needs():
     assert _run(code) == "['jax']"
 
 
+def test_a_first_dawid_skene_em_fit_does_not_import_the_heavy_stacks():
+    """The first EM fit (identification check included) needs JAX and parts of SciPy, not
+    scipy.stats (0.4-0.7 s of a cold process), NumPyro, statsmodels, arviz or matplotlib."""
+    code = ("import sys, numpy as np, noisycal as nc;"
+            "A = np.random.default_rng(0).integers(0, 3, (60, 3));"
+            "fit = nc.DawidSkene().fit(nc.Annotations.from_wide(A, classes=[0, 1, 2]));"
+            "assert fit.details['identification'] is not None;"
+            "print(sorted({m for m in sys.modules if m == 'scipy.stats' or "
+            "m.split('.')[0] in ('numpyro', 'arviz', 'statsmodels', 'matplotlib')}))")
+    assert _run(code) == "[]"
+
+
 @pytest.mark.parametrize("package", ["noisycal", "noisycal.metrics", "noisycal.intervals",
                                      "noisycal.annotators", "noisycal.calibrators",
                                      "noisycal.datasets", "noisycal.engines",
