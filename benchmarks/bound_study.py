@@ -90,7 +90,7 @@ def replicate(K: int, n: int, r: int, M: int, level: float, C4: np.ndarray) -> d
     """One replication: {(kind, channels): {value, bounds...}} (None for a failed fit)."""
     if K == 2:
         t = nc.simulate.gaussian_toy(n, truth="shifted", seed=r)
-        probs, A, C = np.c_[1 - t.z, t.z], t.annotations, None
+        probs, A = np.c_[1 - t.z, t.z], t.annotations
         true_kw = dict(a=A_TOY, b=B_TOY)
         truth = (A_TOY, B_TOY)
         kinds = ("positive_class",)

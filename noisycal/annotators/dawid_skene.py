@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-
 from .._util.jax import as_key, split_key, x64
 from .._util.progress import check_progress
 from .._util.types import ArrayLike, Seed
@@ -41,8 +40,8 @@ from ..engines.density.dawid_skene import (
     nuts_init_params,
     sample_dawid_skene,
 )
-from ..engines.em.starts import multistart_em, orient
 from ..engines.density.nuts import extended_fit
+from ..engines.em.starts import multistart_em, orient
 from ..engines.identification import NUTS_NOTE
 from ..engines.identification import dawid_skene_identification as ds_identification
 from ..engines.methods import EM, MLE, NUTS, Method, as_method

@@ -31,8 +31,8 @@ from ..engines.density.dawid_skene import (
     sample_dawid_skene,
 )
 from ..engines.density.diagnostics import import_arviz
-from ..engines.em.starts import multistart_em
 from ..engines.density.nuts import extended_fit
+from ..engines.em.starts import multistart_em
 from ..engines.identification import NUTS_NOTE
 from ..engines.methods import NUTS, Method, as_method
 from ..engines.patterns import pattern_data

@@ -98,8 +98,9 @@ def test_posterior_mean_is_near_map_em_and_the_truth(fits):
     scale within 0.1 (1.694 vs 1.675; posterior sd 0.28), item posteriors within 0.05 in
     mean total variation (0.026) and of the same class wherever MAP-EM is decided (its
     largest posterior >= 0.6; the 3 items that differ have 0.35-0.57 under both, and
-    which of them flip changes with the last digits of the draws); against the truth: channels within 0.13 (0.107, as EM's 0.107) and the
-    scale 2.0 inside the 95% interval of its draws."""
+    which of them flip changes with the last digits of the draws); against the truth:
+    channels within 0.13 (0.107, as EM's 0.107) and the scale 2.0 inside the 95%
+    interval of its draws."""
     z, y, ann, fit, em = fits
     assert fit.method == "nuts" and fit.status == "ok" and fit.statuses == ("ok",)
     assert 1.0 < fit.details["max_rhat"] < 1.1 and fit.details["num_divergences"] == 0
