@@ -13,9 +13,11 @@ Every figure comes from a new subprocess, so nothing is imported or compiled bef
   ``OPENBLAS_NUM_THREADS=1`` (a diagnostic: before the check limited BLAS to one thread
   itself, OpenBLAS's threads made its small Cholesky and eigh take up to seconds on a
   loaded machine); each reports
-  ``import noisycal``, the import of what the fit needs (``modules``: JAX, pandas, SciPy,
-  NumPyro), the first fit with its two phases (multi-start EM; the identification
-  check), and a second fit of the same data in the same process (compiled);
+  ``import noisycal``, the import of what the fit needs (``modules``: JAX, pandas and
+  parts of SciPy; ``noisycal.models.dawid_skene`` loads NumPyro only when a NumPyro
+  model is run, which an EM fit does not), the first fit with its two phases
+  (multi-start EM; the identification check), and a second fit of the same data in the
+  same process (compiled);
 * crowd-kit's first ``DawidSkene(n_iter=100).fit(df)`` in a fresh process of
   ``--crowdkit-python`` (a scratch venv: ``python3 -m venv /tmp/ck &&
   /tmp/ck/bin/pip install crowd-kit``), skipped when that interpreter is absent;
@@ -63,7 +65,7 @@ if cache != "none":
     nc.set_compilation_cache(cache)
 t0 = time.perf_counter()
 import noisycal.annotators.dawid_skene as dsm  # what the fit needs: JAX, pandas, SciPy
-import noisycal.models.dawid_skene  # NumPyro
+import noisycal.models.dawid_skene  # the likelihood (NumPyro only for sampling)
 t_modules = time.perf_counter() - t0
 phases = {}
 for name in ("multistart_em", "ds_identification"):  # where the first fit's time goes

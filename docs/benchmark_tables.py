@@ -1091,6 +1091,19 @@ def _first_call_row(mode: str, x: dict) -> list[str]:
             ratio(x["ratio_to_crowdkit"]) if "ratio_to_crowdkit" in x else "-"]
 
 
+def _first_call_with_imports(x: dict | None, ck: dict | None) -> str:
+    """The cold process's whole first call against crowd-kit's, imports counted ('' when
+    either is missing): noisycal's import, the modules the fit needs and the first fit;
+    crowd-kit's import and first fit."""
+    if not x or not ck:
+        return ""
+    ours = x["import_s"] + x["modules_s"] + x["first_fit_s"]
+    theirs = ck["import_s"] + ck["first_fit_s"]
+    return (f" Counting imports, the cold process took {secs(ours)} (import, modules, first "
+            f"fit) against crowd-kit's {secs(theirs)} (import, first fit): "
+            f"{ratio(ours / theirs, 2)}.")
+
+
 def _first_call_simulated(sim: dict | None) -> str:
     """The simulated design's table of a bench_first_call record ('' when the record has
     none: the records before the design was added)."""
@@ -1117,7 +1130,8 @@ def _first_call_simulated(sim: dict | None) -> str:
     if ck:
         body += (f"\n\ncrowd-kit's first fit: {secs(ck['first_fit_s'])} ({ck['n_iter']} "
                  f"iterations; its import {secs(ck['import_s'])}); its MAP labels' "
-                 f"accuracy {num(ck['map_accuracy'], 4)}.")
+                 f"accuracy {num(ck['map_accuracy'], 4)}."
+                 + _first_call_with_imports(sim.get("cold"), ck))
     return body
 
 
@@ -1142,7 +1156,8 @@ def _first_call_one(name: str, rec: Record) -> dict[str, str]:
                   "first fit / crowd-kit's"], rows)
     if ck:
         body += (f"\n\ncrowd-kit's first fit: {secs(ck['first_fit_s'])} ({ck['n_iter']} "
-                 f"iterations; its import {secs(ck['import_s'])}).")
+                 f"iterations; its import {secs(ck['import_s'])})."
+                 + _first_call_with_imports(r.get("cold"), ck))
     fits = ""
     if modes:  # CIFAR-10N measured (its data were found)
         same = {(r[m]["loglik"], r[m]["n_iter"], r[m]["status"]) for m in modes}
