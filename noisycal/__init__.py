@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         simulate,
         targets,
     )
-    from ._util.jax import set_compilation_cache
+    from ._util.jax import set_compilation_cache, user_cache_folder
     from .annotations.core import Annotations
     from .annotators import (
         DawidSkene,
@@ -93,6 +93,7 @@ __all__ = [
     "compare_calibration",
     "bootstrap",
     "set_compilation_cache",
+    "user_cache_folder",
     "NoisycalWarning",
     "ConvergenceWarning",
     "IdentifiabilityWarning",

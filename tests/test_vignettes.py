@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from vignette_runs import VIGNETTES, check_output, run_vignette
+from vignette_runs import CACHING, VIGNETTES, check_output, run_vignette
 
 
 def test_there_are_vignettes():
@@ -17,14 +17,20 @@ def test_there_are_vignettes():
 
 @pytest.mark.parametrize("script", VIGNETTES, ids=lambda p: p.stem)
 def test_vignette_runs_small(script, tmp_path):
-    check_output(run_vignette(script, tmp_path), script, tmp_path)
+    """Each runs end to end; those that keep their compiled programs write them into the
+    folder that NOISYCAL_CACHE_DIR names."""
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    check_output(run_vignette(script, out, cache=cache), script, out)
+    stored = list(cache.iterdir()) if cache.is_dir() else []
+    assert bool(stored) == (script.stem in CACHING), (script.stem, len(stored))
 
 
 def test_report_vignette_without_real_data_exits_with_a_message(tmp_path):
     script = next((p for p in VIGNETTES if p.stem == "01_calibration_report"), None)
     if script is None:
         pytest.skip("no 01_calibration_report vignette")
-    env = {**os.environ, "MPLBACKEND": "Agg", "NOISYCAL_DATA": str(tmp_path / "none")}
+    env = {**os.environ, "MPLBACKEND": "Agg", "NOISYCAL_DATA": str(tmp_path / "none"),
+           "NOISYCAL_CACHE_DIR": ""}
     res = subprocess.run([sys.executable, str(script), "--small", "--data", "cifar10",
                           "--out", str(tmp_path / "out")],
                          capture_output=True, text=True, timeout=600, env=env)

@@ -66,8 +66,18 @@ def has_cifar10() -> bool:
         and (root / "cifar10n" / "cifar10n.npz").is_file()
 
 
-def run_vignette(script: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MPLBACKEND": "Agg"}
+#: The vignettes that keep compiled programs in nc.user_cache_folder() (05 runs its grid in
+#: worker processes).
+CACHING = {"01_calibration_report", "02_noisy_label_calibration", "03_ambiguous_ground_truth",
+           "04_cumulative_mass_calibration", "06_annotation_model_workflow"}
+
+
+def run_vignette(script: Path, out: Path, *extra: str, cache: Path | None = None
+                 ) -> subprocess.CompletedProcess:
+    """Run ``script --small --out out``; its compilation cache in ``cache`` (None: off,
+    never the user's folder)."""
+    env = {**os.environ, "MPLBACKEND": "Agg",
+           "NOISYCAL_CACHE_DIR": "" if cache is None else str(cache)}
     return subprocess.run(
         [sys.executable, "-W", "error::UserWarning", str(script), "--small", "--out",
          str(out), *extra],

@@ -182,6 +182,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # compiled programs are kept for the next run in the per-user folder (a later run
+    # skips most compilation); NOISYCAL_CACHE_DIR names another, set and empty none
+    nc.set_compilation_cache(nc.user_cache_folder())
     t0 = time.perf_counter()
     try:
         data = load_data(args.data, args.n_items, args.n_classes)

@@ -257,6 +257,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # compiled programs are kept for the next run in the per-user folder (a later run
+    # skips most compilation); NOISYCAL_CACHE_DIR names another, set and empty none
+    nc.set_compilation_cache(nc.user_cache_folder())
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with warnings.catch_warnings():

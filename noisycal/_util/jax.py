@@ -15,7 +15,11 @@ from .types import PRNGKey, Seed
 from .validation import check_seed
 
 __all__ = ["x64", "as_key", "as_numpy_rng", "split_seed", "split_key",
-           "set_compilation_cache", "check_devices"]
+           "set_compilation_cache", "user_cache_folder", "CACHE_ENV", "check_devices"]
+
+#: The environment variable that names the folder of :func:`user_cache_folder` (empty: no
+#: cache).
+CACHE_ENV = "NOISYCAL_CACHE_DIR"
 
 
 @contextlib.contextmanager
@@ -157,6 +161,10 @@ def set_compilation_cache(path: str | os.PathLike[str] | None, *,
         folder (a file, a path inside a file, a read-only place), or
         ``min_compile_time`` is negative or not finite.
 
+    See Also
+    --------
+    user_cache_folder : the per-user folder, ``$NOISYCAL_CACHE_DIR`` to override it.
+
     Notes
     -----
     This changes JAX's process-wide configuration (``jax_compilation_cache_dir`` and
@@ -200,6 +208,34 @@ def set_compilation_cache(path: str | os.PathLike[str] | None, *,
     jax.config.update("jax_compilation_cache_dir", folder)
     compilation_cache.reset_cache()  # a cache opened earlier in the process is re-read
     return folder
+
+
+def user_cache_folder() -> str | None:
+    """The per-user folder for :func:`set_compilation_cache`, as the vignettes use it.
+
+    ``$NOISYCAL_CACHE_DIR`` when that variable is set (set and empty: ``None``, no
+    cache), else ``$XDG_CACHE_HOME/noisycal/jax``, else ``~/.cache/noisycal/jax``. Nothing
+    is created or changed: pass the folder to :func:`set_compilation_cache`.
+
+    Returns
+    -------
+    str or None
+        The folder, or None when the environment turns the cache off.
+
+    Examples
+    --------
+    At the top of a script (the vignettes do this):
+
+    >>> import noisycal as nc
+    >>> folder = nc.user_cache_folder()   # ~/.cache/noisycal/jax unless the environment
+    >>> folder is None or folder.endswith("jax") or folder   # names another (or none)
+    True
+    >>> nc.set_compilation_cache(folder)  # doctest: +SKIP
+    """
+    if CACHE_ENV in os.environ:
+        return os.environ[CACHE_ENV] or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "noisycal", "jax")
 
 
 def check_devices(devices: object) -> tuple[Any, ...] | None:

@@ -554,3 +554,22 @@ def test_the_identification_hessians_are_bucketed_too(model, monkeypatch):
         assert fa.details["identification"][key] == pytest.approx(
             plain.details["identification"][key], rel=1e-9), key
     assert fa.details["identification"]["status"] == plain.details["identification"]["status"]
+
+
+def test_user_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    """$NOISYCAL_CACHE_DIR, set and empty for none, else $XDG_CACHE_HOME/noisycal/jax,
+    else ~/.cache/noisycal/jax; nothing is created."""
+    import os
+
+    monkeypatch.setenv("NOISYCAL_CACHE_DIR", str(tmp_path / "mine"))
+    assert nc.user_cache_folder() == str(tmp_path / "mine")
+    monkeypatch.setenv("NOISYCAL_CACHE_DIR", "")
+    assert nc.user_cache_folder() is None
+    monkeypatch.delenv("NOISYCAL_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert nc.user_cache_folder() == os.path.join(tmp_path, "xdg", "noisycal", "jax")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert nc.user_cache_folder() == os.path.join(tmp_path, "home", ".cache", "noisycal",
+                                                  "jax")
+    assert not any(tmp_path.iterdir())
