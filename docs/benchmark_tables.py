@@ -1988,3 +1988,25 @@ def _ada_ts_mlp(records: dict[str, Record]) -> dict[str, str]:
         f"scaling (CMCE {num(mean['Ada-TS (ATS)']['CMCE'], 4)}, NLL "
         f"{num(mean['Ada-TS (ATS)']['NLL'], 4)}).")
     return out
+
+
+@renderer("bench_vignettes")
+def _bench_vignettes(records: dict[str, Record]) -> dict[str, str]:
+    rec = records.get("bench_vignettes")
+    r = result(rec) if rec else {}
+    if not r:
+        return {"run": run_line("bench_vignettes", rec), "table": ""}
+    rows = []
+    for c in r["cases"]:
+        first, second, goal = c["first"], c["second"], c.get("goal_cpu_s")
+        rows.append([f"`{c['vignette']}`", c["size"],
+                     f"{secs(first['cpu_s'], 1)} ({secs(first['wall_s'], 1)})",
+                     f"{secs(second['cpu_s'], 1)} ({secs(second['wall_s'], 1)})",
+                     "-" if goal is None else f"{goal:g} s",
+                     "-" if goal is None else met(first["cpu_s"], goal, below=True),
+                     "-" if goal is None else met(second["cpu_s"], goal, below=True),
+                     "yes" if c["same_output"] else "no",
+                     f"{first['returncode']} / {second['returncode']}"])
+    return {"run": run_line("bench_vignettes", rec), "table": table(
+        ["vignette", "size", "first run: CPU (wall)", "second run: CPU (wall)", "goal (CPU)",
+         "first run", "second run", "same output", "exit codes"], rows, "llrrrllll")}
