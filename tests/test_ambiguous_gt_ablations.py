@@ -3,24 +3,14 @@ reduced cell of the annotation-count ablation on CIFAR-10H (skipped without the 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(BENCH))  # the script imports benchmarks/_output.py
-        spec = importlib.util.spec_from_file_location("ambiguous_gt_ablations",
-                                                      BENCH / "ambiguous_gt_ablations.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("ambiguous_gt_ablations")
 
 
 def test_subsample_ratings_keeps_m_of_each_items_ratings_nested_across_m(bench):

@@ -3,24 +3,14 @@ class index, and they are counted."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(BENCH))  # the script imports benchmarks/_output.py
-        spec = importlib.util.spec_from_file_location("bench_cifar10n_accuracy",
-                                                      BENCH / "bench_cifar10n_accuracy.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_cifar10n_accuracy")
 
 
 def test_majority_vote_breaks_ties_towards_the_lowest_class(bench):

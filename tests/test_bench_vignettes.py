@@ -5,15 +5,11 @@ are left out of the output comparison."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO / "benchmarks"
+from benchmark_scripts import load_benchmark
 
 SCRIPT = """
 import time
@@ -27,13 +23,7 @@ print(f"took {time.perf_counter() - t0:.4f} s")
 
 @pytest.fixture(scope="module")
 def bench():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(BENCH))  # the script imports benchmarks/_output.py
-        spec = importlib.util.spec_from_file_location("bench_vignettes",
-                                                      BENCH / "bench_vignettes.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
+    return load_benchmark("bench_vignettes")
 
 
 def test_a_case_fills_the_cache_then_reads_it_and_compares_outputs(bench):

@@ -5,11 +5,11 @@ shifted truth."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 
 import noisycal as nc
 
@@ -18,13 +18,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 @pytest.fixture(scope="module")
 def bench():
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(BENCH))  # the script imports benchmarks/_output.py
-        spec = importlib.util.spec_from_file_location("gaussian_toy_table1",
-                                                      BENCH / "gaussian_toy_table1.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("gaussian_toy_table1")
 
 
 def test_oracle_ece_is_the_bin_moments_of_m_minus_z(bench):

@@ -3,13 +3,11 @@ simultaneous interval by hand, and its coverage on two cells of benchmarks/cover
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_scripts import load_benchmark
 from scipy import stats as sps
 
 import noisycal as nc
@@ -161,15 +159,7 @@ def test_dask_input_equals_in_memory():
 def mce_study(study: object) -> object:
     """``benchmarks/coverage_mce.py`` as a module (it imports coverage_study, loaded by
     the ``study`` fixture, and benchmarks/_output.py)."""
-    bench = str(Path(__file__).resolve().parents[2] / "benchmarks")
-    sys.path.insert(0, bench)
-    try:
-        spec = importlib.util.spec_from_file_location("coverage_mce", f"{bench}/coverage_mce.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(bench)
-    return mod
+    return load_benchmark("coverage_mce")
 
 
 def _cell(mod: object, study: object, name: str, ece: float, n: int, reps: int,

@@ -2,14 +2,12 @@
 numbers unchanged, the K-class value and radius by hand, the refusals, a reduced cell of
 benchmarks/coverage_crossfit_kclass.py, and CIFAR-10N."""
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from benchmark_scripts import load_benchmark
 
 import noisycal as nc
 
@@ -17,12 +15,7 @@ import noisycal as nc
 @pytest.fixture(scope="module")
 def bench():
     """``benchmarks/coverage_crossfit_kclass.py`` as a module (its designs)."""
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "coverage_crossfit_kclass.py"
-    spec = importlib.util.spec_from_file_location("coverage_crossfit_kclass", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_crossfit_kclass"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("coverage_crossfit_kclass", register=True)
 
 
 def test_binary_numbers_are_those_before_the_k_class_version(bench):

@@ -2,27 +2,15 @@
 model-averaged (``benchmarks/coverage_nc_ece_models.py``; the full grid's table is in
 benchmarks/README.md)."""
 
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def models_study():
-    sys.path.insert(0, str(BENCH))  # the study imports coverage_nc_ece beside it
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "coverage_nc_ece_models", BENCH / "coverage_nc_ece_models.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
+    return load_benchmark("coverage_nc_ece_models")  # it imports coverage_nc_ece beside it
 
 
 @pytest.mark.parametrize("design", ["calibrated/strong", "overconfident/weak"])
