@@ -255,8 +255,9 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
     """The vector closest to ``mhat`` (metric diag(v)^-1) whose norm is ``theta0``.
 
     Lagrange: l1 soft-thresholds (or expands) every component by lambda * a_j * v_j;
-    l2 divides it by 1 + lambda * a_j * v_j. The norm decreases in lambda, found by
-    bisection. Components with v_j = 0 stay at mhat_j.
+    l2 divides it by 1 + lambda * a_j * v_j. The norm decreases in lambda: in closed
+    form for l1 (:func:`_l1_multiplier`), by bisection for l2. Components with v_j = 0
+    stay at mhat_j.
     """
     if theta0 <= 0.0:
         return np.zeros_like(mhat)
@@ -268,10 +269,8 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
         base = float(norm_of_means(s, weights, norm))
         return s * (theta0 / base) if base > 0 else np.zeros_like(mhat)
     if norm == "l1":
-        def m_of(lam: float) -> np.ndarray:
-            return np.sign(mhat) * np.maximum(np.abs(mhat) - lam * av, 0.0)
-        lo, hi = (0.0, float(np.max(np.abs(mhat[free]) / av[free]))) if theta0 < T \
-            else (-1.0, 0.0)
+        return np.sign(mhat) * np.maximum(np.abs(mhat) - _l1_multiplier(
+            mhat, av, weights, free, theta0, T) * av, 0.0)
     else:
         def m_of(lam: float) -> np.ndarray:
             return mhat / (1.0 + lam * av)
@@ -281,7 +280,7 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
         if theta0 < T and float(norm_of_means(m_of(hi), weights, norm)) > theta0:
             lo, hi = hi, hi * 2.0
         elif theta0 >= T and float(norm_of_means(m_of(lo), weights, norm)) < theta0:
-            hi, lo = lo, (lo * 2.0 if norm == "l1" else 0.5 * (lo + floor))
+            hi, lo = lo, 0.5 * (lo + floor)
         else:
             break
     for _ in range(_BISECT):
@@ -291,6 +290,35 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
         else:
             hi = mid
     return m_of(0.5 * (lo + hi))
+
+
+def _l1_multiplier(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray,
+                   free: np.ndarray, theta0: float, T: float) -> float:
+    """The Lagrange multiplier of the l1 restriction, in closed form.
+
+    The restricted l1 norm ``f(lam) = C + sum_free a_j max(|m_j| - lam v_j, 0)``
+    (``C``: components with ``v_j = 0``) is piecewise linear and decreasing in lambda,
+    with a kink where each free component reaches 0 (``lam = |m_j| / v_j``): expansion
+    (``theta0 >= T``) is its linear part below 0; shrinkage solves the linear piece that
+    crosses ``theta0``, found from suffix sums over the sorted kinks.
+    """
+    a, fa, fv = np.abs(mhat[free]), weights[free], av[free]
+    if theta0 >= T:
+        return -(theta0 - T) / float(np.sum(fa * fv))
+    const = T - float(a @ fa)
+    kinks = a / fv
+    order = np.argsort(kinks)
+    kinks = kinks[order]
+    # active set at lam in (kinks[k-1], kinks[k]): components k.. of the sorted order
+    sc = np.cumsum((fa * a)[order][::-1])[::-1]    # sum of a_j |m_j| over components k..
+    sd = np.cumsum((fa * fv)[order][::-1])[::-1]   # sum of a_j v_j over components k..
+    at_kink = const + np.append(sc[1:], 0.0) - kinks * np.append(sd[1:], 0.0)
+    k = int(np.searchsorted(-at_kink, -theta0, side="left"))  # first kink with f <= theta0
+    k = min(k, kinks.size - 1)
+    lam = (const + float(sc[k]) - theta0) / float(sd[k])
+    # one Newton step on the piece (exact there) removes the suffix sums' rounding
+    f = const + float(np.maximum(a - lam * fv, 0.0) @ fa)
+    return lam + (f - theta0) / float(sd[k])
 
 
 def _checked_form(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray,
@@ -417,16 +445,24 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     av = weights * np.sum(factor * factor, axis=1)
     T = float(norm_of_means(mean, weights, norm))
 
+    last: list = [None, None]   # the last (theta0, restricted estimate): one per theta0
+
+    def restricted(theta0: float) -> np.ndarray:
+        """:func:`_restricted` at ``theta0``, computed once per candidate (the upper end's
+        configurations ask for it up to four times)."""
+        if last[0] != theta0:
+            last[:] = [theta0, _restricted(mean, av, weights, norm, theta0)]
+        return last[1]
+
     def sims(theta0: float, noise: np.ndarray = E) -> np.ndarray:
-        return norm_of_means(_restricted(mean, av, weights, norm, theta0) + noise, weights,
-                             norm)
+        return norm_of_means(restricted(theta0) + noise, weights, norm)
 
     def blend_sims(theta0: float, E_up: np.ndarray) -> np.ndarray:
         """The statistic simulated around the blend of the restricted estimate and mhat
         rescaled, brought to norm theta0."""
         if T == 0.0 or theta0 <= 0.0:
             return sims(theta0, E_up)
-        m0 = ((1.0 - upper_mix) * _restricted(mean, av, weights, norm, theta0)
+        m0 = ((1.0 - upper_mix) * restricted(theta0)
               + upper_mix * mean * (theta0 / T))
         size = float(norm_of_means(m0, weights, norm))
         return norm_of_means(m0 * (theta0 / size) + E_up, weights, norm) if size > 0 \

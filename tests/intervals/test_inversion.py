@@ -71,6 +71,54 @@ def test_estimate_inside_interval_and_interval_monotone_in_level(norm):
         assert i80.plugin == pytest.approx(float(norm_of_means(m, w, norm)))
 
 
+@pytest.mark.parametrize("theta0,expected", [
+    # f(lam) = max(3 - lam, 0) + max(1 - lam, 0) + max(0.5 - lam, 0) + 2 (the last
+    # component has no variance and stays): T = 6.5
+    (4.0, [2.0, 0.0, 0.0, 2.0]),            # lam = 1: the second and third reach 0
+    (5.5, [8 / 3, -2 / 3, 1 / 6, 2.0]),     # lam = 1/3, all three still active
+    (3.0, [1.0, 0.0, 0.0, 2.0]),            # lam = 2, past the last kink but one
+    (8.0, [3.5, -1.5, 1.0, 2.0]),           # expansion: lam = -1/2
+    (1.0, [0.0, 0.0, 0.0, 2.0]),            # below the fixed part: every free one at 0
+])
+def test_the_l1_restriction_by_hand(theta0, expected):
+    from noisycal.intervals.inversion import _restricted
+
+    m, w, av = np.array([3.0, -1.0, 0.5, 2.0]), np.ones(4), np.array([1.0, 1.0, 1.0, 0.0])
+    got = _restricted(m, av, w, "l1", theta0)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
+    if theta0 >= 2.0:
+        assert norm_of_means(got, w, "l1") == pytest.approx(theta0, rel=1e-14)
+
+
+def test_the_l1_restriction_is_the_closest_vector_of_that_norm():
+    # against the bisection on the Lagrange multiplier (48 halvings), over random sizes,
+    # zero means, zero weights and zero variances
+    from noisycal.intervals.inversion import _restricted
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        J = int(rng.integers(1, 60))
+        m = rng.normal(size=J) * (rng.random(J) < 0.8)
+        w = rng.random(J) * (rng.random(J) < 0.9)
+        av = w * rng.random(J) * (rng.random(J) < 0.9)
+        free = (av > 0) & (m != 0)
+        if not free.any():
+            continue
+        T = float(norm_of_means(m, w, "l1"))
+        fixed = T - float(np.abs(m[free]) @ w[free])   # the part that cannot shrink
+        top = 2.0 * float(np.max(np.abs(m[free]) / av[free]))  # every free one at 0
+        for theta0 in (rng.uniform(fixed, T), T * rng.uniform(1.0, 2.0)):
+            lo, hi = (0.0, top) if theta0 < T else (-10.0 * top, 0.0)
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                f = norm_of_means(np.sign(m) * np.maximum(np.abs(m) - mid * av, 0.0), w,
+                                  "l1")
+                lo, hi = (mid, hi) if f > theta0 else (lo, mid)
+            ref = np.sign(m) * np.maximum(np.abs(m) - 0.5 * (lo + hi) * av, 0.0)
+            np.testing.assert_allclose(_restricted(m, av, w, "l1", theta0), ref,
+                                       rtol=1e-9, atol=1e-12)
+
+
 def test_bad_engine_inputs_name_the_argument():
     with pytest.raises(ValueError, match="norm"):
         invert_norm(np.zeros(2), np.eye(2), np.ones(2), norm="l3")
