@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from compiled_density import density
 
 import jax
 import jax.numpy as jnp
@@ -81,7 +82,6 @@ def _enumerate(prev, conf, item, who, lab):
 @pytest.mark.parametrize("model", ["class_conditional", "mace"])
 def test_em_loglik_equals_numpyro_density_and_enumeration(model):
     import numpyro.distributions as dist
-    from numpyro.infer.util import log_density
 
     item, who, lab = _tiny()
     ann = nc.Annotations.from_arrays(item, who, lab, classes=np.arange(3))
@@ -99,8 +99,8 @@ def test_em_loglik_equals_numpyro_density_and_enumeration(model):
             acc = np.clip(fit.details["accuracy"], eps, 1 - eps)
             ab = np.array([[2.0, 3.0, 4.0], [1.5, 1.5, 2.5]])
             params = {"prevalence": prev_i[None], "accuracy": acc}
-            lp, _ = log_density(class_conditional_dawid_skene, (item, who, lab),
-                                dict(kw, alpha=alpha, accuracy_prior=ab), params)
+            lp = density(class_conditional_dawid_skene, (item, who, lab),
+                         dict(kw, alpha=alpha, accuracy_prior=ab))(params)
             prior = (dist.Dirichlet(alpha).log_prob(prev_i)
                      + dist.Beta(ab[0], ab[1]).log_prob(acc).sum())
             conf_i = np.asarray(class_conditional_confusion(acc, 3))
@@ -110,9 +110,8 @@ def test_em_loglik_equals_numpyro_density_and_enumeration(model):
             strat = strat / strat.sum(1, keepdims=True)
             sp, xp = np.array([2.0, 0.7]), np.array([1.2, 1.0, 3.0])
             params = {"prevalence": prev_i[None], "spam": spam, "strategy": strat}
-            lp, _ = log_density(mace, (item, who, lab),
-                                dict(kw, alpha=alpha, spam_prior=sp, strategy_prior=xp),
-                                params)
+            lp = density(mace, (item, who, lab),
+                         dict(kw, alpha=alpha, spam_prior=sp, strategy_prior=xp))(params)
             prior = (dist.Dirichlet(alpha).log_prob(prev_i)
                      + dist.Beta(sp[0], sp[1]).log_prob(spam).sum()
                      + dist.Dirichlet(xp).log_prob(strat).sum())

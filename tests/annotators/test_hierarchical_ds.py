@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from compiled_density import density, density_and_sites
 from scipy import stats
 from scipy.special import logsumexp, softmax
 
@@ -40,7 +41,6 @@ def test_basis_is_orthonormal_and_sums_to_zero():
 
 
 def test_log_density_is_priors_plus_enumerated_likelihood():
-    from numpyro.infer.util import log_density
 
     K, J = 3, 2
     item = np.array([0, 0, 1, 1, 2])
@@ -52,9 +52,10 @@ def test_log_density_is_priors_plus_enumerated_likelihood():
               "z": rng.normal(size=(J, K, K - 1))}
     kw = dict(n_items=3, n_annotators=J, n_classes=K, mu_diag=1.5, mu_off=-0.5)
     with x64():
-        ld, tr = log_density(hierarchical_dawid_skene, (item, ann, label), kw, params)
+        ld, sites = density_and_sites(hierarchical_dawid_skene, (item, ann, label), kw,
+                                      params)
     conf = _confusion(params["mu_free"], params["sigma"], params["z"])
-    np.testing.assert_allclose(np.asarray(tr["confusion"]["value"]), conf, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(sites["confusion"]), conf, rtol=1e-12)
     prev = params["prevalence"][0]
     # brute force: every assignment of true classes to the 3 items
     terms = []
@@ -68,11 +69,11 @@ def test_log_density_is_priors_plus_enumerated_likelihood():
     assert float(ld) == pytest.approx(want, rel=1e-12)
     # item weights: item 0 counted twice is item 0 given twice
     with x64():
-        ld_w, _ = log_density(hierarchical_dawid_skene, (item, ann, label),
-                              {**kw, "weights": np.array([2.0, 1.0, 1.0])}, params)
-        ld_d, _ = log_density(hierarchical_dawid_skene,
-                              (np.r_[item, 3, 3], np.r_[ann, 0, 1], np.r_[label, 0, 1]),
-                              {**kw, "n_items": 4}, params)
+        ld_w = density(hierarchical_dawid_skene, (item, ann, label),
+                       {**kw, "weights": np.array([2.0, 1.0, 1.0])})(params)
+        ld_d = density(hierarchical_dawid_skene,
+                       (np.r_[item, 3, 3], np.r_[ann, 0, 1], np.r_[label, 0, 1]),
+                       {**kw, "n_items": 4})(params)
     assert float(ld_w) == pytest.approx(float(ld_d), rel=1e-12)
 
 

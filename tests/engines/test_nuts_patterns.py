@@ -13,10 +13,10 @@ import warnings
 
 import numpy as np
 import pytest
+from compiled_density import density
 
 import jax
 import jax.numpy as jnp
-from numpyro.infer.util import log_density
 
 import noisycal as nc
 from noisycal._util.jax import x64
@@ -65,20 +65,18 @@ def test_weighted_pattern_log_density_equals_full_data(with_gold):
         assert pd_.data.n_items < 0.75 * n  # the collapse does something on this design
         params = _params(1, J, K, L)
 
-        def dens(data, g, w, p):
+        def dens(data, g, w):
             kw = dict(n_items=data.n_items, n_annotators=J, n_classes=K, group=data.group,
                       n_groups=L, gold=None if g is None else jnp.asarray(g),
                       weights=None if w is None else jnp.asarray(w, jnp.float64))
-            return log_density(dsm.dawid_skene, (data.item, data.annotator, data.label), kw,
-                               p)[0]
+            return density(dsm.dawid_skene, (data.item, data.annotator, data.label), kw)
 
         p = {k: jnp.asarray(v) for k, v in params.items()}
-        d_full = dens(full, gold, None, p)
-        d_pat = dens(pd_.data, pd_.gold, pd_.counts, p)
+        f_full, f_pat = dens(full, gold, None), dens(pd_.data, pd_.gold, pd_.counts)
+        d_full, d_pat = f_full(p), f_pat(p)
         assert np.isfinite(float(d_full))
         np.testing.assert_allclose(float(d_pat), float(d_full), rtol=1e-12)
-        g_full = jax.grad(lambda q: dens(full, gold, None, q))(p)
-        g_pat = jax.grad(lambda q: dens(pd_.data, pd_.gold, pd_.counts, q))(p)
+        g_full, g_pat = jax.jit(jax.grad(f_full))(p), jax.jit(jax.grad(f_pat))(p)
         for k in p:
             np.testing.assert_allclose(np.asarray(g_pat[k]), np.asarray(g_full[k]),
                                        rtol=1e-10, atol=1e-9)
@@ -170,13 +168,9 @@ def test_the_samplers_padded_copy_has_the_same_log_density(with_gold):
         assert np.all(np.asarray(pkw["weights"])[m:] == 0)
         p = {k: jnp.asarray(v) for k, v in _params(7, J, K, L).items()}
 
-        def dens(a, k, q):
-            return log_density(dsm.dawid_skene, a, k, q)[0]
-
-        np.testing.assert_allclose(float(dens(pargs, pkw, p)), float(dens(args, kw, p)),
-                                   rtol=1e-13)
-        g0 = jax.grad(lambda q: dens(args, kw, q))(p)
-        g1 = jax.grad(lambda q: dens(pargs, pkw, q))(p)
+        f0, f1 = density(dsm.dawid_skene, args, kw), density(dsm.dawid_skene, pargs, pkw)
+        np.testing.assert_allclose(float(f1(p)), float(f0(p)), rtol=1e-13)
+        g0, g1 = jax.jit(jax.grad(f0))(p), jax.jit(jax.grad(f1))(p)
         for k in p:
             np.testing.assert_allclose(np.asarray(g1[k]), np.asarray(g0[k]), rtol=1e-11,
                                        atol=1e-11)
