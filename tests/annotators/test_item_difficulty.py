@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
+import jax
 import jax.numpy as jnp
 
 import noisycal as nc
@@ -74,12 +75,16 @@ def test_numpyro_log_density_minus_prior_is_the_enumerated_likelihood():
               "sigma_difficulty": sd, "ability_raw": (PARAMS["ability"] - mu) / sa,
               "difficulty_raw": PARAMS["difficulty"] / sd}
     kw = dict(n_items=3, n_annotators=2, n_classes=3)
+    def joint_and_prior(v):   # one compiled program, not one per operation
+        joint = log_density(item_difficulty, args, kw, v)[0]
+        tr = trace(substitute(item_difficulty, data=v)).get_trace(*args, **kw)
+        return joint, sum(jnp.sum(s["fn"].log_prob(s["value"])) for name, s in tr.items()
+                          if s["type"] == "sample" and name != "loglik")
+
     with x64():
         args = (jnp.asarray(ITEM), jnp.asarray(ANN), jnp.asarray(LAB))
-        joint, _ = log_density(item_difficulty, args, kw, values)
-        tr = trace(substitute(item_difficulty, data=values)).get_trace(*args, **kw)
-        prior = sum(float(jnp.sum(s["fn"].log_prob(s["value"]))) for name, s in tr.items()
-                    if s["type"] == "sample" and name != "loglik")
+        joint, prior = jax.jit(joint_and_prior)(values)
+        prior = float(prior)
         direct = float(log_likelihood({k: jnp.asarray(v) for k, v in PARAMS.items()},
                                       _tiny_data()))
     np.testing.assert_allclose(float(joint) - prior, np.log(total), rtol=1e-10)

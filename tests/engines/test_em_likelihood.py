@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from compiled_density import density
 from scipy.stats import dirichlet
 
 import jax
@@ -87,8 +88,6 @@ def test_em_step_loglik_equals_brute_force(grouped, with_gold):
 def test_fit_loglik_numpyro_and_brute_force_agree(grouped):
     """fit.loglik (EM on collapsed patterns), NumPyro log_density minus the log prior,
     and enumeration agree at the MAP-EM estimate (interior, so every log is finite)."""
-    from numpyro.infer.util import log_density
-
     group = GROUP if grouped else None
     alpha = np.full(K, 2.0)
     beta = np.full((K, K), 2.0) + 2.0 * np.eye(K)
@@ -105,27 +104,25 @@ def test_fit_loglik_numpyro_and_brute_force_agree(grouped):
     assert fit.loglik == pytest.approx(brute, abs=1e-9)
     with jax.enable_x64(True):
         data = _data(group)
-        lj, _ = log_density(MODELS["dawid_skene"], (data.item, data.annotator, data.label),
-                            dict(n_items=N, n_annotators=J, n_classes=K, n_groups=prev.shape[0],
-                                 group=data.group if grouped else None,
-                                 alpha=jnp.asarray(alpha), beta=jnp.asarray(beta)),
-                            {"prevalence": jnp.asarray(prev), "confusion": jnp.asarray(conf)})
+        lj = density(MODELS["dawid_skene"], (data.item, data.annotator, data.label),
+                     dict(n_items=N, n_annotators=J, n_classes=K, n_groups=prev.shape[0],
+                          group=data.group if grouped else None,
+                          alpha=jnp.asarray(alpha), beta=jnp.asarray(beta)))(
+            {"prevalence": jnp.asarray(prev), "confusion": jnp.asarray(conf)})
     assert float(lj) - _log_prior(prev, conf, alpha, beta) == pytest.approx(brute, abs=1e-9)
 
 
 def test_numpyro_gold_likelihood_equals_brute_force():
     """With gold labels the NumPyro model (used by MLE and NUTS) conditions on them."""
-    from numpyro.infer.util import log_density
-
     prev, conf = _params(3, 2)
     gold = np.array([1, -1, -1, 0])
     alpha, beta = dsm.default_priors(K)
     with jax.enable_x64(True):
         data = _data(GROUP)
-        lj, _ = log_density(dsm.dawid_skene, (data.item, data.annotator, data.label),
-                            dict(n_items=N, n_annotators=J, n_classes=K, n_groups=2,
-                                 group=data.group, gold=jnp.asarray(gold)),
-                            {"prevalence": jnp.asarray(prev), "confusion": jnp.asarray(conf)})
+        lj = density(dsm.dawid_skene, (data.item, data.annotator, data.label),
+                     dict(n_items=N, n_annotators=J, n_classes=K, n_groups=2,
+                          group=data.group, gold=jnp.asarray(gold)))(
+            {"prevalence": jnp.asarray(prev), "confusion": jnp.asarray(conf)})
     brute = brute_force_loglik(prev, conf, GROUP, gold)
     assert float(lj) - _log_prior(prev, conf, alpha, beta) == pytest.approx(brute, abs=1e-10)
     assert brute < brute_force_loglik(prev, conf, GROUP)  # the gold terms do enter
