@@ -73,15 +73,9 @@ def cifar() -> tuple:
 @pytest.fixture(scope="module")
 def study() -> object:
     """``benchmarks/coverage_study.py`` as a module (the reduced coverage study's cells)."""
-    import importlib.util
-    from pathlib import Path
+    from benchmark_scripts import load_benchmark
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "coverage_study.py"
-    spec = importlib.util.spec_from_file_location("coverage_study", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["coverage_study"] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("coverage_study", register=True)  # dataclasses look it up
 
 
 

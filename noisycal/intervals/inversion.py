@@ -271,11 +271,12 @@ def _restricted(mhat: np.ndarray, av: np.ndarray, weights: np.ndarray, norm: str
     if norm == "l1":
         return np.sign(mhat) * np.maximum(np.abs(mhat) - _l1_multiplier(
             mhat, av, weights, free, theta0, T) * av, 0.0)
-    else:
-        def m_of(lam: float) -> np.ndarray:
-            return mhat / (1.0 + lam * av)
-        floor = -1.0 / float(np.max(av[free]))
-        lo, hi = (0.0, 1.0) if theta0 < T else (floor * 0.5, 0.0)
+
+    def m_of(lam: float) -> np.ndarray:
+        return mhat / (1.0 + lam * av)
+
+    floor = -1.0 / float(np.max(av[free]))
+    lo, hi = (0.0, 1.0) if theta0 < T else (floor * 0.5, 0.0)
     for _ in range(200):           # widen the bracket (expansion is unbounded)
         if theta0 < T and float(norm_of_means(m_of(hi), weights, norm)) > theta0:
             lo, hi = hi, hi * 2.0

@@ -58,12 +58,11 @@ def test_log_density_is_the_em_likelihood_plus_the_priors():
     code's marginal log-likelihood (ci_e_step) plus log LogNormal(0, 1) of the scale,
     log Normal(0, 1) of the bias and the Dirichlet log densities of the channel rows
     (scipy), to 1e-9."""
+    from compiled_density import density
     from scipy import stats
     from scipy.special import log_softmax
 
-    import jax
     import jax.numpy as jnp
-    from numpyro.infer.util import log_density
 
     from noisycal._util.jax import x64
     from noisycal.engines.em.classifier_informed import ci_e_step
@@ -79,10 +78,9 @@ def test_log_density_is_the_em_likelihood_plus_the_priors():
     with x64():
         data = make_data(arr.item, arr.annotator, arr.label, n_items=200, n_annotators=3,
                          n_classes=K)
-        lp = jax.jit(lambda p: log_density(   # one compiled call, not one per operation
-            classifier_informed, (arr.item, arr.annotator, arr.label),
-            dict(scores=jnp.asarray(Z), n_items=200, n_annotators=3, n_classes=K,
-                 beta=jnp.asarray(beta)), p)[0])(
+        lp = density(classifier_informed, (arr.item, arr.annotator, arr.label),
+                     dict(scores=jnp.asarray(Z), n_items=200, n_annotators=3, n_classes=K,
+                          beta=jnp.asarray(beta)))(
             {"scale": jnp.asarray(scale), "bias": jnp.asarray(bias),
              "confusion": jnp.asarray(conf)})
         _, ll = ci_e_step(scale, bias, conf, data, Z)
