@@ -313,6 +313,24 @@ def test_user_models_are_not_cached_by_default_and_concrete_inputs_work(y):
         run_nuts(normal_mean, model_args=(y,), cache="yes")
 
 
+def test_a_user_model_is_retraced_by_every_map_fit(y):
+    """fit_map keeps no program of a user's model: one that reads a global gives the
+    estimate of the global's current value (and so does a model needing a concrete input)."""
+    tight = fit_map(prior_from_a_global, model_args=(y,))
+    PRIOR_SCALE["tau"] = 100.0
+    try:
+        loose = fit_map(prior_from_a_global, model_args=(y,))
+    finally:
+        PRIOR_SCALE["tau"] = 0.01
+    # MAP of a normal mean: the posterior mean, shrunk to 0 by the prior of sd tau
+    for fit, tau in ((tight, 0.01), (loose, 100.0)):
+        precision = y.size / SIGMA**2 + 1 / tau**2
+        assert fit.params["mu"] == pytest.approx(y.sum() / SIGMA**2 / precision, rel=1e-6)
+    res = fit_map(plate_size_from_data, model_args=(y, np.asarray(y.size)))
+    assert res.status == "ok"
+    assert res.params["mu"] == pytest.approx(normal_posterior(y)[0], rel=1e-6)
+
+
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized"])
 def test_nuts_progress_bar_path_gives_the_same_draws(y, chain_method):
     """With a progress bar the chains advance in chunks; the draws are the same."""

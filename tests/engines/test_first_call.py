@@ -556,6 +556,29 @@ def test_the_identification_hessians_are_bucketed_too(model, monkeypatch):
     assert fa.details["identification"]["status"] == plain.details["identification"]["status"]
 
 
+def test_a_second_mle_fit_on_new_data_of_the_same_shapes_compiles_nothing():
+    """noisycal's own models keep their MLE programs (objective and gradient, Hessian,
+    the constraining map and its Jacobian, the start): a replication of a simulation study
+    compiles nothing, and gives what a freshly built program gives."""
+    from noisycal.engines.density import mle
+
+    a, b = _ds_data(300, 5, 1.0), _ds_data(300, 6, 1.0)   # complete: 900 ratings each
+    fa = nc.DawidSkene().fit(a, method="mle", seed=0)
+    prog = next(reversed(mle.PROGRAMS.values()))
+    parts = (prog.initial, prog.constrain, prog.log_parts, prog.neg_value_and_grad,
+             prog.neg_hessian, prog.constrain_jacobian)
+    sizes, n_programs = [f._cache_size() for f in parts], len(mle.PROGRAMS)
+    assert min(sizes) == 1
+    fb = nc.DawidSkene().fit(b, method="mle", seed=0)
+    assert len(mle.PROGRAMS) == n_programs
+    assert [f._cache_size() for f in parts] == sizes
+    assert fa.status == fb.status == "ok" and fa.loglik != fb.loglik
+    mle.PROGRAMS.clear()
+    fresh = nc.DawidSkene().fit(b, method="mle", seed=0)
+    assert fresh.loglik == fb.loglik and fresh.n_iter == fb.n_iter
+    np.testing.assert_array_equal(fresh.confusion, fb.confusion)
+
+
 def test_user_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     """$NOISYCAL_CACHE_DIR, set and empty for none, else $XDG_CACHE_HOME/noisycal/jax,
     else ~/.cache/noisycal/jax; nothing is created."""

@@ -1,10 +1,15 @@
 """Gradient maximum likelihood / MAP on any NumPyro model's log density.
 
-The functional core is :func:`make_objective`: the model's log density split into
-likelihood and prior on a flat unconstrained vector, built by the one model-to-potential
-builder :func:`noisycal.engines.density.potential.build_potential` that NUTS uses too.
-:func:`fit_map` is the driver that minimises it with SciPy's L-BFGS-B, using JAX gradients
-in float64, and returns an :class:`MLEResult`.
+The functional core is one compiled program per model, data shapes and objective: the
+model's log density split into likelihood and prior on a flat unconstrained vector, built
+by the one model-to-potential builder
+:func:`noisycal.engines.density.potential.build_potential` that NUTS uses too, with its
+gradient, Hessian and constraining map. :func:`fit_map` is the driver that minimises it
+with SciPy's L-BFGS-B, using JAX gradients in float64, and returns an :class:`MLEResult`;
+:func:`make_objective` hands the same functions to a caller. The model's array inputs
+enter the compiled functions as arguments and noisycal's own models keep their programs
+(as the NUTS programs are kept), so a fit on new data of the same shapes (a simulation
+study's replications) compiles nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -31,8 +37,11 @@ from ..._util.validation import check_choice, check_int, check_seed
 from ...exceptions import ConvergenceWarning, IdentifiabilityWarning
 from .potential import (
     build_potential,
+    cached_program,
     check_model_inputs,
+    concrete_errors,
     entry_names,
+    is_own_model,
     split_inputs,
     trace_initial,
     user_stacklevel,
@@ -45,7 +54,7 @@ __all__ = ["MLEResult", "Objective", "make_objective", "fit_map", "check_model_i
 class Objective(NamedTuple):
     """A model's log density on a flat unconstrained vector, as pure functions of it.
 
-    Built by :func:`make_objective`; :func:`fit_map` maximises ``objective``.
+    Built by :func:`make_objective`; :func:`fit_map` maximises the same ``objective``.
 
     Attributes
     ----------
@@ -71,6 +80,93 @@ class Objective(NamedTuple):
     names: list[str]
 
 
+#: Compiled MLE/MAP programs of noisycal's own models, kept for reuse (least recently used
+#: dropped first), as the NUTS programs are.
+MAX_PROGRAMS = 16
+PROGRAMS: OrderedDict[Any, _Program] = OrderedDict()
+
+
+class _Program(NamedTuple):
+    """The jitted pieces of an MLE/MAP fit of one model; ``data`` is ``(arrays, fixed)``.
+
+    The model's array inputs are arguments, so a fit on new data of the same shapes (a
+    simulation study, a bootstrap, a second start) reuses every compiled piece.
+    """
+
+    names: list[str]
+    initial: Callable  # (key, arrays, values) -> (x0, fixed)
+    constrain: Callable  # (x, data) -> dict of constrained values
+    log_parts: Callable  # (x, data) -> (loglik, log_prior, log_jacobian)
+    objective: Callable  # (x, data) -> the maximised scalar (not jitted: for composing)
+    neg_value_and_grad: Callable  # (x, data) -> (-objective, its gradient)
+    neg_hessian: Callable  # (x, data) -> Hessian of -objective
+    constrain_jacobian: Callable  # (x, data) -> Jacobian of the flat constrained values
+
+
+def _build_program(model: Callable[..., Any], rebuild: Callable, arrays: list,
+                   init_shapes: dict[str, tuple], *, init_strategy: str, prior: bool,
+                   jacobian: bool) -> _Program:
+    from jax.flatten_util import ravel_pytree
+
+    pot = build_potential(model, rebuild, arrays, init_shapes, init_strategy=init_strategy)
+
+    def objective(x: jax.Array, data: tuple) -> jax.Array:
+        loglik, log_prior, log_jac = pot.log_parts(x, data)
+        out = loglik
+        if prior:
+            out = out + log_prior
+        if jacobian:
+            out = out + log_jac
+        return out
+
+    def neg(x: jax.Array, data: tuple) -> jax.Array:
+        return -objective(x, data)
+
+    def flat_constrain(x: jax.Array, data: tuple) -> jax.Array:
+        return ravel_pytree(pot.constrain(x, data))[0]
+
+    return _Program(pot.names, jax.jit(pot.initial), jax.jit(pot.constrain),
+                    jax.jit(pot.log_parts), objective, jax.jit(jax.value_and_grad(neg)),
+                    jax.jit(jax.hessian(neg)), jax.jit(jax.jacfwd(flat_constrain)))
+
+
+def _start(model: Callable[..., Any], model_args: tuple, model_kwargs: Mapping[str, Any] | None,
+           init_params: Mapping[str, Any] | None, *, prior: bool, jacobian: bool,
+           rng_key: jax.Array, init_strategy: str) -> tuple[_Program, tuple, jax.Array]:
+    """The model's program, its data ``(arrays, fixed)`` and the initial flat vector.
+
+    noisycal's own models take their array inputs as arguments and their programs are
+    kept; a user's model (which may read globals that change between calls), or one that
+    needs concrete values of an array input (a plate size), has its inputs baked in as
+    constants and is compiled for this fit only.
+    """
+    values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
+              for k, v in (init_params or {}).items()}
+    init_shapes = {k: tuple(v.shape) for k, v in values.items()}
+    settings = {"init_strategy": init_strategy, "prior": prior, "jacobian": jacobian}
+
+    def program(arrays_static: bool) -> tuple[_Program, list]:
+        signature, arrays, rebuild = split_inputs(tuple(model_args), dict(model_kwargs or {}),
+                                                  arrays_static=arrays_static)
+        key = (model, signature, tuple(sorted(init_shapes.items())),
+               tuple(sorted(settings.items())))
+        return cached_program(
+            PROGRAMS, key,
+            lambda: _build_program(model, rebuild, arrays, init_shapes, **settings),
+            cache=not arrays_static, maxsize=MAX_PROGRAMS), arrays
+
+    prog, arrays = None, []
+    if is_own_model(model):
+        try:
+            prog, arrays = program(arrays_static=False)
+        except concrete_errors():
+            prog = None
+    if prog is None:
+        prog, arrays = program(arrays_static=True)
+    x0, fixed = prog.initial(rng_key, arrays, values)
+    return prog, (arrays, fixed), x0
+
+
 def make_objective(
     model: Callable[..., Any],
     *,
@@ -84,8 +180,10 @@ def make_objective(
 ) -> Objective:
     """Build the log density of ``model`` on a flat unconstrained parameter vector.
 
-    Call inside ``noisycal._util.jax.x64()`` for float64. The model's inputs are constants of
-    the returned functions (a fit compiles them once).
+    Call inside ``noisycal._util.jax.x64()`` for float64. The returned functions call
+    compiled programs with the model's inputs bound: for noisycal's own models the programs
+    are kept and reused by later fits on data of the same shapes; a user's model has its
+    inputs compiled in as constants.
 
     Parameters
     ----------
@@ -114,34 +212,12 @@ def make_objective(
         The initial point and the pure functions of the flat vector.
     """
     check_choice(init_strategy, "init_strategy", ("center", "uniform"))
-    rng_key = jax.random.key(0) if rng_key is None else rng_key
-    values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
-              for k, v in (init_params or {}).items()}
-    # every input a constant: the functions are compiled once per fit anyway, and models
-    # that need concrete values of an array input (a plate size) work unchanged
-    _, arrays, rebuild = split_inputs(tuple(model_args), dict(model_kwargs or {}),
-                                      arrays_static=True)
-    pot = build_potential(model, rebuild, arrays, {k: v.shape for k, v in values.items()},
-                          init_strategy=init_strategy)
-    x0, fixed = jax.jit(pot.initial)(rng_key, arrays, values)
-    data = (arrays, fixed)
-
-    def constrain(x: jax.Array) -> dict[str, jax.Array]:
-        return pot.constrain(x, data)
-
-    def log_parts(x: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        return pot.log_parts(x, data)
-
-    def objective(x: jax.Array) -> jax.Array:
-        loglik, log_prior, log_jac = log_parts(x)
-        out = loglik
-        if prior:
-            out = out + log_prior
-        if jacobian:
-            out = out + log_jac
-        return out
-
-    return Objective(x0, constrain, log_parts, objective, pot.names)
+    prog, data, x0 = _start(model, model_args, model_kwargs, init_params, prior=bool(prior),
+                            jacobian=bool(jacobian),
+                            rng_key=jax.random.key(0) if rng_key is None else rng_key,
+                            init_strategy=init_strategy)
+    return Objective(x0, lambda x: prog.constrain(x, data), lambda x: prog.log_parts(x, data),
+                     lambda x: prog.objective(x, data), prog.names)
 
 
 @dataclass(frozen=True, eq=False)
@@ -312,12 +388,11 @@ def fit_map(
     key = as_key(check_seed(seed))
 
     with x64():
-        obj = make_objective(
-            model, model_args=model_args, model_kwargs=model_kwargs, init_params=init_params,
-            prior=bool(prior), jacobian=bool(jacobian), rng_key=key,
-        )
+        prog, data, x0 = _start(model, model_args, model_kwargs, init_params,
+                                prior=bool(prior), jacobian=bool(jacobian), rng_key=key,
+                                init_strategy="center")
         with ProgressBar(max_iter, "L-BFGS-B iterations", enabled=progress) as bar:
-            result = _optimize(obj, max_iter=max_iter, tol=tol, prior=bool(prior),
+            result = _optimize(prog, data, x0, max_iter=max_iter, tol=tol, prior=bool(prior),
                                jacobian=bool(jacobian), hessian=bool(hessian),
                                bar=bar if progress else None)
     if result.status != "ok":
@@ -361,11 +436,10 @@ def _minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndar
     return np.asarray(res.x, dtype=np.float64), int(res.nit), bool(res.success), str(res.message)
 
 
-def _covariance(obj: Objective, x: np.ndarray) -> np.ndarray | None:
+def _covariance(prog: _Program, data: tuple, x: np.ndarray) -> np.ndarray | None:
     """Inverse Hessian of ``-objective`` at ``x``, or None where it is not positive definite."""
     n = x.shape[0]
-    H = np.asarray(jax.jit(jax.hessian(lambda x: -obj.objective(x)))(jnp.asarray(x)),
-                   dtype=np.float64)
+    H = np.asarray(prog.neg_hessian(jnp.asarray(x), data), dtype=np.float64)
     H = 0.5 * (H + H.T)
     if not np.all(np.isfinite(H)):
         return None
@@ -377,7 +451,7 @@ def _covariance(obj: Objective, x: np.ndarray) -> np.ndarray | None:
     return Linv.T @ Linv
 
 
-def _std_errors(obj: Objective, x: np.ndarray, cov: np.ndarray | None,
+def _std_errors(prog: _Program, data: tuple, x: np.ndarray, cov: np.ndarray | None,
                 params_j: dict[str, jax.Array]) -> dict[str, np.ndarray]:
     """Delta-method standard errors of the constrained values (NaN without ``cov``)."""
     if cov is None:
@@ -385,21 +459,21 @@ def _std_errors(obj: Objective, x: np.ndarray, cov: np.ndarray | None,
     from jax.flatten_util import ravel_pytree
 
     _, unravel_c = ravel_pytree(params_j)
-
-    def flat_constrain(x: jax.Array) -> jax.Array:
-        return ravel_pytree(obj.constrain(x))[0]
-
-    J = np.asarray(jax.jit(jax.jacfwd(flat_constrain))(jnp.asarray(x)), dtype=np.float64)
+    J = np.asarray(prog.constrain_jacobian(jnp.asarray(x), data), dtype=np.float64)
     var = np.einsum("ij,jk,ik->i", J, cov, J)
     se_flat = np.sqrt(np.clip(var, 0.0, None))
     return {k: np.asarray(v) for k, v in unravel_c(jnp.asarray(se_flat)).items()}
 
 
-def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobian: bool,
-              hessian: bool, bar: ProgressBar | None = None) -> MLEResult:
-    """Minimise ``-obj.objective`` with L-BFGS-B; then Hessian, covariance and summaries."""
-    neg = jax.jit(jax.value_and_grad(lambda x: -obj.objective(x)))
-    n = int(obj.x0.shape[0])
+def _optimize(prog: _Program, data: tuple, x0: jax.Array, *, max_iter: int, tol: float,
+              prior: bool, jacobian: bool, hessian: bool,
+              bar: ProgressBar | None = None) -> MLEResult:
+    """Minimise ``-objective`` with L-BFGS-B from ``x0``; then Hessian, covariance and
+    summaries."""
+    n = int(x0.shape[0])
+
+    def neg(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return prog.neg_value_and_grad(x, data)
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         f, g = neg(jnp.asarray(x))
@@ -410,7 +484,7 @@ def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobia
             return math.inf, np.zeros_like(g)
         return f, g
 
-    x, n_iter, success, opt_msg = _minimize(fun, np.asarray(obj.x0, dtype=np.float64),
+    x, n_iter, success, opt_msg = _minimize(fun, np.asarray(x0, dtype=np.float64),
                                             max_iter=max_iter, tol=tol, bar=bar)
     f_opt, g_opt = neg(jnp.asarray(x))
     f_opt, g_opt = float(f_opt), np.asarray(g_opt, dtype=np.float64)
@@ -418,7 +492,7 @@ def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobia
 
     cov, messages, decrement = None, [], math.nan
     if hessian and finite and n > 0:
-        cov = _covariance(obj, x)
+        cov = _covariance(prog, data, x)
         if cov is None:
             messages.append(
                 "the Hessian of the objective is not positive definite at the optimum "
@@ -442,13 +516,13 @@ def _optimize(obj: Objective, *, max_iter: int, tol: float, prior: bool, jacobia
                            f"(max_iter={max_iter}): {opt_msg}")
 
     xj = jnp.asarray(x)
-    params_j = jax.jit(obj.constrain)(xj)
-    loglik, log_prior, _ = (float(v) for v in jax.jit(obj.log_parts)(xj))
+    params_j = prog.constrain(xj, data)
+    loglik, log_prior, _ = (float(v) for v in prog.log_parts(xj, data))
     return MLEResult(
         params={k: np.asarray(v) for k, v in params_j.items()},
-        unconstrained=x, names=list(obj.names), loglik=loglik, log_prior=log_prior,
+        unconstrained=x, names=list(prog.names), loglik=loglik, log_prior=log_prior,
         log_joint=loglik + log_prior, objective=-f_opt, prior=prior, jacobian=jacobian,
         n_iter=n_iter, converged=converged, status=status, message="; ".join(messages),
         cov_unconstrained=np.full((n, n), np.nan) if cov is None else cov,
-        std_errors=_std_errors(obj, x, cov, params_j), n_params=n,
+        std_errors=_std_errors(prog, data, x, cov, params_j), n_params=n,
     )

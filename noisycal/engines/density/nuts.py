@@ -43,12 +43,13 @@ from .diagnostics import (
 from .nuts_program import (
     INIT_ATTEMPTS,
     Program,
-    concrete_errors,
     get_program,
     parallel_runner,
 )
 from .potential import (
     check_model_inputs,
+    concrete_errors,
+    is_own_model,
     split_inputs,
     user_stacklevel,
 )
@@ -380,7 +381,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
         values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
                   for k, v in (init_params or {}).items()}
         if cache is None:
-            cache = getattr(model, "__module__", "").startswith("noisycal.")
+            cache = is_own_model(model)
         shapes = {k: tuple(v.shape) for k, v in values.items()}
         try:
             prog = get_program(model, signature, rebuild, arrays, shapes, cache=cache,

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from .potential import (
     FlatPotential,
     build_potential,
+    cached_program,
 )
 
 #: Compiled samplers kept for reuse (least recently used dropped first).
@@ -28,13 +29,6 @@ INIT_ATTEMPTS = 100
 
 
 PROGRAMS: OrderedDict[Any, Program] = OrderedDict()
-
-
-def concrete_errors() -> tuple[type[Exception], ...]:
-    import jax
-
-    return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
-            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
 
 
 @lru_cache(maxsize=MAX_PROGRAMS)
@@ -278,18 +272,6 @@ def get_program(model: Callable, signature: Any, rebuild: Callable, arrays: list
              init_shapes: dict[str, tuple], *, cache: bool, **settings: Any) -> Program:
     key = (model, signature, tuple(sorted(init_shapes.items())),
            tuple(sorted(settings.items())))
-    if not cache:
-        return _build_program(model, rebuild, arrays, init_shapes, **settings)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable static input: build without caching
-        return _build_program(model, rebuild, arrays, init_shapes, **settings)
-    prog = PROGRAMS.get(key)
-    if prog is None:
-        prog = _build_program(model, rebuild, arrays, init_shapes, **settings)
-        PROGRAMS[key] = prog
-        while len(PROGRAMS) > MAX_PROGRAMS:
-            PROGRAMS.popitem(last=False)
-    else:
-        PROGRAMS.move_to_end(key)
-    return prog
+    return cached_program(
+        PROGRAMS, key, lambda: _build_program(model, rebuild, arrays, init_shapes, **settings),
+        cache=cache, maxsize=MAX_PROGRAMS)

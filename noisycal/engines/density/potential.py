@@ -13,6 +13,7 @@ from the rest.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -26,13 +27,53 @@ from ..._util.validation import check_choice, user_stacklevel
 __all__ = [
     "FlatPotential",
     "build_potential",
+    "cached_program",
     "check_model_inputs",
+    "concrete_errors",
+    "is_own_model",
     "entry_names",
     "split_inputs",
     "trace_initial",
     "user_stacklevel",
 ]
 
+
+def concrete_errors() -> tuple[type[Exception], ...]:
+    """The errors JAX raises when a model needs a concrete value of an array input (a
+    plate size held in a 0-d array, Python control flow on data): such a model is
+    compiled with its arrays as constants instead (``split_inputs(arrays_static=True)``)."""
+    return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
+
+
+def is_own_model(model: object) -> bool:
+    """Whether ``model`` is one of noisycal's models, whose compiled programs are kept: a
+    user's model may read globals that change between calls, so it is retraced."""
+    return getattr(model, "__module__", "").startswith("noisycal.")
+
+
+def cached_program(programs: OrderedDict, key: Any, build: Callable[[], Any], *,
+                   cache: bool, maxsize: int) -> Any:
+    """``build()``, kept in ``programs`` under ``key`` when ``cache`` is true.
+
+    The least recently used program is dropped beyond ``maxsize``; a key that cannot be
+    hashed (an unhashable static model input) builds without caching.
+    """
+    if not cache:
+        return build()
+    try:
+        hash(key)
+    except TypeError:
+        return build()
+    prog = programs.get(key)
+    if prog is None:
+        prog = build()
+        programs[key] = prog
+        while len(programs) > maxsize:
+            programs.popitem(last=False)
+    else:
+        programs.move_to_end(key)
+    return prog
 
 
 def check_model_inputs(model: object, model_args: object, model_kwargs: object,
