@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from small_nuts import ONE_CHAIN
 
 import noisycal as nc
 from noisycal.calibrators.conformal.evaluate import evaluate_sets
@@ -76,7 +77,7 @@ def binary_nuts():
     # two tiny NUTS fits of one model (two seeds: one compiled program, about 30 s cold)
     conf = np.tile(np.array([[0.85, 0.15], [0.2, 0.8]]), (3, 1, 1))
     sim = nc.simulate.dawid_skene(40, [0.6, 0.4], conf, seed=0)
-    nuts = nc.engines.NUTS(num_chains=1, num_warmup=50, num_samples=50)
+    nuts = nc.engines.NUTS(**ONE_CHAIN)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nc.ConvergenceWarning)  # one short chain
         fits = {f"seed {s}": nc.DawidSkene(2).fit(sim.annotations, method=nuts, seed=s)

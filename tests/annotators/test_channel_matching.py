@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from small_nuts import TWO_CHAINS
 
 import noisycal as nc
 from noisycal.correction import fit_class_prevalence
@@ -200,8 +201,7 @@ def test_credible_interval_is_the_same_in_any_annotator_and_class_order(toy):
     t, ann, _ = toy
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # short chains: R-hat is not the point
-        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=100,
-                                                               num_samples=50), seed=0)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(**TWO_CHAINS), seed=0)
     other = nc.Annotations.from_wide(t.annotations[:, [1, 2, 0]], classes=[1, 0],
                                      annotators=["y", "z", "x"])
     T, U = nc.targets.corrected(ann, fit), nc.targets.corrected(other, fit)

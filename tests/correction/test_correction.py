@@ -4,6 +4,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from small_nuts import TWO_CHAINS
 
 import jax.numpy as jnp
 
@@ -214,12 +215,11 @@ def test_bound_with_estimated_channels_and_oracle_channel_term():
 def test_credible_interval_from_nuts_channels():
     t = nc.simulate.gaussian_toy(2000, truth="shifted", seed=9)
     ann = nc.Annotations.from_wide(t.annotations)
-    fit = nc.DawidSkene().fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=200,
-                                                          num_samples=200, rhat_threshold=1.1))
+    fit = nc.DawidSkene().fit(ann, method=nc.engines.NUTS(**TWO_CHAINS, rhat_threshold=1.1))
     U = nc.targets.corrected(ann, fit)
     cred = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
     assert cred.kind == "credible" and cred.method == "credible-eti"
-    assert cred.details["n_channel_draws"] == 400 and cred.replicates.shape == (400,)
+    assert cred.details["n_channel_draws"] == 200 and cred.replicates.shape == (200,)
     assert cred.low < float(cred) < cred.high
     again = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
     assert again.interval == cred.interval

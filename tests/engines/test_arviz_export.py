@@ -8,6 +8,7 @@ import dataclasses
 import matplotlib
 import numpy as np
 import pytest
+from small_nuts import TWO_CHAINS
 
 import noisycal as nc
 from noisycal.engines.density import nuts as nuts_engine
@@ -20,7 +21,7 @@ az = import_arviz()
 CONF = np.array([[[0.85, 0.15], [0.25, 0.75]],
                  [[0.9, 0.1], [0.2, 0.8]],
                  [[0.75, 0.25], [0.1, 0.9]]])
-NUTS = nc.engines.NUTS(num_chains=2, num_warmup=150, num_samples=100, rhat_threshold=1.2)
+NUTS = nc.engines.NUTS(**TWO_CHAINS, rhat_threshold=1.2)
 
 
 def _ann():

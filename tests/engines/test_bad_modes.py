@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy.stats import chi2
+from small_nuts import TWO_CHAINS
 
 import noisycal as nc
 from noisycal.engines.checks import channel_check, channel_counts
@@ -265,8 +266,7 @@ def test_a_nuts_fit_of_an_adversarial_design_is_flagged():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # short chains: a loose R-hat threshold (convergence is not what is tested)
-        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(num_chains=2, num_warmup=150,
-                                                               num_samples=100,
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(**TWO_CHAINS,
                                                                rhat_threshold=1.1), seed=0)
     assert fit.status == "adversarial_channel", fit.message
     assert any("adversarial" in str(w.message) for w in caught)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.stats import norm
+from small_nuts import ONE_CHAIN
 
 import noisycal as nc
 from noisycal.intervals.bootstrap import interval_from_replicates
@@ -96,8 +97,7 @@ def test_dawid_skene_nuts_with_one_chain_is_not_ok():
                      [[0.85, 0.15], [0.25, 0.75]]])
     ann = nc.simulate.dawid_skene(60, [0.4, 0.6], conf, seed=0).annotations
     with pytest.warns(nc.ConvergenceWarning, match="one chain gives no between-chain R-hat"):
-        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(num_chains=1, num_warmup=150,
-                                                               num_samples=50), seed=0)
+        fit = nc.DawidSkene(2).fit(ann, method=nc.engines.NUTS(**ONE_CHAIN), seed=0)
     assert fit.status == "diagnostics_unavailable" and np.isnan(fit.details["max_rhat"])
 
 

@@ -13,6 +13,7 @@ import warnings
 import matplotlib
 import numpy as np
 import pytest
+from small_nuts import TWO_CHAINS
 
 import noisycal as nc
 from noisycal.annotators.checks.discrepancies import (
@@ -219,13 +220,11 @@ def test_nuts_fit_uses_its_posterior_draws():
         -1, keepdims=True), seed=3)
     with warnings.catch_warnings():  # short chains: the check needs draws, not convergence
         warnings.simplefilter("ignore", nc.ConvergenceWarning)
-        fit = nc.DawidSkene().fit(sim.annotations,
-                                  method=nc.engines.NUTS(num_chains=2, num_warmup=100,
-                                                         num_samples=50))
+        fit = nc.DawidSkene().fit(sim.annotations, method=nc.engines.NUTS(**TWO_CHAINS))
     check = nc.annotators.ppc(fit, sim.annotations, n_rep=500, seed=0,
                               discrepancies="unanimity")
     assert check.method == "posterior"
-    assert check.n_rep == 100  # at most one replicate per draw
+    assert check.n_rep == 200  # at most one replicate per draw (2 chains of 100)
     assert 0.0 < check.table["ppp"].iloc[0] < 1.0
 
 
