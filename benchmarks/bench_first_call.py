@@ -112,7 +112,7 @@ import noisycal as nc
 n, reps = int(sys.argv[1]), int(sys.argv[2])
 J, K = 5, 3
 conf = np.full((J, K, K), 0.15 / (K - 1)) + np.eye(K) * (0.85 - 0.15 / (K - 1))
-secs, n_patterns = {"dawid_skene": [], "mace": []}, []
+secs, n_patterns = {"dawid_skene": [], "mace": [], "dawid_skene_mle_complete": []}, []
 for r in range(reps):
     # each item rated by 2 to 4 of the 5 annotators, a new data set each replication
     rng = np.random.default_rng(r)
@@ -128,6 +128,13 @@ for r in range(reps):
         fit = model.fit(data, seed=r)
         secs[name].append(time.perf_counter() - t)
     n_patterns.append(int(fit.details["n_patterns"]))
+    # gradient MLE on the complete design (every annotator rates every item: the same
+    # shapes each replication), whose compiled programs are kept
+    complete = nc.Annotations.from_wide(np.stack(
+        [[rng.choice(K, p=conf[a, y[i]]) for a in range(J)] for i in range(n)]))
+    t = time.perf_counter()
+    nc.DawidSkene().fit(complete, method="mle", seed=r)
+    secs["dawid_skene_mle_complete"].append(time.perf_counter() - t)
 print(json.dumps({"seconds": secs, "n_patterns": n_patterns, "noisycal_file": nc.__file__}))
 """
 

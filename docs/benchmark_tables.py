@@ -1181,7 +1181,8 @@ def _first_call_one(name: str, rec: Record) -> dict[str, str]:
                     [[m, secs(rep[m]["first_s"]), secs(rep[m]["later_median_s"], 3),
                       secs(rep[m]["later_total_s"]),
                       ", ".join(f"{v:.2f}" for v in rep["seconds"][m][1:])]
-                     for m in ("dawid_skene", "mace") if m in rep], "lrrrl"))
+                     for m in ("dawid_skene", "mace", "dawid_skene_mle_complete")
+                     if m in rep], "lrrrl"))
     return {"run": run_line(name, rec), "import_line": import_line, "table": body,
             "fits": fits, "simulated": _first_call_simulated(r.get("simulated")),
             "replications": reps}
