@@ -122,6 +122,8 @@ class _KClassPopulation:
         sim = nc.simulate.classifier(size, n_classes, temperature=1.0, n_annotators=1,
                                      seed=20_261_201)
         self.z, self.q, self.n_bins = sim.logits, sim.true_probs, n_bins
+        for a in (self.z, self.q):   # one population is shared (_kclass_population)
+            a.setflags(write=False)
 
     def __call__(self, temperature: float, kind: str) -> float:
         p = softmax(self.z / temperature, axis=1)

@@ -219,7 +219,8 @@ def test_credible_interval_from_nuts_channels():
     U = nc.targets.corrected(ann, fit)
     cred = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
     assert cred.kind == "credible" and cred.method == "credible-eti"
-    assert cred.details["n_channel_draws"] == 200 and cred.replicates.shape == (200,)
+    n_draws = TWO_CHAINS["num_chains"] * TWO_CHAINS["num_samples"]
+    assert cred.details["n_channel_draws"] == n_draws and cred.replicates.shape == (n_draws,)
     assert cred.low < float(cred) < cred.high
     again = nc.ece(t.z, U, n_bins=10, interval="credible", level=0.9, seed=1)
     assert again.interval == cred.interval

@@ -331,6 +331,24 @@ def test_a_user_model_is_retraced_by_every_map_fit(y):
     assert res.params["mu"] == pytest.approx(normal_posterior(y)[0], rel=1e-6)
 
 
+def test_an_own_model_needing_a_concrete_input_is_fitted_with_it_compiled_in(y, monkeypatch):
+    """noisycal's own models take their arrays as arguments of kept programs; one whose
+    plate size comes from an array input cannot be traced so and falls back to compiling
+    its inputs in, uncached, with the same estimate."""
+    from noisycal.engines.density import mle
+
+    monkeypatch.setattr(plate_size_from_data, "__module__", "noisycal.models.stand_in")
+    before = dict(mle.PROGRAMS)
+    res = fit_map(plate_size_from_data, model_args=(y, np.asarray(y.size)))
+    assert res.status == "ok"
+    assert res.params["mu"] == pytest.approx(normal_posterior(y)[0], rel=1e-6)
+    assert dict(mle.PROGRAMS) == before
+    # the same model without the plate size from data is kept
+    monkeypatch.setattr(normal_mean, "__module__", "noisycal.models.stand_in")
+    fit_map(normal_mean, model_args=(y,))
+    assert len(mle.PROGRAMS) == min(len(before) + 1, mle.MAX_PROGRAMS)
+
+
 @pytest.mark.parametrize("chain_method", ["sequential", "vectorized"])
 def test_nuts_progress_bar_path_gives_the_same_draws(y, chain_method):
     """With a progress bar the chains advance in chunks; the draws are the same."""

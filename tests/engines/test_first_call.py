@@ -562,16 +562,17 @@ def test_a_second_mle_fit_on_new_data_of_the_same_shapes_compiles_nothing():
     compiles nothing, and gives what a freshly built program gives."""
     from noisycal.engines.density import mle
 
-    a, b = _ds_data(300, 5, 1.0), _ds_data(300, 6, 1.0)   # complete: 900 ratings each
+    a, b = _ds_data(300, 5, 1.0), _ds_data(300, 6, 1.0)   # complete: 1,200 ratings each
+    mle.PROGRAMS.clear()
     fa = nc.DawidSkene().fit(a, method="mle", seed=0)
-    prog = next(reversed(mle.PROGRAMS.values()))
+    assert len(mle.PROGRAMS) == 1
+    prog = next(iter(mle.PROGRAMS.values()))
     parts = (prog.initial, prog.constrain, prog.log_parts, prog.neg_value_and_grad,
              prog.neg_hessian, prog.constrain_jacobian)
-    sizes, n_programs = [f._cache_size() for f in parts], len(mle.PROGRAMS)
-    assert min(sizes) == 1
+    assert [f._cache_size() for f in parts] == [1] * 6
     fb = nc.DawidSkene().fit(b, method="mle", seed=0)
-    assert len(mle.PROGRAMS) == n_programs
-    assert [f._cache_size() for f in parts] == sizes
+    assert len(mle.PROGRAMS) == 1 and next(iter(mle.PROGRAMS.values())) is prog
+    assert [f._cache_size() for f in parts] == [1] * 6
     assert fa.status == fb.status == "ok" and fa.loglik != fb.loglik
     mle.PROGRAMS.clear()
     fresh = nc.DawidSkene().fit(b, method="mle", seed=0)

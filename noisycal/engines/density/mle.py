@@ -1,15 +1,16 @@
 """Gradient maximum likelihood / MAP on any NumPyro model's log density.
 
-The functional core is one compiled program per model, data shapes and objective: the
-model's log density split into likelihood and prior on a flat unconstrained vector, built
-by the one model-to-potential builder
-:func:`noisycal.engines.density.potential.build_potential` that NUTS uses too, with its
-gradient, Hessian and constraining map. :func:`fit_map` is the driver that minimises it
-with SciPy's L-BFGS-B, using JAX gradients in float64, and returns an :class:`MLEResult`;
-:func:`make_objective` hands the same functions to a caller. The model's array inputs
-enter the compiled functions as arguments and noisycal's own models keep their programs
-(as the NUTS programs are kept), so a fit on new data of the same shapes (a simulation
-study's replications) compiles nothing.
+The functional core is a set of compiled functions of one model: its log density split
+into likelihood and prior on a flat unconstrained vector, built by the one model-to-potential
+builder :func:`noisycal.engines.density.potential.build_potential` that NUTS uses too, with
+the objective's gradient and Hessian and the constraining map and its Jacobian.
+:func:`fit_map` is the driver that minimises the objective with SciPy's L-BFGS-B, using JAX
+gradients in float64, and returns an :class:`MLEResult`; :func:`make_objective` hands the
+objective, the constraining map and the log-density parts to a caller. For noisycal's own
+models the array inputs enter the compiled functions as arguments and the functions are
+kept per model, data shapes and objective (as the NUTS programs are), so a fit on new data
+of the same shapes (a simulation study's replications) compiles nothing; a user's model
+has its inputs compiled in and is compiled again on every fit (it may read globals).
 """
 
 from __future__ import annotations
@@ -148,14 +149,12 @@ def _start(model: Callable[..., Any], model_args: tuple, model_kwargs: Mapping[s
     def program(arrays_static: bool) -> tuple[_Program, list]:
         signature, arrays, rebuild = split_inputs(tuple(model_args), dict(model_kwargs or {}),
                                                   arrays_static=arrays_static)
-        key = (model, signature, tuple(sorted(init_shapes.items())),
-               tuple(sorted(settings.items())))
         return cached_program(
-            PROGRAMS, key,
+            PROGRAMS, model, signature, init_shapes, settings,
             lambda: _build_program(model, rebuild, arrays, init_shapes, **settings),
             cache=not arrays_static, maxsize=MAX_PROGRAMS), arrays
 
-    prog, arrays = None, []
+    prog = None
     if is_own_model(model):
         try:
             prog, arrays = program(arrays_static=False)
@@ -217,7 +216,7 @@ def make_objective(
                             rng_key=jax.random.key(0) if rng_key is None else rng_key,
                             init_strategy=init_strategy)
     return Objective(x0, lambda x: prog.constrain(x, data), lambda x: prog.log_parts(x, data),
-                     lambda x: prog.objective(x, data), prog.names)
+                     lambda x: prog.objective(x, data), list(prog.names))
 
 
 @dataclass(frozen=True, eq=False)

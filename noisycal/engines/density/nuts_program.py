@@ -270,8 +270,7 @@ def _build_program(model: Callable, rebuild: Callable, arrays: list,
 
 def get_program(model: Callable, signature: Any, rebuild: Callable, arrays: list,
              init_shapes: dict[str, tuple], *, cache: bool, **settings: Any) -> Program:
-    key = (model, signature, tuple(sorted(init_shapes.items())),
-           tuple(sorted(settings.items())))
     return cached_program(
-        PROGRAMS, key, lambda: _build_program(model, rebuild, arrays, init_shapes, **settings),
+        PROGRAMS, model, signature, init_shapes, settings,
+        lambda: _build_program(model, rebuild, arrays, init_shapes, **settings),
         cache=cache, maxsize=MAX_PROGRAMS)

@@ -43,24 +43,52 @@ def concrete_errors() -> tuple[type[Exception], ...]:
     plate size held in a 0-d array, Python control flow on data): such a model is
     compiled with its arrays as constants instead (``split_inputs(arrays_static=True)``)."""
     return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
-            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError)
+            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
+            jax.errors.NonConcreteBooleanIndexError)
 
 
 def is_own_model(model: object) -> bool:
     """Whether ``model`` is one of noisycal's models, whose compiled programs are kept: a
     user's model may read globals that change between calls, so it is retraced."""
-    return getattr(model, "__module__", "").startswith("noisycal.")
+    return (getattr(model, "__module__", None) or "").startswith("noisycal.")
 
 
-def cached_program(programs: OrderedDict, key: Any, build: Callable[[], Any], *,
-                   cache: bool, maxsize: int) -> Any:
-    """``build()``, kept in ``programs`` under ``key`` when ``cache`` is true.
+def cached_program(programs: OrderedDict, model: Callable[..., Any], signature: Any,
+                   init_shapes: Mapping[str, tuple], settings: Mapping[str, Any],
+                   build: Callable[[], Any], *, cache: bool, maxsize: int) -> Any:
+    """``build()``, kept in ``programs`` when ``cache`` is true (the NUTS and MLE programs).
 
     The least recently used program is dropped beyond ``maxsize``; a key that cannot be
     hashed (an unhashable static model input) builds without caching.
+
+    Parameters
+    ----------
+    programs : OrderedDict
+        The engine's kept programs, least recently used first.
+    model : callable
+        The NumPyro model.
+    signature : tuple
+        Its inputs' :func:`split_inputs` signature (static values, array shapes and dtypes).
+    init_shapes : mapping of str to tuple of int
+        Shapes of the initial values the program is given.
+    settings : mapping of str to object
+        The settings the program is compiled with (hashable values).
+    build : callable
+        ``() -> program``.
+    cache : bool
+        Keep the program (False: build it for this call only).
+    maxsize : int
+        Programs kept at most.
+
+    Returns
+    -------
+    object
+        The kept or newly built program.
     """
     if not cache:
         return build()
+    key = (model, signature, tuple(sorted(init_shapes.items())),
+           tuple(sorted(settings.items())))
     try:
         hash(key)
     except TypeError:
