@@ -128,8 +128,12 @@ for r in range(reps):
         fit = model.fit(data, seed=r)
         secs[name].append(time.perf_counter() - t)
     n_patterns.append(int(fit.details["n_patterns"]))
-    # gradient MLE on the complete design (every annotator rates every item: the same
-    # shapes each replication), whose compiled programs are kept
+# then gradient MLE on complete designs (every annotator rates every item: the same shapes
+# each replication), whose compiled programs are kept; after the loop above, so that its
+# programs do not warm those fits
+for r in range(reps):
+    rng = np.random.default_rng(1000 + r)
+    y = rng.integers(0, K, n)
     complete = nc.Annotations.from_wide(np.stack(
         [[rng.choice(K, p=conf[a, y[i]]) for a in range(J)] for i in range(n)]))
     t = time.perf_counter()
