@@ -41,7 +41,6 @@ def test_basis_is_orthonormal_and_sums_to_zero():
 
 
 def test_log_density_is_priors_plus_enumerated_likelihood():
-
     K, J = 3, 2
     item = np.array([0, 0, 1, 1, 2])
     ann = np.array([0, 1, 0, 1, 1])

@@ -75,6 +75,7 @@ def test_numpyro_log_density_minus_prior_is_the_enumerated_likelihood():
               "sigma_difficulty": sd, "ability_raw": (PARAMS["ability"] - mu) / sa,
               "difficulty_raw": PARAMS["difficulty"] / sd}
     kw = dict(n_items=3, n_annotators=2, n_classes=3)
+
     def joint_and_prior(v):   # one compiled program, not one per operation
         joint = log_density(item_difficulty, args, kw, v)[0]
         tr = trace(substitute(item_difficulty, data=v)).get_trace(*args, **kw)

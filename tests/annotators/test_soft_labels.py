@@ -63,6 +63,7 @@ def test_registry_and_shared_likelihood():
     counts = rng.multinomial(5, np.ones(K) / K, size=20)
     Wc, bc = identified_map(W_TRUE, B_TRUE)
     params = {"W_dev": (Wc - identity_map(K)).T, "b": bc, "kappa": 7.0}
+
     def counts_and_map(p):   # one compiled program, not one per operation
         _, tr = log_density(dirichlet_soft_labels, (log_p, counts), {}, p)
         site = tr["counts"]

@@ -42,6 +42,7 @@ from .potential import (
     check_model_inputs,
     concrete_errors,
     entry_names,
+    initial_values,
     is_own_model,
     split_inputs,
     trace_initial,
@@ -141,8 +142,7 @@ def _start(model: Callable[..., Any], model_args: tuple, model_kwargs: Mapping[s
     needs concrete values of an array input (a plate size), has its inputs baked in as
     constants and is compiled for this fit only.
     """
-    values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
-              for k, v in (init_params or {}).items()}
+    values = initial_values(init_params)
     init_shapes = {k: tuple(v.shape) for k, v in values.items()}
     settings = {"init_strategy": init_strategy, "prior": prior, "jacobian": jacobian}
 

@@ -49,6 +49,7 @@ from .nuts_program import (
 from .potential import (
     check_model_inputs,
     concrete_errors,
+    initial_values,
     is_own_model,
     split_inputs,
     user_stacklevel,
@@ -378,8 +379,7 @@ def sample_nuts(model: Callable[..., Any], *, model_args: tuple,
             samples, stats = continue_chains(kept, num_samples, progress_bar)
             store.keep(call, kept, continued=True)
             return samples, (stats if sample_stats else stats["diverging"])
-        values = {k: jnp.asarray(v, dtype=jnp.result_type(float))
-                  for k, v in (init_params or {}).items()}
+        values = initial_values(init_params)
         if cache is None:
             cache = is_own_model(model)
         shapes = {k: tuple(v.shape) for k, v in values.items()}

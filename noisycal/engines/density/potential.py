@@ -30,6 +30,7 @@ __all__ = [
     "cached_program",
     "check_model_inputs",
     "concrete_errors",
+    "initial_values",
     "is_own_model",
     "entry_names",
     "split_inputs",
@@ -45,6 +46,13 @@ def concrete_errors() -> tuple[type[Exception], ...]:
     return (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
             jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError,
             jax.errors.NonConcreteBooleanIndexError)
+
+
+def initial_values(init_params: Mapping[str, Any] | None) -> dict[str, jax.Array]:
+    """The given constrained initial values by site name, as float arrays (their shapes
+    are part of a compiled program's key)."""
+    return {k: jnp.asarray(v, dtype=jnp.result_type(float))
+            for k, v in (init_params or {}).items()}
 
 
 def is_own_model(model: object) -> bool:
