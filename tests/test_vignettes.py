@@ -1,14 +1,35 @@
-"""Run every vignette headless at tiny sizes (``--small``) on its simulated data and check
-what it writes (the real-data runs are in test_vignettes_real_data.py)."""
+"""Run every vignette headless at tiny sizes (``--small``) on its simulated data, and those
+that can use the shared real data (``--data ...``) on those too (skipped when the data are
+absent: set $NOISYCAL_DATA), and check what they write.
+
+The real-data run of a vignette reads the compilation cache its simulated run wrote (the
+programs of the same vignette on other data of the same shapes are not compiled again: about
+a third of vignette 06's time). Both runs are in this one file so that they run one after
+the other in one test process and never write one cache folder at the same time.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from vignette_runs import CACHING, VIGNETTES, check_output, run_vignette
+from vignette_runs import (
+    CACHING,
+    REAL_DATA,
+    VIGNETTES,
+    check_output,
+    has_cifar10,
+    run_vignette,
+)
+
+
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One compilation-cache folder per vignette (``caches / stem``), shared by its runs."""
+    return tmp_path_factory.mktemp("vignette_caches")
 
 
 def test_there_are_vignettes():
@@ -16,13 +37,23 @@ def test_there_are_vignettes():
 
 
 @pytest.mark.parametrize("script", VIGNETTES, ids=lambda p: p.stem)
-def test_vignette_runs_small(script, tmp_path):
+def test_vignette_runs_small(script, tmp_path, caches):
     """Each runs end to end; those that keep their compiled programs write them into the
     folder that NOISYCAL_CACHE_DIR names."""
-    out, cache = tmp_path / "out", tmp_path / "cache"
+    out, cache = tmp_path / "out", caches / script.stem
     check_output(run_vignette(script, out, cache=cache), script, out)
     stored = list(cache.iterdir()) if cache.is_dir() else []
     assert bool(stored) == (script.stem in CACHING), (script.stem, len(stored))
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("script", [p for p in VIGNETTES if p.stem in REAL_DATA],
+                         ids=lambda p: p.stem)
+def test_vignette_runs_small_on_real_data(script, tmp_path, caches):
+    if not has_cifar10():
+        pytest.skip("CIFAR-10 logits / CIFAR-10H not found (set $NOISYCAL_DATA)")
+    check_output(run_vignette(script, tmp_path, *REAL_DATA[script.stem],
+                              cache=caches / script.stem), script, tmp_path)
 
 
 def test_report_vignette_without_real_data_exits_with_a_message(tmp_path):

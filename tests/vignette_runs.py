@@ -1,5 +1,5 @@
 """Running a vignette headless at tiny sizes (``--small``) and checking what it writes:
-shared by test_vignettes.py and test_vignettes_real_data.py."""
+used by test_vignettes.py."""
 
 from __future__ import annotations
 
