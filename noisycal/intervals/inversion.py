@@ -56,6 +56,7 @@ Coverage, measured by ``benchmarks/coverage_study.py``, is reported in
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -71,7 +72,7 @@ from ..exceptions import NumericalWarning
 
 __all__ = ["Inversion", "invert_norm", "norm_of_means", "simulate_noise", "gaussian_null",
            "covariance_factor", "upper_p_value", "inversion_report", "no_variation",
-           "NullTails", "recording_tails", "mixture_inversion"]
+           "NullTails", "recording_tails", "mixture_inversion", "quantile_of_draws"]
 
 _BISECT = 48
 
@@ -494,15 +495,15 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     def quantile_at(theta0: float, which: str) -> float:
         s = sims(theta0)
         if which == "median":
-            return float(np.quantile(s, 0.5))
+            return quantile_of_draws(s, 0.5)
         a_lo = lower_tail(s)
         if which == "high":
             # A lower tail of probability 0 rejects nothing (not even a statistic below
             # every simulated draw).
             if a_lo <= 0:
                 return -np.inf
-            return min(float(np.quantile(x, a_lo)) for x in upper_configurations(theta0, s))
-        return float(np.quantile(s, 1.0 - (alpha - a_lo)))
+            return min(quantile_of_draws(x, a_lo) for x in upper_configurations(theta0, s))
+        return quantile_of_draws(s, 1.0 - (alpha - a_lo))
 
     sd = float(np.sqrt(np.sum(weights * av))) if norm == "l1" else float(
         np.sqrt(np.max(av, initial=0.0)))
@@ -531,6 +532,43 @@ def invert_norm(mean: np.ndarray, cov: np.ndarray | None, weights: np.ndarray, *
     est = min(max(est, low), high)
     return Inversion(plugin=T, estimate=est, low=low, high=high, p_value=p_value,
                      lower_is_zero=low == 0.0, n_sim=n_sim)
+
+
+def quantile_of_draws(x: np.ndarray, q: float) -> float:
+    """``float(np.quantile(x, q))`` (NumPy's default 'linear' method) of one 1-D float64
+    array, computed the same way, to the bit, without NumPy's general machinery.
+
+    The search of :func:`invert_norm` takes about 250 quantiles of 2,000 draws per
+    interval; ``np.quantile`` spent about 70 microseconds on each, most of it outside the
+    partition (``tests/intervals/test_inversion.py`` compares the two on ties, infinities,
+    NaN and the ends of [0, 1]).
+
+    Parameters
+    ----------
+    x : ndarray of shape (n,)
+    q : float
+        In [0, 1].
+
+    Returns
+    -------
+    float
+    """
+    n = x.shape[0]
+    v = (n - 1) * q                 # NumPy's virtual index of the 'linear' method
+    if v >= n - 1:                  # NumPy's neighbours: the last value twice, the first
+        i = j = -1                  # twice below 0, else floor(v) and the next
+    elif v < 0:
+        i = j = 0
+    else:
+        i = math.floor(v)
+        j = i + 1
+    part = np.partition(x, sorted({0, n - 1, i % n, j % n}))
+    if np.isnan(part[-1]):          # NaN sorts last: NumPy's quantile is NaN
+        return float("nan")
+    a, b = part[i], part[j]
+    t = v - i                       # NumPy's gamma (with the index as set above)
+    d = b - a                       # NumPy's _lerp
+    return float(b - d * (1 - t) if t >= 0.5 else a + d * t)
 
 
 def _smallest_passing(passed: Callable[[float], bool], top: float) -> float:

@@ -8,11 +8,37 @@ import pytest
 from scipy import stats as sps
 
 import noisycal as nc
-from noisycal.intervals.inversion import invert_norm, norm_of_means
+from noisycal.intervals.inversion import invert_norm, norm_of_means, quantile_of_draws
 from noisycal.metrics.binned.bins import group_scores, make_binned
 from noisycal.metrics.binned.form import binned_linear_form
 
 # ----------------------------------------------------------------------------- hand cases
+
+
+def test_quantile_of_draws_is_numpys_quantile_to_the_bit():
+    """The search's quantile equals np.quantile (method 'linear') exactly: continuous
+    draws, ties, +-inf (where NumPy's interpolation gives NaN or inf), NaN, the ends of
+    [0, 1], one draw and levels a hair from 0 and 1."""
+    rng = np.random.default_rng(0)
+    compared = 0
+    with np.errstate(invalid="ignore"):  # inf - inf inside the interpolation, both ways
+        for trial in range(600):
+            n = int(rng.integers(1, 40)) if trial % 2 else int(rng.integers(100, 2500))
+            x = rng.normal(size=n) * 10.0 ** rng.integers(-5, 5)
+            if trial % 5 == 0:
+                x = np.round(x, 1)
+            if trial % 7 == 0:
+                x[rng.integers(0, n, 1 + n // 10)] = np.inf
+            if trial % 11 == 0:
+                x[rng.integers(0, n)] = -np.inf
+            if trial % 13 == 0:
+                x[rng.integers(0, n)] = np.nan
+            for q in (0.0, 1.0, 0.5, 0.05, 0.95, rng.random(), 1e-3 * rng.random(),
+                      1.0 - 1e-3 * rng.random()):
+                want, got = float(np.quantile(x, q)), quantile_of_draws(x, float(q))
+                assert got == want or (np.isnan(got) and np.isnan(want)), (n, q, got, want)
+                compared += 1
+    assert compared == 4800
 
 
 def test_one_mean_far_from_zero_gives_the_normal_interval():
