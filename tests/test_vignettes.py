@@ -4,8 +4,10 @@ absent: set $NOISYCAL_DATA), and check what they write.
 
 The real-data run of a vignette reads the compilation cache its simulated run wrote (the
 programs of the same vignette on other data of the same shapes are not compiled again: about
-a third of vignette 06's time). Both runs are in this one file so that they run one after
-the other in one test process and never write one cache folder at the same time.
+a third of vignette 06's time). Both runs are in this one file so that, with
+``--dist loadfile`` (the README's command) or without xdist, they run one after the other in
+one test process and never write one cache folder at the same time (other xdist schedules
+give each process its own folders: nothing is shared, nothing breaks).
 """
 
 from __future__ import annotations

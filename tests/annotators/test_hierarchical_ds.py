@@ -262,8 +262,8 @@ def test_sparse_annotator_is_pooled_toward_the_population():
     accuracy 5/6), the hierarchical model to the other annotators' accuracy (0.7).
 
     At accuracy 0.65 the two short chains crossed into the mirrored class order (status
-    not_converged) in 3 of 8 runs (seeds 0-3, each compiled at two LLVM optimisation
-    levels, whose rounding differs), at 0.7 in none of 8."""
+    not_converged) in 3 of 8 runs of a separate check (fit seeds 0-3, each compiled at two
+    LLVM optimisation levels, whose rounding differs), at 0.7 in none of 8."""
     rng = np.random.default_rng(7)
     n, J, acc = 200, 6, 0.7
     truth = rng.integers(0, 2, n)

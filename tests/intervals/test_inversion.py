@@ -20,7 +20,7 @@ def test_quantile_of_draws_is_numpys_quantile_to_the_bit():
     draws, ties, +-inf (where NumPy's interpolation gives NaN or inf), NaN, the ends of
     [0, 1], one draw and levels a hair from 0 and 1."""
     rng = np.random.default_rng(0)
-    compared = 0
+    results = []
     with np.errstate(invalid="ignore"):  # inf - inf inside the interpolation, both ways
         for trial in range(600):
             n = int(rng.integers(1, 40)) if trial % 2 else int(rng.integers(100, 2500))
@@ -37,8 +37,10 @@ def test_quantile_of_draws_is_numpys_quantile_to_the_bit():
                       1.0 - 1e-3 * rng.random()):
                 want, got = float(np.quantile(x, q)), quantile_of_draws(x, float(q))
                 assert got == want or (np.isnan(got) and np.isnan(want)), (n, q, got, want)
-                compared += 1
-    assert compared == 4800
+                results.append(got)
+    # the cases reached NumPy's NaN and infinite results, not only finite interpolations
+    assert np.isnan(results).sum() > 50 and np.isposinf(results).sum() > 0
+    assert np.isneginf(results).sum() > 0
 
 
 def test_one_mean_far_from_zero_gives_the_normal_interval():
